@@ -1,0 +1,20 @@
+# The server (API + worker). Debian-based on purpose: the Temporal SDK's native module has no musl build.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+# python3 and bubblewrap run custom tools in the local sandbox.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 bubblewrap ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8283 DATA_DIR=/data
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+EXPOSE 8283
+CMD ["node", "dist/src/main.js"]

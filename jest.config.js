@@ -1,0 +1,11 @@
+/** Jest runs TypeScript through swc (fast, no type-check: `npm run lint` type-checks). */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  setupFilesAfterEnv: ['<rootDir>/test/setup-temporal-runtime.ts'],
+  testTimeout: 120_000,
+};

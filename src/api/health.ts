@@ -1,0 +1,44 @@
+import { Router } from 'express';
+import type { NativeConnection } from '@temporalio/worker';
+import type { Database } from '../db';
+import { errorText } from '../temporal/connection';
+import { version } from '../paths';
+
+export interface HealthDependencies {
+  db: Database;
+  temporal: NativeConnection;
+  timeoutMs: number;
+}
+
+/** Resolves to 'ok' or to why the check failed, within `timeoutMs`. */
+async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+  });
+  try {
+    return await Promise.race([probe().then(() => 'ok'), timeout]);
+  } catch (error) {
+    return errorText(error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `GET /v1/health/` (routes are not strict, so both slash forms match): 200 `{status:"ok",version}` (Letta's shape) only when PostgreSQL and Temporal answer. */
+export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): Router {
+  const router = Router();
+  router.get('/v1/health', async (_req, res) => {
+    const [database, temporalStatus] = await Promise.all([
+      check(() => db.query('SELECT 1'), timeoutMs),
+      check(() => temporal.workflowService.getSystemInfo({}), timeoutMs),
+    ]);
+    const healthy = database === 'ok' && temporalStatus === 'ok';
+    res.status(healthy ? 200 : 503).json({
+      status: healthy ? 'ok' : 'unavailable',
+      version,
+      ...(healthy ? {} : { checks: { database, temporal: temporalStatus } }),
+    });
+  });
+  return router;
+}

@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Empty strings count as unset, as docker-compose and shells often pass them. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const port = z.coerce
+  .number({ error: 'expected a port number' })
+  .int('expected a whole number')
+  .min(1, 'expected a port from 1 to 65535')
+  .max(65535, 'expected a port from 1 to 65535');
+
+const milliseconds = z.coerce.number({ error: 'expected milliseconds' }).int().positive();
+
+const url = z.url({ error: 'expected a URL' });
+
+/** host:port of a gRPC endpoint, as Temporal clients take it. */
+const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. temporal:7233');
+
+export const ConfigSchema = z.object({
+  PORT: port.default(8283),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+
+  DATABASE_URL: optional(url),
+
+  TEMPORAL_ADDRESS: optional(hostPort),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_CLI_PATH: optional(z.string()),
+  TEMPORAL_START_TIMEOUT_MS: milliseconds.default(60_000),
+  TEMPORAL_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
+  TASK_QUEUE_PREFIX: z.string().default(''),
+
+  MAX_REQUEST_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10 * 1024 * 1024),
+  HEALTH_CHECK_TIMEOUT_MS: milliseconds.default(3_000),
+  SHUTDOWN_TIMEOUT_MS: milliseconds.default(15_000),
+
+  OPENAI_API_KEY: optional(z.string()),
+  OPENAI_BASE_URL: optional(url),
+  ANTHROPIC_API_KEY: optional(z.string()),
+  E2B_API_KEY: optional(z.string()),
+});
+
+export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment; throws one ConfigError whose message names every bad variable on one line. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return `${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+}

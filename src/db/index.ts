@@ -1,0 +1,35 @@
+import path from 'node:path';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { connectPostgres, openPglite, type Database } from './database';
+import { migrate } from './migrate';
+
+export type { Database, Queryable } from './database';
+
+/** `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out. */
+export async function openDatabase(config: Config, log: Logger): Promise<Database> {
+  const db = config.DATABASE_URL
+    ? connectPostgres(config.DATABASE_URL)
+    : await openPglite(path.join(config.dataDir, 'pgdata'));
+  log.info(
+    {
+      database:
+        db.kind === 'postgres' ? redactUrl(config.DATABASE_URL!) : path.join(config.dataDir, 'pgdata'),
+    },
+    db.kind === 'postgres' ? 'using PostgreSQL from DATABASE_URL' : 'using the embedded PGlite database',
+  );
+  try {
+    const applied = await migrate(db);
+    log.info({ applied }, applied.length ? 'database migrated' : 'database schema is current');
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
+  return db;
+}
+
+function redactUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.password) url.password = '***';
+  return url.toString();
+}

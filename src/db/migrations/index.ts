@@ -1,0 +1,13 @@
+/**
+ * Versioned schema migrations, applied in order at start-up. Never edit one that has shipped:
+ * add the next version instead.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+import { initial } from './0001-initial';
+
+export const migrations: Migration[] = [initial];

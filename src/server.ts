@@ -1,0 +1,164 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { NativeConnection } from '@temporalio/worker';
+import { createApp } from './api/app';
+import { ConfigError, type Config } from './config';
+import { openDatabase, type Database } from './db';
+import type { Logger } from './logger';
+import { connectTemporal, errorText } from './temporal/connection';
+import { provisionTemporal } from './temporal/provision';
+import { registerSearchAttributes } from './temporal/search-attributes';
+import { taskQueues } from './temporal/task-queues';
+import { createAgentWorker } from './temporal/worker';
+
+/** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
+export type Role = 'all' | 'api' | 'worker';
+
+export interface ServerOptions {
+  role?: Role;
+  /** Tests swap in their own workflows and activities; production uses the project's. */
+  workflowsPath?: string;
+  activities?: (deps: { db: Database }) => object;
+}
+
+export interface RunningServer {
+  /** The API's base URL, when this process serves the API. */
+  url?: string;
+  temporalAddress: string;
+  temporalUiUrl?: string;
+  db: Database;
+  connection: NativeConnection;
+  /** Settles when the server stops: rejects if a component failed on its own (the worker crashed). */
+  finished: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Brings the server up in order (Temporal, database, connection, worker, API) and returns how to stop
+ * it, which undoes the same steps in reverse. A failure half-way undoes what was already started.
+ */
+export async function startServer(
+  config: Config,
+  log: Logger,
+  options: ServerOptions = {},
+): Promise<RunningServer> {
+  const role = options.role ?? 'all';
+  if (role !== 'all' && (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS)) {
+    throw new ConfigError(
+      `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS: the embedded database and Temporal server ` +
+        'belong to a single process (npm start)',
+    );
+  }
+  const undo: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const step of undo.reverse().splice(0)) {
+      await step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
+    }
+  };
+  let failed: (error: Error) => void = () => {};
+  const componentFailure = new Promise<never>((_, reject) => (failed = reject));
+
+  try {
+    const temporal = await provisionTemporal(config, log);
+    if (temporal.embedded) undo.push(temporal.embedded.stop);
+
+    const db = await openDatabase(config, log);
+    undo.push(() => db.close());
+
+    const connection = await connectTemporal(temporal.address, config.TEMPORAL_CONNECT_TIMEOUT_MS);
+    undo.push(() => connection.close());
+    await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
+
+    if (role !== 'api') {
+      const queues = taskQueues(config.TASK_QUEUE_PREFIX);
+      const worker = await createAgentWorker({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: queues.agent,
+        workflowsPath: options.workflowsPath,
+        activities: options.activities?.({ db }) ?? {},
+      });
+      const running = worker.run().catch((error) => {
+        log.fatal({ error: errorText(error) }, 'worker failed');
+        failed(error);
+      });
+      undo.push(async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+      });
+      log.info({ taskQueue: queues.agent, namespace: config.TEMPORAL_NAMESPACE }, 'worker polling');
+    }
+
+    let url: string | undefined;
+    if (role !== 'worker') {
+      const app = createApp({
+        db,
+        temporal: connection,
+        log,
+        timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+        bodyLimitBytes: config.MAX_REQUEST_BODY_BYTES,
+      });
+      const server = await listen(app, config.PORT, config.HOST);
+      undo.push(() => closeServer(server));
+      const { port } = server.address() as AddressInfo;
+      url = `http://${config.HOST}:${port}`;
+      log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
+    }
+
+    let stopped: () => void = () => {};
+    const finished = Promise.race([new Promise<void>((resolve) => (stopped = resolve)), componentFailure]);
+    return {
+      url,
+      temporalAddress: temporal.address,
+      temporalUiUrl: temporal.embedded?.uiUrl,
+      db,
+      connection,
+      finished,
+      stop: async () => {
+        await stop();
+        stopped();
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** On our own dev server the attributes must exist; on a shared cluster we may lack the permission. */
+async function ensureSearchAttributes(
+  connection: NativeConnection,
+  namespace: string,
+  required: boolean,
+  log: Logger,
+): Promise<void> {
+  try {
+    const added = await registerSearchAttributes(connection, namespace);
+    if (added.length) log.info({ added, namespace }, 'registered custom search attributes');
+  } catch (error) {
+    if (required) throw error;
+    log.warn(
+      { error: errorText(error), namespace },
+      'could not register the custom search attributes: register them with `temporal operator search-attribute create`',
+    );
+  }
+}
+
+function listen(app: http.RequestListener, port: number, host: string): Promise<http.Server> {
+  return new Promise((resolve, reject) => {
+    const server = http.createServer(app);
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/** Stops accepting, ends idle keep-alive connections, and waits for requests in flight. */
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

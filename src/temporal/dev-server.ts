@@ -1,0 +1,144 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../logger';
+import { connectTemporal, errorText } from './connection';
+
+/**
+ * Server settings the agent step relies on: updates (approvals answer through them), update-with-start
+ * and eager dispatch (they cut a matching round trip per step and per tool call).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = [
+  'frontend.enableUpdateWorkflowExecution=true',
+  'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+  'frontend.enableExecuteMultiOperation=true',
+  'system.enableActivityEagerExecution=true',
+  'system.enableEagerWorkflowStart=true',
+  'frontend.enableServerVersionCheck=false',
+];
+
+export interface DevServerOptions {
+  binary: string;
+  dataDir: string;
+  port: number;
+  uiPort: number;
+  namespace: string;
+  startTimeoutMs: number;
+  log: Logger;
+}
+
+export interface RunningDevServer {
+  address: string;
+  uiUrl: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `temporal server start-dev` with its history in DATA_DIR/temporal.db, so paused workflows
+ * survive a restart. The child gets its own process group: a Ctrl-C reaches only us, and we stop it
+ * last, after the worker has let go of it.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<RunningDevServer> {
+  const { binary, dataDir, port, uiPort, namespace, log } = options;
+  fs.mkdirSync(dataDir, { recursive: true });
+  const pidFile = path.join(dataDir, 'temporal.pid');
+  const dbFile = path.join(dataDir, 'temporal.db');
+  killLeftover(pidFile, dbFile, log);
+
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--ui-port', String(uiPort),
+    '--db-filename', dbFile,
+    '--namespace', namespace,
+    '--log-level', 'warn',
+    ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
+  ]; // prettier-ignore
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`could not start ${binary}`);
+  fs.writeFileSync(pidFile, String(child.pid));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.on('exit', killOnExit);
+
+  const output = relayOutput(child, log);
+  const address = `127.0.0.1:${port}`;
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code, signal) =>
+      reject(new Error(`temporal server exited (${signal ?? code}) during start-up:\n${output.tail()}`)),
+    ),
+  );
+  try {
+    const connection = await Promise.race([connectTemporal(address, options.startTimeoutMs), exited]);
+    await connection.close();
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+  exited.catch(() => {}); // after start-up, an exit is reported by the 'exit' listener below
+  child.on('exit', (code, signal) => log.warn({ code, signal }, 'embedded Temporal server exited'));
+
+  return {
+    address,
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    pid: child.pid,
+    async stop() {
+      child.removeAllListeners('exit');
+      await stopChild(child);
+      process.off('exit', killOnExit);
+      fs.rmSync(pidFile, { force: true });
+    },
+  };
+}
+
+/** SIGTERM, then SIGKILL if it has not gone after a few seconds. */
+function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** A dev server left by a process that died without stopping it would hold the port and the db file. */
+function killLeftover(pidFile: string, dbFile: string, log: Logger): void {
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  fs.rmSync(pidFile, { force: true });
+  if (!Number.isInteger(pid) || pid <= 0 || !isDevServerOn(pid, dbFile)) return;
+  log.warn({ pid }, 'stopping a Temporal dev server left running by an earlier start');
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (error) {
+    log.warn({ pid, error: errorText(error) }, 'could not stop the leftover Temporal dev server');
+  }
+}
+
+function isDevServerOn(pid: number, dbFile: string): boolean {
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('start-dev') && cmdline.includes(dbFile);
+  } catch {
+    return false;
+  }
+}
+
+/** The dev server logs at warn level; relay that, and keep the last lines for a start-up failure. */
+function relayOutput(child: ChildProcess, log: Logger): { tail(): string } {
+  const lines: string[] = [];
+  const onData = (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) {
+      lines.push(line);
+      if (lines.length > 20) lines.shift();
+      log.debug({ component: 'temporal-dev-server' }, line);
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return { tail: () => lines.join('\n') };
+}

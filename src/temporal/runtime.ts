@@ -1,0 +1,32 @@
+import { Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import type { Logger } from '../logger';
+
+const pinoLevel: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+/**
+ * Routes the Temporal SDK's logs into ours, and leaves signal handling to main.ts: by default the SDK
+ * shuts workers down on SIGINT itself, which would race our ordered shutdown. Call once, before the
+ * first connection.
+ */
+export function installTemporalRuntime(log: Logger): void {
+  const sdkLog = log.child({ component: 'temporal-sdk' });
+  const forward = (level: LogLevel) => (message: string, meta?: LogMetadata) =>
+    sdkLog[pinoLevel[level]](meta ?? {}, message);
+  Runtime.install({
+    shutdownSignals: [],
+    logger: {
+      log: (level: LogLevel, message: string, meta?: LogMetadata) => forward(level)(message, meta),
+      trace: forward('TRACE'),
+      debug: forward('DEBUG'),
+      info: forward('INFO'),
+      warn: forward('WARN'),
+      error: forward('ERROR'),
+    },
+  });
+}

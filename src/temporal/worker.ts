@@ -1,0 +1,21 @@
+import { Worker, type NativeConnection } from '@temporalio/worker';
+
+export interface AgentWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  activities: object;
+  /** The module whose exports are the workflows; the project's workflows/ unless a test says otherwise. */
+  workflowsPath?: string;
+}
+
+/** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
+export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    workflowsPath: options.workflowsPath ?? require.resolve('../../workflows'),
+    activities: options.activities,
+  });
+}

@@ -1,0 +1,51 @@
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config';
+
+describe('loadConfig', () => {
+  it('fills in the documented defaults from an empty environment', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      PORT: 8283,
+      HOST: '127.0.0.1',
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_PORT: 7233,
+      TEMPORAL_UI_PORT: 8233,
+      LOG_LEVEL: 'info',
+    });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.TEMPORAL_ADDRESS).toBeUndefined();
+    expect(config.dataDir).toBe(path.resolve('./data'));
+  });
+
+  it('treats empty strings as unset', () => {
+    const config = loadConfig({ DATABASE_URL: '', TEMPORAL_ADDRESS: '', PORT: '9000' });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.TEMPORAL_ADDRESS).toBeUndefined();
+    expect(config.PORT).toBe(9000);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['TEMPORAL_UI_PORT', '1.5'],
+    ['TEMPORAL_ADDRESS', 'http://temporal:7233'],
+    ['DATABASE_URL', 'not a url'],
+    ['LOG_LEVEL', 'loud'],
+    ['SHUTDOWN_TIMEOUT_MS', '-1'],
+  ])('rejects %s=%s with one line naming the variable', (name, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain(`${name}=${JSON.stringify(value)}`);
+    expect(message).not.toContain('\n');
+  });
+
+  it('names every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: 'abc', TEMPORAL_PORT: 'x' })).toThrow(/PORT="abc".*TEMPORAL_PORT="x"/);
+  });
+});

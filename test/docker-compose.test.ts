@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { ConfigSchema } from '../src/config';
+import { projectRoot } from '../src/paths';
+
+// There is no Docker engine here: these checks read the compose file and assert that its parts wire together.
+type Service = {
+  image?: string;
+  build?: string | { context: string };
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+};
+const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), {
+  merge: true,
+}) as {
+  services: Record<string, Service>;
+};
+const { services } = compose;
+const env = (name: string) => services[name].environment ?? {};
+
+describe('docker-compose.yml', () => {
+  it('has PostgreSQL, Temporal with its schema and init jobs, the Web UI, and this server', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['letta-temporal', 'postgresql', 'temporal', 'temporal-init', 'temporal-schema', 'temporal-ui'].sort(),
+    );
+    expect(services['temporal-schema'].image).toMatch(/^temporalio\/admin-tools:/);
+    expect(services.temporal.image).toMatch(/^temporalio\/server:/);
+    expect(services['temporal-ui'].image).toMatch(/^temporalio\/ui:/);
+  });
+
+  it('points Temporal at the compose PostgreSQL with its credentials', () => {
+    const pg = env('postgresql');
+    const temporal = env('temporal');
+    expect(temporal.DB).toBe('postgres12');
+    expect(temporal.POSTGRES_SEEDS).toBe('postgresql');
+    expect(temporal.POSTGRES_USER).toBe(pg.POSTGRES_USER);
+    expect(temporal.POSTGRES_PWD).toBe(pg.POSTGRES_PASSWORD);
+    expect(env('temporal-schema').SQL_PASSWORD).toBe(pg.POSTGRES_PASSWORD);
+    const schemaScript = JSON.stringify(services['temporal-schema']);
+    expect(schemaScript).toContain(`--ep postgresql -u ${pg.POSTGRES_USER}`);
+  });
+
+  it('mounts a dynamic config that exists and enables what the agent step needs', () => {
+    const mount = services.temporal.volumes!.find((v) => v.includes('dynamicconfig'))!;
+    const [hostDir, containerDir] = mount.split(':');
+    const file = path.basename(env('temporal').DYNAMIC_CONFIG_FILE_PATH);
+    expect(containerDir).toBe(`/etc/temporal/${path.dirname(env('temporal').DYNAMIC_CONFIG_FILE_PATH)}`);
+    const dynamic = parse(fs.readFileSync(path.join(projectRoot, hostDir, file), 'utf8'));
+    expect(dynamic['frontend.enableUpdateWorkflowExecution'][0].value).toBe(true);
+    expect(dynamic['system.enableActivityEagerExecution'][0].value).toBe(true);
+  });
+
+  it('wires the Web UI to the Temporal service and publishes it on 8080', () => {
+    expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe(`temporal:${services.temporal.ports![0].split(':')[1]}`);
+    expect(services['temporal-ui'].ports).toContain('8080:8080');
+    expect(env('temporal-init').TEMPORAL_ADDRESS).toBe(env('temporal-ui').TEMPORAL_ADDRESS);
+  });
+
+  it('wires this server to the compose PostgreSQL and Temporal, and starts it after both are ready', () => {
+    const server = env('letta-temporal');
+    const pg = env('postgresql');
+    const url = new URL(server.DATABASE_URL);
+    expect(url.hostname).toBe('postgresql');
+    expect(decodeURIComponent(url.username)).toBe(pg.POSTGRES_USER);
+    expect(decodeURIComponent(url.password)).toBe(pg.POSTGRES_PASSWORD);
+    expect(url.pathname).toBe(`/${pg.POSTGRES_DB}`);
+    expect(server.TEMPORAL_ADDRESS).toBe(env('temporal-ui').TEMPORAL_ADDRESS);
+    expect(server.HOST).toBe('0.0.0.0');
+    expect(services['letta-temporal'].ports).toContain(`${server.PORT}:${server.PORT}`);
+    expect(services['letta-temporal'].depends_on).toEqual({
+      postgresql: { condition: 'service_healthy' },
+      'temporal-init': { condition: 'service_completed_successfully' },
+    });
+    expect(services.temporal.depends_on!['temporal-schema'].condition).toBe('service_completed_successfully');
+  });
+
+  it('passes only settings the server knows, each of them valid', () => {
+    const server = env('letta-temporal');
+    const known = Object.keys(ConfigSchema.shape);
+    expect(Object.keys(server).filter((name) => !known.includes(name))).toEqual([]);
+    const literal = Object.fromEntries(Object.entries(server).filter(([, v]) => !String(v).startsWith('${')));
+    expect(ConfigSchema.safeParse(literal).success).toBe(true);
+  });
+
+  it('builds this server from a Debian-based Node 20 image (the Temporal native module has no musl build)', () => {
+    expect(services['letta-temporal'].build).toBe('.');
+    const dockerfile = fs.readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
+    const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
+    expect(bases.length).toBeGreaterThan(0);
+    for (const base of bases) expect(base).toMatch(/^node:20-(bookworm|bullseye)/);
+    expect(dockerfile).toContain('CMD ["node", "dist/src/main.js"]');
+  });
+});

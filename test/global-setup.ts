@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { resolveTemporalBinary } from '../src/temporal/cli-binary';
+import { startDevServer, type RunningDevServer } from '../src/temporal/dev-server';
+import { connectTemporal } from '../src/temporal/connection';
+import { registerSearchAttributes } from '../src/temporal/search-attributes';
+import { freePort, silentLogger, testDatabaseUrl } from './helpers/env';
+
+declare global {
+  var testTemporal: { server: RunningDevServer; dataDir: string } | undefined;
+}
+
+/** One real Temporal dev server for the whole run, started the way the server starts its own. */
+export default async function globalSetup(): Promise<void> {
+  await checkPostgres();
+  const log = silentLogger();
+  const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
+  if (!binary)
+    throw new Error('no temporal CLI: run `npm run temporal:install` (needs Go) or set TEMPORAL_CLI_PATH');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-temporal-test-'));
+  const server = await startDevServer({
+    binary: binary.path,
+    dataDir,
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+    startTimeoutMs: 60_000,
+    log,
+  });
+  const connection = await connectTemporal(server.address, 10_000);
+  await registerSearchAttributes(connection, 'default');
+  await connection.close();
+  globalThis.testTemporal = { server, dataDir };
+  process.env.TEST_TEMPORAL_ADDRESS = server.address;
+}
+
+async function checkPostgres(): Promise<void> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  try {
+    await client.connect();
+    await client.end();
+  } catch (error) {
+    throw new Error(
+      `PostgreSQL at ${testDatabaseUrl()} is not reachable (${String(error)}); set DATABASE_URL`,
+    );
+  }
+}

@@ -40,12 +40,20 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(10 * 1024 * 1024),
+  STREAM_POLL_INTERVAL_MS: milliseconds.default(50),
+  STREAM_KEEPALIVE_MS: milliseconds.default(20_000),
   HEALTH_CHECK_TIMEOUT_MS: milliseconds.default(3_000),
   SHUTDOWN_TIMEOUT_MS: milliseconds.default(15_000),
 
   OPENAI_API_KEY: optional(z.string()),
   OPENAI_BASE_URL: optional(url),
   ANTHROPIC_API_KEY: optional(z.string()),
+  ANTHROPIC_BASE_URL: optional(url),
+  MODEL_TIMEOUT_MS: milliseconds.default(120_000),
+  MODEL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(5),
+  MODEL_RETRY_INITIAL_MS: milliseconds.default(1_000),
+  TOOL_TIMEOUT_MS: milliseconds.default(180_000),
+  TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   E2B_API_KEY: optional(z.string()),
 });
 

@@ -1,7 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
+import { createActivities } from '../activities';
 import { createApp } from './api/app';
+import { providerRegistry } from './llm';
+import { ensureBuiltinTools } from './tools/builtin';
 import { ConfigError, type Config } from './config';
 import { openDatabase, type Database } from './db';
 import type { Logger } from './logger';
@@ -64,19 +68,21 @@ export async function startServer(
 
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
+    await ensureBuiltinTools(db);
 
     const connection = await connectTemporal(temporal.address, config.TEMPORAL_CONNECT_TIMEOUT_MS);
     undo.push(() => connection.close());
     await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
 
+    const queues = taskQueues(config.TASK_QUEUE_PREFIX);
     if (role !== 'api') {
-      const queues = taskQueues(config.TASK_QUEUE_PREFIX);
       const worker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
-        activities: options.activities?.({ db }) ?? {},
+        activities:
+          options.activities?.({ db }) ?? createActivities({ db, providers: providerRegistry(config), log }),
       });
       const running = worker.run().catch((error) => {
         log.fatal({ error: errorText(error) }, 'worker failed');
@@ -93,10 +99,11 @@ export async function startServer(
     if (role !== 'worker') {
       const app = createApp({
         db,
-        temporal: connection,
+        config,
+        connection,
+        temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+        agentTaskQueue: queues.agent,
         log,
-        timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
-        bodyLimitBytes: config.MAX_REQUEST_BODY_BYTES,
       });
       const server = await listen(app, config.PORT, config.HOST);
       undo.push(() => closeServer(server));

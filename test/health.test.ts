@@ -1,5 +1,6 @@
 import { connectPostgres } from '../src/db/database';
-import { createApp } from '../src/api/app';
+import express from 'express';
+import { healthRouter } from '../src/api/health';
 import { startServer, type RunningServer } from '../src/server';
 import { version } from '../src/paths';
 import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './helpers/env';
@@ -63,13 +64,7 @@ describe('health when a dependency is down', () => {
       silentLogger(),
       { role: 'api' },
     );
-    const app = createApp({
-      db,
-      temporal: server.connection,
-      log: silentLogger(),
-      timeoutMs: 2_000,
-      bodyLimitBytes: 1024,
-    });
+    const app = express().use(healthRouter({ db, temporal: server.connection, timeoutMs: 2_000 }));
     const http = app.listen(0, '127.0.0.1');
     try {
       await new Promise((resolve) => http.once('listening', resolve));

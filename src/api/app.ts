@@ -1,18 +1,26 @@
 import express from 'express';
-import type { Logger } from '../logger';
+import type { NativeConnection } from '@temporalio/worker';
+import type { ApiContext } from './context';
 import { errorHandler, unknownRoute } from './errors';
-import { healthRouter, type HealthDependencies } from './health';
+import { healthRouter } from './health';
+import { agentsRouter } from './routes/agents';
+import { messagesRouter } from './routes/messages';
+import { runsRouter } from './routes/runs';
 
-export interface ApiDependencies extends HealthDependencies {
-  log: Logger;
-  bodyLimitBytes: number;
+export interface ApiDependencies extends ApiContext {
+  connection: NativeConnection;
 }
 
 export function createApp(deps: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(express.json({ limit: deps.bodyLimitBytes }));
-  app.use(healthRouter(deps));
+  app.use(express.json({ limit: deps.config.MAX_REQUEST_BODY_BYTES }));
+  app.use(
+    healthRouter({ db: deps.db, temporal: deps.connection, timeoutMs: deps.config.HEALTH_CHECK_TIMEOUT_MS }),
+  );
+  app.use(agentsRouter(deps));
+  app.use(messagesRouter(deps));
+  app.use(runsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

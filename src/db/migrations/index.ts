@@ -9,5 +9,6 @@ export interface Migration {
 }
 
 import { initial } from './0001-initial';
+import { agents } from './0002-agents';
 
-export const migrations: Migration[] = [initial];
+export const migrations: Migration[] = [initial, agents];

@@ -1,0 +1,92 @@
+/**
+ * What the agent-step workflow and its activities pass each other: ids and short summaries only.
+ * Transcripts, tool arguments and tool returns stay in the database (see DESIGN.md, small histories).
+ */
+import type { ToolRule } from '../src/schemas/tool-rules';
+
+/** How a tool call is executed; it chooses the activity and its task queue. */
+export type ToolMode = 'builtin' | 'sandbox' | 'mcp' | 'client' | 'unknown';
+
+export interface StepTool {
+  name: string;
+  mode: ToolMode;
+  parallel: boolean;
+}
+
+export interface ClientTool {
+  name: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+}
+
+export interface StepContext {
+  tools: StepTool[];
+  toolRules: ToolRule[];
+  /** llm_config.parallel_tool_calls, and no rules other than requires_approval (Letta's condition). */
+  parallelToolCalls: boolean;
+  model: string;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+}
+
+export interface CallModelInput {
+  agentId: string;
+  runId: string;
+  step: number;
+  allowedTools: string[];
+  toolChoice: 'auto' | 'required' | { name: string };
+  parallelToolCalls: boolean;
+  clientTools: ClientTool[];
+  /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
+  pendingToolCallIds: string[];
+}
+
+export interface ModelTurn {
+  messageId: string;
+  stepId: string;
+  toolCalls: { id: string; name: string }[];
+  finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
+  usage: TokenUsage;
+}
+
+export interface ToolCallInput {
+  agentId: string;
+  runId: string;
+  stepId: string;
+  messageId: string;
+  toolCallId: string;
+  toolName: string;
+  /** Arguments tool rules fix for this call; they override the model's. */
+  prefilledArgs?: Record<string, unknown>;
+}
+
+export interface ToolOutcome {
+  status: 'success' | 'error';
+  /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
+  output?: string;
+}
+
+export interface RejectToolCallInput {
+  agentId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  /** The error text the model sees instead of a result. */
+  reason: string;
+}
+
+export interface FinishRunInput {
+  agentId: string;
+  runId: string;
+  stopReason: string;
+  usage: TokenUsage & { stepCount: number };
+  pendingToolCallIds: string[];
+}
+
+/** Longest tool output carried in workflow state for conditional rules. */
+export const SHORT_OUTPUT_CHARS = 256;

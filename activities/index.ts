@@ -1,0 +1,11 @@
+/** Every activity the `agent` task queue's worker runs, built from the process's dependencies. */
+import type { ActivityDeps } from './deps';
+import { builtinActivities } from './builtin';
+import { modelActivities } from './model';
+import { runActivities } from './run';
+
+export type { ActivityDeps } from './deps';
+
+export function createActivities(deps: ActivityDeps) {
+  return { ...runActivities(deps), ...modelActivities(deps), ...builtinActivities(deps) };
+}

@@ -1,0 +1,155 @@
+/** One model call: load the context from the database, call the provider, store the reply. */
+import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+import { newId } from '../src/ids';
+import { getAgent } from '../src/db/agents';
+import { agentTranscript, insertMessage } from '../src/db/messages';
+import type { MessageRow, ToolRow } from '../src/db/rows';
+import { compileSystemPrompt } from '../src/agent/system-prompt';
+import { modelContext } from '../src/agent/context';
+import { parseHandle } from '../src/llm';
+import { ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
+import type { ActivityDeps } from './deps';
+import { flushToolReturns } from './run';
+import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
+
+const HEARTBEAT_INTERVAL_MS = 2_000;
+
+function serverToolSchema(tool: ToolRow): FunctionSchema {
+  const schema = tool.json_schema as {
+    name?: string;
+    description?: string;
+    parameters?: Record<string, unknown>;
+  };
+  return {
+    name: tool.name,
+    description: schema.description ?? tool.description ?? undefined,
+    parameters: schema.parameters ?? { type: 'object', properties: {} },
+  };
+}
+
+const clientToolSchema = (tool: ClientTool): FunctionSchema => ({
+  name: tool.name,
+  description: tool.description ?? undefined,
+  parameters: tool.parameters ?? { type: 'object', properties: {} },
+});
+
+/** The allowed server tools, then the request's client tools, which replace server tools of their name. */
+function offeredTools(tools: ToolRow[], allowed: string[], clientTools: ClientTool[]): FunctionSchema[] {
+  const clientNames = new Set(clientTools.map((t) => t.name));
+  return [
+    ...tools.filter((t) => allowed.includes(t.name) && !clientNames.has(t.name)).map(serverToolSchema),
+    ...clientTools.map(clientToolSchema),
+  ];
+}
+
+function turnOf(message: MessageRow): ModelTurn {
+  const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: ModelTurn['finishReason'] };
+  return {
+    messageId: message.id,
+    stepId: message.step_id!,
+    toolCalls: (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name })),
+    finishReason: meta.finish_reason ?? 'stop',
+    usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+  };
+}
+
+/** A failure the workflow reads as `llm_api_error`; retried by the policy unless the provider refused. */
+function modelFailure(error: unknown): ApplicationFailure {
+  if (error instanceof ModelApiError) {
+    return ApplicationFailure.create({
+      message: error.message,
+      type: 'LlmApiError',
+      nonRetryable: !error.retryable,
+    });
+  }
+  return ApplicationFailure.create({
+    message: (error as Error).message ?? String(error),
+    type: 'LlmApiError',
+  });
+}
+
+/** Heartbeats while `work` runs, so a cancelled run reaches the activity (and aborts the HTTP call). */
+async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
+  const timer = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export function modelActivities({ db, providers }: ActivityDeps) {
+  return {
+    async callModel(input: CallModelInput): Promise<ModelTurn> {
+      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds);
+      const idempotencyKey = `${input.runId}:model:${input.step}`;
+      const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
+        idempotencyKey,
+      ]);
+      if (stored) return turnOf(stored);
+
+      const agent = await getAgent(db, input.agentId);
+      if (!agent)
+        throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
+      const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
+      const parsed = parseHandle(handle);
+      if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
+
+      const transcript = await agentTranscript(db, agent.id);
+      const system = compileSystemPrompt({
+        agentId: agent.id,
+        system: agent.system,
+        blocks: agent.blocks,
+        toolRules: agent.tool_rules,
+        timezone: agent.timezone,
+        previousMessageCount: 0,
+        agentCreatedAt: agent.created_at,
+      });
+      let reply: ModelReply;
+      try {
+        reply = await withHeartbeats(
+          providers(parsed.provider).complete(
+            {
+              model: parsed.model,
+              messages: modelContext(system, transcript),
+              tools: offeredTools(agent.tools, input.allowedTools, input.clientTools),
+              toolChoice: input.toolChoice,
+              parallelToolCalls: input.parallelToolCalls,
+              temperature: agent.llm_config.temperature ?? undefined,
+              maxTokens: agent.llm_config.max_tokens ?? undefined,
+            },
+            Context.current().cancellationSignal,
+          ),
+        );
+      } catch (error) {
+        throw modelFailure(error);
+      }
+      // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
+      const toolCalls = (input.parallelToolCalls ? reply.toolCalls : reply.toolCalls.slice(0, 1)).map(
+        (call) => ({
+          ...call,
+          id: call.id || `call_${newId('tool').slice(5, 29)}`,
+        }),
+      );
+      const usage: TokenUsage = {
+        promptTokens: reply.usage.promptTokens,
+        completionTokens: reply.usage.completionTokens,
+        cachedInputTokens: reply.usage.cachedInputTokens ?? 0,
+        reasoningTokens: reply.usage.reasoningTokens ?? 0,
+      };
+      const message = await insertMessage(db, {
+        id: newId('message'),
+        agent_id: agent.id,
+        run_id: input.runId,
+        step_id: newId('step'),
+        role: 'assistant',
+        content: reply.text ? [{ type: 'text', text: reply.text }] : null,
+        reasoning: reply.reasoning,
+        tool_calls: toolCalls,
+        metadata: { usage, finish_reason: reply.finishReason, model: handle },
+        idempotency_key: idempotencyKey,
+      });
+      return turnOf(message);
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/** Creating and changing agents: Letta's defaults and checks, then the repositories. */
+import type { Config } from '../config';
+import type { Database, Queryable } from '../db';
+import * as repo from '../db/agents';
+import { insertMessage } from '../db/messages';
+import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
+import { HttpError } from '../api/errors';
+import type { CreateAgent, UpdateAgent } from '../api/schemas/agents';
+import { newId } from '../ids';
+import { parseHandle, providerProblem } from '../llm';
+import type { ToolRule } from '../schemas/tool-rules';
+import { BASE_TOOLS } from '../tools/builtin';
+import {
+  DEFAULT_AGENT_TYPE,
+  DEFAULT_BLOCK_DESCRIPTIONS,
+  DEFAULT_BLOCK_LIMIT,
+  DEFAULT_TEMPERATURE,
+  defaultContextWindow,
+  LETTA_V1_SYSTEM_PROMPT,
+} from './defaults';
+import { compileSystemPrompt } from './system-prompt';
+
+/** `model` handle or `llm_config` → the stored llm_config; a provider we cannot reach is a 400. */
+function resolveLlmConfig(
+  body: Pick<CreateAgent, 'model' | 'llm_config' | 'context_window_limit' | 'parallel_tool_calls'>,
+  config: Config,
+): { handle: string; llmConfig: LlmConfig } {
+  if (!body.model && !body.llm_config) throw new HttpError(400, 'Must specify either model or llm_config');
+  const handle =
+    body.model ??
+    body.llm_config!.handle ??
+    `${body.llm_config!.model_endpoint_type}/${body.llm_config!.model}`;
+  const parsed = parseHandle(handle);
+  if (!parsed)
+    throw new HttpError(
+      400,
+      `Invalid model handle '${handle}': expected provider/model, e.g. openai/gpt-4o-mini`,
+    );
+  const problem = providerProblem(parsed.provider, config);
+  if (problem) throw new HttpError(400, problem);
+  const given = body.llm_config ?? undefined;
+  const llmConfig: LlmConfig = {
+    model: parsed.model,
+    model_endpoint_type: parsed.provider,
+    model_endpoint:
+      parsed.provider === 'openai'
+        ? (config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1')
+        : (config.ANTHROPIC_BASE_URL ?? 'https://api.anthropic.com/v1'),
+    context_window: body.context_window_limit ?? defaultContextWindow(parsed.provider, parsed.model),
+    handle,
+    temperature: DEFAULT_TEMPERATURE,
+    max_tokens: null,
+    parallel_tool_calls: body.parallel_tool_calls ?? false,
+    strict: false,
+    put_inner_thoughts_in_kwargs: false,
+    enable_reasoner: false,
+    ...given,
+    ...(given && body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null
+      ? { parallel_tool_calls: body.parallel_tool_calls }
+      : {}),
+  };
+  return { handle, llmConfig };
+}
+
+async function resolveTools(db: Queryable, names: string[], ids: string[]): Promise<ToolRow[]> {
+  const byName = names.length
+    ? await db.query<ToolRow>('SELECT * FROM tools WHERE name = ANY($1)', [names])
+    : [];
+  const missingNames = names.filter((n) => !byName.some((t) => t.name === n));
+  if (missingNames.length) throw new HttpError(404, `Tool(s) not found: ${missingNames.join(', ')}`);
+  const byId = ids.length ? await db.query<ToolRow>('SELECT * FROM tools WHERE id = ANY($1)', [ids]) : [];
+  const missingIds = ids.filter((id) => !byId.some((t) => t.id === id));
+  if (missingIds.length) throw new HttpError(404, `Tool(s) not found: ${missingIds.join(', ')}`);
+  const all = [...byName, ...byId];
+  return all.filter((tool, i) => all.findIndex((t) => t.id === tool.id) === i);
+}
+
+/** Letta adds a requires_approval rule for every attached tool that asks for one by default. */
+function withApprovalRules(rules: ToolRule[], tools: ToolRow[]): ToolRule[] {
+  const extra = tools
+    .filter(
+      (t) =>
+        t.default_requires_approval &&
+        !rules.some((r) => r.type === 'requires_approval' && r.tool_name === t.name),
+    )
+    .map((t): ToolRule => ({ type: 'requires_approval', tool_name: t.name }));
+  return [...rules, ...extra];
+}
+
+export async function createAgent(db: Database, config: Config, body: CreateAgent): Promise<AgentRecord> {
+  const { handle, llmConfig } = resolveLlmConfig(body, config);
+  const agentId = newId('agent');
+  await db.transaction(async (tx) => {
+    const toolNames = [...(body.include_base_tools === false ? [] : BASE_TOOLS), ...(body.tools ?? [])];
+    const tools = await resolveTools(tx, [...new Set(toolNames)], body.tool_ids ?? []);
+    let rules: ToolRule[] = body.tool_rules ?? [];
+    if (body.include_base_tool_rules === true) {
+      const base = BASE_TOOLS.filter((name) => tools.some((t) => t.name === name));
+      rules = [...rules, ...base.map((name): ToolRule => ({ type: 'continue_loop', tool_name: name }))];
+    }
+    await repo.insertAgent(tx, {
+      id: agentId,
+      name: body.name ?? `agent-${agentId.slice(6, 14)}`,
+      agent_type: body.agent_type ?? DEFAULT_AGENT_TYPE,
+      description: body.description ?? null,
+      system: body.system ?? LETTA_V1_SYSTEM_PROMPT,
+      model: handle,
+      llm_config: llmConfig,
+      embedding_config: body.embedding_config ?? null,
+      tool_rules: withApprovalRules(rules, tools),
+      tags: body.tags ?? [],
+      metadata: body.metadata ?? null,
+      timezone: body.timezone ?? 'UTC',
+    });
+    const blockIds: string[] = [];
+    for (const block of body.memory_blocks ?? []) {
+      blockIds.push(
+        await repo.insertBlock(tx, {
+          label: block.label,
+          value: block.value,
+          char_limit: block.limit ?? DEFAULT_BLOCK_LIMIT,
+          description: block.description ?? DEFAULT_BLOCK_DESCRIPTIONS[block.label] ?? null,
+          read_only: block.read_only ?? false,
+          hidden: block.hidden ?? null,
+          metadata: block.metadata ?? {},
+          tags: block.tags ?? null,
+        }),
+      );
+      if (block.value.length > (block.limit ?? DEFAULT_BLOCK_LIMIT)) {
+        throw new HttpError(
+          400,
+          `Edit failed: Exceeds ${block.limit ?? DEFAULT_BLOCK_LIMIT} character limit (requested ${block.value.length})`,
+        );
+      }
+    }
+    await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
+    await repo.attachTools(
+      tx,
+      agentId,
+      tools.map((t) => t.id),
+    );
+    await repo.replaceSecrets(tx, agentId, body.secrets ?? body.tool_exec_environment_variables ?? {});
+  });
+  const agent = (await repo.getAgent(db, agentId))!;
+  await insertMessage(db, {
+    id: newId('message'),
+    agent_id: agentId,
+    run_id: null,
+    role: 'system',
+    content: [{ type: 'text', text: compiledPrompt(agent) }],
+  });
+  return agent;
+}
+
+export function compiledPrompt(agent: AgentRecord): string {
+  return compileSystemPrompt({
+    agentId: agent.id,
+    system: agent.system,
+    blocks: agent.blocks,
+    toolRules: agent.tool_rules,
+    timezone: agent.timezone,
+    previousMessageCount: 0,
+    agentCreatedAt: agent.created_at,
+  });
+}
+
+export async function updateAgent(
+  db: Database,
+  config: Config,
+  agent: AgentRecord,
+  body: UpdateAgent,
+): Promise<AgentRecord> {
+  const modelChange =
+    body.model || body.llm_config
+      ? resolveLlmConfig(
+          { ...body, parallel_tool_calls: body.parallel_tool_calls ?? agent.llm_config.parallel_tool_calls },
+          config,
+        )
+      : undefined;
+  await db.transaction(async (tx) => {
+    const llmConfig =
+      modelChange?.llmConfig ??
+      (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null
+        ? { ...agent.llm_config, parallel_tool_calls: body.parallel_tool_calls }
+        : undefined);
+    await repo.updateAgentRow(tx, agent.id, {
+      name: body.name ?? undefined,
+      description: body.description ?? undefined,
+      system: body.system ?? undefined,
+      model: modelChange?.handle,
+      llm_config: llmConfig,
+      tool_rules: body.tool_rules ?? undefined,
+      tags: body.tags ?? undefined,
+      metadata: body.metadata ?? undefined,
+      timezone: body.timezone ?? undefined,
+    });
+    if (body.tool_ids || body.tools) {
+      const tools = await resolveTools(tx, body.tools ?? [], body.tool_ids ?? []);
+      await tx.query('DELETE FROM agent_tools WHERE agent_id = $1', [agent.id]);
+      await repo.attachTools(
+        tx,
+        agent.id,
+        tools.map((t) => t.id),
+      );
+    }
+    if (body.block_ids) {
+      await tx.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agent.id]);
+      await repo.attachBlocks(tx, agent.id, body.block_ids);
+    }
+    const secrets = body.secrets ?? body.tool_exec_environment_variables;
+    if (secrets) await repo.replaceSecrets(tx, agent.id, secrets);
+  });
+  return (await repo.getAgent(db, agent.id))!;
+}

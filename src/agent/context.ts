@@ -1,0 +1,42 @@
+import type { MessageRow } from '../db/rows';
+import type { ChatMessage } from '../llm/types';
+
+/** The text of a stored content field: a string, or Letta's list of `{type:'text', text}` parts. */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (part && typeof part === 'object' && 'text' in part ? String(part.text) : ''))
+      .join('');
+  }
+  return '';
+}
+
+/**
+ * The model's view of the transcript: the freshly compiled system prompt, then every stored message
+ * (the stored system message is only the transcript's record of it). Tool messages become one entry per
+ * return; a trailing assistant turn whose tool calls were never answered is dropped.
+ */
+export function modelContext(systemPrompt: string, transcript: MessageRow[]): ChatMessage[] {
+  const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt }];
+  const answered = new Set(transcript.flatMap((m) => (m.tool_returns ?? []).map((r) => r.tool_call_id)));
+  for (const message of transcript) {
+    switch (message.role) {
+      case 'user':
+        messages.push({ role: 'user', content: contentText(message.content) });
+        break;
+      case 'assistant': {
+        const calls = (message.tool_calls ?? []).filter((call) => answered.has(call.id));
+        const text = contentText(message.content) || null;
+        if (text || calls.length) messages.push({ role: 'assistant', content: text, toolCalls: calls });
+        break;
+      }
+      case 'tool':
+        for (const ret of message.tool_returns ?? []) {
+          messages.push({ role: 'tool', toolCallId: ret.tool_call_id, content: ret.func_response });
+        }
+        break;
+    }
+  }
+  return messages;
+}

@@ -1,0 +1,48 @@
+import { formatLettaTime } from './time';
+
+/**
+ * The text a tool's return becomes (Letta's `validate_function_response`): null → "None", strings as
+ * they are, anything else as JSON.
+ */
+export function stringifyReturn(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value);
+}
+
+/** Cuts a return at the tool's limit with Letta's note (v3 loop), so the model knows it was cut. */
+export function truncateReturn(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}... [NOTE: function output was truncated since it exceeded the character limit (${text.length} > ${limit})]`;
+}
+
+/** Letta's `package_function_response`: what the model sees as the tool message. */
+export function packageFunctionResponse(
+  ok: boolean,
+  message: string,
+  timezone = 'UTC',
+  now = new Date(),
+): string {
+  return JSON.stringify(
+    { status: ok ? 'OK' : 'Failed', message, time: formatLettaTime(now, timezone) },
+    null,
+    2,
+  );
+}
+
+/** The API shows the packaged return's `message` as `tool_return`. */
+export function unpackageFunctionResponse(packaged: string): string {
+  try {
+    const parsed = JSON.parse(packaged);
+    if (parsed && typeof parsed === 'object' && 'message' in parsed) return stringifyReturn(parsed.message);
+  } catch {
+    // not packaged: shown as it is
+  }
+  return packaged;
+}
+
+/** Letta's `get_friendly_error_msg`, capped at 1000 characters. */
+export function friendlyError(functionName: string, exceptionName: string, message: string): string {
+  const text = `Error executing function ${functionName}: ${exceptionName}: ${message}`;
+  return text.length > 1000 ? text.slice(0, 1000) : text;
+}

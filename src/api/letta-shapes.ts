@@ -1,0 +1,192 @@
+/** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run). */
+import type { AgentRecord, BlockRow, MessageRow, RunRow, ToolRow } from '../db/rows';
+import { contentText } from '../agent/context';
+import { lettaDate } from '../agent/time';
+import { unpackageFunctionResponse } from '../agent/tool-returns';
+
+const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
+
+export function blockShape(block: BlockRow) {
+  return {
+    id: block.id,
+    label: block.label,
+    value: block.value,
+    limit: block.char_limit,
+    description: block.description,
+    read_only: block.read_only,
+    hidden: block.hidden,
+    metadata: block.metadata ?? {},
+    tags: block.tags,
+    is_template: false,
+    created_at: iso(block.created_at),
+    updated_at: iso(block.updated_at),
+  };
+}
+
+export function toolShape(tool: ToolRow) {
+  return {
+    id: tool.id,
+    tool_type: tool.tool_type,
+    name: tool.name,
+    description: tool.description,
+    source_type: tool.source_type,
+    source_code: tool.source_code,
+    json_schema: tool.json_schema,
+    args_json_schema: tool.args_json_schema,
+    tags: tool.tags,
+    return_char_limit: tool.return_char_limit,
+    pip_requirements: tool.pip_requirements,
+    npm_requirements: tool.npm_requirements,
+    default_requires_approval: tool.default_requires_approval,
+    enable_parallel_execution: tool.enable_parallel_execution,
+    metadata_: tool.metadata ?? {},
+    created_at: iso(tool.created_at),
+    updated_at: iso(tool.updated_at),
+  };
+}
+
+export function agentStateShape(
+  agent: AgentRecord,
+  extra: { message_ids?: string[]; pending_approval?: unknown } = {},
+) {
+  const blocks = agent.blocks.map(blockShape);
+  const secrets = agent.secrets.map((s) => ({
+    id: s.id,
+    agent_id: s.agent_id,
+    key: s.key,
+    value: s.value,
+    description: s.description,
+  }));
+  return {
+    id: agent.id,
+    name: agent.name,
+    agent_type: agent.agent_type,
+    description: agent.description,
+    system: agent.system,
+    model: agent.model,
+    llm_config: agent.llm_config,
+    embedding_config: agent.embedding_config,
+    blocks,
+    memory: { agent_type: agent.agent_type, blocks, file_blocks: [], prompt_template: null },
+    tools: agent.tools.map(toolShape),
+    tool_rules: agent.tool_rules,
+    sources: [],
+    tags: agent.tags,
+    metadata: agent.metadata,
+    secrets,
+    tool_exec_environment_variables: secrets,
+    identities: [],
+    identity_ids: [],
+    timezone: agent.timezone,
+    last_stop_reason: agent.last_stop_reason,
+    message_ids: extra.message_ids ?? [],
+    pending_approval: extra.pending_approval ?? null,
+    created_at: iso(agent.created_at),
+    updated_at: iso(agent.updated_at),
+  };
+}
+
+/** Letta's `generate_otid_from_id`: the message's uuid with its last 7 bits replaced by the part index. */
+export function otidFor(messageId: string, index: number): string {
+  const uuid = messageId.slice(messageId.indexOf('-') + 1);
+  const last = parseInt(uuid.slice(-2), 16);
+  return uuid.slice(0, -2) + ((last & 0x80) | (index & 0x7f)).toString(16).padStart(2, '0');
+}
+
+type LettaMessage = Record<string, unknown> & { id: string; message_type: string };
+
+/** One stored message → its Letta messages (an assistant reply may be reasoning, text and tool calls). */
+export function lettaMessages(row: MessageRow): LettaMessage[] {
+  const common = (index: number) => ({
+    id: row.id,
+    date: lettaDate(row.created_at),
+    name: row.name,
+    otid: row.otid ?? otidFor(row.id, index),
+    sender_id: row.sender_id,
+    step_id: row.step_id,
+    is_err: null,
+    seq_id: null,
+    run_id: row.run_id,
+  });
+  switch (row.role) {
+    case 'system':
+      return [{ ...common(0), message_type: 'system_message', content: contentText(row.content) }];
+    case 'user':
+      return [{ ...common(0), message_type: 'user_message', content: contentText(row.content) }];
+    case 'assistant': {
+      const parts: LettaMessage[] = [];
+      if (row.reasoning) {
+        parts.push({
+          ...common(parts.length),
+          message_type: 'reasoning_message',
+          reasoning: row.reasoning,
+          source: 'reasoner_model',
+          signature: null,
+        });
+      }
+      const text = contentText(row.content);
+      if (text) parts.push({ ...common(parts.length), message_type: 'assistant_message', content: text });
+      const calls = (row.tool_calls ?? []).map((c) => ({
+        name: c.name,
+        arguments: c.arguments,
+        tool_call_id: c.id,
+      }));
+      if (calls.length) {
+        parts.push({
+          ...common(parts.length),
+          message_type: 'tool_call_message',
+          tool_call: calls[0],
+          tool_calls: calls,
+        });
+      }
+      return parts;
+    }
+    case 'tool': {
+      const returns = (row.tool_returns ?? []).map((r) => ({
+        type: 'tool',
+        tool_return: unpackageFunctionResponse(r.func_response),
+        status: r.status,
+        tool_call_id: r.tool_call_id,
+        stdout: r.stdout,
+        stderr: r.stderr,
+      }));
+      if (returns.length === 0) return [];
+      const { type: _type, ...first } = returns[0];
+      return [{ ...common(0), message_type: 'tool_return_message', ...first, tool_returns: returns }];
+    }
+    default:
+      return [];
+  }
+}
+
+export function runShape(run: RunRow) {
+  return {
+    id: run.id,
+    agent_id: run.agent_id,
+    status: run.status,
+    stop_reason: run.stop_reason,
+    background: run.background,
+    metadata: run.metadata ?? {},
+    request_config: run.request_config,
+    callback_url: null,
+    created_at: iso(run.created_at),
+    completed_at: iso(run.completed_at),
+    total_duration_ns: run.completed_at
+      ? (new Date(run.completed_at).getTime() - new Date(run.created_at).getTime()) * 1e6
+      : null,
+  };
+}
+
+export function usageShape(usage: Record<string, number> | null | undefined) {
+  return {
+    message_type: 'usage_statistics',
+    completion_tokens: usage?.completion_tokens ?? 0,
+    prompt_tokens: usage?.prompt_tokens ?? 0,
+    total_tokens: usage?.total_tokens ?? 0,
+    step_count: usage?.step_count ?? 0,
+    run_ids: null,
+    cached_input_tokens: usage?.cached_input_tokens ?? 0,
+    cache_write_tokens: null,
+    reasoning_tokens: usage?.reasoning_tokens ?? 0,
+  };
+}

@@ -1,0 +1,105 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { ApiContext } from '../context';
+import { HttpError, notFound } from '../errors';
+import { parseBody, parseQuery } from '../validation';
+import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../schemas/agents';
+import { pageQuery, queryBoolean, stringList } from '../schemas/common';
+import { agentStateShape, blockShape } from '../letta-shapes';
+import * as repo from '../../db/agents';
+import { createAgent, updateAgent } from '../../agent/agents';
+import type { AgentRecord } from '../../db/rows';
+
+const ListAgentsQuery = pageQuery(50, 'desc').extend({
+  name: z.string().optional(),
+  tags: stringList,
+  match_all_tags: queryBoolean,
+});
+
+async function loadAgent(ctx: ApiContext, id: string): Promise<AgentRecord> {
+  const agent = await repo.getAgent(ctx.db, id);
+  if (!agent) throw notFound(`Agent ${id}`);
+  return agent;
+}
+
+async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
+  const rows = await ctx.db.query<{ id: string }>(
+    'SELECT id FROM messages WHERE agent_id = $1 ORDER BY seq',
+    [agentId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
+export function agentsRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const state = async (agent: AgentRecord) =>
+    agentStateShape(agent, { message_ids: await messageIds(ctx, agent.id) });
+
+  router.post('/v1/agents', async (req, res) => {
+    const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
+    res.json(await state(agent));
+  });
+
+  router.get('/v1/agents', async (req, res) => {
+    const query = parseQuery(ListAgentsQuery, req);
+    const rows = await repo.listAgentRows(ctx.db, query, {
+      name: query.name,
+      tags: query.tags,
+      matchAllTags: query.match_all_tags,
+    });
+    const agents = await Promise.all(rows.map((row) => repo.getAgent(ctx.db, row.id)));
+    res.json(await Promise.all(agents.filter((a): a is AgentRecord => Boolean(a)).map(state)));
+  });
+
+  router.get('/v1/agents/:agentId', async (req, res) => {
+    res.json(await state(await loadAgent(ctx, req.params.agentId)));
+  });
+
+  router.patch('/v1/agents/:agentId', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    res.json(await state(await updateAgent(ctx.db, ctx.config, agent, parseBody(UpdateAgentSchema, req))));
+  });
+
+  router.delete('/v1/agents/:agentId', async (req, res) => {
+    if (!(await repo.deleteAgent(ctx.db, req.params.agentId))) throw notFound(`Agent ${req.params.agentId}`);
+    res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
+  });
+
+  router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {
+    res.json((await loadAgent(ctx, req.params.agentId)).blocks.map(blockShape));
+  });
+
+  router.get('/v1/agents/:agentId/core-memory/blocks/:label', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    const block = agent.blocks.find((b) => b.label === req.params.label);
+    if (!block) throw notFound(`Block with label ${req.params.label}`);
+    res.json(blockShape(block));
+  });
+
+  router.patch('/v1/agents/:agentId/core-memory/blocks/:label', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    const block = agent.blocks.find((b) => b.label === req.params.label);
+    if (!block) throw notFound(`Block with label ${req.params.label}`);
+    const patch = parseBody(UpdateBlockSchema, req);
+    const limit = patch.limit ?? block.char_limit;
+    const value = patch.value ?? block.value;
+    if (value.length > limit) {
+      throw new HttpError(400, `Edit failed: Exceeds ${limit} character limit (requested ${value.length})`);
+    }
+    await repo.updateBlock(ctx.db, block.id, {
+      label: patch.label ?? undefined,
+      value: patch.value ?? undefined,
+      char_limit: patch.limit ?? undefined,
+      description: patch.description ?? undefined,
+      read_only: patch.read_only ?? undefined,
+      hidden: patch.hidden ?? undefined,
+      metadata: patch.metadata ?? undefined,
+      tags: patch.tags ?? undefined,
+    });
+    const updated = (await repo.agentBlocks(ctx.db, agent.id)).find((b) => b.id === block.id)!;
+    res.json(blockShape(updated));
+  });
+
+  return router;
+}

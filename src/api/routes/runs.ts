@@ -1,0 +1,60 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { ApiContext } from '../context';
+import { notFound } from '../errors';
+import { parseQuery } from '../validation';
+import { pageQuery, queryBoolean, stringList } from '../schemas/common';
+import { lettaMessages, runShape, usageShape } from '../letta-shapes';
+import { listMessages } from '../../db/messages';
+import { getRun, listRuns } from '../../db/runs';
+import type { RunStatus } from '../../db/rows';
+
+const ListRunsQuery = pageQuery(100, 'desc').extend({
+  agent_id: z.string().optional(),
+  statuses: stringList,
+  background: queryBoolean,
+  stop_reason: z.string().optional(),
+  active: queryBoolean,
+});
+
+export function runsRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  const loadRun = async (id: string) => {
+    const run = await getRun(ctx.db, id);
+    if (!run) throw notFound(`Run ${id}`);
+    return run;
+  };
+
+  router.get('/v1/runs', async (req, res) => {
+    const query = parseQuery(ListRunsQuery, req);
+    const runs = await listRuns(
+      ctx.db,
+      {
+        agentId: query.agent_id,
+        statuses: query.statuses as RunStatus[] | undefined,
+        background: query.background,
+        stopReason: query.stop_reason,
+        active: query.active,
+      },
+      query,
+    );
+    res.json(runs.map(runShape));
+  });
+
+  router.get('/v1/runs/:runId', async (req, res) => {
+    res.json(runShape(await loadRun(req.params.runId)));
+  });
+
+  router.get('/v1/runs/:runId/usage', async (req, res) => {
+    res.json(usageShape((await loadRun(req.params.runId)).usage));
+  });
+
+  router.get('/v1/runs/:runId/messages', async (req, res) => {
+    const run = await loadRun(req.params.runId);
+    const page = parseQuery(pageQuery(100, 'asc'), req);
+    res.json((await listMessages(ctx.db, { runId: run.id }, page)).flatMap(lettaMessages));
+  });
+
+  return router;
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { ToolRuleSchema } from '../../schemas/tool-rules';
+
+export const CreateBlockSchema = z.object({
+  label: z.string().min(1),
+  value: z.string(),
+  limit: z.number().int().positive().nullish(),
+  description: z.string().nullish(),
+  read_only: z.boolean().nullish(),
+  hidden: z.boolean().nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+  tags: z.array(z.string()).nullish(),
+});
+
+export const LlmConfigSchema = z
+  .object({
+    model: z.string().min(1),
+    model_endpoint_type: z.string().min(1),
+    model_endpoint: z.string().nullish(),
+    context_window: z.number().int().positive(),
+    handle: z.string().nullish(),
+    temperature: z.number().nullish(),
+    max_tokens: z.number().int().positive().nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    strict: z.boolean().nullish(),
+  })
+  .loose();
+
+/** Letta's CreateAgent: every field optional; unknown fields are ignored, as pydantic does. */
+export const CreateAgentSchema = z.object({
+  name: z.string().min(1).nullish(),
+  agent_type: z.string().nullish(),
+  description: z.string().nullish(),
+  system: z.string().nullish(),
+  memory_blocks: z.array(CreateBlockSchema).nullish(),
+  block_ids: z.array(z.string()).nullish(),
+  tools: z.array(z.string()).nullish(),
+  tool_ids: z.array(z.string()).nullish(),
+  include_base_tools: z.boolean().nullish(),
+  include_base_tool_rules: z.boolean().nullish(),
+  tool_rules: z.array(ToolRuleSchema).nullish(),
+  tags: z.array(z.string()).nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+  model: z.string().nullish(),
+  llm_config: LlmConfigSchema.nullish(),
+  embedding: z.string().nullish(),
+  embedding_config: z.record(z.string(), z.unknown()).nullish(),
+  context_window_limit: z.number().int().positive().nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  secrets: z.record(z.string(), z.string()).nullish(),
+  tool_exec_environment_variables: z.record(z.string(), z.string()).nullish(),
+  timezone: z.string().nullish(),
+});
+export type CreateAgent = z.infer<typeof CreateAgentSchema>;
+
+export const UpdateAgentSchema = CreateAgentSchema.omit({
+  memory_blocks: true,
+  include_base_tools: true,
+}).extend({
+  last_stop_reason: z.string().nullish(),
+});
+export type UpdateAgent = z.infer<typeof UpdateAgentSchema>;
+
+export const UpdateBlockSchema = CreateBlockSchema.partial();

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+
+/** A query value the client may send once or repeated (qs `arrayFormat: 'repeat'`). */
+export const stringList = z.preprocess(
+  (v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]),
+  z.array(z.string()).optional(),
+);
+
+const queryBoolean = z.preprocess(
+  (v) => (v === 'true' ? true : v === 'false' ? false : v),
+  z.boolean().optional(),
+);
+
+export const pageQuery = (defaultLimit: number, defaultOrder: 'asc' | 'desc') =>
+  z.object({
+    before: z.string().optional(),
+    after: z.string().optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(defaultLimit),
+    order: z.enum(['asc', 'desc']).default(defaultOrder),
+  });
+
+export { queryBoolean };

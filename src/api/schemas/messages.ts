@@ -1,0 +1,78 @@
+import { z } from 'zod';
+
+const TextPart = z.object({ type: z.literal('text'), text: z.string() }).loose();
+const Content = z.union([z.string(), z.array(z.union([TextPart, z.object({ type: z.string() }).loose()]))]);
+
+export const MessageCreateSchema = z.object({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'system', 'assistant']),
+  content: Content,
+  name: z.string().nullish(),
+  otid: z.string().nullish(),
+  sender_id: z.string().nullish(),
+});
+
+/** Approvals and client tool returns; the workflow's pause that consumes them comes with approvals. */
+export const ApprovalCreateSchema = z
+  .object({
+    type: z.literal('approval'),
+    approvals: z
+      .array(z.object({ type: z.enum(['approval', 'tool']), tool_call_id: z.string() }).loose())
+      .nullish(),
+    approve: z.boolean().nullish(),
+    approval_request_id: z.string().nullish(),
+    reason: z.string().nullish(),
+  })
+  .loose();
+
+export const ToolReturnCreateSchema = z
+  .object({ type: z.literal('tool_return'), tool_returns: z.array(z.unknown()) })
+  .loose();
+
+/** Letta's outer message union is not discriminated: `approve` / `approval_request_id` mean an approval. */
+const InputMessage = z.preprocess(
+  (value) =>
+    value && typeof value === 'object' && !('type' in value)
+      ? { ...value, type: 'approve' in value || 'approval_request_id' in value ? 'approval' : 'message' }
+      : value,
+  z.discriminatedUnion('type', [
+    MessageCreateSchema.extend({ type: z.literal('message') }),
+    ApprovalCreateSchema,
+    ToolReturnCreateSchema,
+  ]),
+);
+
+export const ClientToolSchema = z.object({
+  name: z.string().min(1),
+  description: z.string().nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const LettaRequestSchema = z
+  .object({
+    messages: z.array(InputMessage).nullish(),
+    input: Content.nullish(),
+    max_steps: z.number().int().min(1).default(50),
+    client_tools: z.array(ClientToolSchema).nullish(),
+    streaming: z.boolean().default(false),
+    stream_tokens: z.boolean().default(false),
+    include_pings: z.boolean().default(true),
+    background: z.boolean().default(false),
+    include_return_message_types: z.array(z.string()).nullish(),
+  })
+  .loose()
+  .superRefine((body, ctx) => {
+    const has = (v: unknown) => v !== undefined && v !== null;
+    if (has(body.messages) === has(body.input)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Exactly one of messages or input must be provided',
+        path: ['messages'],
+      });
+    } else if (body.messages && body.messages.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'Messages must not be empty', path: ['messages'] });
+    }
+  });
+export type LettaRequest = z.infer<typeof LettaRequestSchema>;
+
+export const CancelSchema = z.object({ run_ids: z.array(z.string()).nullish() }).loose();

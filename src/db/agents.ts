@@ -1,0 +1,158 @@
+import type { Queryable } from './database';
+import type { AgentRecord, AgentRow, BlockRow, SecretRow, ToolRow } from './rows';
+import { newId } from '../ids';
+import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
+
+export interface NewBlock {
+  label: string;
+  value: string;
+  char_limit: number;
+  description: string | null;
+  read_only: boolean;
+  hidden: boolean | null;
+  metadata: Record<string, unknown> | null;
+  tags: string[] | null;
+}
+
+export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason'>;
+
+export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void> {
+  await db.query(
+    `INSERT INTO agents (id, name, agent_type, description, system, model, llm_config, embedding_config,
+       tool_rules, tags, metadata, timezone)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      agent.id,
+      agent.name,
+      agent.agent_type,
+      agent.description,
+      agent.system,
+      agent.model,
+      json(agent.llm_config),
+      json(agent.embedding_config),
+      json(agent.tool_rules),
+      agent.tags,
+      json(agent.metadata),
+      agent.timezone,
+    ],
+  );
+}
+
+export async function insertBlock(db: Queryable, block: NewBlock): Promise<string> {
+  const id = newId('block');
+  await db.query(
+    `INSERT INTO blocks (id, label, value, char_limit, description, read_only, hidden, metadata, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      id,
+      block.label,
+      block.value,
+      block.char_limit,
+      block.description,
+      block.read_only,
+      block.hidden,
+      json(block.metadata),
+      block.tags,
+    ],
+  );
+  return id;
+}
+
+export async function attachBlocks(db: Queryable, agentId: string, blockIds: string[]): Promise<void> {
+  for (const [position, blockId] of blockIds.entries()) {
+    await db.query(
+      `INSERT INTO agent_blocks (agent_id, block_id, position) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [agentId, blockId, position],
+    );
+  }
+}
+
+export async function attachTools(db: Queryable, agentId: string, toolIds: string[]): Promise<void> {
+  for (const toolId of toolIds) {
+    await db.query('INSERT INTO agent_tools (agent_id, tool_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+      agentId,
+      toolId,
+    ]);
+  }
+}
+
+export async function replaceSecrets(
+  db: Queryable,
+  agentId: string,
+  secrets: Record<string, string>,
+): Promise<void> {
+  await db.query('DELETE FROM agent_secrets WHERE agent_id = $1', [agentId]);
+  for (const [key, value] of Object.entries(secrets)) {
+    await db.query('INSERT INTO agent_secrets (id, agent_id, key, value) VALUES ($1, $2, $3, $4)', [
+      newId('agent-env'),
+      agentId,
+      key,
+      value,
+    ]);
+  }
+}
+
+export async function getAgentRow(db: Queryable, id: string): Promise<AgentRow | undefined> {
+  const [row] = await db.query<AgentRow>('SELECT * FROM agents WHERE id = $1', [id]);
+  return row;
+}
+
+export async function agentBlocks(db: Queryable, agentId: string): Promise<BlockRow[]> {
+  return db.query<BlockRow>(
+    `SELECT b.* FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id
+     WHERE ab.agent_id = $1 ORDER BY ab.position, b.created_at`,
+    [agentId],
+  );
+}
+
+export async function agentTools(db: Queryable, agentId: string): Promise<ToolRow[]> {
+  return db.query<ToolRow>(
+    `SELECT t.* FROM tools t JOIN agent_tools at ON at.tool_id = t.id WHERE at.agent_id = $1 ORDER BY t.name`,
+    [agentId],
+  );
+}
+
+export async function agentSecrets(db: Queryable, agentId: string): Promise<SecretRow[]> {
+  return db.query<SecretRow>('SELECT * FROM agent_secrets WHERE agent_id = $1 ORDER BY key', [agentId]);
+}
+
+export async function getAgent(db: Queryable, id: string): Promise<AgentRecord | undefined> {
+  const row = await getAgentRow(db, id);
+  if (!row) return undefined;
+  const [blocks, tools, secrets] = await Promise.all([
+    agentBlocks(db, id),
+    agentTools(db, id),
+    agentSecrets(db, id),
+  ]);
+  return { ...row, blocks, tools, secrets };
+}
+
+/** Agents, newest first by default, optionally filtered by name or tags. */
+export async function listAgentRows(
+  db: Queryable,
+  page: Page,
+  filters: { name?: string; tags?: string[]; matchAllTags?: boolean },
+): Promise<AgentRow[]> {
+  const where = whereClause();
+  if (filters.name) where.add('name = ?', filters.name);
+  if (filters.tags?.length) where.add(filters.matchAllTags ? 'tags @> ?' : 'tags && ?', filters.tags);
+  const tail = pageByCreatedAt(where, 'agents', page);
+  return db.query<AgentRow>(`SELECT * FROM agents ${where} ${tail}`, where.params);
+}
+
+export async function updateAgentRow(db: Queryable, id: string, fields: Partial<NewAgent>): Promise<void> {
+  await updateById(db, 'agents', id, fields, ['llm_config', 'embedding_config', 'tool_rules', 'metadata']);
+}
+
+export async function deleteAgent(db: Queryable, id: string): Promise<boolean> {
+  // Blocks belong to their agent here (no shared blocks yet): remove them with it.
+  await db.query(`DELETE FROM blocks WHERE id IN (SELECT block_id FROM agent_blocks WHERE agent_id = $1)`, [
+    id,
+  ]);
+  const rows = await db.query('DELETE FROM agents WHERE id = $1 RETURNING id', [id]);
+  return rows.length > 0;
+}
+
+export async function updateBlock(db: Queryable, blockId: string, fields: Partial<NewBlock>): Promise<void> {
+  await updateById(db, 'blocks', blockId, fields, ['metadata']);
+}

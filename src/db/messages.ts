@@ -1,0 +1,143 @@
+import type { Queryable } from './database';
+import type { MessageRole, MessageRow, StoredToolReturn } from './rows';
+import type { ToolCall } from '../llm/types';
+import { json, whereClause, type Page } from './sql';
+
+export interface NewMessage {
+  id: string;
+  agent_id: string;
+  run_id: string | null;
+  step_id?: string | null;
+  role: MessageRole;
+  content?: unknown;
+  reasoning?: string | null;
+  tool_calls?: ToolCall[] | null;
+  tool_returns?: StoredToolReturn[] | null;
+  approvals?: unknown[] | null;
+  name?: string | null;
+  otid?: string | null;
+  sender_id?: string | null;
+  metadata?: Record<string, unknown> | null;
+  /** Set by activities: a retry that stores the same message again gets the first one back. */
+  idempotency_key?: string | null;
+}
+
+/** The text conversation_search looks through. */
+function searchableText(message: NewMessage): string {
+  const parts: string[] = [];
+  if (typeof message.content === 'string') parts.push(message.content);
+  else if (Array.isArray(message.content)) {
+    for (const part of message.content as { type?: string; text?: string }[])
+      if (part?.text) parts.push(part.text);
+  }
+  for (const ret of message.tool_returns ?? []) parts.push(ret.func_response);
+  return parts.join('\n');
+}
+
+export async function insertMessage(db: Queryable, message: NewMessage): Promise<MessageRow> {
+  const [inserted] = await db.query<MessageRow>(
+    `INSERT INTO messages (id, agent_id, run_id, step_id, role, content, reasoning, tool_calls, tool_returns,
+       approvals, name, otid, sender_id, metadata, text_index, idempotency_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+     ON CONFLICT (idempotency_key) DO NOTHING
+     RETURNING *`,
+    [
+      message.id,
+      message.agent_id,
+      message.run_id,
+      message.step_id ?? null,
+      message.role,
+      json(message.content),
+      message.reasoning ?? null,
+      json(message.tool_calls),
+      json(message.tool_returns),
+      json(message.approvals),
+      message.name ?? null,
+      message.otid ?? null,
+      message.sender_id ?? null,
+      json(message.metadata),
+      searchableText(message),
+      message.idempotency_key ?? null,
+    ],
+  );
+  if (inserted) return inserted;
+  const [existing] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
+    message.idempotency_key,
+  ]);
+  return existing;
+}
+
+/** The agent's whole transcript, oldest first: the model's context (there is no compaction yet). */
+export function agentTranscript(db: Queryable, agentId: string): Promise<MessageRow[]> {
+  return db.query<MessageRow>('SELECT * FROM messages WHERE agent_id = $1 ORDER BY seq', [agentId]);
+}
+
+export function getMessage(db: Queryable, id: string): Promise<MessageRow | undefined> {
+  return db.query<MessageRow>('SELECT * FROM messages WHERE id = $1', [id]).then((rows) => rows[0]);
+}
+
+/**
+ * One page of messages, selected from the `order` end and returned oldest first within the page, as
+ * Letta's list endpoint does. `scope` is the agent's or the run's messages.
+ */
+export async function listMessages(
+  db: Queryable,
+  scope: { agentId: string } | { runId: string },
+  page: Page,
+  roles?: MessageRole[],
+): Promise<MessageRow[]> {
+  const where = whereClause();
+  if ('agentId' in scope) where.add('agent_id = ?', scope.agentId);
+  else where.add('run_id = ?', scope.runId);
+  if (page.after) where.add('seq > (SELECT seq FROM messages WHERE id = ?)', page.after);
+  if (page.before) where.add('seq < (SELECT seq FROM messages WHERE id = ?)', page.before);
+  if (roles?.length) where.add('role = ANY(?)', roles);
+  const rows = await db.query<MessageRow>(
+    `SELECT * FROM messages ${where} ORDER BY seq ${page.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ${where.param(page.limit)}`,
+    where.params,
+  );
+  return page.order === 'asc' ? rows : rows.reverse();
+}
+
+/** Messages of a run stored after `afterSeq`, oldest first (what a stream has not sent yet). */
+export function runMessagesAfter(db: Queryable, runId: string, afterSeq: number): Promise<MessageRow[]> {
+  return db.query<MessageRow>('SELECT * FROM messages WHERE run_id = $1 AND seq > $2 ORDER BY seq', [
+    runId,
+    afterSeq,
+  ]);
+}
+
+export interface SearchOptions {
+  query?: string;
+  roles?: MessageRole[];
+  limit: number;
+  startDate?: Date;
+  endDate?: Date;
+}
+
+/** PostgreSQL full-text search over an agent's messages, best match first, newest first among equals. */
+export function searchMessages(
+  db: Queryable,
+  agentId: string,
+  options: SearchOptions,
+): Promise<MessageRow[]> {
+  const where = whereClause();
+  where.add('agent_id = ?', agentId);
+  where.add("role <> 'system'");
+  let rank = '0';
+  if (options.query?.trim()) {
+    const text = where.param(options.query);
+    const query = `websearch_to_tsquery('english', ${text})`;
+    where.add(
+      `(to_tsvector('english', text_index) @@ ${query} OR strpos(lower(text_index), lower(${text})) > 0)`,
+    );
+    rank = `ts_rank(to_tsvector('english', text_index), ${query})`;
+  }
+  if (options.roles?.length) where.add('role = ANY(?)', options.roles);
+  if (options.startDate) where.add('created_at >= ?', options.startDate);
+  if (options.endDate) where.add('created_at <= ?', options.endDate);
+  return db.query<MessageRow>(
+    `SELECT * FROM messages ${where} ORDER BY ${rank} DESC, seq DESC LIMIT ${where.param(options.limit)}`,
+    where.params,
+  );
+}

@@ -1,0 +1,129 @@
+/** Rows as the repositories return them: the stored shape, before the API turns it into Letta's. */
+import type { ToolRule } from '../schemas/tool-rules';
+import type { ToolCall } from '../llm/types';
+
+export interface BlockRow {
+  id: string;
+  label: string;
+  value: string;
+  char_limit: number;
+  description: string | null;
+  read_only: boolean;
+  hidden: boolean | null;
+  metadata: Record<string, unknown> | null;
+  tags: string[] | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ToolRow {
+  id: string;
+  name: string;
+  tool_type: string;
+  description: string | null;
+  source_type: string | null;
+  source_code: string | null;
+  json_schema: Record<string, unknown>;
+  args_json_schema: Record<string, unknown> | null;
+  tags: string[];
+  return_char_limit: number;
+  pip_requirements: unknown[] | null;
+  npm_requirements: unknown[] | null;
+  default_requires_approval: boolean | null;
+  enable_parallel_execution: boolean;
+  metadata: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface SecretRow {
+  id: string;
+  agent_id: string;
+  key: string;
+  value: string;
+  description: string | null;
+}
+
+export interface AgentRow {
+  id: string;
+  name: string;
+  agent_type: string;
+  description: string | null;
+  system: string;
+  model: string | null;
+  llm_config: LlmConfig;
+  embedding_config: Record<string, unknown> | null;
+  tool_rules: ToolRule[];
+  tags: string[];
+  metadata: Record<string, unknown> | null;
+  timezone: string;
+  last_stop_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface LlmConfig {
+  model: string;
+  model_endpoint_type: string;
+  model_endpoint?: string | null;
+  context_window: number;
+  handle?: string | null;
+  temperature?: number | null;
+  max_tokens?: number | null;
+  parallel_tool_calls?: boolean | null;
+  strict?: boolean | null;
+  [key: string]: unknown;
+}
+
+/** An agent with what it owns. */
+export interface AgentRecord extends AgentRow {
+  blocks: BlockRow[];
+  tools: ToolRow[];
+  secrets: SecretRow[];
+}
+
+export type MessageRole = 'system' | 'user' | 'assistant' | 'tool' | 'approval';
+
+export interface StoredToolReturn {
+  tool_call_id: string;
+  status: 'success' | 'error';
+  /** The return as the model sees it: Letta's packaged JSON `{"status","message","time"}`. */
+  func_response: string;
+  stdout: string[] | null;
+  stderr: string[] | null;
+}
+
+export interface MessageRow {
+  seq: number;
+  id: string;
+  agent_id: string;
+  run_id: string | null;
+  step_id: string | null;
+  role: MessageRole;
+  content: unknown;
+  reasoning: string | null;
+  tool_calls: ToolCall[] | null;
+  tool_returns: StoredToolReturn[] | null;
+  approvals: unknown[] | null;
+  name: string | null;
+  otid: string | null;
+  sender_id: string | null;
+  metadata: Record<string, unknown> | null;
+  created_at: Date;
+}
+
+export type RunStatus = 'created' | 'running' | 'completed' | 'failed' | 'cancelled';
+
+export interface RunRow {
+  id: string;
+  agent_id: string;
+  status: RunStatus;
+  stop_reason: string | null;
+  background: boolean;
+  metadata: Record<string, unknown> | null;
+  request_config: Record<string, unknown> | null;
+  workflow_id: string;
+  usage: Record<string, number> | null;
+  created_at: Date;
+  completed_at: Date | null;
+}

@@ -1,0 +1,54 @@
+import type { Queryable } from './database';
+import type { RunRow, RunStatus } from './rows';
+import { json, pageByCreatedAt, whereClause, type Page } from './sql';
+
+export async function insertRun(
+  db: Queryable,
+  run: Pick<RunRow, 'id' | 'agent_id' | 'background' | 'metadata' | 'request_config' | 'workflow_id'>,
+): Promise<RunRow> {
+  const [row] = await db.query<RunRow>(
+    `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id)
+     VALUES ($1, $2, 'created', $3, $4, $5, $6) RETURNING *`,
+    [run.id, run.agent_id, run.background, json(run.metadata), json(run.request_config), run.workflow_id],
+  );
+  return row;
+}
+
+export function getRun(db: Queryable, id: string): Promise<RunRow | undefined> {
+  return db.query<RunRow>('SELECT * FROM runs WHERE id = $1', [id]).then((rows) => rows[0]);
+}
+
+export async function markRunRunning(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'created'`, [id]);
+}
+
+export async function finishRun(
+  db: Queryable,
+  id: string,
+  outcome: { status: RunStatus; stopReason: string; usage: Record<string, number> },
+): Promise<void> {
+  await db.query(
+    `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now())
+     WHERE id = $1`,
+    [id, outcome.status, outcome.stopReason, json(outcome.usage)],
+  );
+}
+
+export interface RunFilters {
+  agentId?: string;
+  statuses?: RunStatus[];
+  background?: boolean;
+  stopReason?: string;
+  active?: boolean;
+}
+
+export function listRuns(db: Queryable, filters: RunFilters, page: Page): Promise<RunRow[]> {
+  const where = whereClause();
+  if (filters.agentId) where.add('agent_id = ?', filters.agentId);
+  if (filters.statuses?.length) where.add('status = ANY(?)', filters.statuses);
+  if (filters.active) where.add(`status IN ('created', 'running')`);
+  if (filters.background !== undefined) where.add('background = ?', filters.background);
+  if (filters.stopReason) where.add('stop_reason = ?', filters.stopReason);
+  const tail = pageByCreatedAt(where, 'runs', page);
+  return db.query<RunRow>(`SELECT * FROM runs ${where} ${tail}`, where.params);
+}

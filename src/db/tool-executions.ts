@@ -1,0 +1,44 @@
+import type { Queryable } from './database';
+import { json } from './sql';
+
+export interface ToolExecution {
+  tool_call_id: string;
+  run_id: string;
+  agent_id: string;
+  tool_name: string;
+  status: 'success' | 'error';
+  /** The return as the model sees it (packaged, truncated). */
+  func_return: string;
+  stdout: string[] | null;
+  stderr: string[] | null;
+}
+
+export function findToolExecution(db: Queryable, toolCallId: string): Promise<ToolExecution | undefined> {
+  return db
+    .query<ToolExecution>('SELECT * FROM tool_executions WHERE tool_call_id = $1', [toolCallId])
+    .then((rows) => rows[0]);
+}
+
+/** Records a tool's result once; a second record of the same call keeps the first. */
+export async function recordToolExecution(db: Queryable, execution: ToolExecution): Promise<ToolExecution> {
+  const [row] = await db.query<ToolExecution>(
+    `INSERT INTO tool_executions (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`,
+    [
+      execution.tool_call_id,
+      execution.run_id,
+      execution.agent_id,
+      execution.tool_name,
+      execution.status,
+      execution.func_return,
+      json(execution.stdout),
+      json(execution.stderr),
+    ],
+  );
+  return row ?? (await findToolExecution(db, execution.tool_call_id))!;
+}
+
+export function toolExecutions(db: Queryable, toolCallIds: string[]): Promise<ToolExecution[]> {
+  return db.query<ToolExecution>('SELECT * FROM tool_executions WHERE tool_call_id = ANY($1)', [toolCallIds]);
+}

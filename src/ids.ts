@@ -1,0 +1,10 @@
+import { randomUUID } from 'node:crypto';
+
+/** Letta's ids: `<prefix>-<uuid4>` (letta/schemas/enums.py PrimitiveType). */
+export type IdPrefix = 'agent' | 'block' | 'tool' | 'message' | 'run' | 'step' | 'agent-env';
+
+export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
+
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return new RegExp(`^${prefix}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).test(value);
+}

@@ -1,0 +1,128 @@
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import {
+  isRetryableStatus,
+  ModelApiError,
+  type ChatMessage,
+  type ModelProvider,
+  type ModelReply,
+  type ModelRequest,
+} from './types';
+
+/** OpenAI's chat completions API, and every server that speaks it (OPENAI_BASE_URL). */
+export function openAiProvider(options: {
+  apiKey?: string;
+  baseURL?: string;
+  timeoutMs: number;
+}): ModelProvider {
+  // Retries belong to the activity's retry policy, where the Temporal UI shows them.
+  const client = new OpenAI({
+    apiKey: options.apiKey ?? 'not-needed',
+    baseURL: options.baseURL,
+    maxRetries: 0,
+    timeout: options.timeoutMs,
+  });
+  return {
+    async complete(request, signal) {
+      try {
+        const completion = await client.chat.completions.create(toOpenAi(request), { signal });
+        return fromOpenAi(completion);
+      } catch (error) {
+        throw asModelApiError(error);
+      }
+    },
+  };
+}
+
+function toOpenAi(request: ModelRequest): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
+  const tools: ChatCompletionTool[] = request.tools.map((tool) => ({
+    type: 'function',
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      ...(tool.strict ? { strict: true } : {}),
+    },
+  }));
+  const choice = request.toolChoice;
+  return {
+    model: request.model,
+    messages: request.messages.map(toOpenAiMessage),
+    ...(tools.length
+      ? {
+          tools,
+          tool_choice:
+            typeof choice === 'object'
+              ? { type: 'function', function: { name: choice.name } }
+              : (choice ?? 'auto'),
+          parallel_tool_calls: request.parallelToolCalls,
+        }
+      : {}),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.maxTokens !== undefined ? { max_completion_tokens: request.maxTokens } : {}),
+  };
+}
+
+function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content,
+        ...(message.toolCalls?.length
+          ? {
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: call.arguments },
+              })),
+            }
+          : {}),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    default:
+      return message;
+  }
+}
+
+function fromOpenAi(completion: OpenAI.Chat.ChatCompletion): ModelReply {
+  const choice = completion.choices?.[0];
+  if (!choice) throw new ModelApiError('the model returned no choices', true);
+  const message = choice.message;
+  const reasoning = (message as { reasoning_content?: string }).reasoning_content ?? null;
+  return {
+    text: message.content || null,
+    reasoning,
+    toolCalls: (message.tool_calls ?? [])
+      .filter((call) => call.type === 'function')
+      .map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments || '{}' })),
+    finishReason:
+      choice.finish_reason === 'stop' ||
+      choice.finish_reason === 'tool_calls' ||
+      choice.finish_reason === 'length'
+        ? choice.finish_reason
+        : 'other',
+    usage: {
+      promptTokens: completion.usage?.prompt_tokens ?? 0,
+      completionTokens: completion.usage?.completion_tokens ?? 0,
+      cachedInputTokens: completion.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      reasoningTokens: completion.usage?.completion_tokens_details?.reasoning_tokens ?? 0,
+    },
+  };
+}
+
+function asModelApiError(error: unknown): ModelApiError {
+  if (error instanceof ModelApiError) return error;
+  if (error instanceof OpenAI.APIError) {
+    return new ModelApiError(
+      `OpenAI API error ${error.status ?? ''}: ${error.message}`.trim(),
+      isRetryableStatus(error.status),
+      error.status,
+    );
+  }
+  return new ModelApiError(
+    `OpenAI request failed: ${error instanceof Error ? error.message : String(error)}`,
+    true,
+  );
+}

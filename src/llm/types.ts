@@ -1,0 +1,71 @@
+/** Provider-neutral shapes: what the model activity hands a provider and gets back. */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The raw JSON text the model produced. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export interface FunctionSchema {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: FunctionSchema[];
+  /** `required`: some tool must be called; `{name}`: that one. */
+  toolChoice?: 'auto' | 'required' | { name: string };
+  parallelToolCalls: boolean;
+  temperature?: number;
+  maxTokens?: number;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+export interface ModelReply {
+  text: string | null;
+  reasoning: string | null;
+  toolCalls: ToolCall[];
+  finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
+  usage: Usage;
+}
+
+export interface ModelProvider {
+  complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply>;
+}
+
+/**
+ * A provider's refusal or failure. `retryable` errors (rate limits, 5xx, timeouts, dropped connections)
+ * are left to the activity's retry policy; the others (authentication, invalid request) end the run
+ * at once with stop reason `llm_api_error`.
+ */
+export class ModelApiError extends Error {
+  override name = 'ModelApiError';
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** HTTP statuses worth another try: request timeout, conflict, rate limit, and server errors. */
+export const isRetryableStatus = (status: number | undefined) =>
+  status === undefined || status === 408 || status === 409 || status === 429 || status >= 500;

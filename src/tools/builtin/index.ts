@@ -1,0 +1,155 @@
+/**
+ * Letta's built-in tools that run in-process against the database: the core-memory tools and
+ * conversation_search. Their schemas are Letta's, as its schema generator stores them.
+ */
+import schemas from './schemas.json';
+import type { Database, Queryable } from '../../db';
+import { newId } from '../../ids';
+import { agentBlocks, attachBlocks, insertBlock, updateBlock } from '../../db/agents';
+import type { BlockRow } from '../../db/rows';
+import { conversationSearch } from './conversation-search';
+import {
+  coreMemoryAppend,
+  coreMemoryReplace,
+  memoryInsert,
+  memoryReplace,
+  memoryRethink,
+  ToolError,
+  type EditableBlock,
+  type MemoryEdit,
+} from './memory-edits';
+
+export { ToolError } from './memory-edits';
+
+export type BuiltinToolName = keyof typeof schemas;
+
+interface BuiltinTool {
+  toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core';
+  parallel: boolean;
+}
+
+const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
+  conversation_search: { toolType: 'letta_core', parallel: true },
+  memory_insert: { toolType: 'letta_sleeptime_core', parallel: false },
+  memory_replace: { toolType: 'letta_sleeptime_core', parallel: false },
+  memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false },
+  core_memory_append: { toolType: 'letta_memory_core', parallel: false },
+  core_memory_replace: { toolType: 'letta_memory_core', parallel: false },
+};
+
+/** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
+export const BASE_TOOLS: BuiltinToolName[] = ['memory_replace', 'memory_insert', 'conversation_search'];
+
+export const isBuiltinTool = (name: string): name is BuiltinToolName => name in BUILTIN_TOOLS;
+
+/** Makes the built-in tools exist in the tools table, as they are in this version of the server. */
+export async function ensureBuiltinTools(db: Database): Promise<void> {
+  for (const [name, tool] of Object.entries(BUILTIN_TOOLS) as [BuiltinToolName, BuiltinTool][]) {
+    const schema = schemas[name];
+    await db.query(
+      `INSERT INTO tools (id, name, tool_type, description, source_type, json_schema, tags, enable_parallel_execution)
+       VALUES ($1, $2, $3, $4, 'python', $5, $6, $7)
+       ON CONFLICT (name) DO UPDATE SET tool_type = $3, description = $4, json_schema = $5, tags = $6,
+         enable_parallel_execution = $7, updated_at = now()`,
+      [
+        newId('tool'),
+        name,
+        tool.toolType,
+        schema.description,
+        JSON.stringify(schema),
+        [tool.toolType],
+        tool.parallel,
+      ],
+    );
+  }
+}
+
+type Args = Record<string, unknown>;
+
+function requireString(args: Args, name: string): string {
+  const value = args[name];
+  if (typeof value !== 'string')
+    throw new ToolError(`missing or invalid argument '${name}' (expected a string)`);
+  return value;
+}
+
+function optionalInteger(args: Args, name: string): number | undefined {
+  const value = args[name];
+  if (value === undefined || value === null) return undefined;
+  const n = typeof value === 'string' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n))
+    throw new ToolError(`invalid argument '${name}' (expected an integer)`);
+  return n;
+}
+
+const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit> = {
+  memory_replace: (blocks, a) =>
+    memoryReplace(blocks, {
+      label: requireString(a, 'label'),
+      old_str: requireString(a, 'old_str'),
+      new_str: requireString(a, 'new_str'),
+    }),
+  memory_insert: (blocks, a) =>
+    memoryInsert(blocks, {
+      label: requireString(a, 'label'),
+      new_str: requireString(a, 'new_str'),
+      insert_line: optionalInteger(a, 'insert_line'),
+    }),
+  memory_rethink: (blocks, a) =>
+    memoryRethink(blocks, { label: requireString(a, 'label'), new_memory: requireString(a, 'new_memory') }),
+  core_memory_append: (blocks, a) =>
+    coreMemoryAppend(blocks, { label: requireString(a, 'label'), content: requireString(a, 'content') }),
+  core_memory_replace: (blocks, a) =>
+    coreMemoryReplace(blocks, {
+      label: requireString(a, 'label'),
+      old_content: requireString(a, 'old_content'),
+      new_content: requireString(a, 'new_content'),
+    }),
+};
+
+/** Applies a memory edit in one transaction, the agent's blocks locked, so concurrent edits do not race. */
+async function editMemory(db: Database, agentId: string, name: string, args: Args): Promise<string | null> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT id FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
+    const blocks = await agentBlocks(tx, agentId);
+    const edit = EDITS[name](blocks, args);
+    await writeEdit(tx, agentId, blocks, edit);
+    return edit.result;
+  });
+}
+
+async function writeEdit(
+  tx: Queryable,
+  agentId: string,
+  blocks: BlockRow[],
+  edit: MemoryEdit,
+): Promise<void> {
+  const block = blocks.find((b) => b.label === edit.label);
+  const limit = block?.char_limit ?? 100_000;
+  if (edit.value.length > limit) {
+    throw new ToolError(`Edit failed: Exceeds ${limit} character limit (requested ${edit.value.length})`);
+  }
+  if (block) return updateBlock(tx, block.id, { value: edit.value });
+  const id = await insertBlock(tx, {
+    label: edit.label,
+    value: edit.value,
+    char_limit: limit,
+    description: null,
+    read_only: false,
+    hidden: null,
+    metadata: null,
+    tags: null,
+  });
+  await attachBlocks(tx, agentId, [id]);
+}
+
+/** Runs a built-in tool; a ToolError is the tool's own failure, anything else an infrastructure fault. */
+export async function executeBuiltinTool(
+  db: Database,
+  agent: { id: string; timezone: string },
+  name: BuiltinToolName,
+  args: Args,
+): Promise<unknown> {
+  if (name === 'conversation_search') return conversationSearch(db, agent, args);
+  return editMemory(db, agent.id, name, args);
+}

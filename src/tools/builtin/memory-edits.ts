@@ -1,0 +1,159 @@
+/**
+ * Letta's core-memory tools as pure functions over block values (letta/services/tool_executor/
+ * core_tool_executor.py): argument checks and error texts are Letta's, word for word. A thrown
+ * ToolError is the tool's own error: the model sees its message.
+ */
+
+export class ToolError extends Error {
+  override name = 'ToolError';
+}
+
+export const READ_ONLY_BLOCK_EDIT_ERROR = 'Error This block is read-only and cannot be edited.';
+export const CORE_MEMORY_LINE_NUMBER_WARNING =
+  "# NOTE: Line numbers shown below (with arrows like '1→') are to help during editing. Do NOT include line number prefixes in your memory edit tool calls.";
+const LINE_NUMBER_PREFIX = /^[ \t]*\d+→[ \t]*/m;
+
+const EDITED = (label: string) =>
+  `The core memory block with label \`${label}\` has been successfully edited. Your system prompt has been recompiled with the updated memory contents and is now active in your context. Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the memory block again if necessary.`;
+
+export interface EditableBlock {
+  label: string;
+  value: string;
+  read_only: boolean;
+}
+
+/** The outcome of an edit: the block's new value (undefined: create it), and what the tool returns. */
+export interface MemoryEdit {
+  label: string;
+  value: string;
+  create?: boolean;
+  result: string | null;
+}
+
+/** Python's str.expandtabs(): tabs to the next multiple of 8 columns, per line. */
+export function expandTabs(text: string, size = 8): string {
+  return text
+    .split('\n')
+    .map((line) => {
+      let out = '';
+      for (const ch of line) out += ch === '\t' ? ' '.repeat(size - (out.length % size)) : ch;
+      return out;
+    })
+    .join('\n');
+}
+
+function findBlock(blocks: EditableBlock[], label: string): EditableBlock {
+  const block = blocks.find((b) => b.label === label);
+  if (!block) {
+    // str() of Python's KeyError keeps the quotes.
+    throw new ToolError(
+      `'Block field ${label} does not exist (available sections = ${blocks.map((b) => b.label).join(', ')})'`,
+    );
+  }
+  return block;
+}
+
+function writable(blocks: EditableBlock[], label: string): EditableBlock {
+  const block = findBlock(blocks, label);
+  if (block.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
+  return block;
+}
+
+function rejectLineNumbers(field: string, text: string, checkWarning: boolean): void {
+  if (LINE_NUMBER_PREFIX.test(text)) {
+    throw new ToolError(
+      `${field} contains a line number prefix, which is not allowed. Do not include line numbers when calling memory tools (line numbers are for display purposes only).`,
+    );
+  }
+  if (checkWarning && text.includes(CORE_MEMORY_LINE_NUMBER_WARNING)) {
+    throw new ToolError(
+      `${field} contains a line number warning, which is not allowed. Do not include line number information when calling memory tools (line numbers are for display purposes only).`,
+    );
+  }
+}
+
+const countOccurrences = (text: string, part: string) =>
+  part === '' ? text.length + 1 : text.split(part).length - 1;
+
+export function memoryReplace(
+  blocks: EditableBlock[],
+  args: { label: string; old_str: string; new_str: string },
+): MemoryEdit {
+  const block = writable(blocks, args.label);
+  rejectLineNumbers('old_str', args.old_str, true);
+  rejectLineNumbers('new_str', args.new_str, false);
+  const oldStr = expandTabs(args.old_str);
+  const newStr = expandTabs(args.new_str);
+  const current = expandTabs(block.value);
+  const occurrences = countOccurrences(current, oldStr);
+  if (occurrences === 0) {
+    throw new ToolError(
+      `No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in memory block with label \`${args.label}\`.`,
+    );
+  }
+  if (occurrences > 1) {
+    const lines = current
+      .split('\n')
+      .flatMap((line, i) => (line.includes(oldStr) ? [i + 1] : []))
+      .join(', ');
+    throw new ToolError(
+      `No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${lines}]. Please ensure it is unique.`,
+    );
+  }
+  return { label: args.label, value: current.split(oldStr).join(newStr), result: EDITED(args.label) };
+}
+
+export function memoryInsert(
+  blocks: EditableBlock[],
+  args: { label: string; new_str: string; insert_line?: number },
+): MemoryEdit {
+  const block = writable(blocks, args.label);
+  rejectLineNumbers('new_str', args.new_str, true);
+  const lines = expandTabs(block.value).split('\n');
+  let insertLine = args.insert_line ?? -1;
+  if (insertLine === -1) insertLine = lines.length;
+  else if (insertLine < 0 || insertLine > lines.length) {
+    throw new ToolError(
+      `Invalid \`insert_line\` parameter: ${insertLine}. It should be within the range of lines of the memory block: [0, ${lines.length}], or -1 to append to the end of the memory block.`,
+    );
+  }
+  const value = [
+    ...lines.slice(0, insertLine),
+    ...expandTabs(args.new_str).split('\n'),
+    ...lines.slice(insertLine),
+  ].join('\n');
+  return { label: args.label, value, result: EDITED(args.label) };
+}
+
+export function memoryRethink(
+  blocks: EditableBlock[],
+  args: { label: string; new_memory: string },
+): MemoryEdit {
+  const block = blocks.find((b) => b.label === args.label);
+  if (block?.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
+  rejectLineNumbers('new_memory', args.new_memory, true);
+  return { label: args.label, value: args.new_memory, create: !block, result: EDITED(args.label) };
+}
+
+export function coreMemoryAppend(
+  blocks: EditableBlock[],
+  args: { label: string; content: string },
+): MemoryEdit {
+  const block = writable(blocks, args.label);
+  return { label: args.label, value: `${block.value}\n${args.content}`, result: null };
+}
+
+export function coreMemoryReplace(
+  blocks: EditableBlock[],
+  args: { label: string; old_content: string; new_content: string },
+): MemoryEdit {
+  const block = writable(blocks, args.label);
+  if (!block.value.includes(args.old_content)) {
+    throw new ToolError(`Old content '${args.old_content}' not found in memory block '${args.label}'`);
+  }
+  return {
+    label: args.label,
+    value: block.value.split(args.old_content).join(args.new_content),
+    result: null,
+  };
+}

@@ -1,0 +1,223 @@
+import Letta from '@letta-ai/letta-client';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { startTestServer, type TestServer } from './helpers/server';
+
+describe('the agent step through the official Letta client', () => {
+  let stub: OpenAiStub;
+  let server: TestServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    stub = await startOpenAiStub();
+    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
+    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await server?.stopAll();
+    await stub?.close();
+  });
+
+  const createAgent = (extra: Record<string, unknown> = {}) =>
+    client.agents.create({
+      name: 'seed',
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [
+        { label: 'human', value: 'Name: Alice' },
+        { label: 'persona', value: 'I am a helpful assistant.' },
+      ],
+      ...extra,
+    });
+
+  it('creates an agent with memory blocks and Letta defaults', async () => {
+    const agent = await createAgent();
+    expect(agent.id).toMatch(/^agent-[0-9a-f-]{36}$/);
+    expect(agent.agent_type).toBe('letta_v1_agent');
+    expect(agent.blocks.map((b) => [b.label, b.value, b.limit])).toEqual([
+      ['human', 'Name: Alice', 100000],
+      ['persona', 'I am a helpful assistant.', 100000],
+    ]);
+    expect(agent.blocks[0].description).toMatch(/^The human block/);
+    expect(agent.tools.map((t) => t.name).sort()).toEqual([
+      'conversation_search',
+      'memory_insert',
+      'memory_replace',
+    ]);
+    expect(agent.tool_rules).toEqual([]);
+    expect(agent.llm_config).toMatchObject({
+      model: 'gpt-4o-mini',
+      model_endpoint_type: 'openai',
+      handle: 'openai/gpt-4o-mini',
+    });
+    const fetched = await client.agents.retrieve(agent.id);
+    expect(fetched.name).toBe('seed');
+  });
+
+  it('answers a message with the assistant reply, and lists the conversation', async () => {
+    const agent = await createAgent();
+    stub.enqueue({ text: 'Hello Alice!' });
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi there' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    expect(response.messages.map((m) => m.message_type)).toEqual(['assistant_message']);
+    expect(response.messages[0]).toMatchObject({ content: 'Hello Alice!' });
+    expect(response.usage).toMatchObject({ step_count: 1, prompt_tokens: 10, completion_tokens: 5 });
+
+    const request = stub.requests[stub.requests.length - 1];
+    expect(request.model).toBe('gpt-4o-mini');
+    expect(request.messages[0].role).toBe('system');
+    expect(request.messages[0].content).toContain('<human>');
+    expect(request.messages[0].content).toContain('Name: Alice');
+    expect(request.messages.at(-1)).toMatchObject({ role: 'user', content: 'Hi there' });
+
+    const page = await client.agents.messages.list(agent.id);
+    expect(page.getPaginatedItems().map((m) => m.message_type)).toEqual([
+      'system_message',
+      'user_message',
+      'assistant_message',
+    ]);
+  });
+
+  it('runs a memory tool call that changes the block, then replies', async () => {
+    const agent = await createAgent();
+    stub.enqueue(
+      {
+        toolCalls: [
+          { name: 'memory_replace', arguments: { label: 'human', old_str: 'Alice', new_str: 'Bob' } },
+        ],
+      },
+      { text: 'Noted, Bob.' },
+    );
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'My name is Bob' }],
+    });
+    expect(response.messages.map((m) => m.message_type)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    const ret = response.messages[1] as { status: string; tool_return: string };
+    expect(ret.status).toBe('success');
+    expect(ret.tool_return).toMatch(/has been successfully edited/);
+    const block = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    expect(block.value).toBe('Name: Bob');
+    expect(response.usage.step_count).toBe(2);
+  });
+
+  it('streams a reply as server-sent events', async () => {
+    const agent = await createAgent();
+    stub.enqueue(
+      { toolCalls: [{ name: 'conversation_search', arguments: { query: 'Alice' } }] },
+      { text: 'Streamed!' },
+    );
+    const stream = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Search please' }],
+      streaming: true,
+    });
+    const types: string[] = [];
+    for await (const chunk of stream) types.push(String(chunk.message_type));
+    expect(types).toEqual([
+      'ping',
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+  });
+
+  it('runs a message in the background, to be polled', async () => {
+    const agent = await createAgent();
+    stub.enqueue({ text: 'From the background', delayMs: 200 });
+    const run = await client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Later' }],
+    });
+    expect(run.id).toMatch(/^run-/);
+    let current = await client.runs.retrieve(run.id);
+    for (let i = 0; i < 100 && !['completed', 'failed', 'cancelled'].includes(current.status!); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      current = await client.runs.retrieve(run.id);
+    }
+    expect(current.status).toBe('completed');
+    expect(current.stop_reason).toBe('end_turn');
+    const messages = await client.runs.messages.list(run.id);
+    expect(messages.getPaginatedItems().map((m) => m.message_type)).toEqual([
+      'user_message',
+      'assistant_message',
+    ]);
+  });
+
+  it('ends a model that keeps calling tools at max_steps', async () => {
+    const agent = await createAgent();
+    stub.setDefault(() => ({ toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] }));
+    try {
+      const response = await client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Loop' }],
+        max_steps: 3,
+      });
+      expect(response.stop_reason.stop_reason).toBe('max_steps');
+      expect(response.usage.step_count).toBe(3);
+    } finally {
+      stub.setDefault(() => ({ text: 'ok' }));
+    }
+  });
+
+  it('retries a model endpoint that answers 500, and completes', async () => {
+    const agent = await createAgent();
+    const before = stub.requests.length;
+    stub.enqueue({ status: 500 }, { status: 500 }, { text: 'Third time lucky' });
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    expect(response.messages[0]).toMatchObject({ content: 'Third time lucky' });
+    expect(stub.requests.length - before).toBe(3);
+  });
+
+  it('stops at once with llm_api_error when the provider refuses the request', async () => {
+    const agent = await createAgent();
+    const before = stub.requests.length;
+    stub.enqueue({ status: 401, body: { error: { message: 'bad key', type: 'invalid_request_error' } } });
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('llm_api_error');
+    expect(stub.requests.length - before).toBe(1);
+  });
+
+  it('cancels a running step', async () => {
+    const agent = await createAgent();
+    stub.enqueue({ text: 'too late', delayMs: 10_000 });
+    const run = await client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Slow' }],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cancelled = await client.agents.messages.cancel(agent.id);
+    expect(cancelled).toEqual({ [run.id]: 'cancelled' });
+    let current = await client.runs.retrieve(run.id);
+    for (let i = 0; i < 100 && current.status !== 'cancelled'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      current = await client.runs.retrieve(run.id);
+    }
+    expect(current.status).toBe('cancelled');
+    expect(current.stop_reason).toBe('cancelled');
+  });
+
+  it('answers errors in Letta shape', async () => {
+    await expect(client.agents.retrieve('agent-00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({
+      status: 404,
+    });
+    await expect(client.agents.create({ name: 'no model' })).rejects.toMatchObject({ status: 400 });
+    await expect(client.agents.create({ model: 'anthropic/claude-x' })).rejects.toMatchObject({
+      status: 400,
+      error: { detail: 'Provider anthropic is not configured: set ANTHROPIC_API_KEY' },
+    });
+    const res = await fetch(`${server.url}/v1/agents/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ label: 'x' }] }),
+    });
+    expect(res.status).toBe(422);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+  });
+});

@@ -1,4 +1,5 @@
-/** Built-in tools (memory, conversation_search): trusted code of ours, run against the database. */
+/** Built-in tools (memory, conversation_search, fetch_webpage): trusted code of ours, run in-process. */
+import { Context } from '@temporalio/activity';
 import { getAgentRow, agentTools } from '../src/db/agents';
 import { getMessage } from '../src/db/messages';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
@@ -41,7 +42,7 @@ export async function toolCallArguments(
   return { ...args, ...(input.prefilledArgs ?? {}) };
 }
 
-export function builtinActivities({ db }: ActivityDeps) {
+export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
   return {
     async runBuiltinTool(input: ToolCallInput): Promise<ToolOutcome> {
       const done = await findToolExecution(db, input.toolCallId);
@@ -54,7 +55,9 @@ export function builtinActivities({ db }: ActivityDeps) {
       try {
         if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
         const args = await toolCallArguments(db, input);
-        text = stringifyReturn(await executeBuiltinTool(db, agent, input.toolName, args));
+        const signal = Context.current().cancellationSignal;
+        const result = await executeBuiltinTool({ db, agent, fetchLimits, signal }, input.toolName, args);
+        text = stringifyReturn(result);
         if (!UNTRUNCATED.has(input.toolName)) text = truncateReturn(text, tool?.return_char_limit ?? 50_000);
       } catch (error) {
         if (!(error instanceof ToolError)) throw error; // infrastructure: the activity retries

@@ -55,6 +55,12 @@ export const ConfigSchema = z.object({
   TOOL_TIMEOUT_MS: milliseconds.default(180_000),
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   E2B_API_KEY: optional(z.string()),
+  FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
+  FETCH_WEBPAGE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 * 1024),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

@@ -82,7 +82,16 @@ export async function startServer(
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         activities:
-          options.activities?.({ db }) ?? createActivities({ db, providers: providerRegistry(config), log }),
+          options.activities?.({ db }) ??
+          createActivities({
+            db,
+            log,
+            providers: providerRegistry(config),
+            fetchLimits: {
+              timeoutMs: config.FETCH_WEBPAGE_TIMEOUT_MS,
+              maxBytes: config.FETCH_WEBPAGE_MAX_BYTES,
+            },
+          }),
       });
       const running = worker.run().catch((error) => {
         log.fatal({ error: errorText(error) }, 'worker failed');

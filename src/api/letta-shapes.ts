@@ -45,18 +45,35 @@ export function toolShape(tool: ToolRow) {
   };
 }
 
+/** The relationships `include=` names; without them, AgentState carries empty lists for these fields. */
+export const AGENT_RELATIONSHIPS = [
+  'agent.blocks',
+  'agent.identities',
+  'agent.managed_group',
+  'agent.pending_approval',
+  'agent.secrets',
+  'agent.sources',
+  'agent.tags',
+  'agent.tools',
+] as const;
+export type AgentRelationship = (typeof AGENT_RELATIONSHIPS)[number];
+export const ALL_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set(AGENT_RELATIONSHIPS);
+
 export function agentStateShape(
   agent: AgentRecord,
   extra: { message_ids?: string[]; pending_approval?: unknown } = {},
+  include: ReadonlySet<AgentRelationship> = ALL_RELATIONSHIPS,
 ) {
-  const blocks = agent.blocks.map(blockShape);
-  const secrets = agent.secrets.map((s) => ({
-    id: s.id,
-    agent_id: s.agent_id,
-    key: s.key,
-    value: s.value,
-    description: s.description,
-  }));
+  const blocks = include.has('agent.blocks') ? agent.blocks.map(blockShape) : [];
+  const secrets = include.has('agent.secrets')
+    ? agent.secrets.map((s) => ({
+        id: s.id,
+        agent_id: s.agent_id,
+        key: s.key,
+        value: s.value,
+        description: s.description,
+      }))
+    : [];
   return {
     id: agent.id,
     name: agent.name,
@@ -68,10 +85,10 @@ export function agentStateShape(
     embedding_config: agent.embedding_config,
     blocks,
     memory: { agent_type: agent.agent_type, blocks, file_blocks: [], prompt_template: null },
-    tools: agent.tools.map(toolShape),
+    tools: include.has('agent.tools') ? agent.tools.map(toolShape) : [],
     tool_rules: agent.tool_rules,
     sources: [],
-    tags: agent.tags,
+    tags: include.has('agent.tags') ? agent.tags : [],
     metadata: agent.metadata,
     secrets,
     tool_exec_environment_variables: secrets,
@@ -80,7 +97,7 @@ export function agentStateShape(
     timezone: agent.timezone,
     last_stop_reason: agent.last_stop_reason,
     message_ids: extra.message_ids ?? [],
-    pending_approval: extra.pending_approval ?? null,
+    pending_approval: include.has('agent.pending_approval') ? (extra.pending_approval ?? null) : null,
     created_at: iso(agent.created_at),
     updated_at: iso(agent.updated_at),
   };

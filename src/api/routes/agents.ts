@@ -1,16 +1,24 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../schemas/agents';
-import { pageQuery, queryBoolean, stringList } from '../schemas/common';
-import { agentStateShape, blockShape } from '../letta-shapes';
+import { pageQuery, queryBoolean, queryList, stringList } from '../schemas/common';
+import {
+  AGENT_RELATIONSHIPS,
+  ALL_RELATIONSHIPS,
+  agentStateShape,
+  blockShape,
+  type AgentRelationship,
+} from '../letta-shapes';
 import * as repo from '../../db/agents';
 import { createAgent, updateAgent } from '../../agent/agents';
 import type { AgentRecord } from '../../db/rows';
 
-const ListAgentsQuery = pageQuery(50, 'desc').extend({
+const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
+
+const ListAgentsQuery = pageQuery(50, 'desc').extend(IncludeQuery.shape).extend({
   name: z.string().optional(),
   tags: stringList,
   match_all_tags: queryBoolean,
@@ -20,6 +28,20 @@ async function loadAgent(ctx: ApiContext, id: string): Promise<AgentRecord> {
   const agent = await repo.getAgent(ctx.db, id);
   if (!agent) throw notFound(`Agent ${id}`);
   return agent;
+}
+
+/**
+ * Which relationships a read returns. Letta answers its 1.x SDKs (a Stainless header, or no
+ * User-Agent) with only those named in `include=`, and older clients with all of them.
+ */
+function includedRelationships(
+  req: Request,
+  include: AgentRelationship[] | undefined,
+): ReadonlySet<AgentRelationship> {
+  if (include) return new Set(include);
+  const modernSdk =
+    Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
+  return modernSdk ? new Set() : ALL_RELATIONSHIPS;
 }
 
 async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
@@ -33,8 +55,8 @@ async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
 /** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
 export function agentsRouter(ctx: ApiContext): Router {
   const router = Router();
-  const state = async (agent: AgentRecord) =>
-    agentStateShape(agent, { message_ids: await messageIds(ctx, agent.id) });
+  const state = async (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
+    agentStateShape(agent, { message_ids: await messageIds(ctx, agent.id) }, include);
 
   router.post('/v1/agents', async (req, res) => {
     const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
@@ -48,12 +70,15 @@ export function agentsRouter(ctx: ApiContext): Router {
       tags: query.tags,
       matchAllTags: query.match_all_tags,
     });
+    const include = includedRelationships(req, query.include);
     const agents = await Promise.all(rows.map((row) => repo.getAgent(ctx.db, row.id)));
-    res.json(await Promise.all(agents.filter((a): a is AgentRecord => Boolean(a)).map(state)));
+    const found = agents.filter((a): a is AgentRecord => Boolean(a));
+    res.json(await Promise.all(found.map((agent) => state(agent, include))));
   });
 
   router.get('/v1/agents/:agentId', async (req, res) => {
-    res.json(await state(await loadAgent(ctx, req.params.agentId)));
+    const { include } = parseQuery(IncludeQuery, req);
+    res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, include)));
   });
 
   router.patch('/v1/agents/:agentId', async (req, res) => {

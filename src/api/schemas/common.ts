@@ -1,10 +1,10 @@
 import { z } from 'zod';
 
 /** A query value the client may send once or repeated (qs `arrayFormat: 'repeat'`). */
-export const stringList = z.preprocess(
-  (v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]),
-  z.array(z.string()).optional(),
-);
+export const queryList = <T extends z.ZodType>(item: T) =>
+  z.preprocess((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]), z.array(item).optional());
+
+export const stringList = queryList(z.string());
 
 const queryBoolean = z.preprocess(
   (v) => (v === 'true' ? true : v === 'false' ? false : v),

@@ -2,7 +2,7 @@ import type { Database } from '../../db';
 import { searchMessages } from '../../db/messages';
 import type { MessageRole, MessageRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
-import { ToolError } from './memory-edits';
+import { ToolError } from '../tool-error';
 
 /** RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE */
 const DEFAULT_LIMIT = 5;

@@ -1,6 +1,7 @@
 /**
- * Letta's built-in tools that run in-process against the database: the core-memory tools and
- * conversation_search. Their schemas are Letta's, as its schema generator stores them.
+ * Letta's built-in tools, trusted code of ours run in-process: the core-memory tools and
+ * conversation_search against the database, fetch_webpage over HTTP. Their schemas are Letta's, as
+ * its schema generator stores them.
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
@@ -8,23 +9,25 @@ import { newId } from '../../ids';
 import { agentBlocks, attachBlocks, insertBlock, updateBlock } from '../../db/agents';
 import type { BlockRow } from '../../db/rows';
 import { conversationSearch } from './conversation-search';
+import { fetchWebpage, type FetchWebpageLimits } from './fetch-webpage';
 import {
   coreMemoryAppend,
   coreMemoryReplace,
   memoryInsert,
   memoryReplace,
   memoryRethink,
-  ToolError,
   type EditableBlock,
   type MemoryEdit,
 } from './memory-edits';
 
-export { ToolError } from './memory-edits';
+import { ToolError } from '../tool-error';
+
+export { ToolError };
 
 export type BuiltinToolName = keyof typeof schemas;
 
 interface BuiltinTool {
-  toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core';
+  toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin';
   parallel: boolean;
 }
 
@@ -35,6 +38,7 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false },
   core_memory_append: { toolType: 'letta_memory_core', parallel: false },
   core_memory_replace: { toolType: 'letta_memory_core', parallel: false },
+  fetch_webpage: { toolType: 'letta_builtin', parallel: true },
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
@@ -143,13 +147,21 @@ async function writeEdit(
   await attachBlocks(tx, agentId, [id]);
 }
 
+/** What a built-in tool runs against. */
+export interface BuiltinToolContext {
+  db: Database;
+  agent: { id: string; timezone: string };
+  fetchLimits: FetchWebpageLimits;
+  signal?: AbortSignal;
+}
+
 /** Runs a built-in tool; a ToolError is the tool's own failure, anything else an infrastructure fault. */
 export async function executeBuiltinTool(
-  db: Database,
-  agent: { id: string; timezone: string },
+  { db, agent, fetchLimits, signal }: BuiltinToolContext,
   name: BuiltinToolName,
   args: Args,
 ): Promise<unknown> {
   if (name === 'conversation_search') return conversationSearch(db, agent, args);
+  if (name === 'fetch_webpage') return fetchWebpage(args, fetchLimits, signal);
   return editMemory(db, agent.id, name, args);
 }

@@ -4,9 +4,7 @@
  * ToolError is the tool's own error: the model sees its message.
  */
 
-export class ToolError extends Error {
-  override name = 'ToolError';
-}
+import { ToolError } from '../tool-error';
 
 export const READ_ONLY_BLOCK_EDIT_ERROR = 'Error This block is read-only and cannot be edited.';
 export const CORE_MEMORY_LINE_NUMBER_WARNING =

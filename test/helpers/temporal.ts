@@ -1,0 +1,28 @@
+import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { testTemporalAddress } from './env';
+
+export { workflowIdFor as stepWorkflowId } from '../../src/agent/steps';
+
+export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** A Temporal client on the test run's server, to read what the Web UI would show. */
+export async function connectTemporalClient(): Promise<{ client: Client; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address: testTemporalAddress() });
+  return { client: new Client({ connection }), close: () => connection.close() };
+}
+
+export async function workflowHistory(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return history.events ?? [];
+}
+
+/** The activity type of each ActivityTaskScheduled event, with its event id. */
+export function scheduledActivities(events: HistoryEvent[]): { eventId: number; type: string }[] {
+  return events
+    .filter((e) => e.activityTaskScheduledEventAttributes)
+    .map((e) => ({
+      eventId: Number(e.eventId),
+      type: e.activityTaskScheduledEventAttributes!.activityType!.name!,
+    }));
+}

@@ -1,0 +1,174 @@
+import Letta from '@letta-ai/letta-client';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { startTestServer, type TestServer } from './helpers/server';
+import {
+  connectTemporalClient,
+  scheduledActivities,
+  stepWorkflowId,
+  workflowHistory,
+  type HistoryEvent,
+} from './helpers/temporal';
+
+/** Every payload of a history (inputs, results, summaries, failures), decoded as text. */
+function payloadTexts(value: unknown, out: string[] = []): string[] {
+  if (value instanceof Uint8Array) out.push(Buffer.from(value).toString('utf8'));
+  else if (Array.isArray(value)) value.forEach((v) => payloadTexts(v, out));
+  else if (value && typeof value === 'object') Object.values(value).forEach((v) => payloadTexts(v, out));
+  return out;
+}
+
+const summaryOf = (event: HistoryEvent) => {
+  const data = event.userMetadata?.summary?.data;
+  return data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined;
+};
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    value = await read();
+  }
+  return value;
+}
+
+describe('what the Temporal Web UI shows of an agent step', () => {
+  let stub: OpenAiStub;
+  let server: TestServer;
+  let client: Letta;
+  let temporalClient: Client;
+  let closeTemporal: () => Promise<void>;
+
+  beforeAll(async () => {
+    stub = await startOpenAiStub();
+    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
+    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+    ({ client: temporalClient, close: closeTemporal } = await connectTemporalClient());
+  });
+  afterAll(async () => {
+    await closeTemporal?.();
+    await server?.stopAll();
+    await stub?.close();
+  });
+
+  const createAgent = () =>
+    client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+    });
+
+  it('keeps a 50-step run small: ids and summaries, never the transcript', async () => {
+    const agent = await createAgent();
+    const longUserText = `USERTEXT ${'the user says a great deal '.repeat(200)}`;
+    const longModelText = `MODELTEXT ${'the model thinks aloud '.repeat(200)}`;
+    stub.setDefault(() => ({
+      text: longModelText,
+      toolCalls: [{ name: 'conversation_search', arguments: { query: `QUERYTEXT ${'x'.repeat(3000)}` } }],
+    }));
+    let response;
+    try {
+      response = await client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: longUserText }],
+        max_steps: 50,
+      });
+    } finally {
+      stub.setDefault(() => ({ text: 'ok' }));
+    }
+    expect(response.stop_reason.stop_reason).toBe('max_steps');
+    expect(response.usage.step_count).toBe(50);
+
+    const workflowId = stepWorkflowId(agent.id, response.messages[0].run_id!);
+    const events = await workflowHistory(temporalClient, workflowId);
+    const texts = payloadTexts(events);
+    for (const marker of ['USERTEXT', 'MODELTEXT', 'QUERYTEXT']) {
+      expect(texts.filter((t) => t.includes(marker))).toEqual([]);
+    }
+    expect(Math.max(...texts.map((t) => t.length))).toBeLessThan(1_000);
+    const size = temporal.api.history.v1.History.encode({ events }).finish().length;
+    expect(size).toBeLessThan(512 * 1024); // Temporal's limits are 50 MB and 51,200 events
+    expect(events.length).toBeLessThan(2_000);
+  });
+
+  it('names every activity with a summary, and tags the workflow with search attributes', async () => {
+    const agent = await createAgent();
+    stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
+      { text: 'Noted.' },
+    );
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    const runId = response.messages[0].run_id!;
+    const workflowId = stepWorkflowId(agent.id, runId);
+    expect(workflowId).toContain(agent.id);
+    expect(workflowId).toContain(runId);
+
+    const events = await workflowHistory(temporalClient, workflowId);
+    const summaries = events.filter((e) => e.activityTaskScheduledEventAttributes).map(summaryOf);
+    expect(summaries).toEqual(
+      expect.arrayContaining(['model openai/gpt-4o-mini', 'memory_insert (built-in)']),
+    );
+
+    const description = await temporalClient.workflow.getHandle(workflowId).describe();
+    expect(await description.staticSummary()).toContain(agent.id);
+    const attributes = description.typedSearchAttributes;
+    expect(attributes.get(agentIdKey)).toBe(agent.id);
+    expect(attributes.get(runIdKey)).toBe(runId);
+    expect(attributes.get(stopReasonKey)).toBe('end_turn');
+
+    const listed = await eventually(
+      async () => {
+        const found = [];
+        for await (const wf of temporalClient.workflow.list({
+          query: `LettaAgentId = "${agent.id}" AND LettaStopReason = "end_turn"`,
+        })) {
+          found.push(wf.workflowId);
+        }
+        return found;
+      },
+      (found) => found.length > 0,
+    );
+    expect(listed).toEqual([workflowId]);
+  });
+
+  it("shows what the step is doing in the workflow's current details", async () => {
+    const agent = await createAgent();
+    stub.enqueue({ text: 'slowly', delayMs: 3_000 });
+    const run = await client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Take your time' }],
+    });
+    const handle = temporalClient.workflow.getHandle(stepWorkflowId(agent.id, run.id));
+    const details = await eventually(
+      async () =>
+        (await handle.query<temporal.api.sdk.v1.IWorkflowMetadata>('__temporal_workflow_metadata'))
+          .currentDetails,
+      (value) => Boolean(value),
+    );
+    expect(details).toBe('Waiting for the model (step 1)');
+    await handle.result();
+    const after = await handle.query<temporal.api.sdk.v1.IWorkflowMetadata>('__temporal_workflow_metadata');
+    expect(after.currentDetails).toBe('Stopped: end_turn');
+  });
+
+  it('shows retries of the model call in the history', async () => {
+    const agent = await createAgent();
+    stub.enqueue({ status: 503 }, { status: 503 }, { text: 'Third time lucky' });
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const events = await workflowHistory(
+      temporalClient,
+      stepWorkflowId(agent.id, response.messages[0].run_id!),
+    );
+    const modelCall = scheduledActivities(events).find((a) => a.type === 'callModel')!;
+    const started = events.find(
+      (e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === modelCall.eventId,
+    )!.activityTaskStartedEventAttributes!;
+    expect(started.attempt).toBe(3);
+    expect(started.lastFailure?.message).toMatch(/503/);
+  });
+});

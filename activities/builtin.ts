@@ -10,6 +10,8 @@ import {
   stringifyReturn,
   truncateReturn,
 } from '../src/agent/tool-returns';
+import { stripOptionalNulls } from '../src/tools/strict-mode';
+import type { ToolRow } from '../src/db/rows';
 import type { ActivityDeps } from './deps';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
 
@@ -42,6 +44,9 @@ export async function toolCallArguments(
   return { ...args, ...(input.prefilledArgs ?? {}) };
 }
 
+const toolParameters = (tool: ToolRow | undefined) =>
+  (tool?.json_schema as { parameters?: unknown } | undefined)?.parameters;
+
 export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
   return {
     async runBuiltinTool(input: ToolCallInput): Promise<ToolOutcome> {
@@ -54,7 +59,9 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
       let text: string;
       try {
         if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
-        const args = await toolCallArguments(db, input);
+        const args = agent.llm_config.strict
+          ? stripOptionalNulls(await toolCallArguments(db, input), toolParameters(tool))
+          : await toolCallArguments(db, input);
         const signal = Context.current().cancellationSignal;
         const result = await executeBuiltinTool({ db, agent, fetchLimits, signal }, input.toolName, args);
         text = stringifyReturn(result);

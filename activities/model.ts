@@ -8,22 +8,25 @@ import { compileSystemPrompt } from '../src/agent/system-prompt';
 import { modelContext } from '../src/agent/context';
 import { parseHandle } from '../src/llm';
 import { ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
+import { strictParameters } from '../src/tools/strict-mode';
 import type { ActivityDeps } from './deps';
 import { flushToolReturns } from './run';
 import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
 
 const HEARTBEAT_INTERVAL_MS = 2_000;
 
-function serverToolSchema(tool: ToolRow): FunctionSchema {
+/** A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on. */
+function serverToolSchema(tool: ToolRow, strict: boolean): FunctionSchema {
   const schema = tool.json_schema as {
     name?: string;
     description?: string;
     parameters?: Record<string, unknown>;
   };
+  const parameters = schema.parameters ?? { type: 'object', properties: {} };
   return {
     name: tool.name,
     description: schema.description ?? tool.description ?? undefined,
-    parameters: schema.parameters ?? { type: 'object', properties: {} },
+    ...(strict ? { parameters: strictParameters(parameters), strict: true } : { parameters }),
   };
 }
 
@@ -34,10 +37,17 @@ const clientToolSchema = (tool: ClientTool): FunctionSchema => ({
 });
 
 /** The allowed server tools, then the request's client tools, which replace server tools of their name. */
-function offeredTools(tools: ToolRow[], allowed: string[], clientTools: ClientTool[]): FunctionSchema[] {
+function offeredTools(
+  tools: ToolRow[],
+  allowed: string[],
+  clientTools: ClientTool[],
+  strict: boolean,
+): FunctionSchema[] {
   const clientNames = new Set(clientTools.map((t) => t.name));
   return [
-    ...tools.filter((t) => allowed.includes(t.name) && !clientNames.has(t.name)).map(serverToolSchema),
+    ...tools
+      .filter((t) => allowed.includes(t.name) && !clientNames.has(t.name))
+      .map((t) => serverToolSchema(t, strict)),
     ...clientTools.map(clientToolSchema),
   ];
 }
@@ -112,7 +122,12 @@ export function modelActivities({ db, providers }: ActivityDeps) {
             {
               model: parsed.model,
               messages: modelContext(system, transcript),
-              tools: offeredTools(agent.tools, input.allowedTools, input.clientTools),
+              tools: offeredTools(
+                agent.tools,
+                input.allowedTools,
+                input.clientTools,
+                Boolean(agent.llm_config.strict),
+              ),
               toolChoice: input.toolChoice,
               parallelToolCalls: input.parallelToolCalls,
               temperature: agent.llm_config.temperature ?? undefined,

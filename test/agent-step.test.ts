@@ -203,6 +203,42 @@ describe('the agent step through the official Letta client', () => {
     expect(current.stop_reason).toBe('cancelled');
   });
 
+  it('sends strict tool schemas when llm_config.strict is on, and drops nulls for optional arguments', async () => {
+    const agent = await createAgent({
+      llm_config: {
+        model: 'gpt-4o-mini',
+        model_endpoint_type: 'openai',
+        context_window: 128000,
+        strict: true,
+      },
+    });
+    expect(agent.llm_config.strict).toBe(true);
+    const before = stub.requests.length;
+    stub.enqueue(
+      {
+        toolCalls: [
+          { name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea', insert_line: null } },
+        ],
+      },
+      { text: 'Noted.' },
+    );
+    const response = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    const insert = stub.requests[before].tools!.find((t) => t.function.name === 'memory_insert')!.function;
+    expect(insert.strict).toBe(true);
+    expect(insert.parameters).toMatchObject({
+      additionalProperties: false,
+      required: ['label', 'new_str', 'insert_line'],
+      properties: { insert_line: { type: ['integer', 'null'] } },
+    });
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+    });
+    const block = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    expect(block.value).toBe('Name: Alice\nLikes tea');
+  });
+
   it('answers errors in Letta shape', async () => {
     await expect(client.agents.retrieve('agent-00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({
       status: 404,

@@ -1,0 +1,90 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A local HTTP server that speaks one model provider's wire protocol, so that provider's real SDK
+ * and our real provider code run against it. Tests script its replies and read the requests it got;
+ * each protocol supplies how a scripted reply is rendered (openai-stub.ts, anthropic-stub.ts).
+ */
+export interface StubToolCall {
+  name: string;
+  arguments?: Record<string, unknown> | string;
+  id?: string;
+}
+
+export type StubReply =
+  | { text: string; toolCalls?: StubToolCall[]; delayMs?: number }
+  | { toolCalls: StubToolCall[]; text?: string; delayMs?: number }
+  | { status: number; body?: unknown };
+
+export type ScriptedReply = Exclude<StubReply, { status: number }>;
+
+export interface ModelStub<Request> {
+  baseURL: string;
+  requests: Request[];
+  /** Replies in order; a function decides from the request. When none are left: the default. */
+  enqueue(...replies: (StubReply | ((request: Request) => StubReply))[]): void;
+  /** Used whenever the queue is empty (initially a plain "ok"). */
+  setDefault(reply: (request: Request) => StubReply): void;
+  close(): Promise<void>;
+}
+
+export interface WireProtocol<Request> {
+  /** The path suffix the provider's SDK posts to, e.g. `/chat/completions`. */
+  path: string;
+  /** The base URL the SDK is configured with, given the server's origin. */
+  baseURL(origin: string): string;
+  success(request: Request, reply: ScriptedReply): unknown;
+  error(status: number): unknown;
+}
+
+let counter = 0;
+/** Unique ids for the stubs' tool calls and responses. */
+export const nextStubId = () => (++counter).toString().padStart(6, '0');
+
+export const argumentsText = (call: StubToolCall) =>
+  typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+
+const sendJson = (res: http.ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+export async function startModelStub<Request>(protocol: WireProtocol<Request>): Promise<ModelStub<Request>> {
+  const requests: Request[] = [];
+  const queue: (StubReply | ((request: Request) => StubReply))[] = [];
+  let fallback: (request: Request) => StubReply = () => ({ text: 'ok' });
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => (raw += chunk));
+    req.on('end', async () => {
+      if (req.method !== 'POST' || !req.url?.endsWith(protocol.path)) {
+        return sendJson(res, 404, { error: { message: 'not found' } });
+      }
+      const request = JSON.parse(raw) as Request;
+      requests.push(request);
+      const next = queue.shift() ?? fallback;
+      const reply = typeof next === 'function' ? next(request) : next;
+      if ('status' in reply) return sendJson(res, reply.status, reply.body ?? protocol.error(reply.status));
+      if (reply.delayMs) {
+        // A client that gives up (a cancelled run) ends the wait, so no timer outlives the test.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, reply.delayMs);
+          res.on('close', () => (clearTimeout(timer), resolve()));
+        });
+      }
+      if (!res.writableEnded && !res.destroyed) sendJson(res, 200, protocol.success(request, reply));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseURL: protocol.baseURL(`http://127.0.0.1:${port}`),
+    requests,
+    enqueue: (...replies) => queue.push(...replies),
+    setDefault: (reply) => (fallback = reply),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,74 @@
+import schemas from '../src/tools/builtin/schemas.json';
+import { strictParameters, stripOptionalNulls } from '../src/tools/strict-mode';
+
+describe("strict mode (Letta's enable_strict_mode)", () => {
+  it('makes every property required, the optional ones nullable, and closes the object', () => {
+    const original = schemas.memory_insert.parameters;
+    const strict = strictParameters(original);
+    expect(strict.required).toEqual(['label', 'new_str', 'insert_line']);
+    expect(strict.additionalProperties).toBe(false);
+    expect((strict.properties as Record<string, { type: unknown }>).insert_line.type).toEqual([
+      'integer',
+      'null',
+    ]);
+    expect((strict.properties as Record<string, { type: unknown }>).label.type).toBe('string');
+    expect(original.required).toEqual(['label', 'new_str']); // the stored schema is untouched
+  });
+
+  it('recurses into nested objects, array items and anyOf, and handles $ref and untyped properties', () => {
+    const strict = strictParameters({
+      type: 'object',
+      properties: {
+        point: {
+          type: 'object',
+          properties: { x: { type: 'number' }, y: { type: 'number' } },
+          required: ['x'],
+        },
+        tags: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' } } } },
+        either: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
+        ref: { $ref: '#/$defs/Thing' },
+        anything: {},
+        maybe: { type: ['string', 'null'] },
+      },
+      required: ['point', 'tags'],
+    });
+    const props = strict.properties as Record<string, Record<string, unknown>>;
+    expect(props.point).toEqual({
+      type: 'object',
+      properties: { x: { type: 'number' }, y: { type: ['number', 'null'] } },
+      required: ['x', 'y'],
+      additionalProperties: false,
+    });
+    expect(props.tags.items).toEqual({
+      type: 'object',
+      properties: { name: { type: ['string', 'null'] } },
+      required: ['name'],
+      additionalProperties: false,
+    });
+    expect(props.either.anyOf).toEqual([{ type: 'string' }, { type: 'integer' }, { type: 'null' }]);
+    expect(props.ref).toEqual({ anyOf: [{ $ref: '#/$defs/Thing' }, { type: 'null' }] });
+    expect(props.anything).toEqual({ type: 'null' });
+    expect(props.maybe).toEqual({ type: ['string', 'null'] });
+  });
+
+  it('gives a tool without parameters an empty closed object', () => {
+    expect(strictParameters({})).toEqual({
+      type: 'object',
+      properties: {},
+      required: [],
+      additionalProperties: false,
+    });
+  });
+
+  it('strips nulls the model sent for optional arguments, and keeps required ones', () => {
+    const parameters = schemas.memory_insert.parameters;
+    expect(stripOptionalNulls({ label: 'human', new_str: 'x', insert_line: null }, parameters)).toEqual({
+      label: 'human',
+      new_str: 'x',
+    });
+    expect(stripOptionalNulls({ label: null, new_str: 'x' }, parameters)).toEqual({
+      label: null,
+      new_str: 'x',
+    });
+  });
+});

@@ -3,7 +3,14 @@ import { Context } from '@temporalio/activity';
 import { getAgentRow, agentTools } from '../src/db/agents';
 import { getMessage } from '../src/db/messages';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
-import { executeBuiltinTool, isBuiltinTool, ToolError } from '../src/tools/builtin';
+import {
+  editsMemory,
+  executeBuiltinTool,
+  isBuiltinTool,
+  lockAgentMemory,
+  ToolError,
+} from '../src/tools/builtin';
+import type { Queryable } from '../src/db';
 import {
   friendlyError,
   packageFunctionResponse,
@@ -47,41 +54,65 @@ export async function toolCallArguments(
 const toolParameters = (tool: ToolRow | undefined) =>
   (tool?.json_schema as { parameters?: unknown } | undefined)?.parameters;
 
+interface ToolResult {
+  status: 'success' | 'error';
+  text: string;
+}
+
+/** The tool's own failure (a ToolError) is a result; anything else is left to the activity's retries. */
+async function attempt(run: () => Promise<unknown>): Promise<ToolResult> {
+  try {
+    return { status: 'success', text: stringifyReturn(await run()) };
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    return { status: 'error', text: error.message };
+  }
+}
+
 export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
   return {
+    /**
+     * Runs a built-in tool once per tool call id: a retry finds the recorded result. A memory edit
+     * commits in the same transaction as its record, so it is never applied twice.
+     */
     async runBuiltinTool(input: ToolCallInput): Promise<ToolOutcome> {
       const done = await findToolExecution(db, input.toolCallId);
       if (done) return outcomeOf(done);
       const agent = await getAgentRow(db, input.agentId);
       if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
       const tool = (await agentTools(db, input.agentId)).find((t) => t.name === input.toolName);
-      let status: 'success' | 'error' = 'success';
-      let text: string;
-      try {
-        if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
-        const args = agent.llm_config.strict
-          ? stripOptionalNulls(await toolCallArguments(db, input), toolParameters(tool))
-          : await toolCallArguments(db, input);
-        const signal = Context.current().cancellationSignal;
-        const result = await executeBuiltinTool({ db, agent, fetchLimits, signal }, input.toolName, args);
-        text = stringifyReturn(result);
-        if (!UNTRUNCATED.has(input.toolName)) text = truncateReturn(text, tool?.return_char_limit ?? 50_000);
-      } catch (error) {
-        if (!(error instanceof ToolError)) throw error; // infrastructure: the activity retries
-        status = 'error';
-        text = error.message;
-      }
-      const execution = await recordToolExecution(db, {
-        tool_call_id: input.toolCallId,
-        run_id: input.runId,
-        agent_id: input.agentId,
-        tool_name: input.toolName,
-        status,
-        func_return: packageFunctionResponse(status === 'success', text, agent.timezone),
-        stdout: null,
-        stderr: status === 'error' ? [friendlyError(input.toolName, 'ValueError', text)] : null,
+      const signal = Context.current().cancellationSignal;
+
+      const execute = async (q: Queryable) => {
+        const result = await attempt(async () => {
+          if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
+          const args = await toolCallArguments(db, input);
+          const given = agent.llm_config.strict ? stripOptionalNulls(args, toolParameters(tool)) : args;
+          return executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, given);
+        });
+        if (result.status === 'success' && !UNTRUNCATED.has(input.toolName)) {
+          result.text = truncateReturn(result.text, tool?.return_char_limit ?? 50_000);
+        }
+        const execution = await recordToolExecution(q, {
+          tool_call_id: input.toolCallId,
+          run_id: input.runId,
+          agent_id: input.agentId,
+          tool_name: input.toolName,
+          status: result.status,
+          func_return: packageFunctionResponse(result.status === 'success', result.text, agent.timezone),
+          stdout: null,
+          stderr:
+            result.status === 'error' ? [friendlyError(input.toolName, 'ValueError', result.text)] : null,
+        });
+        return outcomeOf(execution, result.text);
+      };
+
+      if (!editsMemory(input.toolName)) return execute(db);
+      return db.transaction(async (tx) => {
+        await lockAgentMemory(tx, input.agentId);
+        const recorded = await findToolExecution(tx, input.toolCallId);
+        return recorded ? outcomeOf(recorded) : execute(tx);
       });
-      return outcomeOf(execution, text);
     },
   };
 }

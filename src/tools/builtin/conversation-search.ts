@@ -1,4 +1,4 @@
-import type { Database } from '../../db';
+import type { Queryable } from '../../db';
 import { searchMessages } from '../../db/messages';
 import type { MessageRole, MessageRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
@@ -40,7 +40,7 @@ const isNoise = (message: MessageRow) =>
  * checks and result shape.
  */
 export async function conversationSearch(
-  db: Database,
+  db: Queryable,
   agent: { id: string },
   args: Record<string, unknown>,
 ): Promise<{ message: string; results: Record<string, unknown>[] }> {

@@ -111,15 +111,22 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
     }),
 };
 
-/** Applies a memory edit in one transaction, the agent's blocks locked, so concurrent edits do not race. */
-async function editMemory(db: Database, agentId: string, name: string, args: Args): Promise<string | null> {
-  return db.transaction(async (tx) => {
-    await tx.query('SELECT id FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
-    const blocks = await agentBlocks(tx, agentId);
-    const edit = EDITS[name](blocks, args);
-    await writeEdit(tx, agentId, blocks, edit);
-    return edit.result;
-  });
+/**
+ * Applies a memory edit. The caller holds a transaction in which the agent's row is locked
+ * (`lockAgentMemory`), so concurrent edits do not race and the edit commits with its record.
+ */
+async function editMemory(tx: Queryable, agentId: string, name: string, args: Args): Promise<string | null> {
+  const blocks = await agentBlocks(tx, agentId);
+  const edit = EDITS[name](blocks, args);
+  await writeEdit(tx, agentId, blocks, edit);
+  return edit.result;
+}
+
+/** Tools whose effect is a database write: run them in a transaction that also records the call. */
+export const editsMemory = (name: string) => name in EDITS;
+
+export async function lockAgentMemory(tx: Queryable, agentId: string): Promise<void> {
+  await tx.query('SELECT id FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
 }
 
 async function writeEdit(
@@ -147,9 +154,9 @@ async function writeEdit(
   await attachBlocks(tx, agentId, [id]);
 }
 
-/** What a built-in tool runs against. */
+/** What a built-in tool runs against: for memory edits, a transaction holding `lockAgentMemory`. */
 export interface BuiltinToolContext {
-  db: Database;
+  db: Queryable;
   agent: { id: string; timezone: string };
   fetchLimits: FetchWebpageLimits;
   signal?: AbortSignal;

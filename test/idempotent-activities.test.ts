@@ -1,0 +1,128 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../activities';
+import type { CallModelInput, ToolCallInput } from '../activities/contracts';
+import { createAgent } from '../src/agent/agents';
+import { CreateAgentSchema } from '../src/api/schemas/agents';
+import { openDatabase, type Database } from '../src/db';
+import { insertMessage } from '../src/db/messages';
+import { insertRun } from '../src/db/runs';
+import { newId } from '../src/ids';
+import { ensureBuiltinTools } from '../src/tools/builtin';
+import { providerRegistry } from '../src/llm';
+import { silentLogger, testConfig } from './helpers/env';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { createTestSchema, type TestSchema } from './helpers/postgres';
+
+/**
+ * Temporal retries an activity whose worker died after it did its work but before it reported back.
+ * These run each activity twice with the same input, as such a retry would, against the real database.
+ */
+describe('activities retried after doing their work', () => {
+  let schema: TestSchema;
+  let stub: OpenAiStub;
+  let db: Database;
+  let activities: ReturnType<typeof createActivities>;
+  const env = new MockActivityEnvironment();
+  const run = <A extends unknown[], R>(activity: (...args: A) => Promise<R>, ...args: A) =>
+    env.run(activity, ...args) as Promise<R>;
+
+  beforeAll(async () => {
+    schema = await createTestSchema();
+    stub = await startOpenAiStub();
+    const config = testConfig({
+      DATABASE_URL: schema.url,
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'k',
+    });
+    db = await openDatabase(config, silentLogger());
+    await ensureBuiltinTools(db);
+    activities = createActivities({
+      db,
+      log: silentLogger(),
+      providers: providerRegistry(config),
+      fetchLimits: { timeoutMs: 1000, maxBytes: 1000 },
+    });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await stub?.close();
+    await schema?.drop();
+  });
+
+  const count = async (sql: string, params: unknown[]) =>
+    Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${sql}`, params))[0].n);
+
+  it('store each model reply, tool result and tool message once', async () => {
+    const config = testConfig({ OPENAI_API_KEY: 'k' });
+    const agent = await createAgent(
+      db,
+      config,
+      CreateAgentSchema.parse({
+        model: 'openai/gpt-4o-mini',
+        memory_blocks: [{ label: 'human', value: 'Alice' }],
+      }),
+    );
+    const runId = newId('run');
+    await insertRun(db, {
+      id: runId,
+      agent_id: agent.id,
+      background: false,
+      metadata: {},
+      request_config: {},
+      workflow_id: `${agent.id}/${runId}`,
+    });
+    await insertMessage(db, {
+      id: newId('message'),
+      agent_id: agent.id,
+      run_id: runId,
+      role: 'user',
+      content: [{ type: 'text', text: 'I like tea' }],
+    });
+
+    const modelInput = (step: number, pendingToolCallIds: string[]): CallModelInput => ({
+      agentId: agent.id,
+      runId,
+      step,
+      allowedTools: ['memory_insert'],
+      toolChoice: 'auto',
+      parallelToolCalls: false,
+      clientTools: [],
+      pendingToolCallIds,
+    });
+    const requestsBefore = stub.requests.length;
+    stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
+    });
+    const first = await run(activities.callModel, modelInput(0, []));
+    const again = await run(activities.callModel, modelInput(0, []));
+    expect(again).toEqual(first);
+    expect(stub.requests.length - requestsBefore).toBe(1);
+
+    const [call] = first.toolCalls;
+    const toolInput: ToolCallInput = {
+      agentId: agent.id,
+      runId,
+      stepId: first.stepId,
+      messageId: first.messageId,
+      toolCallId: call.id,
+      toolName: call.name,
+    };
+    const results = await Promise.all([
+      run(activities.runBuiltinTool, toolInput),
+      run(activities.runBuiltinTool, toolInput),
+    ]);
+    expect(await run(activities.runBuiltinTool, toolInput)).toEqual(results[0]);
+    const [block] = await db.query<{ value: string }>(
+      `SELECT b.value FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id WHERE ab.agent_id = $1`,
+      [agent.id],
+    );
+    expect(block.value).toBe('Alice\nLikes tea');
+
+    stub.enqueue({ text: 'Noted.' });
+    const next = await run(activities.callModel, modelInput(1, [call.id]));
+    expect(await run(activities.callModel, modelInput(1, [call.id]))).toEqual(next);
+    expect(await count('messages WHERE run_id = $1 AND role = $2', [runId, 'tool'])).toBe(1);
+    expect(await count('messages WHERE run_id = $1 AND role = $2', [runId, 'assistant'])).toBe(2);
+    expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
+  });
+});

@@ -19,13 +19,13 @@ describe('anthropic/<model> agents through @anthropic-ai/sdk', () => {
 
   const createAgent = () =>
     client.agents.create({
-      model: 'anthropic/claude-sonnet-4-5',
+      model: 'anthropic/claude-sonnet-4-6',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
 
   it("runs a step in Anthropic's wire format: system prompt, tools, tool_use and tool_result", async () => {
     const agent = await createAgent();
-    expect(agent.llm_config).toMatchObject({ model: 'claude-sonnet-4-5', model_endpoint_type: 'anthropic' });
+    expect(agent.llm_config).toMatchObject({ model: 'claude-sonnet-4-6', model_endpoint_type: 'anthropic' });
     const before = stub.requests.length;
     stub.enqueue(
       {
@@ -50,7 +50,7 @@ describe('anthropic/<model> agents through @anthropic-ai/sdk', () => {
     );
 
     const [first, second] = stub.requests.slice(before);
-    expect(first.model).toBe('claude-sonnet-4-5');
+    expect(first.model).toBe('claude-sonnet-4-6');
     expect(first.system).toContain('<human>');
     expect(first.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'I like tea' }] }]);
     expect(first.tools?.map((t) => t.name).sort()).toEqual([

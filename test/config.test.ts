@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config';
+import { ConfigError, ConfigSchema, loadConfig } from '../src/config';
 
 describe('loadConfig', () => {
   it('fills in the documented defaults from an empty environment', () => {
@@ -15,6 +16,17 @@ describe('loadConfig', () => {
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.TEMPORAL_ADDRESS).toBeUndefined();
     expect(config.dataDir).toBe(path.resolve('./data'));
+  });
+
+  it('documents every setting, with its default, in the README', () => {
+    const readme = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+    const defaults = loadConfig({}) as unknown as Record<string, unknown>;
+    for (const name of Object.keys(ConfigSchema.shape)) {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${name}\``));
+      expect([name, row !== undefined]).toEqual([name, true]);
+      const value = defaults[name];
+      if (typeof value === 'number') expect([name, row!.includes(`\`${value}\``)]).toEqual([name, true]);
+    }
   });
 
   it('treats empty strings as unset', () => {

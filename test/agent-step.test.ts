@@ -1,24 +1,10 @@
-import Letta from '@letta-ai/letta-client';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
-import { startTestServer, type TestServer } from './helpers/server';
+import { useAgentServer } from './helpers/agent-server';
 
 describe('the agent step through the official Letta client', () => {
-  let stub: OpenAiStub;
-  let server: TestServer;
-  let client: Letta;
-
-  beforeAll(async () => {
-    stub = await startOpenAiStub();
-    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
-    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await server?.stopAll();
-    await stub?.close();
-  });
+  const h = useAgentServer('openai');
 
   const createAgent = (extra: Record<string, unknown> = {}) =>
-    client.agents.create({
+    h.client.agents.create({
       name: 'seed',
       model: 'openai/gpt-4o-mini',
       memory_blocks: [
@@ -48,14 +34,14 @@ describe('the agent step through the official Letta client', () => {
       model_endpoint_type: 'openai',
       handle: 'openai/gpt-4o-mini',
     });
-    const fetched = await client.agents.retrieve(agent.id);
+    const fetched = await h.client.agents.retrieve(agent.id);
     expect(fetched.name).toBe('seed');
   });
 
   it('answers a message with the assistant reply, and lists the conversation', async () => {
     const agent = await createAgent();
-    stub.enqueue({ text: 'Hello Alice!' });
-    const response = await client.agents.messages.create(agent.id, {
+    h.stub.enqueue({ text: 'Hello Alice!' });
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi there' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
@@ -63,14 +49,14 @@ describe('the agent step through the official Letta client', () => {
     expect(response.messages[0]).toMatchObject({ content: 'Hello Alice!' });
     expect(response.usage).toMatchObject({ step_count: 1, prompt_tokens: 10, completion_tokens: 5 });
 
-    const request = stub.requests[stub.requests.length - 1];
+    const request = h.stub.requests[h.stub.requests.length - 1];
     expect(request.model).toBe('gpt-4o-mini');
     expect(request.messages[0].role).toBe('system');
     expect(request.messages[0].content).toContain('<human>');
     expect(request.messages[0].content).toContain('Name: Alice');
     expect(request.messages.at(-1)).toMatchObject({ role: 'user', content: 'Hi there' });
 
-    const page = await client.agents.messages.list(agent.id);
+    const page = await h.client.agents.messages.list(agent.id);
     expect(page.getPaginatedItems().map((m) => m.message_type)).toEqual([
       'system_message',
       'user_message',
@@ -80,7 +66,7 @@ describe('the agent step through the official Letta client', () => {
 
   it('runs a memory tool call that changes the block, then replies', async () => {
     const agent = await createAgent();
-    stub.enqueue(
+    h.stub.enqueue(
       {
         toolCalls: [
           { name: 'memory_replace', arguments: { label: 'human', old_str: 'Alice', new_str: 'Bob' } },
@@ -88,7 +74,7 @@ describe('the agent step through the official Letta client', () => {
       },
       { text: 'Noted, Bob.' },
     );
-    const response = await client.agents.messages.create(agent.id, {
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'My name is Bob' }],
     });
     expect(response.messages.map((m) => m.message_type)).toEqual([
@@ -99,18 +85,18 @@ describe('the agent step through the official Letta client', () => {
     const ret = response.messages[1] as { status: string; tool_return: string };
     expect(ret.status).toBe('success');
     expect(ret.tool_return).toMatch(/has been successfully edited/);
-    const block = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    const block = await h.client.agents.blocks.retrieve('human', { agent_id: agent.id });
     expect(block.value).toBe('Name: Bob');
     expect(response.usage.step_count).toBe(2);
   });
 
   it('streams a reply as server-sent events', async () => {
     const agent = await createAgent();
-    stub.enqueue(
+    h.stub.enqueue(
       { toolCalls: [{ name: 'conversation_search', arguments: { query: 'Alice' } }] },
       { text: 'Streamed!' },
     );
-    const stream = await client.agents.messages.create(agent.id, {
+    const stream = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Search please' }],
       streaming: true,
     });
@@ -128,19 +114,19 @@ describe('the agent step through the official Letta client', () => {
 
   it('runs a message in the background, to be polled', async () => {
     const agent = await createAgent();
-    stub.enqueue({ text: 'From the background', delayMs: 200 });
-    const run = await client.agents.messages.createAsync(agent.id, {
+    h.stub.enqueue({ text: 'From the background', delayMs: 200 });
+    const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Later' }],
     });
     expect(run.id).toMatch(/^run-/);
-    let current = await client.runs.retrieve(run.id);
+    let current = await h.client.runs.retrieve(run.id);
     for (let i = 0; i < 100 && !['completed', 'failed', 'cancelled'].includes(current.status!); i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      current = await client.runs.retrieve(run.id);
+      current = await h.client.runs.retrieve(run.id);
     }
     expect(current.status).toBe('completed');
     expect(current.stop_reason).toBe('end_turn');
-    const messages = await client.runs.messages.list(run.id);
+    const messages = await h.client.runs.messages.list(run.id);
     expect(messages.getPaginatedItems().map((m) => m.message_type)).toEqual([
       'user_message',
       'assistant_message',
@@ -149,55 +135,55 @@ describe('the agent step through the official Letta client', () => {
 
   it('ends a model that keeps calling tools at max_steps', async () => {
     const agent = await createAgent();
-    stub.setDefault(() => ({ toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] }));
+    h.stub.setDefault(() => ({ toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] }));
     try {
-      const response = await client.agents.messages.create(agent.id, {
+      const response = await h.client.agents.messages.create(agent.id, {
         messages: [{ role: 'user', content: 'Loop' }],
         max_steps: 3,
       });
       expect(response.stop_reason.stop_reason).toBe('max_steps');
       expect(response.usage.step_count).toBe(3);
     } finally {
-      stub.setDefault(() => ({ text: 'ok' }));
+      h.stub.setDefault(() => ({ text: 'ok' }));
     }
   });
 
   it('retries a model endpoint that answers 500, and completes', async () => {
     const agent = await createAgent();
-    const before = stub.requests.length;
-    stub.enqueue({ status: 500 }, { status: 500 }, { text: 'Third time lucky' });
-    const response = await client.agents.messages.create(agent.id, {
+    const before = h.stub.requests.length;
+    h.stub.enqueue({ status: 500 }, { status: 500 }, { text: 'Third time lucky' });
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
     expect(response.messages[0]).toMatchObject({ content: 'Third time lucky' });
-    expect(stub.requests.length - before).toBe(3);
+    expect(h.stub.requests.length - before).toBe(3);
   });
 
   it('stops at once with llm_api_error when the provider refuses the request', async () => {
     const agent = await createAgent();
-    const before = stub.requests.length;
-    stub.enqueue({ status: 401, body: { error: { message: 'bad key', type: 'invalid_request_error' } } });
-    const response = await client.agents.messages.create(agent.id, {
+    const before = h.stub.requests.length;
+    h.stub.enqueue({ status: 401, body: { error: { message: 'bad key', type: 'invalid_request_error' } } });
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(response.stop_reason.stop_reason).toBe('llm_api_error');
-    expect(stub.requests.length - before).toBe(1);
+    expect(h.stub.requests.length - before).toBe(1);
   });
 
   it('cancels a running step', async () => {
     const agent = await createAgent();
-    stub.enqueue({ text: 'too late', delayMs: 10_000 });
-    const run = await client.agents.messages.createAsync(agent.id, {
+    h.stub.enqueue({ text: 'too late', delayMs: 10_000 });
+    const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Slow' }],
     });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const cancelled = await client.agents.messages.cancel(agent.id);
+    const cancelled = await h.client.agents.messages.cancel(agent.id);
     expect(cancelled).toEqual({ [run.id]: 'cancelled' });
-    let current = await client.runs.retrieve(run.id);
+    let current = await h.client.runs.retrieve(run.id);
     for (let i = 0; i < 100 && current.status !== 'cancelled'; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      current = await client.runs.retrieve(run.id);
+      current = await h.client.runs.retrieve(run.id);
     }
     expect(current.status).toBe('cancelled');
     expect(current.stop_reason).toBe('cancelled');
@@ -213,8 +199,8 @@ describe('the agent step through the official Letta client', () => {
       },
     });
     expect(agent.llm_config.strict).toBe(true);
-    const before = stub.requests.length;
-    stub.enqueue(
+    const before = h.stub.requests.length;
+    h.stub.enqueue(
       {
         toolCalls: [
           { name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea', insert_line: null } },
@@ -222,10 +208,10 @@ describe('the agent step through the official Letta client', () => {
       },
       { text: 'Noted.' },
     );
-    const response = await client.agents.messages.create(agent.id, {
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
-    const insert = stub.requests[before].tools!.find((t) => t.function.name === 'memory_insert')!.function;
+    const insert = h.stub.requests[before].tools!.find((t) => t.function.name === 'memory_insert')!.function;
     expect(insert.strict).toBe(true);
     expect(insert.parameters).toMatchObject({
       additionalProperties: false,
@@ -235,20 +221,22 @@ describe('the agent step through the official Letta client', () => {
     expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
       status: 'success',
     });
-    const block = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    const block = await h.client.agents.blocks.retrieve('human', { agent_id: agent.id });
     expect(block.value).toBe('Name: Alice\nLikes tea');
   });
 
   it('answers errors in Letta shape', async () => {
-    await expect(client.agents.retrieve('agent-00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({
+    await expect(
+      h.client.agents.retrieve('agent-00000000-0000-4000-8000-000000000000'),
+    ).rejects.toMatchObject({
       status: 404,
     });
-    await expect(client.agents.create({ name: 'no model' })).rejects.toMatchObject({ status: 400 });
-    await expect(client.agents.create({ model: 'anthropic/claude-x' })).rejects.toMatchObject({
+    await expect(h.client.agents.create({ name: 'no model' })).rejects.toMatchObject({ status: 400 });
+    await expect(h.client.agents.create({ model: 'anthropic/claude-x' })).rejects.toMatchObject({
       status: 400,
       error: { detail: 'Provider anthropic is not configured: set ANTHROPIC_API_KEY' },
     });
-    const res = await fetch(`${server.url}/v1/agents/`, {
+    const res = await fetch(`${h.server.url}/v1/agents/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ label: 'x' }] }),

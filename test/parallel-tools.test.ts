@@ -1,8 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Letta from '@letta-ai/letta-client';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
-import { startTestServer, type TestServer } from './helpers/server';
+import { useAgentServer } from './helpers/agent-server';
 import {
   connectTemporalClient,
   scheduledActivities,
@@ -34,33 +32,26 @@ async function startSlowSite(delayMs: number) {
 }
 
 describe('tool calls of one model reply', () => {
+  const h = useAgentServer('openai');
   const DELAY_MS = 2000;
-  let stub: OpenAiStub;
   let site: Awaited<ReturnType<typeof startSlowSite>>;
-  let server: TestServer;
-  let client: Letta;
 
   beforeAll(async () => {
-    stub = await startOpenAiStub();
     site = await startSlowSite(DELAY_MS);
-    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
-    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
   });
   afterAll(async () => {
-    await server?.stopAll();
     await site?.close();
-    await stub?.close();
   });
 
   const createAgent = (parallel: boolean) =>
-    client.agents.create({
+    h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       tools: ['fetch_webpage'],
       parallel_tool_calls: parallel,
     });
 
   const fetchTwoPages = (agentId: string) => {
-    stub.enqueue(
+    h.stub.enqueue(
       {
         toolCalls: [
           { name: 'fetch_webpage', arguments: { url: site.url('/one') } },
@@ -69,7 +60,7 @@ describe('tool calls of one model reply', () => {
       },
       { text: 'Read both.' },
     );
-    return client.agents.messages.create(agentId, { messages: [{ role: 'user', content: 'Read them' }] });
+    return h.client.agents.messages.create(agentId, { messages: [{ role: 'user', content: 'Read them' }] });
   };
 
   it('run concurrently when every tool allows it: two slow tools take about the time of one', async () => {
@@ -115,18 +106,18 @@ describe('tool calls of one model reply', () => {
     const response = await fetchTwoPages(agent.id);
     // Without parallel tool calls Letta keeps only the first call of the reply.
     expect(site.arrivals.slice(before).map((a) => a.path)).toEqual(['/one']);
-    expect(stub.requests.at(-2)?.parallel_tool_calls).toBe(false);
+    expect(h.stub.requests.at(-2)?.parallel_tool_calls).toBe(false);
     const returns = response.messages.filter((m) => m.message_type === 'tool_return_message');
     expect((returns[0] as { tool_returns: unknown[] }).tool_returns).toHaveLength(1);
   });
 
   it("turn a page's failure into an error return the model sees", async () => {
     const agent = await createAgent(false);
-    stub.enqueue(
+    h.stub.enqueue(
       { toolCalls: [{ name: 'fetch_webpage', arguments: { url: site.url('/missing') } }] },
       { text: 'That page is gone.' },
     );
-    const response = await client.agents.messages.create(agent.id, {
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Read it' }],
     });
     const ret = response.messages.find((m) => m.message_type === 'tool_return_message') as {

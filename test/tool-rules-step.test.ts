@@ -1,40 +1,28 @@
 import Letta from '@letta-ai/letta-client';
-import { startOpenAiStub, type ChatRequest, type OpenAiStub } from './helpers/openai-stub';
-import { startTestServer, type TestServer } from './helpers/server';
+import type { ChatRequest, OpenAiStub } from './helpers/openai-stub';
+import { useAgentServer } from './helpers/agent-server';
 
 /** Each tool rule, end to end: what the model is offered on each step of a real agent step. */
 describe('tool rules shape the tools offered to the model', () => {
-  let stub: OpenAiStub;
-  let server: TestServer;
-  let client: Letta;
-
-  beforeAll(async () => {
-    stub = await startOpenAiStub();
-    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
-    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await server?.stopAll();
-    await stub?.close();
-  });
+  const h = useAgentServer('openai');
 
   const search = { name: 'conversation_search', arguments: { query: 'nothing like this' } };
   const insert = { name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } };
 
   /** Sends one message to a new agent with `rules`; the model answers with `replies`, then "done". */
   async function step(rules: unknown[], ...replies: Parameters<OpenAiStub['enqueue']>) {
-    const agent = await client.agents.create({
+    const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
       tools: ['memory_rethink'],
       tool_rules: rules as Letta.AgentCreateParams['tool_rules'],
     });
-    const before = stub.requests.length;
-    stub.enqueue(...replies);
-    const response = await client.agents.messages.create(agent.id, {
+    const before = h.stub.requests.length;
+    h.stub.enqueue(...replies);
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Go' }],
     });
-    const requests = stub.requests.slice(before);
+    const requests = h.stub.requests.slice(before);
     return { response, requests, offered: requests.map(offeredNames) };
   }
 

@@ -1,9 +1,7 @@
-import Letta from '@letta-ai/letta-client';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
-import { startTestServer, type TestServer } from './helpers/server';
+import { useAgentServer } from './helpers/agent-server';
 import {
   connectTemporalClient,
   scheduledActivities,
@@ -36,26 +34,19 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
 }
 
 describe('what the Temporal Web UI shows of an agent step', () => {
-  let stub: OpenAiStub;
-  let server: TestServer;
-  let client: Letta;
+  const h = useAgentServer('openai');
   let temporalClient: Client;
   let closeTemporal: () => Promise<void>;
 
   beforeAll(async () => {
-    stub = await startOpenAiStub();
-    server = await startTestServer({ OPENAI_BASE_URL: stub.baseURL, OPENAI_API_KEY: 'test-key' });
-    client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
     ({ client: temporalClient, close: closeTemporal } = await connectTemporalClient());
   });
   afterAll(async () => {
     await closeTemporal?.();
-    await server?.stopAll();
-    await stub?.close();
   });
 
   const createAgent = () =>
-    client.agents.create({
+    h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
@@ -64,18 +55,18 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const agent = await createAgent();
     const longUserText = `USERTEXT ${'the user says a great deal '.repeat(200)}`;
     const longModelText = `MODELTEXT ${'the model thinks aloud '.repeat(200)}`;
-    stub.setDefault(() => ({
+    h.stub.setDefault(() => ({
       text: longModelText,
       toolCalls: [{ name: 'conversation_search', arguments: { query: `QUERYTEXT ${'x'.repeat(3000)}` } }],
     }));
     let response;
     try {
-      response = await client.agents.messages.create(agent.id, {
+      response = await h.client.agents.messages.create(agent.id, {
         messages: [{ role: 'user', content: longUserText }],
         max_steps: 50,
       });
     } finally {
-      stub.setDefault(() => ({ text: 'ok' }));
+      h.stub.setDefault(() => ({ text: 'ok' }));
     }
     expect(response.stop_reason.stop_reason).toBe('max_steps');
     expect(response.usage.step_count).toBe(50);
@@ -94,11 +85,11 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
   it('names every activity with a summary, and tags the workflow with search attributes', async () => {
     const agent = await createAgent();
-    stub.enqueue(
+    h.stub.enqueue(
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
       { text: 'Noted.' },
     );
-    const response = await client.agents.messages.create(agent.id, {
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
     const runId = response.messages[0].run_id!;
@@ -136,8 +127,8 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
   it("shows what the step is doing in the workflow's current details", async () => {
     const agent = await createAgent();
-    stub.enqueue({ text: 'slowly', delayMs: 3_000 });
-    const run = await client.agents.messages.createAsync(agent.id, {
+    h.stub.enqueue({ text: 'slowly', delayMs: 3_000 });
+    const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Take your time' }],
     });
     const handle = temporalClient.workflow.getHandle(stepWorkflowId(agent.id, run.id));
@@ -155,8 +146,8 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
   it('shows retries of the model call in the history', async () => {
     const agent = await createAgent();
-    stub.enqueue({ status: 503 }, { status: 503 }, { text: 'Third time lucky' });
-    const response = await client.agents.messages.create(agent.id, {
+    h.stub.enqueue({ status: 503 }, { status: 503 }, { text: 'Third time lucky' });
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');

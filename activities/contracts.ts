@@ -86,6 +86,8 @@ export interface FinishRunInput {
   stopReason: string;
   usage: TokenUsage & { stepCount: number };
   pendingToolCallIds: string[];
+  /** Why the step failed, for `error` and `llm_api_error`. */
+  error?: { type: string; message: string };
 }
 
 /** Longest tool output carried in workflow state for conditional rules. */

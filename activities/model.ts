@@ -7,7 +7,7 @@ import type { MessageRow, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
 import { modelContext } from '../src/agent/context';
 import { parseHandle } from '../src/llm';
-import { ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
+import { llmErrorType, ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
 import { strictParameters } from '../src/tools/strict-mode';
 import type { ActivityDeps } from './deps';
 import { flushToolReturns } from './run';
@@ -63,18 +63,17 @@ function turnOf(message: MessageRow): ModelTurn {
   };
 }
 
-/** A failure the workflow reads as `llm_api_error`; retried by the policy unless the provider refused. */
+/**
+ * A failure the workflow reads as `llm_api_error`, with Letta's error type as its detail; retried by
+ * the policy unless the provider refused.
+ */
 function modelFailure(error: unknown): ApplicationFailure {
-  if (error instanceof ModelApiError) {
-    return ApplicationFailure.create({
-      message: error.message,
-      type: 'LlmApiError',
-      nonRetryable: !error.retryable,
-    });
-  }
+  const known = error instanceof ModelApiError;
   return ApplicationFailure.create({
-    message: (error as Error).message ?? String(error),
+    message: (error as Error)?.message ?? String(error),
     type: 'LlmApiError',
+    nonRetryable: known && !error.retryable,
+    details: [known ? llmErrorType(error) : 'llm_error'],
   });
 }
 

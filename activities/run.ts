@@ -135,6 +135,7 @@ export function runActivities({ db }: ActivityDeps) {
           cached_input_tokens: usage.cachedInputTokens,
           reasoning_tokens: usage.reasoningTokens,
         },
+        error: input.error && { error_type: input.error.type, message: input.error.message },
       });
       await db.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [
         input.agentId,

@@ -112,6 +112,40 @@ describe('the agent step through the official Letta client', () => {
     ]);
   });
 
+  it('streams each message as the step stores it, not all at the end', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'conversation_search', arguments: { query: 'Alice' } }] },
+      { text: 'Took a while.', delayMs: 1_500 },
+    );
+    const stream = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Search slowly' }],
+      streaming: true,
+    });
+    const arrivals: Record<string, number> = {};
+    for await (const chunk of stream) arrivals[String(chunk.message_type)] = Date.now();
+    expect(arrivals.assistant_message - arrivals.tool_return_message).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("ends a failed stream with the stop reason and Letta's error event", async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ status: 401, body: { error: { message: 'bad key', type: 'invalid_request_error' } } });
+    const stream = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+      streaming: true,
+    });
+    const chunks: unknown[] = [];
+    const failure = await (async () => {
+      for await (const chunk of stream) chunks.push(chunk);
+    })().catch((error: unknown) => error);
+    expect(chunks.map((c) => (c as { message_type: string }).message_type)).toEqual(['ping', 'stop_reason']);
+    expect(chunks[1]).toMatchObject({ stop_reason: 'llm_api_error' });
+    expect(failure).toMatchObject({
+      error: { message_type: 'error_message', error_type: 'llm_authentication' },
+    });
+    expect((failure as { error: { message: string } }).error.message).toContain('401');
+  });
+
   it('runs a message in the background, to be polled', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ text: 'From the background', delayMs: 200 });
@@ -169,6 +203,9 @@ describe('the agent step through the official Letta client', () => {
     });
     expect(response.stop_reason.stop_reason).toBe('llm_api_error');
     expect(h.stub.requests.length - before).toBe(1);
+    const [run] = (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems();
+    expect(run).toMatchObject({ status: 'failed', stop_reason: 'llm_api_error' });
+    expect(run.metadata?.error).toMatchObject({ error_type: 'llm_authentication' });
   });
 
   it('cancels a running step', async () => {

@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { ModelTurn, StepContext, StepTool, ToolOutcome, TokenUsage } from '../activities/contracts';
-import type { AgentStepInput, AgentStepLimits, AgentStepResult } from './messages';
+import type { AgentStepError, AgentStepInput, AgentStepLimits, AgentStepResult } from './messages';
 import { stopReasonKey } from './search-attributes';
 import {
   allowedTools,
@@ -75,10 +75,18 @@ function describe(error: unknown): string {
   return `${(error as Error)?.message ?? String(error)}${cause ? `: ${cause.message}` : ''}`;
 }
 
-/** A failure's stop reason: the model provider's refusal, or an error of ours. */
-function stopReasonFor(error: unknown): string {
+/** Longest error message kept in the workflow's result (the history stays small). */
+const ERROR_MESSAGE_CHARS = 500;
+
+/** A failure's stop reason and Letta error: the model provider's refusal, or an error of ours. */
+function stopFor(error: unknown): { stopReason: string; error: AgentStepError } {
   const cause = error instanceof ActivityFailure ? error.cause : error;
-  return cause instanceof ApplicationFailure && cause.type === 'LlmApiError' ? 'llm_api_error' : 'error';
+  const message = describe(error).slice(0, ERROR_MESSAGE_CHARS);
+  if (cause instanceof ApplicationFailure && cause.type === 'LlmApiError') {
+    const type = typeof cause.details?.[0] === 'string' ? cause.details[0] : 'llm_error';
+    return { stopReason: 'llm_api_error', error: { type, message } };
+  }
+  return { stopReason: 'error', error: { type: 'internal_error', message } };
 }
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
@@ -187,17 +195,33 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
   };
 
   let stopReason: string;
+  let failure: AgentStepError | undefined;
   try {
     const context = await acts.run.startRun({ agentId, runId });
     stopReason = await loop(context);
   } catch (error) {
-    stopReason = isCancellation(error) ? 'cancelled' : stopReasonFor(error);
-    if (stopReason !== 'cancelled') log.warn('agent step failed', { stopReason, error: describe(error) });
+    if (isCancellation(error)) {
+      stopReason = 'cancelled';
+    } else {
+      ({ stopReason, error: failure } = stopFor(error));
+      log.warn('agent step failed', { stopReason, error: failure.message });
+    }
   }
   setCurrentDetails(`Stopped: ${stopReason}`);
-  const result: AgentStepResult = { stopReason, usage: { ...usage, stepCount } };
+  const result: AgentStepResult = {
+    stopReason,
+    ...(failure ? { error: failure } : {}),
+    usage: { ...usage, stepCount },
+  };
   await CancellationScope.nonCancellable(() =>
-    acts.run.finishRun({ agentId, runId, stopReason, usage: result.usage, pendingToolCallIds }),
+    acts.run.finishRun({
+      agentId,
+      runId,
+      stopReason,
+      usage: result.usage,
+      pendingToolCallIds,
+      error: failure,
+    }),
   );
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
   return result;

@@ -20,8 +20,15 @@ export interface AgentStepInput {
   limits: AgentStepLimits;
 }
 
+/** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
+export interface AgentStepError {
+  type: string;
+  message: string;
+}
+
 export interface AgentStepResult {
   stopReason: string;
+  error?: AgentStepError;
   usage: {
     promptTokens: number;
     completionTokens: number;

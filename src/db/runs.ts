@@ -22,15 +22,23 @@ export async function markRunRunning(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'created'`, [id]);
 }
 
+/** Records how a run ended; an error lands in `metadata.error`, where Letta's runs keep it. */
 export async function finishRun(
   db: Queryable,
   id: string,
-  outcome: { status: RunStatus; stopReason: string; usage: Record<string, number> },
+  outcome: {
+    status: RunStatus;
+    stopReason: string;
+    usage: Record<string, number>;
+    error?: { error_type: string; message: string };
+  },
 ): Promise<void> {
   await db.query(
-    `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now())
+    `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now()),
+       metadata = CASE WHEN $5::jsonb IS NULL THEN metadata
+                       ELSE coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', $5::jsonb) END
      WHERE id = $1`,
-    [id, outcome.status, outcome.stopReason, json(outcome.usage)],
+    [id, outcome.status, outcome.stopReason, json(outcome.usage), json(outcome.error ?? null)],
   );
 }
 

@@ -66,6 +66,14 @@ export class ModelApiError extends Error {
   }
 }
 
+/** Letta's `error_type` for a provider failure, as its stream's `event: error` names it. */
+export function llmErrorType(error: ModelApiError): string {
+  if (error.status === 401 || error.status === 403) return 'llm_authentication';
+  if (error.status === 429) return 'llm_rate_limit';
+  if (error.status === 408 || /timed? ?out/i.test(error.message)) return 'llm_timeout';
+  return 'llm_error';
+}
+
 /** HTTP statuses worth another try: request timeout, conflict, rate limit, and server errors. */
 export const isRetryableStatus = (status: number | undefined) =>
   status === undefined || status === 408 || status === 409 || status === 429 || status >= 500;

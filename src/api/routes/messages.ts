@@ -16,7 +16,7 @@ import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
 import { startAgentStep, workflowIdFor } from '../../agent/steps';
 import type { agentStep } from '../../../workflows/agent-step';
-import type { AgentStepResult } from '../../../workflows/messages';
+import type { AgentStepError, AgentStepResult } from '../../../workflows/messages';
 
 /** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
@@ -89,21 +89,22 @@ async function streamRun(
     }
     if (closed) return;
     await flush();
-    if (outcome?.result) {
-      const finished = await getRun(ctx.db, run.id);
-      send(stopReasonShape(outcome.result.stopReason));
-      send(usageShape(finished?.usage));
+    const result = outcome?.result;
+    const failure: AgentStepError | undefined = result
+      ? result.error
+      : { type: 'internal_error', message: `The agent step failed: ${String(outcome?.error)}` };
+    send(stopReasonShape(result?.stopReason ?? 'error'));
+    if (failure) {
+      // Letta's error-aware stream: the stop reason, then a named error event the client raises.
+      const error = {
+        message_type: 'error_message',
+        run_id: run.id,
+        error_type: failure.type,
+        message: failure.message,
+      };
+      res.write(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
     } else {
-      send(stopReasonShape('error'));
-      res.write(
-        `event: error\ndata: ${JSON.stringify({
-          message_type: 'error_message',
-          run_id: run.id,
-          error_type: 'internal_error',
-          message: 'The agent step failed',
-          detail: String(outcome?.error),
-        })}\n\n`,
-      );
+      send(usageShape((await getRun(ctx.db, run.id))?.usage));
     }
     res.write('data: [DONE]\n\n');
   } finally {

@@ -14,6 +14,8 @@ async function startSlowSite(delayMs: number) {
   const server = http.createServer((req, res) => {
     arrivals.push({ path: req.url ?? '', at: Date.now() });
     if (req.url === '/missing') return void res.writeHead(404).end('gone');
+    if (req.url === '/huge')
+      return void res.writeHead(200, { 'content-type': 'text/plain' }).end('y'.repeat(60_000));
     setTimeout(() => {
       res
         .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
@@ -126,5 +128,22 @@ describe('tool calls of one model reply', () => {
     };
     expect(ret.status).toBe('error');
     expect(ret.tool_return).toBe('HTTP error 404: Not Found');
+  });
+
+  it("cuts a return longer than the tool's return_char_limit, with Letta's note", async () => {
+    const agent = await createAgent(false);
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'fetch_webpage', arguments: { url: site.url('/huge') } }] },
+      { text: 'Long.' },
+    );
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Read it' }],
+    });
+    const ret = response.messages.find((m) => m.message_type === 'tool_return_message') as {
+      tool_return: string;
+    };
+    expect(ret.tool_return).toBe(
+      `${'y'.repeat(50_000)}... [NOTE: function output was truncated since it exceeded the character limit (60000 > 50000)]`,
+    );
   });
 });

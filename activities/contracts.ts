@@ -42,8 +42,12 @@ export interface CallModelInput {
   toolChoice: 'auto' | 'required' | { name: string };
   parallelToolCalls: boolean;
   clientTools: ClientTool[];
+  /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
+  approvalTools: string[];
   /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
   pendingToolCallIds: string[];
+  /** An approval whose follow-up user messages go after those returns. */
+  followUpsFrom?: string;
 }
 
 export interface ModelTurn {
@@ -80,15 +84,45 @@ export interface RejectToolCallInput {
   reason: string;
 }
 
+/** What one run (one request) used: its model calls' tokens and their number. */
+export type RunUsage = TokenUsage & { stepCount: number };
+
 export interface FinishRunInput {
   agentId: string;
   runId: string;
   stopReason: string;
-  usage: TokenUsage & { stepCount: number };
+  usage: RunUsage;
   pendingToolCallIds: string[];
+  followUpsFrom?: string;
   /** Why the step failed, for `error` and `llm_api_error`. */
   error?: { type: string; message: string };
 }
 
 /** Longest tool output carried in workflow state for conditional rules. */
 export const SHORT_OUTPUT_CHARS = 256;
+
+export interface RequestApprovalInput {
+  agentId: string;
+  runId: string;
+  workflowId: string;
+  /** The assistant message whose tool calls wait. */
+  messageId: string;
+  toolCallIds: string[];
+  usage: RunUsage;
+}
+
+export interface ApprovalWait {
+  /** How long to wait before the pending calls are denied; null: for as long as it takes. */
+  timeoutMs: number | null;
+}
+
+/** What the step does with an answer: the calls to run now (approved or never in question). */
+export interface ResumePlan {
+  messageId: string;
+  stepId: string;
+  /** Every call of the paused reply, in order: their returns make up one tool message. */
+  callIds: string[];
+  toRun: { id: string; name: string }[];
+  clientTools: ClientTool[];
+  maxSteps: number;
+}

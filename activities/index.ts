@@ -1,5 +1,6 @@
 /** Every activity the `agent` task queue's worker runs, built from the process's dependencies. */
 import type { ActivityDeps } from './deps';
+import { approvalActivities } from './approvals';
 import { builtinActivities } from './builtin';
 import { modelActivities } from './model';
 import { runActivities } from './run';
@@ -7,5 +8,10 @@ import { runActivities } from './run';
 export type { ActivityDeps } from './deps';
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...runActivities(deps), ...modelActivities(deps), ...builtinActivities(deps) };
+  return {
+    ...runActivities(deps),
+    ...modelActivities(deps),
+    ...builtinActivities(deps),
+    ...approvalActivities(deps),
+  };
 }

@@ -87,10 +87,16 @@ async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
   }
 }
 
+/** The reply's calls that wait for an answer, marked as Letta's approval request when it is stored. */
+function approvalRequest(calls: { id: string; name: string }[], input: CallModelInput) {
+  const waiting = calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
+  return waiting.length ? { approval_request: { tool_call_ids: waiting } } : {};
+}
+
 export function modelActivities({ db, providers }: ActivityDeps) {
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
-      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds);
+      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       const idempotencyKey = `${input.runId}:model:${input.step}`;
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
         idempotencyKey,
@@ -160,7 +166,12 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         content: reply.text ? [{ type: 'text', text: reply.text }] : null,
         reasoning: reply.reasoning,
         tool_calls: toolCalls,
-        metadata: { usage, finish_reason: reply.finishReason, model: handle },
+        metadata: {
+          usage,
+          finish_reason: reply.finishReason,
+          model: handle,
+          ...approvalRequest(toolCalls, input),
+        },
         idempotency_key: idempotencyKey,
       });
       return turnOf(message);

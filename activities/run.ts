@@ -1,14 +1,22 @@
 /** Bookkeeping of a run: its start, its end, and the tool message a step's returns make up. */
 import { newId } from '../src/ids';
 import { agentTools, getAgentRow } from '../src/db/agents';
-import { insertMessage } from '../src/db/messages';
+import { getMessage, insertMessage } from '../src/db/messages';
+import type { FollowUp } from '../src/agent/approvals';
 import { finishRun as storeRunOutcome, markRunRunning } from '../src/db/runs';
 import { recordToolExecution, toolExecutions } from '../src/db/tool-executions';
 import type { Queryable } from '../src/db';
 import type { RunStatus, ToolRow } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
-import type { FinishRunInput, RejectToolCallInput, StepContext, ToolMode, ToolOutcome } from './contracts';
+import type {
+  FinishRunInput,
+  RejectToolCallInput,
+  RunUsage,
+  StepContext,
+  ToolMode,
+  ToolOutcome,
+} from './contracts';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
 export function toolMode(tool: Pick<ToolRow, 'tool_type'>): ToolMode {
@@ -33,8 +41,27 @@ export function runStatusFor(stopReason: string): RunStatus {
     : 'failed';
 }
 
-/** Stores the returns of `toolCallIds` as one tool message (once, however often it is called). */
-export async function flushToolReturns(db: Queryable, agentId: string, runId: string, toolCallIds: string[]) {
+/** A step's token counts in Letta's usage shape, as runs store them. */
+export const usageRecord = (usage: RunUsage) => ({
+  prompt_tokens: usage.promptTokens,
+  completion_tokens: usage.completionTokens,
+  total_tokens: usage.promptTokens + usage.completionTokens,
+  step_count: usage.stepCount,
+  cached_input_tokens: usage.cachedInputTokens,
+  reasoning_tokens: usage.reasoningTokens,
+});
+
+/**
+ * Stores the returns of `toolCallIds` as one tool message, then the user messages that came with the
+ * approval `followUpsFrom` (Letta injects them after the returns). Once, however often it is called.
+ */
+export async function flushToolReturns(
+  db: Queryable,
+  agentId: string,
+  runId: string,
+  toolCallIds: string[],
+  followUpsFrom?: string,
+) {
   if (toolCallIds.length === 0) return;
   const executions = await toolExecutions(db, toolCallIds);
   const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
@@ -60,6 +87,24 @@ export async function flushToolReturns(db: Queryable, agentId: string, runId: st
     tool_returns: returns,
     idempotency_key: `${runId}:tools:${toolCallIds.join(',')}`,
   });
+  if (followUpsFrom) await storeFollowUps(db, agentId, runId, followUpsFrom);
+}
+
+async function storeFollowUps(db: Queryable, agentId: string, runId: string, approvalMessageId: string) {
+  const approval = await getMessage(db, approvalMessageId);
+  const followUps = (approval?.metadata?.follow_ups ?? []) as FollowUp[];
+  for (const [i, message] of followUps.entries()) {
+    await insertMessage(db, {
+      id: newId('message'),
+      agent_id: agentId,
+      run_id: runId,
+      role: message.role,
+      content: [{ type: 'text', text: message.text }],
+      name: message.name ?? null,
+      otid: message.otid ?? null,
+      idempotency_key: `${approvalMessageId}:follow-up:${i}`,
+    });
+  }
 }
 
 export function runActivities({ db }: ActivityDeps) {
@@ -122,19 +167,11 @@ export function runActivities({ db }: ActivityDeps) {
     },
 
     async finishRun(input: FinishRunInput): Promise<void> {
-      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds);
-      const { usage } = input;
+      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       await storeRunOutcome(db, input.runId, {
         status: runStatusFor(input.stopReason),
         stopReason: input.stopReason,
-        usage: {
-          prompt_tokens: usage.promptTokens,
-          completion_tokens: usage.completionTokens,
-          total_tokens: usage.promptTokens + usage.completionTokens,
-          step_count: usage.stepCount,
-          cached_input_tokens: usage.cachedInputTokens,
-          reasoning_tokens: usage.reasoningTokens,
-        },
+        usage: usageRecord(input.usage),
         error: input.error && { error_type: input.error.type, message: input.error.message },
       });
       await db.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [

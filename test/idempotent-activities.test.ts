@@ -87,6 +87,7 @@ describe('activities retried after doing their work', () => {
       toolChoice: 'auto',
       parallelToolCalls: false,
       clientTools: [],
+      approvalTools: [],
       pendingToolCallIds,
     });
     const requestsBefore = stub.requests.length;

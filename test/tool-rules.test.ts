@@ -6,7 +6,7 @@ import {
   mustCallTool,
   prefilledArgs,
   renderRule,
-  requiresApproval,
+  approvalRequiredTools,
   uncalledRequiredTools,
 } from '../workflows/tool-rules';
 import type { ToolRule } from '../src/schemas/tool-rules';
@@ -121,8 +121,7 @@ describe('tool rules, rule by rule', () => {
 
   it('requires_approval: does not restrict, marks the tool', () => {
     const rules: ToolRule[] = [{ type: 'requires_approval', tool_name: 'd' }];
-    expect(requiresApproval(rules, 'd')).toBe(true);
-    expect(requiresApproval(rules, 'a')).toBe(false);
+    expect(approvalRequiredTools(rules)).toEqual(['d']);
     expect(allowedTools(rules, tools, calls('d'))).toEqual(tools);
     expect(renderRule(rules[0])).toBeUndefined();
   });

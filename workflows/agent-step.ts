@@ -2,37 +2,63 @@
  * One agent step (one `messages.create`): model call → tool calls → loop, until a stop reason.
  * Every model call and tool call is an activity; this code only decides, so the history holds ids and
  * short summaries. Deterministic: no I/O, no clocks, no randomness here.
+ *
+ * A call to a client-side tool, or to a tool that needs approval, pauses the step: the run of the
+ * request ends with `requires_approval` and the workflow waits on the `approvalAnswered` signal, for
+ * as long as it takes. The answer comes with a new request (a new run), under which the step goes on.
  */
 import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  condition,
   isCancellation,
   log,
   proxyActivities,
   setCurrentDetails,
+  setHandler,
   upsertSearchAttributes,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { ModelTurn, StepContext, StepTool, ToolOutcome, TokenUsage } from '../activities/contracts';
-import type { AgentStepError, AgentStepInput, AgentStepLimits, AgentStepResult } from './messages';
+import type {
+  ClientTool,
+  ModelTurn,
+  RunUsage,
+  StepContext,
+  StepTool,
+  TokenUsage,
+  ToolOutcome,
+} from '../activities/contracts';
+import {
+  approvalAnsweredSignal,
+  type AgentStepError,
+  type AgentStepInput,
+  type AgentStepLimits,
+  type AgentStepResult,
+  type ApprovalAnswered,
+} from './messages';
 import { stopReasonKey } from './search-attributes';
 import {
   allowedTools,
+  approvalRequiredTools,
   constraintViolation,
   isTerminal,
   mustCallTool,
   prefilledArgs,
-  requiresApproval,
   uncalledRequiredTools,
   type ToolCallRecord,
 } from './tool-rules';
 
 type Activities = ReturnType<typeof createActivities>;
+type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
   `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
+
+/** Longest error message kept in the workflow's result (the history stays small). */
+const ERROR_MESSAGE_CHARS = 500;
 
 function activityProxies(limits: AgentStepLimits) {
   const bookkeeping: ActivityOptions = {
@@ -63,20 +89,26 @@ function activityProxies(limits: AgentStepLimits) {
   };
 }
 
-const addUsage = (total: TokenUsage, more: TokenUsage): TokenUsage => ({
+const noUsage = (): RunUsage => ({
+  promptTokens: 0,
+  completionTokens: 0,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+  stepCount: 0,
+});
+
+const addUsage = (total: RunUsage, more: TokenUsage): RunUsage => ({
   promptTokens: total.promptTokens + more.promptTokens,
   completionTokens: total.completionTokens + more.completionTokens,
   cachedInputTokens: total.cachedInputTokens + more.cachedInputTokens,
   reasoningTokens: total.reasoningTokens + more.reasoningTokens,
+  stepCount: total.stepCount + 1,
 });
 
 function describe(error: unknown): string {
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
   return `${(error as Error)?.message ?? String(error)}${cause ? `: ${cause.message}` : ''}`;
 }
-
-/** Longest error message kept in the workflow's result (the history stays small). */
-const ERROR_MESSAGE_CHARS = 500;
 
 /** A failure's stop reason and Letta error: the model provider's refusal, or an error of ours. */
 function stopFor(error: unknown): { stopReason: string; error: AgentStepError } {
@@ -89,88 +121,43 @@ function stopFor(error: unknown): { stopReason: string; error: AgentStepError } 
   return { stopReason: 'error', error: { type: 'internal_error', message } };
 }
 
+/** One request's share of the step: its run, and what it asked for. */
+interface Request {
+  runId: string;
+  maxSteps: number;
+  clientTools: ClientTool[];
+  /** The answer this request brought to a paused step. */
+  answer?: ApprovalAnswered;
+}
+
+/** How a request ended, and what is still to be stored for it. */
+interface RequestOutcome {
+  stopReason: string;
+  usage: RunUsage;
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
+  error?: AgentStepError;
+  /** Set with `requires_approval`: the reply whose calls wait, and which of them. */
+  pause?: { messageId: string; calls: Call[] };
+}
+
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
-  const { agentId, runId, limits } = input;
+  const { agentId, limits } = input;
   const acts = activityProxies(limits);
-  let usage: TokenUsage = { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
-  let stepCount = 0;
-  let pendingToolCallIds: string[] = [];
 
-  const loop = async (context: StepContext): Promise<string> => {
-    const rules = context.toolRules;
-    const available = context.tools.map((t) => t.name);
-    const history: ToolCallRecord[] = [];
-    for (let step = 0; step < limits.maxSteps; step++) {
-      const allowed = allowedTools(rules, available, history);
-      const forced = mustCallTool(rules, history);
-      setCurrentDetails(`Waiting for the model (step ${step + 1})`);
-      const turn: ModelTurn = await acts.model.callModel.executeWithOptions(
-        { ...acts.modelOptions, summary: `model ${context.model}` },
-        [
-          {
-            agentId,
-            runId,
-            step,
-            allowedTools: allowed,
-            toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
-            parallelToolCalls: context.parallelToolCalls,
-            clientTools: input.clientTools,
-            pendingToolCallIds,
-          },
-        ],
-      );
-      stepCount++;
-      usage = addUsage(usage, turn.usage);
-      pendingToolCallIds = [];
-
-      if (turn.toolCalls.length === 0) {
-        const uncalled = uncalledRequiredTools(rules, available, history);
-        if (uncalled.length && step + 1 < limits.maxSteps) {
-          await acts.run.appendUserMessage({ agentId, runId, step, text: REQUIRED_TOOL_ALERT(uncalled) });
-          continue;
-        }
-        return turn.finishReason === 'length' ? 'max_tokens_exceeded' : 'end_turn';
-      }
-
-      const clientToolNames = input.clientTools.map((t) => t.name);
-      if (
-        turn.toolCalls.some(
-          (call) => clientToolNames.includes(call.name) || requiresApproval(rules, call.name),
-        )
-      ) {
-        // The durable pause that answers these arrives with client-side tools and approvals.
-        return 'requires_approval';
-      }
-
-      const outcomes = await runToolCalls(turn, context.tools, (call) => {
-        if (!allowed.includes(call.name)) {
-          return acts.run.rejectToolCall({
-            agentId,
-            runId,
-            toolCallId: call.id,
-            toolName: call.name,
-            reason: constraintViolation(rules, call.name, allowed, history),
-          });
-        }
-        return runTool(
-          call,
-          context.tools.find((t) => t.name === call.name),
-          turn,
-          prefilledArgs(rules, call.name, history),
-        );
-      });
-      pendingToolCallIds = turn.toolCalls.map((call) => call.id);
-      turn.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
-      if (turn.toolCalls.some((call) => isTerminal(rules, call.name))) return 'tool_rule';
-    }
-    return 'max_steps';
-  };
+  // The signal only answers the pause in progress: a client's repeated answer to an old one is ignored.
+  let awaitedRequest: string | undefined;
+  let answer: ApprovalAnswered | undefined;
+  setHandler(approvalAnsweredSignal, (received) => {
+    if (received.requestMessageId === awaitedRequest) answer ??= received;
+  });
 
   const runTool = (
-    call: { id: string; name: string },
+    call: Call,
     tool: StepTool | undefined,
-    turn: ModelTurn,
-    prefilled: Record<string, unknown> | undefined,
+    turn: Pick<ModelTurn, 'messageId' | 'stepId'>,
+    runId: string,
+    prefilled?: Record<string, unknown>,
   ): Promise<ToolOutcome> => {
     const callInput = {
       agentId,
@@ -194,53 +181,187 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     return acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason });
   };
 
-  let stopReason: string;
-  let failure: AgentStepError | undefined;
-  try {
-    const context = await acts.run.startRun({ agentId, runId });
-    stopReason = await loop(context);
-  } catch (error) {
-    if (isCancellation(error)) {
-      stopReason = 'cancelled';
-    } else {
-      ({ stopReason, error: failure } = stopFor(error));
+  /** Runs one request's model → tools loop; an answer to a pause first runs the calls it allows. */
+  const runRequest = async (request: Request): Promise<RequestOutcome> => {
+    const { runId } = request;
+    const outcome: RequestOutcome = { stopReason: 'end_turn', usage: noUsage(), pendingToolCallIds: [] };
+    const history: ToolCallRecord[] = [];
+    try {
+      const context: StepContext = await acts.run.startRun({ agentId, runId });
+      const rules = context.toolRules;
+      const available = context.tools.map((t) => t.name);
+      const toolOf = (name: string) => context.tools.find((t) => t.name === name);
+      const approvalTools = () => [
+        ...request.clientTools.map((t) => t.name),
+        ...approvalRequiredTools(rules),
+      ];
+
+      if (request.answer) {
+        const plan = await acts.run.applyApprovalAnswer({
+          agentId,
+          runId,
+          approvalMessageId: request.answer.approvalMessageId,
+        });
+        request.maxSteps = plan.maxSteps;
+        request.clientTools = plan.clientTools;
+        const outcomes = await runToolCalls(plan.toRun, context.tools, (call) =>
+          runTool(call, toolOf(call.name), plan, runId),
+        );
+        plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
+        outcome.pendingToolCallIds = plan.callIds;
+        outcome.followUpsFrom = request.answer.approvalMessageId;
+        if (plan.toRun.some((call) => isTerminal(rules, call.name)))
+          return { ...outcome, stopReason: 'tool_rule' };
+      }
+
+      for (let step = 0; step < request.maxSteps; step++) {
+        const allowed = allowedTools(rules, available, history);
+        const forced = mustCallTool(rules, history);
+        setCurrentDetails(`Waiting for the model (step ${step + 1})`);
+        const turn: ModelTurn = await acts.model.callModel.executeWithOptions(
+          { ...acts.modelOptions, summary: `model ${context.model}` },
+          [
+            {
+              agentId,
+              runId,
+              step,
+              allowedTools: allowed,
+              toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
+              parallelToolCalls: context.parallelToolCalls,
+              clientTools: request.clientTools,
+              approvalTools: approvalTools(),
+              pendingToolCallIds: outcome.pendingToolCallIds,
+              followUpsFrom: outcome.followUpsFrom,
+            },
+          ],
+        );
+        outcome.usage = addUsage(outcome.usage, turn.usage);
+        outcome.pendingToolCallIds = [];
+        outcome.followUpsFrom = undefined;
+
+        if (turn.toolCalls.length === 0) {
+          const uncalled = uncalledRequiredTools(rules, available, history);
+          if (uncalled.length && step + 1 < request.maxSteps) {
+            await acts.run.appendUserMessage({ agentId, runId, step, text: REQUIRED_TOOL_ALERT(uncalled) });
+            continue;
+          }
+          return {
+            ...outcome,
+            stopReason: turn.finishReason === 'length' ? 'max_tokens_exceeded' : 'end_turn',
+          };
+        }
+
+        const waiting = turn.toolCalls.filter((call) => approvalTools().includes(call.name));
+        if (waiting.length) {
+          return {
+            ...outcome,
+            stopReason: 'requires_approval',
+            pause: { messageId: turn.messageId, calls: waiting },
+          };
+        }
+
+        const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call) => {
+          if (!allowed.includes(call.name)) {
+            return acts.run.rejectToolCall({
+              agentId,
+              runId,
+              toolCallId: call.id,
+              toolName: call.name,
+              reason: constraintViolation(rules, call.name, allowed, history),
+            });
+          }
+          return runTool(call, toolOf(call.name), turn, runId, prefilledArgs(rules, call.name, history));
+        });
+        outcome.pendingToolCallIds = turn.toolCalls.map((call) => call.id);
+        turn.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
+        if (turn.toolCalls.some((call) => isTerminal(rules, call.name)))
+          return { ...outcome, stopReason: 'tool_rule' };
+      }
+      return { ...outcome, stopReason: 'max_steps' };
+    } catch (error) {
+      if (isCancellation(error)) return { ...outcome, stopReason: 'cancelled' };
+      const { stopReason, error: failure } = stopFor(error);
       log.warn('agent step failed', { stopReason, error: failure.message });
+      return { ...outcome, stopReason, error: failure };
     }
-  }
-  setCurrentDetails(`Stopped: ${stopReason}`);
-  const result: AgentStepResult = {
-    stopReason,
-    ...(failure ? { error: failure } : {}),
-    usage: { ...usage, stepCount },
   };
-  await CancellationScope.nonCancellable(() =>
-    acts.run.finishRun({
+
+  /** Waits for the answer to a pause; when the approval timeout passes first, the calls are denied. */
+  const waitForAnswer = async (pause: NonNullable<RequestOutcome['pause']>, timeoutMs: number | null) => {
+    awaitedRequest = pause.messageId;
+    answer = undefined;
+    setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
+    if (timeoutMs !== null && !(await condition(() => answer !== undefined, Math.max(timeoutMs, 1)))) {
+      answer ??= (await acts.run.expireApproval({ agentId, messageId: pause.messageId })) ?? undefined;
+    }
+    await condition(() => answer !== undefined);
+    awaitedRequest = undefined;
+    return answer!;
+  };
+
+  const finish = async (runId: string, outcome: RequestOutcome): Promise<AgentStepResult> => {
+    const { stopReason, usage, error } = outcome;
+    setCurrentDetails(`Stopped: ${stopReason}`);
+    await CancellationScope.nonCancellable(() =>
+      acts.run.finishRun({
+        agentId,
+        runId,
+        stopReason,
+        usage,
+        pendingToolCallIds: outcome.pendingToolCallIds,
+        followUpsFrom: outcome.followUpsFrom,
+        error,
+      }),
+    );
+    upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
+    return { stopReason, ...(error ? { error } : {}), usage };
+  };
+
+  let request: Request = { runId: input.runId, maxSteps: limits.maxSteps, clientTools: input.clientTools };
+  for (;;) {
+    const outcome = await runRequest(request);
+    if (!outcome.pause) return finish(request.runId, outcome);
+
+    const { timeoutMs } = await acts.run.requestApproval({
       agentId,
-      runId,
-      stopReason,
-      usage: result.usage,
-      pendingToolCallIds,
-      error: failure,
-    }),
-  );
-  upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
-  return result;
+      runId: request.runId,
+      workflowId: workflowInfo().workflowId,
+      messageId: outcome.pause.messageId,
+      toolCallIds: outcome.pause.calls.map((c) => c.id),
+      usage: outcome.usage,
+    });
+    upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
+    let answered: ApprovalAnswered;
+    try {
+      answered = await waitForAnswer(outcome.pause, timeoutMs);
+    } catch (error) {
+      if (!isCancellation(error)) throw error;
+      // Cancel while paused: Letta denies every pending call and the run ends cancelled.
+      const pause = outcome.pause;
+      const answeredRun = await CancellationScope.nonCancellable(() =>
+        acts.run.denyOnCancel({ agentId, runId: request.runId, messageId: pause.messageId }),
+      );
+      const cancelled = { stopReason: 'cancelled', usage: outcome.usage, pendingToolCallIds: [] };
+      if (answeredRun) await finish(answeredRun, { ...cancelled, usage: noUsage() });
+      return finish(request.runId, cancelled);
+    }
+    request = { runId: answered.runId, maxSteps: limits.maxSteps, clientTools: [], answer: answered };
+  }
 }
 
 /**
- * Runs one reply's tool calls: concurrently when every one of them allows parallel execution,
- * otherwise in order. Outcomes keep the calls' order.
+ * Runs calls of one reply: concurrently when every one of them allows parallel execution, otherwise in
+ * order. Outcomes keep the calls' order.
  */
 async function runToolCalls(
-  turn: ModelTurn,
+  calls: Call[],
   tools: StepTool[],
-  run: (call: { id: string; name: string }) => Promise<ToolOutcome>,
+  run: (call: Call) => Promise<ToolOutcome>,
 ): Promise<ToolOutcome[]> {
   const parallel =
-    turn.toolCalls.length > 1 &&
-    turn.toolCalls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
-  if (parallel) return Promise.all(turn.toolCalls.map(run));
+    calls.length > 1 && calls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
+  if (parallel) return Promise.all(calls.map(run));
   const outcomes: ToolOutcome[] = [];
-  for (const call of turn.toolCalls) outcomes.push(await run(call));
+  for (const call of calls) outcomes.push(await run(call));
   return outcomes;
 }

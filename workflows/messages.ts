@@ -1,7 +1,8 @@
 /**
- * The agent-step workflow's input and result. Shared with the API, which starts the workflow and reads
- * its result; sandbox-safe (types only).
+ * The agent-step workflow's input, result and signal. Shared with the API, which starts the workflow,
+ * signals it and reads its result; sandbox-safe (types and a signal definition only).
  */
+import { defineSignal } from '@temporalio/workflow';
 import type { ClientTool } from '../activities/contracts';
 
 export interface AgentStepLimits {
@@ -37,3 +38,18 @@ export interface AgentStepResult {
     stepCount: number;
   };
 }
+
+/**
+ * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
+ * ids only (the tool returns live in the database), so the history shows which calls were answered.
+ */
+export interface ApprovalAnswered {
+  /** The run of the request that brought the answer; the step continues under it. */
+  runId: string;
+  approvalMessageId: string;
+  /** The assistant message whose tool calls were waiting. */
+  requestMessageId: string;
+  toolCallIds: string[];
+}
+
+export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');

@@ -91,8 +91,9 @@ export function mustCallTool(rules: ToolRule[], history: ToolCallRecord[]): bool
 export const isTerminal = (rules: ToolRule[], name: string) =>
   rulesOf(rules, 'exit_loop').some((r) => r.tool_name === name);
 
-export const requiresApproval = (rules: ToolRule[], name: string) =>
-  rulesOf(rules, 'requires_approval').some((r) => r.tool_name === name);
+/** The tools whose calls wait for a person's approval. */
+export const approvalRequiredTools = (rules: ToolRule[]) =>
+  rulesOf(rules, 'requires_approval').map((r) => r.tool_name);
 
 /** Tools a `required_before_exit` rule names that are attached and not yet called in this request. */
 export function uncalledRequiredTools(

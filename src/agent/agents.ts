@@ -111,6 +111,7 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
       tags: body.tags ?? [],
       metadata: body.metadata ?? null,
       timezone: body.timezone ?? 'UTC',
+      approval_timeout_seconds: body.approval_timeout_seconds ?? null,
     });
     const blockIds: string[] = [];
     for (const block of body.memory_blocks ?? []) {
@@ -193,6 +194,7 @@ export async function updateAgent(
       tags: body.tags ?? undefined,
       metadata: body.metadata ?? undefined,
       timezone: body.timezone ?? undefined,
+      approval_timeout_seconds: body.approval_timeout_seconds,
     });
     if (body.tool_ids || body.tools) {
       const tools = await resolveTools(tx, body.tools ?? [], body.tool_ids ?? []);

@@ -96,6 +96,7 @@ export function agentStateShape(
     identity_ids: [],
     timezone: agent.timezone,
     last_stop_reason: agent.last_stop_reason,
+    approval_timeout_seconds: agent.approval_timeout_seconds,
     message_ids: extra.message_ids ?? [],
     pending_approval: include.has('agent.pending_approval') ? (extra.pending_approval ?? null) : null,
     created_at: iso(agent.created_at),
@@ -148,15 +149,48 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
         arguments: c.arguments,
         tool_call_id: c.id,
       }));
-      if (calls.length) {
+      // Calls that waited for approval are Letta's approval request; its otid is the message id.
+      const waiting = (row.metadata?.approval_request as { tool_call_ids: string[] } | undefined)
+        ?.tool_call_ids;
+      const running = calls.filter((c) => !waiting?.includes(c.tool_call_id));
+      const requested = calls.filter((c) => waiting?.includes(c.tool_call_id));
+      if (running.length) {
         parts.push({
           ...common(parts.length),
           message_type: 'tool_call_message',
-          tool_call: calls[0],
-          tool_calls: calls,
+          tool_call: running[0],
+          tool_calls: running,
+        });
+      }
+      if (requested.length) {
+        parts.push({
+          ...common(parts.length),
+          otid: row.id,
+          message_type: 'approval_request_message',
+          tool_call: requested[0],
+          tool_calls: requested,
         });
       }
       return parts;
+    }
+    case 'approval': {
+      const approvals = (row.approvals ?? []) as {
+        type: string;
+        tool_call_id: string;
+        approve?: boolean;
+        reason?: string | null;
+      }[];
+      const decision = approvals.find((a) => a.type === 'approval');
+      return [
+        {
+          ...common(0),
+          message_type: 'approval_response_message',
+          approvals,
+          approve: decision?.approve ?? null,
+          approval_request_id: decision?.tool_call_id ?? null,
+          reason: decision?.reason ?? null,
+        },
+      ];
     }
     case 'tool': {
       const returns = (row.tool_returns ?? []).map((r) => ({

@@ -14,13 +14,13 @@ export interface NewBlock {
   tags: string[] | null;
 }
 
-export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason'>;
+export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval'>;
 
 export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void> {
   await db.query(
     `INSERT INTO agents (id, name, agent_type, description, system, model, llm_config, embedding_config,
-       tool_rules, tags, metadata, timezone)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+       tool_rules, tags, metadata, timezone, approval_timeout_seconds)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [
       agent.id,
       agent.name,
@@ -34,6 +34,7 @@ export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void>
       agent.tags,
       json(agent.metadata),
       agent.timezone,
+      agent.approval_timeout_seconds,
     ],
   );
 }

@@ -58,8 +58,22 @@ export interface AgentRow {
   metadata: Record<string, unknown> | null;
   timezone: string;
   last_stop_reason: string | null;
+  pending_approval: PendingApproval | null;
+  approval_timeout_seconds: number | null;
   created_at: Date;
   updated_at: Date;
+}
+
+/** What a paused agent step waits for; set when it pauses, cleared when the answer is accepted. */
+export interface PendingApproval {
+  run_id: string;
+  workflow_id: string;
+  /** The assistant message whose tool calls wait (Letta's approval request). */
+  message_id: string;
+  tool_call_ids: string[];
+  requested_at: string;
+  /** When the pending calls are denied for want of an answer; null: never. */
+  expires_at: string | null;
 }
 
 export interface LlmConfig {

@@ -15,6 +15,8 @@ import {
 import * as repo from '../../db/agents';
 import { createAgent, updateAgent } from '../../agent/agents';
 import type { AgentRecord } from '../../db/rows';
+import type { ToolRule } from '../../schemas/tool-rules';
+import { pendingApprovalView } from '../pending-approval';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
 
@@ -39,10 +41,18 @@ function includedRelationships(
   include: AgentRelationship[] | undefined,
 ): ReadonlySet<AgentRelationship> {
   if (include) return new Set(include);
-  const modernSdk =
-    Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
-  return modernSdk ? new Set() : ALL_RELATIONSHIPS;
+  return isModernSdk(req) ? new Set() : ALL_RELATIONSHIPS;
 }
+
+/** Letta's `is_1_0_sdk_version`: a Stainless header, or no User-Agent at all. */
+const isModernSdk = (req: Request) =>
+  Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
+
+/** `requires_approval` from the body, the TS client's `body_requires_approval`, or the query. */
+const ApprovalSettingBody = z
+  .object({ requires_approval: z.boolean().optional(), body_requires_approval: z.boolean().optional() })
+  .strict();
+const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 
 async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
   const rows = await ctx.db.query<{ id: string }>(
@@ -56,7 +66,14 @@ async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
 export function agentsRouter(ctx: ApiContext): Router {
   const router = Router();
   const state = async (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
-    agentStateShape(agent, { message_ids: await messageIds(ctx, agent.id) }, include);
+    agentStateShape(
+      agent,
+      {
+        message_ids: await messageIds(ctx, agent.id),
+        pending_approval: await pendingApprovalView(ctx.db, agent.pending_approval),
+      },
+      include,
+    );
 
   router.post('/v1/agents', async (req, res) => {
     const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
@@ -89,6 +106,29 @@ export function agentsRouter(ctx: ApiContext): Router {
   router.delete('/v1/agents/:agentId', async (req, res) => {
     if (!(await repo.deleteAgent(ctx.db, req.params.agentId))) throw notFound(`Agent ${req.params.agentId}`);
     res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
+  });
+
+  router.patch('/v1/agents/:agentId/tools/approval/:toolName', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    const body = parseBody(ApprovalSettingBody, req);
+    const required =
+      body.requires_approval ??
+      body.body_requires_approval ??
+      parseQuery(ApprovalSettingQuery, req).requires_approval;
+    if (required === undefined)
+      throw new HttpError(422, 'requires_approval must be given in the body or the query');
+    const { toolName } = req.params;
+    if (!agent.tools.some((t) => t.name === toolName))
+      throw notFound(`Tool ${toolName} on agent ${agent.id}`);
+    const others = agent.tool_rules.filter(
+      (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
+    );
+    const rules: ToolRule[] = required
+      ? [...others, { type: 'requires_approval', tool_name: toolName }]
+      : others;
+    await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
+    // Letta answers its 1.x SDKs with null here, and older clients with the agent.
+    res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
   });
 
   router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {

@@ -1,7 +1,5 @@
 import { Router, type Response } from 'express';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
@@ -14,9 +12,9 @@ import { getRun, listRuns } from '../../db/runs';
 import type { MessageRow, RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
-import { startAgentStep, workflowIdFor } from '../../agent/steps';
-import type { agentStep } from '../../../workflows/agent-step';
-import type { AgentStepError, AgentStepResult } from '../../../workflows/messages';
+import { answerPausedStep, startAgentStep, type StepHandle } from '../../agent/steps';
+import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
+import { followRun } from '../follow-run';
 
 /** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
@@ -32,21 +30,42 @@ function stopReasonShape(stopReason: string) {
   return { message_type: 'stop_reason', stop_reason: stopReason };
 }
 
-function userMessages(body: LettaRequest) {
+type InputMessage = NonNullable<LettaRequest['messages']>[number];
+
+const followUpOf = (m: Extract<InputMessage, { type: 'message' }>): FollowUp => ({
+  role: m.role,
+  text: contentText(m.content),
+  name: m.name,
+  otid: m.otid,
+});
+
+/** Letta's approval forms, the deprecated single-call one included, as a list of answers. */
+function answersOf(message: InputMessage): ApprovalAnswer[] {
+  if (message.type === 'tool_return') return message.tool_returns;
+  if (message.type !== 'approval') return [];
+  if (message.approvals?.length) return message.approvals;
+  if (message.approval_request_id && typeof message.approve === 'boolean') {
+    return [
+      {
+        type: 'approval',
+        tool_call_id: message.approval_request_id,
+        approve: message.approve,
+        reason: message.reason,
+      },
+    ];
+  }
+  throw new HttpError(422, 'An approval message needs approvals, or approve and approval_request_id');
+}
+
+/** The request's input: new messages to start a step with, or an answer to a paused one (with follow-ups). */
+function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: FollowUp[] } {
   if (body.input !== undefined && body.input !== null) {
-    return [{ role: 'user' as const, text: contentText(body.input) }];
+    return { messages: [{ role: 'user', text: contentText(body.input) }] };
   }
   const messages = body.messages ?? [];
-  if (messages.some((m) => m.type !== 'message')) {
-    // Approvals answer a paused step; this server does not pause steps yet.
-    throw new HttpError(
-      400,
-      'Cannot process approval response: No tool call is currently awaiting approval. Please send a regular message to interact with the agent.',
-    );
-  }
-  return messages.flatMap((m) =>
-    m.type === 'message' ? [{ role: m.role, text: contentText(m.content), name: m.name, otid: m.otid }] : [],
-  );
+  const answers = messages.flatMap(answersOf);
+  const plain = messages.flatMap((m) => (m.type === 'message' ? [followUpOf(m)] : []));
+  return answers.length ? { answers, messages: plain } : { messages: plain };
 }
 
 /** Streams a run's messages as the workflow stores them, in Letta's SSE framing. */
@@ -54,7 +73,7 @@ async function streamRun(
   ctx: ApiContext,
   res: Response,
   run: RunRow,
-  handle: WorkflowHandle<typeof agentStep>,
+  handle: StepHandle,
   body: LettaRequest,
 ): Promise<void> {
   res.writeHead(200, {
@@ -69,42 +88,27 @@ async function streamRun(
   const keepalive = body.include_pings ? setInterval(ping, ctx.config.STREAM_KEEPALIVE_MS) : undefined;
   let closed = false;
   res.on('close', () => (closed = true));
-
-  let lastSeq = 0;
-  const flush = async () => {
-    for (const row of await runMessagesAfter(ctx.db, run.id, lastSeq)) {
-      lastSeq = row.seq;
-      for (const message of outputMessages([row], body.include_return_message_types)) send(message);
-    }
-  };
-  let outcome: { result?: AgentStepResult; error?: unknown } | undefined;
-  const done = handle.result().then(
-    (result) => (outcome = { result }),
-    (error) => (outcome = { error }),
-  );
   try {
-    while (!outcome && !closed) {
-      await Promise.race([sleep(ctx.config.STREAM_POLL_INTERVAL_MS), done]);
-      await flush();
-    }
-    if (closed) return;
-    await flush();
-    const result = outcome?.result;
-    const failure: AgentStepError | undefined = result
-      ? result.error
-      : { type: 'internal_error', message: `The agent step failed: ${String(outcome?.error)}` };
-    send(stopReasonShape(result?.stopReason ?? 'error'));
-    if (failure) {
+    const stop = await followRun(
+      ctx,
+      run.id,
+      handle,
+      (rows) => outputMessages(rows, body.include_return_message_types).forEach(send),
+      () => closed,
+    );
+    if (!stop) return;
+    send(stopReasonShape(stop.stopReason));
+    if (stop.error) {
       // Letta's error-aware stream: the stop reason, then a named error event the client raises.
       const error = {
         message_type: 'error_message',
         run_id: run.id,
-        error_type: failure.type,
-        message: failure.message,
+        error_type: stop.error.type,
+        message: stop.error.message,
       };
       res.write(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
     } else {
-      send(usageShape((await getRun(ctx.db, run.id))?.usage));
+      send(usageShape(stop.run.usage));
     }
     res.write('data: [DONE]\n\n');
   } finally {
@@ -120,20 +124,25 @@ export function messagesRouter(ctx: ApiContext): Router {
     if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
   };
 
+  /** Starts a step, or answers the paused one, as the request's messages say. */
   const start = async (agentId: string, body: LettaRequest, runType: string, background: boolean) => {
     await requireAgent(agentId);
-    return startAgentStep(ctx, {
+    const { answers, messages } = inputOf(body);
+    const options = {
       agentId,
-      userMessages: userMessages(body),
       clientTools: (body.client_tools ?? []).map((t) => ({
         name: t.name,
         description: t.description,
         parameters: t.parameters,
       })),
       maxSteps: body.max_steps,
+      approvalTimeoutSeconds: body.approval_timeout_seconds,
       background,
       runType,
-    });
+    };
+    return answers
+      ? answerPausedStep(ctx, { ...options, answers, followUps: messages })
+      : startAgentStep(ctx, { ...options, userMessages: messages });
   };
 
   const send = async (agentId: string, body: LettaRequest, res: Response, streaming: boolean) => {
@@ -147,12 +156,14 @@ export function messagesRouter(ctx: ApiContext): Router {
       false,
     );
     if (streaming) return streamRun(ctx, res, run, handle, body);
-    const result = await handle.result();
-    const finished = await getRun(ctx.db, run.id);
+    let closed = false;
+    res.on('close', () => (closed = true));
+    const stop = await followRun(ctx, run.id, handle, undefined, () => closed);
+    if (!stop) return;
     res.json({
       messages: outputMessages(await runMessagesAfter(ctx.db, run.id, 0), body.include_return_message_types),
-      stop_reason: stopReasonShape(result.stopReason),
-      usage: usageShape(finished?.usage),
+      stop_reason: stopReasonShape(stop.stopReason),
+      usage: usageShape(stop.run.usage),
       logprobs: null,
       turns: null,
     });
@@ -186,22 +197,29 @@ export function messagesRouter(ctx: ApiContext): Router {
 
   router.post('/v1/agents/:agentId/messages/cancel', async (req, res) => {
     const agentId = req.params.agentId;
-    await requireAgent(agentId);
+    const agent = await getAgentRow(ctx.db, agentId);
+    if (!agent) throw notFound(`Agent ${agentId}`);
     const body = parseBody(CancelSchema, req);
-    const runs = body.run_ids?.length
+    const active = body.run_ids?.length
       ? (await Promise.all(body.run_ids.map((id) => getRun(ctx.db, id)))).filter(
           (r): r is RunRow => r?.agent_id === agentId && (r.status === 'created' || r.status === 'running'),
         )
       : await listRuns(ctx.db, { agentId, active: true }, { limit: 100, order: 'desc' });
-    if (runs.length === 0) throw new HttpError(409, 'No active runs to cancel');
+    // A step paused for approval is cancelled too: its pending calls are then denied.
+    const targets = new Map(active.map((run) => [run.id, run.workflow_id]));
+    const pending = agent.pending_approval;
+    if (pending && (!body.run_ids?.length || body.run_ids.includes(pending.run_id))) {
+      targets.set(pending.run_id, pending.workflow_id);
+    }
+    if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
     const outcome: Record<string, string> = {};
-    for (const run of runs) {
+    for (const [runId, workflowId] of targets) {
       try {
-        await ctx.temporal.workflow.getHandle(workflowIdFor(agentId, run.id)).cancel();
-        outcome[run.id] = 'cancelled';
+        await ctx.temporal.workflow.getHandle(workflowId).cancel();
+        outcome[runId] = 'cancelled';
       } catch (error) {
-        ctx.log.warn({ runId: run.id, error: String(error) }, 'could not cancel run');
-        outcome[run.id] = 'failed';
+        ctx.log.warn({ runId, error: String(error) }, 'could not cancel run');
+        outcome[runId] = 'failed';
       }
     }
     res.json(outcome);

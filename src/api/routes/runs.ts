@@ -8,6 +8,8 @@ import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { listMessages } from '../../db/messages';
 import { getRun, listRuns } from '../../db/runs';
 import type { RunStatus } from '../../db/rows';
+import { getAgentRow } from '../../db/agents';
+import { pendingApprovalView } from '../pending-approval';
 
 const ListRunsQuery = pageQuery(100, 'desc').extend({
   agent_id: z.string().optional(),
@@ -43,7 +45,10 @@ export function runsRouter(ctx: ApiContext): Router {
   });
 
   router.get('/v1/runs/:runId', async (req, res) => {
-    res.json(runShape(await loadRun(req.params.runId)));
+    const run = await loadRun(req.params.runId);
+    const pending = (await getAgentRow(ctx.db, run.agent_id))?.pending_approval;
+    const waiting = pending?.run_id === run.id ? await pendingApprovalView(ctx.db, pending) : null;
+    res.json({ ...runShape(run), pending_approval: waiting });
   });
 
   router.get('/v1/runs/:runId/usage', async (req, res) => {

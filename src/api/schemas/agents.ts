@@ -50,6 +50,8 @@ export const CreateAgentSchema = z.object({
   secrets: z.record(z.string(), z.string()).nullish(),
   tool_exec_environment_variables: z.record(z.string(), z.string()).nullish(),
   timezone: z.string().nullish(),
+  /** Beyond Letta: deny pending approvals after this long (null: wait for as long as it takes). */
+  approval_timeout_seconds: z.number().int().positive().nullish(),
 });
 export type CreateAgent = z.infer<typeof CreateAgentSchema>;
 

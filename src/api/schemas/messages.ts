@@ -12,13 +12,29 @@ export const MessageCreateSchema = z.object({
   sender_id: z.string().nullish(),
 });
 
-/** Approvals and client tool returns; the workflow's pause that consumes them comes with approvals. */
+/** A client's own execution of a pending tool call (ToolReturn): its return is used as it is. */
+const ToolReturnSchema = z.object({
+  type: z.literal('tool'),
+  tool_call_id: z.string().min(1),
+  tool_return: Content,
+  status: z.enum(['success', 'error']),
+  stdout: z.array(z.string()).nullish(),
+  stderr: z.array(z.string()).nullish(),
+});
+
+/** A person's decision on a pending server tool call (ApprovalReturn). */
+const ApprovalReturnSchema = z.object({
+  type: z.literal('approval'),
+  tool_call_id: z.string().min(1),
+  approve: z.boolean(),
+  reason: z.string().nullish(),
+});
+
 export const ApprovalCreateSchema = z
   .object({
     type: z.literal('approval'),
-    approvals: z
-      .array(z.object({ type: z.enum(['approval', 'tool']), tool_call_id: z.string() }).loose())
-      .nullish(),
+    approvals: z.array(z.discriminatedUnion('type', [ApprovalReturnSchema, ToolReturnSchema])).nullish(),
+    // Letta's deprecated single-call form, migrated into `approvals`.
     approve: z.boolean().nullish(),
     approval_request_id: z.string().nullish(),
     reason: z.string().nullish(),
@@ -26,7 +42,7 @@ export const ApprovalCreateSchema = z
   .loose();
 
 export const ToolReturnCreateSchema = z
-  .object({ type: z.literal('tool_return'), tool_returns: z.array(z.unknown()) })
+  .object({ type: z.literal('tool_return'), tool_returns: z.array(ToolReturnSchema).min(1) })
   .loose();
 
 /** Letta's outer message union is not discriminated: `approve` / `approval_request_id` mean an approval. */
@@ -59,6 +75,8 @@ export const LettaRequestSchema = z
     include_pings: z.boolean().default(true),
     background: z.boolean().default(false),
     include_return_message_types: z.array(z.string()).nullish(),
+    /** Beyond Letta: deny a pause of this request after this long (overrides the agent's setting). */
+    approval_timeout_seconds: z.number().int().positive().nullish(),
   })
   .loose()
   .superRefine((body, ctx) => {

@@ -10,5 +10,6 @@ export interface Migration {
 
 import { initial } from './0001-initial';
 import { agents } from './0002-agents';
+import { approvals } from './0003-approvals';
 
-export const migrations: Migration[] = [initial, agents];
+export const migrations: Migration[] = [initial, agents, approvals];

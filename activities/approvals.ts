@@ -1,0 +1,204 @@
+/** The pause of an agent step for approvals or client tools: entering it, its timeout, its answer. */
+import { getAgentRow } from '../src/db/agents';
+import { getMessage } from '../src/db/messages';
+import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
+import { json } from '../src/db/sql';
+import { recordToolExecution } from '../src/db/tool-executions';
+import type { MessageRow, PendingApproval } from '../src/db/rows';
+import type { Queryable } from '../src/db';
+import { newId } from '../src/ids';
+import {
+  answerFor,
+  CANCEL_DENIAL_REASON,
+  clientReturnText,
+  denialText,
+  lockPendingApproval,
+  recordAnswer,
+  type ApprovalAnswer,
+} from '../src/agent/approvals';
+import { packageFunctionResponse } from '../src/agent/tool-returns';
+import type { ApprovalAnswered } from '../workflows/messages';
+import type { ActivityDeps } from './deps';
+import type { ApprovalWait, ClientTool, RequestApprovalInput, ResumePlan } from './contracts';
+import { flushToolReturns, usageRecord } from './run';
+
+const DEFAULT_MAX_STEPS = 50;
+
+const denyAll = (pending: PendingApproval, reason: string): ApprovalAnswer[] =>
+  pending.tool_call_ids.map((id) => ({ type: 'approval', tool_call_id: id, approve: false, reason }));
+
+const timeoutReason = (pending: PendingApproval) => {
+  const seconds = Math.round((Date.parse(pending.expires_at!) - Date.parse(pending.requested_at)) / 1000);
+  return `No answer came within the approval timeout of ${seconds} seconds, so the tool call was denied.`;
+};
+
+async function requiredMessage(db: Queryable, id: string): Promise<MessageRow> {
+  const message = await getMessage(db, id);
+  if (!message) throw new Error(`message ${id} does not exist`);
+  return message;
+}
+
+export function approvalActivities({ db }: ActivityDeps) {
+  /** Records a tool call's result that no tool produced: a client's return or a denial. */
+  const recordResult = (
+    q: Queryable,
+    call: { id: string; name: string },
+    ids: { agentId: string; runId: string; timezone: string },
+    result: { ok: boolean; text: string; stdout?: string[] | null; stderr?: string[] | null },
+  ) =>
+    recordToolExecution(q, {
+      tool_call_id: call.id,
+      run_id: ids.runId,
+      agent_id: ids.agentId,
+      tool_name: call.name,
+      status: result.ok ? 'success' : 'error',
+      func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
+      stdout: result.stdout ?? null,
+      stderr: result.stderr ?? null,
+    });
+
+  return {
+    /**
+     * Enters the pause: marks the reply's calls as waiting, records what the agent waits for, and ends
+     * the request's run with `requires_approval`. A retry keeps the first start of the wait.
+     */
+    async requestApproval(input: RequestApprovalInput): Promise<ApprovalWait> {
+      return db.transaction(async (tx) => {
+        let pending = await lockPendingApproval(tx, input.agentId);
+        await tx.query(
+          `UPDATE messages SET metadata = coalesce(metadata, '{}'::jsonb) || $2::jsonb WHERE id = $1`,
+          [input.messageId, json({ approval_request: { tool_call_ids: input.toolCallIds } })],
+        );
+        const answered = await answerFor(tx, input.messageId);
+        if (!answered && pending?.message_id !== input.messageId) {
+          const agent = await getAgentRow(tx, input.agentId);
+          const run = await getRun(tx, input.runId);
+          const seconds =
+            (run?.request_config?.approval_timeout_seconds as number | null | undefined) ??
+            agent?.approval_timeout_seconds ??
+            null;
+          const now = new Date();
+          pending = {
+            run_id: input.runId,
+            workflow_id: input.workflowId,
+            message_id: input.messageId,
+            tool_call_ids: input.toolCallIds,
+            requested_at: now.toISOString(),
+            expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
+          };
+          await tx.query('UPDATE agents SET pending_approval = $2 WHERE id = $1', [
+            input.agentId,
+            json(pending),
+          ]);
+        }
+        await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [
+          input.agentId,
+        ]);
+        await storeRunOutcome(tx, input.runId, {
+          status: 'completed',
+          stopReason: 'requires_approval',
+          usage: usageRecord(input.usage),
+        });
+        const expiresAt = pending?.message_id === input.messageId ? pending.expires_at : null;
+        return { timeoutMs: expiresAt ? Math.max(0, Date.parse(expiresAt) - Date.now()) : null };
+      });
+    },
+
+    /**
+     * The wait ran out: denies the pending calls under a new run, unless an answer got there first
+     * (then that answer is returned, its signal being on the way).
+     */
+    async expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null> {
+      return db.transaction(async (tx) => {
+        const pending = await lockPendingApproval(tx, input.agentId);
+        if (pending?.message_id !== input.messageId) return (await answerFor(tx, input.messageId)) ?? null;
+        const previous = await getRun(tx, pending.run_id);
+        return recordAnswer(tx, {
+          agentId: input.agentId,
+          pending,
+          answers: denyAll(pending, timeoutReason(pending)),
+          followUps: [],
+          runId: newId('run'),
+          newRun: {
+            background: true,
+            metadata: { run_type: 'approval_timeout' },
+            request_config: previous?.request_config ?? null,
+          },
+        });
+      });
+    },
+
+    /**
+     * Cancel while paused: denies every pending call with Letta's cancel text and stores their
+     * returns. Returns the run of an answer that was accepted meanwhile, which ends cancelled too.
+     */
+    async denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null> {
+      return db.transaction(async (tx) => {
+        const pending = await lockPendingApproval(tx, input.agentId);
+        if (pending?.message_id !== input.messageId) {
+          return (await answerFor(tx, input.messageId))?.runId ?? null;
+        }
+        await recordAnswer(tx, {
+          agentId: input.agentId,
+          pending,
+          answers: denyAll(pending, CANCEL_DENIAL_REASON),
+          followUps: [],
+          runId: input.runId,
+        });
+        const agent = await getAgentRow(tx, input.agentId);
+        const request = await requiredMessage(tx, input.messageId);
+        const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
+        for (const call of request.tool_calls ?? []) {
+          if (!pending.tool_call_ids.includes(call.id)) continue;
+          await recordResult(tx, call, ids, { ok: false, text: denialText(CANCEL_DENIAL_REASON) });
+        }
+        await flushToolReturns(tx, input.agentId, input.runId, pending.tool_call_ids);
+        return null;
+      });
+    },
+
+    /**
+     * Applies an answer: client returns are used verbatim, denials become Letta's error returns, and
+     * the approved calls (with those of the reply that never needed approval) are left to run.
+     */
+    async applyApprovalAnswer(input: {
+      agentId: string;
+      runId: string;
+      approvalMessageId: string;
+    }): Promise<ResumePlan> {
+      const approval = await requiredMessage(db, input.approvalMessageId);
+      const meta = approval.metadata as { request_message_id: string };
+      const request = await requiredMessage(db, meta.request_message_id);
+      const waiting = (request.metadata?.approval_request as { tool_call_ids: string[] }).tool_call_ids;
+      const answers = new Map((approval.approvals as ApprovalAnswer[]).map((a) => [a.tool_call_id, a]));
+      const agent = await getAgentRow(db, input.agentId);
+      const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
+      const calls = request.tool_calls ?? [];
+      const toRun: ResumePlan['toRun'] = [];
+      for (const call of calls) {
+        const answer = answers.get(call.id);
+        if (!waiting.includes(call.id) || (answer?.type === 'approval' && answer.approve)) {
+          toRun.push({ id: call.id, name: call.name });
+        } else if (answer?.type === 'tool') {
+          await recordResult(db, call, ids, {
+            ok: answer.status === 'success',
+            text: clientReturnText(answer),
+            stdout: answer.stdout,
+            stderr: answer.stderr,
+          });
+        } else {
+          await recordResult(db, call, ids, { ok: false, text: denialText(answer?.reason) });
+        }
+      }
+      const config = (await getRun(db, input.runId))?.request_config ?? {};
+      return {
+        messageId: request.id,
+        stepId: request.step_id ?? request.id,
+        callIds: calls.map((c) => c.id),
+        toRun,
+        clientTools: (config.client_tools as ClientTool[] | undefined) ?? [],
+        maxSteps: (config.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS,
+      };
+    },
+  };
+}

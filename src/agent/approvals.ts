@@ -1,0 +1,161 @@
+/**
+ * Letta's approval semantics (letta_agent_v3.py, agents/helpers.py, services/run_manager.py): what a
+ * paused step waits for, how an answer is checked and recorded, and the texts the model and the
+ * caller see. Used by the API (answers from people and clients) and by activities (timeouts, cancel).
+ */
+import type { Queryable } from '../db';
+import { insertMessage } from '../db/messages';
+import { insertRun } from '../db/runs';
+import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
+import { newId } from '../ids';
+import type { ApprovalAnswered } from '../../workflows/messages';
+
+export const NOTHING_PENDING =
+  'Cannot process approval response: No tool call is currently awaiting approval. Please send a regular message to interact with the agent.';
+export const PENDING_APPROVAL_TEXT =
+  'Cannot send a new message: The agent is waiting for approval on a tool call. Please approve or deny the pending request before continuing.';
+/** constants.TOOL_CALL_DENIAL_ON_CANCEL */
+export const CANCEL_DENIAL_REASON = 'The user cancelled the request, so the tool call was denied.';
+
+/** The error return a denied call gives the model; Python prints a missing reason as None. */
+export const denialText = (reason: string | null | undefined) =>
+  `Error: request to call tool denied. User reason: ${reason ?? 'None'}`;
+
+/** Python's repr of a list of strings, as Letta's messages print ids. */
+const pythonList = (ids: string[]) => `[${ids.map((id) => `'${id}'`).join(', ')}]`;
+
+export const invalidIdsText = (expected: string[], received: string[]) =>
+  `Invalid tool call IDs. Expected '${pythonList(expected)}', but received '${pythonList(received)}'.`;
+
+type ContentPart = { type: string; text?: string; [key: string]: unknown };
+
+/** A client's own execution of a tool: its return is used as it is. */
+export interface ClientToolReturn {
+  type: 'tool';
+  tool_call_id: string;
+  tool_return: string | ContentPart[];
+  status: 'success' | 'error';
+  stdout?: string[] | null;
+  stderr?: string[] | null;
+}
+
+/** A person's decision on a server tool call. */
+export interface ApprovalDecision {
+  type: 'approval';
+  tool_call_id: string;
+  approve: boolean;
+  reason?: string | null;
+}
+
+export type ApprovalAnswer = ClientToolReturn | ApprovalDecision;
+
+export interface FollowUp {
+  role: 'user' | 'system' | 'assistant';
+  text: string;
+  name?: string | null;
+  otid?: string | null;
+}
+
+/** How the answer to a request message is keyed: one answer per approval request, ever. */
+const answerKey = (requestMessageId: string) => `${requestMessageId}:answer`;
+
+/** The agent's pending approval, its row locked until the transaction ends. */
+export async function lockPendingApproval(tx: Queryable, agentId: string): Promise<PendingApproval | null> {
+  const [row] = await tx.query<{ pending_approval: PendingApproval | null }>(
+    'SELECT pending_approval FROM agents WHERE id = $1 FOR UPDATE',
+    [agentId],
+  );
+  return row?.pending_approval ?? null;
+}
+
+/** The calls `answers` leave unanswered or answer without being asked: Letta's exact-cover check. */
+export function answersMismatch(pending: PendingApproval, answers: ApprovalAnswer[]): string | undefined {
+  const received = answers.map((a) => a.tool_call_id);
+  const expected = pending.tool_call_ids;
+  const same =
+    received.length === expected.length &&
+    new Set(received).size === received.length &&
+    received.every((id) => expected.includes(id));
+  return same ? undefined : invalidIdsText(expected, received);
+}
+
+const signalFor = (message: MessageRow): ApprovalAnswered => {
+  const meta = message.metadata as { request_message_id: string };
+  return {
+    runId: message.run_id!,
+    approvalMessageId: message.id,
+    requestMessageId: meta.request_message_id,
+    toolCallIds: (message.approvals as ApprovalAnswer[]).map((a) => a.tool_call_id),
+  };
+};
+
+/**
+ * Records the answer to `pending` under a new run and clears the pause: the caller holds the agent's
+ * row (lockPendingApproval) and signals the workflow once the transaction has committed.
+ */
+export async function recordAnswer(
+  tx: Queryable,
+  input: {
+    agentId: string;
+    pending: PendingApproval;
+    answers: ApprovalAnswer[];
+    followUps: FollowUp[];
+    /** The run the step continues under; `newRun` creates it. */
+    runId: string;
+    newRun?: Pick<RunRow, 'background' | 'metadata' | 'request_config'>;
+  },
+): Promise<ApprovalAnswered> {
+  const { agentId, pending, runId } = input;
+  if (input.newRun) {
+    await insertRun(tx, { ...input.newRun, id: runId, agent_id: agentId, workflow_id: pending.workflow_id });
+  }
+  const message = await insertMessage(tx, {
+    id: newId('message'),
+    agent_id: agentId,
+    run_id: runId,
+    role: 'approval',
+    approvals: input.answers,
+    metadata: { request_message_id: pending.message_id, follow_ups: input.followUps },
+    idempotency_key: answerKey(pending.message_id),
+  });
+  await tx.query('UPDATE agents SET pending_approval = NULL WHERE id = $1', [agentId]);
+  return signalFor(message);
+}
+
+/** The answer already recorded for an approval request, if any. */
+export async function answerFor(
+  db: Queryable,
+  requestMessageId: string,
+): Promise<ApprovalAnswered | undefined> {
+  const [message] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
+    answerKey(requestMessageId),
+  ]);
+  return message && signalFor(message);
+}
+
+/**
+ * A client's retry of an answer already accepted: the agent's latest answer, when it covers exactly
+ * the same tool calls (Letta's idempotency check looks at the last few messages the same way).
+ */
+export async function repeatedAnswer(
+  db: Queryable,
+  agentId: string,
+  answers: ApprovalAnswer[],
+): Promise<ApprovalAnswered | undefined> {
+  const [latest] = await db.query<MessageRow>(
+    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' ORDER BY seq DESC LIMIT 1`,
+    [agentId],
+  );
+  if (!latest) return undefined;
+  const previous = signalFor(latest);
+  const ids = answers.map((a) => a.tool_call_id);
+  const same =
+    ids.length === previous.toolCallIds.length && ids.every((id) => previous.toolCallIds.includes(id));
+  return same ? previous : undefined;
+}
+
+/** The text of a client's tool return, as the model gets it. */
+export function clientReturnText(answer: ClientToolReturn): string {
+  if (typeof answer.tool_return === 'string') return answer.tool_return;
+  return answer.tool_return.map((part) => part.text ?? '').join('');
+}

@@ -1,0 +1,70 @@
+/**
+ * Follows a run while its workflow works: hands on each message as the workflow stores it, and ends
+ * when the run stops. A run stops when its step ends or pauses for approval (the workflow then waits
+ * on, under a later run), so it is the run's row that tells, not the workflow's result.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ApiContext } from './context';
+import { runMessagesAfter } from '../db/messages';
+import { getRun } from '../db/runs';
+import type { MessageRow, RunRow } from '../db/rows';
+import type { StepHandle } from '../agent/steps';
+import type { AgentStepError } from '../../workflows/messages';
+
+/** How often, in polls, the workflow itself is asked whether it still runs (a terminated one never stops its run). */
+const WORKFLOW_CHECK_EVERY = 20;
+
+export interface RunStop {
+  run: RunRow;
+  stopReason: string;
+  /** Why the run failed, in Letta's error terms. */
+  error?: AgentStepError;
+}
+
+const isStopped = (run: RunRow | undefined) => Boolean(run?.completed_at);
+
+function stopOf(run: RunRow): RunStop {
+  const error = run.metadata?.error as { error_type: string; message: string } | undefined;
+  return {
+    run,
+    stopReason: run.stop_reason ?? 'error',
+    ...(error ? { error: { type: error.error_type, message: error.message } } : {}),
+  };
+}
+
+export async function followRun(
+  ctx: ApiContext,
+  runId: string,
+  handle: StepHandle,
+  onMessages: (rows: MessageRow[]) => void = () => {},
+  abandoned: () => boolean = () => false,
+): Promise<RunStop | undefined> {
+  let lastSeq = 0;
+  const flush = async () => {
+    const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
+    if (rows.length) {
+      lastSeq = rows[rows.length - 1].seq;
+      onMessages(rows);
+    }
+  };
+  for (let poll = 1; !abandoned(); poll++) {
+    // The run row first: once it says stopped, every message of the run is already stored.
+    const run = await getRun(ctx.db, runId);
+    await flush();
+    if (run && isStopped(run)) return stopOf(run);
+    if (poll % WORKFLOW_CHECK_EVERY === 0 && (await workflowClosed(handle))) {
+      const last = await getRun(ctx.db, runId);
+      await flush();
+      if (last && isStopped(last)) return stopOf(last);
+      const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
+      return { run: last ?? run!, stopReason: 'error', error };
+    }
+    await sleep(ctx.config.STREAM_POLL_INTERVAL_MS);
+  }
+  return undefined;
+}
+
+async function workflowClosed(handle: StepHandle): Promise<boolean> {
+  const description = await handle.describe();
+  return description.status.name !== 'RUNNING';
+}

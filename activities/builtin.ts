@@ -20,6 +20,7 @@ import {
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import type { ToolRow } from '../src/db/rows';
 import type { ActivityDeps } from './deps';
+import { withHeartbeats } from './heartbeat';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
 
 /** Letta does not truncate what these return: they page through results themselves. */
@@ -88,7 +89,9 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
           if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
           const args = await toolCallArguments(db, input);
           const given = agent.llm_config.strict ? stripOptionalNulls(args, toolParameters(tool)) : args;
-          return executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, given);
+          return withHeartbeats(
+            executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, given),
+          );
         });
         if (result.status === 'success' && !UNTRUNCATED.has(input.toolName)) {
           result.text = truncateReturn(result.text, tool?.return_char_limit ?? 50_000);

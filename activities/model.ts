@@ -1,5 +1,5 @@
 /** One model call: load the context from the database, call the provider, store the reply. */
-import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
 import { agentTranscript, insertMessage } from '../src/db/messages';
@@ -10,10 +10,9 @@ import { parseHandle } from '../src/llm';
 import { llmErrorType, ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
 import { strictParameters } from '../src/tools/strict-mode';
 import type { ActivityDeps } from './deps';
+import { withHeartbeats } from './heartbeat';
 import { flushToolReturns } from './run';
 import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
-
-const HEARTBEAT_INTERVAL_MS = 2_000;
 
 /** A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on. */
 function serverToolSchema(tool: ToolRow, strict: boolean): FunctionSchema {
@@ -75,16 +74,6 @@ function modelFailure(error: unknown): ApplicationFailure {
     nonRetryable: known && !error.retryable,
     details: [known ? llmErrorType(error) : 'llm_error'],
   });
-}
-
-/** Heartbeats while `work` runs, so a cancelled run reaches the activity (and aborts the HTTP call). */
-async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
-  const timer = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
-  try {
-    return await work;
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 /** The reply's calls that wait for an answer, marked as Letta's approval request when it is stored. */

@@ -54,6 +54,7 @@ export const ConfigSchema = z.object({
   MODEL_RETRY_INITIAL_MS: milliseconds.default(1_000),
   TOOL_TIMEOUT_MS: milliseconds.default(180_000),
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
+  ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
   E2B_API_KEY: optional(z.string()),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce

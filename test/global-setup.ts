@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,14 +8,20 @@ import { startDevServer, type RunningDevServer } from '../src/temporal/dev-serve
 import { connectTemporal } from '../src/temporal/connection';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { freePort, silentLogger, testDatabaseUrl } from './helpers/env';
+import { projectRoot } from '../src/paths';
 
 declare global {
   var testTemporal: { server: RunningDevServer; dataDir: string } | undefined;
 }
 
-/** One real Temporal dev server for the whole run, started the way the server starts its own. */
+/**
+ * The built server (dist/), and one real Temporal dev server for the whole run, started the way the
+ * server starts its own.
+ */
 export default async function globalSetup(): Promise<void> {
   await checkPostgres();
+  // Tests that run the server as separate processes (as users do) run the built code.
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'pipe' });
   const log = silentLogger();
   const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
   if (!binary)

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +12,6 @@ import {
   waitForStatus,
   type StartedProcess,
 } from './helpers/process';
-import { projectRoot } from '../src/paths';
 
 const main = ['dist/src/main.js'];
 
@@ -33,9 +31,6 @@ async function stopAndWait(proc: StartedProcess, signal: NodeJS.Signals, target:
 describe('starting the server as a user does', () => {
   let dataDir: string;
 
-  beforeAll(() => {
-    execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'pipe' });
-  });
   beforeEach(() => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-start-'));
   });

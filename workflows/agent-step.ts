@@ -67,7 +67,7 @@ function activityProxies(limits: AgentStepLimits) {
   };
   const model: ActivityOptions = {
     startToCloseTimeout: limits.modelTimeoutMs + 10_000,
-    heartbeatTimeout: '20 seconds',
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: {
       initialInterval: limits.modelRetryInitialMs,
       backoffCoefficient: 2,
@@ -77,6 +77,7 @@ function activityProxies(limits: AgentStepLimits) {
   };
   const tool: ActivityOptions = {
     startToCloseTimeout: limits.toolTimeoutMs + 10_000,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
   };
   // Calls that name themselves in the Temporal UI pass these options again with a summary.
@@ -145,11 +146,12 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
   const { agentId, limits } = input;
   const acts = activityProxies(limits);
 
-  // The signal only answers the pause in progress: a client's repeated answer to an old one is ignored.
-  let awaitedRequest: string | undefined;
-  let answer: ApprovalAnswered | undefined;
+  // Answers by the approval request they answer; the first one counts (a client's retry repeats it).
+  // Kept whenever they come: after a worker crash, the signal can be delivered in the same activation
+  // as the result of the activity that entered the pause, before the code below has reached the wait.
+  const answers = new Map<string, ApprovalAnswered>();
   setHandler(approvalAnsweredSignal, (received) => {
-    if (received.requestMessageId === awaitedRequest) answer ??= received;
+    if (!answers.has(received.requestMessageId)) answers.set(received.requestMessageId, received);
   });
 
   const runTool = (
@@ -288,15 +290,14 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
 
   /** Waits for the answer to a pause; when the approval timeout passes first, the calls are denied. */
   const waitForAnswer = async (pause: NonNullable<RequestOutcome['pause']>, timeoutMs: number | null) => {
-    awaitedRequest = pause.messageId;
-    answer = undefined;
+    const answered = () => answers.has(pause.messageId);
     setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
-    if (timeoutMs !== null && !(await condition(() => answer !== undefined, Math.max(timeoutMs, 1)))) {
-      answer ??= (await acts.run.expireApproval({ agentId, messageId: pause.messageId })) ?? undefined;
+    if (timeoutMs !== null && !(await condition(answered, Math.max(timeoutMs, 1)))) {
+      const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
+      if (expired && !answered()) answers.set(pause.messageId, expired);
     }
-    await condition(() => answer !== undefined);
-    awaitedRequest = undefined;
-    return answer!;
+    await condition(answered);
+    return answers.get(pause.messageId)!;
   };
 
   const finish = async (runId: string, outcome: RequestOutcome): Promise<AgentStepResult> => {

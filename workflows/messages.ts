@@ -12,6 +12,8 @@ export interface AgentStepLimits {
   modelRetryInitialMs: number;
   toolTimeoutMs: number;
   toolMaxAttempts: number;
+  /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
+  heartbeatTimeoutMs: number;
 }
 
 export interface AgentStepInput {

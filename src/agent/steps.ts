@@ -104,6 +104,7 @@ export async function startAgentStep(
       modelRetryInitialMs: config.MODEL_RETRY_INITIAL_MS,
       toolTimeoutMs: config.TOOL_TIMEOUT_MS,
       toolMaxAttempts: config.TOOL_MAX_ATTEMPTS,
+      heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
     },
   };
   const handle = await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {

@@ -1,0 +1,207 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Letta from '@letta-ai/letta-client';
+import { resolveTemporalBinary } from '../src/temporal/cli-binary';
+import { startDevServer, type RunningDevServer } from '../src/temporal/dev-server';
+import { registerSearchAttributes } from '../src/temporal/search-attributes';
+import { connectTemporal } from '../src/temporal/connection';
+import { freePort, silentLogger, uniqueSuffix } from './helpers/env';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { startProcess, waitForStatus, type StartedProcess } from './helpers/process';
+
+/**
+ * A paused step survives every component: the API and the worker run as separate processes (as
+ * `npm run api` / `npm run worker` start them), the Temporal dev server keeps its history in a db
+ * file, and each test kills or restarts one of them between the pause and the answer.
+ */
+describe('durable pauses across restarts of every component', () => {
+  const log = silentLogger();
+  let dataDir: string;
+  let schema: TestSchema;
+  let stub: OpenAiStub;
+  let temporal: RunningDevServer;
+  let temporalOptions: Parameters<typeof startDevServer>[0];
+  let env: Record<string, string>;
+  let api: StartedProcess;
+  let worker: StartedProcess;
+  let client: Letta;
+
+  const startApi = async () => {
+    api = startProcess('node', ['dist/src/main.js', '--role=api'], env);
+    await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, api, 60_000);
+  };
+  const startWorker = async () => {
+    worker = startProcess('node', ['dist/src/main.js', '--role=worker'], env);
+    const deadline = Date.now() + 60_000;
+    while (!worker.output().includes('worker polling')) {
+      if (worker.child.exitCode !== null || Date.now() > deadline) throw new Error(worker.output());
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  const kill = async (proc: StartedProcess, signal: NodeJS.Signals) => {
+    if (proc.child.exitCode === null) {
+      process.kill(-proc.child.pid!, signal);
+      await proc.exited;
+    }
+  };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-durable-'));
+    schema = await createTestSchema();
+    stub = await startOpenAiStub();
+    const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
+    temporalOptions = {
+      binary: binary!.path,
+      dataDir,
+      port: await freePort(),
+      uiPort: await freePort(),
+      namespace: 'default',
+      startTimeoutMs: 60_000,
+      log,
+    };
+    temporal = await startDevServer(temporalOptions);
+    const connection = await connectTemporal(temporal.address, 10_000);
+    await registerSearchAttributes(connection, 'default');
+    await connection.close();
+    env = {
+      DATA_DIR: dataDir,
+      DATABASE_URL: schema.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      TASK_QUEUE_PREFIX: `durable-${uniqueSuffix()}-`,
+      PORT: String(await freePort()),
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'test-key',
+      ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000',
+      LOG_LEVEL: 'info',
+    };
+    await startApi();
+    await startWorker();
+    client = new Letta({ baseURL: `http://127.0.0.1:${env.PORT}`, apiKey: 'unused', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    if (api) await kill(api, 'SIGKILL');
+    if (worker) await kill(worker, 'SIGKILL');
+    await temporal?.stop();
+    await stub?.close();
+    await schema?.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const CLIENT_TOOL = {
+    name: 'get_secret',
+    description: 'Returns the secret kept on the client',
+    parameters: { type: 'object', properties: {} },
+  };
+
+  /** Creates an agent and sends it a message the model answers with a client tool call: the step pauses. */
+  async function pausedStep() {
+    const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
+    stub.enqueue({ toolCalls: [{ name: 'get_secret', arguments: {} }] });
+    const first = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'What is the secret?' }],
+      client_tools: [CLIENT_TOOL],
+    });
+    expect(first.stop_reason.stop_reason).toBe('requires_approval');
+    const request = first.messages.at(-1) as unknown as { tool_call: { tool_call_id: string } };
+    return { agentId: agent.id, callId: request.tool_call.tool_call_id };
+  }
+
+  /** Answers the pause with the client's return and checks the step completes with it, once. */
+  async function answerAndComplete({ agentId, callId }: { agentId: string; callId: string }, secret: string) {
+    stub.enqueue((req) => {
+      const last = req.messages.at(-1);
+      const seen =
+        last?.role === 'tool'
+          ? JSON.parse(String(last.content)).message
+          : `no tool return: ${JSON.stringify(req.messages)}`;
+      return { text: `The secret is ${seen}` };
+    });
+    const response = await client.agents.messages.create(agentId, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'tool', tool_call_id: callId, tool_return: secret, status: 'success' }],
+        },
+      ],
+      client_tools: [CLIENT_TOOL],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    expect(response.messages.map((m) => m.message_type)).toEqual([
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    expect(response.messages[1]).toMatchObject({ content: `The secret is ${secret}` });
+    const history = (await client.agents.messages.list(agentId)).getPaginatedItems();
+    expect(history.map((m) => m.message_type)).toEqual([
+      'system_message',
+      'user_message',
+      'approval_request_message',
+      'approval_response_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+  }
+
+  it('survives a restart of the API while paused', async () => {
+    const paused = await pausedStep();
+    await kill(api, 'SIGTERM');
+    await startApi();
+    await answerAndComplete(paused, 'API-RESTART');
+  });
+
+  it('survives kill -9 of the worker while paused', async () => {
+    const paused = await pausedStep();
+    await kill(worker, 'SIGKILL');
+    await startWorker();
+    await answerAndComplete(paused, 'WORKER-KILLED');
+  });
+
+  it('survives a restart of the Temporal server (on its db file) while paused', async () => {
+    const paused = await pausedStep();
+    await temporal.stop();
+    temporal = await startDevServer(temporalOptions);
+    await answerAndComplete(paused, 'TEMPORAL-RESTART');
+  });
+
+  it('survives kill -9 of the worker while a tool runs: the tool runs again, its result is stored once', async () => {
+    const requests: number[] = [];
+    const site = http.createServer((_req, res) => {
+      requests.push(Date.now());
+      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('slow page'), 1_500);
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+      const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tools: ['fetch_webpage'] });
+      stub.enqueue({ toolCalls: [{ name: 'fetch_webpage', arguments: { url } }] }, { text: 'Read it.' });
+      const run = await client.agents.messages.createAsync(agent.id, {
+        messages: [{ role: 'user', content: 'Read the page' }],
+      });
+      while (requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      await kill(worker, 'SIGKILL');
+      await startWorker();
+
+      let current = await client.runs.retrieve(run.id);
+      for (let i = 0; i < 300 && current.status !== 'completed' && current.status !== 'failed'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        current = await client.runs.retrieve(run.id);
+      }
+      expect(current).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+      expect(requests.length).toBe(2); // the killed attempt, then the retry on the new worker
+      const messages = (await client.runs.messages.list(run.id)).getPaginatedItems();
+      expect(messages.map((m) => m.message_type)).toEqual([
+        'user_message',
+        'tool_call_message',
+        'tool_return_message',
+        'assistant_message',
+      ]);
+      expect(messages[2]).toMatchObject({ status: 'success', tool_return: 'slow page' });
+    } finally {
+      await new Promise<void>((resolve) => site.close(() => resolve()));
+    }
+  });
+});

@@ -114,6 +114,24 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     ]);
   });
 
+  it('lets a client tool override a server tool of the same name, offered even where rules restrict', async () => {
+    const agent = await createAgent({ tool_rules: [{ type: 'run_first', tool_name: 'memory_insert' }] });
+    const clientSearch = { name: 'conversation_search', description: 'Search on the client' };
+    h.stub.enqueue({ toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] });
+    const before = h.stub.requests.length;
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Search' }],
+      client_tools: [clientSearch],
+    });
+    const offered = h.stub.requests[before].tools!.map((t) => t.function);
+    expect(offered.map((t) => t.name)).toEqual(['memory_insert', 'conversation_search']);
+    expect(offered[1]).toMatchObject({
+      description: 'Search on the client',
+      parameters: { type: 'object', properties: {} },
+    });
+    expect(response.stop_reason.stop_reason).toBe('requires_approval');
+  });
+
   it('refuses answers that do not fit, and a new message while a call waits', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'read_local_file', arguments: { path: '/etc/hostname' } }] });

@@ -81,6 +81,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         activities:
           options.activities?.({ db }) ??
           createActivities({

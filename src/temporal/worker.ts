@@ -7,6 +7,11 @@ export interface AgentWorkerOptions {
   activities: object;
   /** The module whose exports are the workflows; the project's workflows/ unless a test says otherwise. */
   workflowsPath?: string;
+  /**
+   * How many workflows the worker keeps in memory between their tasks (the SDK's sticky cache). A
+   * paused step needs none: when its answer comes, it is replayed from its history if evicted.
+   */
+  maxCachedWorkflows: number;
 }
 
 /** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
@@ -17,5 +22,6 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
     taskQueue: options.taskQueue,
     workflowsPath: options.workflowsPath ?? require.resolve('../../workflows'),
     activities: options.activities,
+    maxCachedWorkflows: options.maxCachedWorkflows,
   });
 }

@@ -11,15 +11,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { resolveTemporalBinary } from '../src/temporal/cli-binary';
-import { startDevServer } from '../src/temporal/dev-server';
-import { connectTemporal } from '../src/temporal/connection';
-import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { projectRoot } from '../src/paths';
-import { freePort, silentLogger, uniqueSuffix } from '../test/helpers/env';
 import { startOpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema } from '../test/helpers/postgres';
-import { startProcess, waitForStatus, type StartedProcess } from '../test/helpers/process';
+import type { StartedProcess } from '../test/helpers/process';
+import {
+  apiUrl,
+  killProcess,
+  serverProcessEnv,
+  startApiProcess,
+  startWorkerProcess,
+} from '../test/helpers/server-processes';
+import { startTemporalServer } from '../test/helpers/temporal-server';
 
 const CLIENT_TOOL = {
   name: 'ask_user',
@@ -55,47 +58,28 @@ async function inParallel<T>(count: number, work: (i: number) => Promise<T>): Pr
 
 async function main() {
   const count = Number(process.argv[2] ?? 1000);
-  const log = silentLogger();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
   stub.setDefault((request) =>
     request.messages.at(-1)?.role === 'tool' ? { text: 'Thanks.' } : { toolCalls: [{ name: 'ask_user' }] },
   );
-  const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
-  if (!binary) throw new Error('no temporal CLI: run `npm run temporal:install`');
-  const temporal = await startDevServer({
-    binary: binary.path,
+  const { server: temporal } = await startTemporalServer(dataDir);
+  const cacheSize = process.env.WORKER_MAX_CACHED_WORKFLOWS;
+  const env = await serverProcessEnv({
     dataDir,
-    port: await freePort(),
-    uiPort: await freePort(),
-    namespace: 'default',
-    startTimeoutMs: 60_000,
-    log,
+    databaseUrl: schema.url,
+    temporalAddress: temporal.address,
+    openAiBaseUrl: stub.baseURL,
+    extra: cacheSize ? { WORKER_MAX_CACHED_WORKFLOWS: cacheSize } : {},
   });
-  const connection = await connectTemporal(temporal.address, 10_000);
-  await registerSearchAttributes(connection, 'default');
-  await connection.close();
-  const env = {
-    DATA_DIR: dataDir,
-    DATABASE_URL: schema.url,
-    TEMPORAL_ADDRESS: temporal.address,
-    TASK_QUEUE_PREFIX: `bench-${uniqueSuffix()}-`,
-    PORT: String(await freePort()),
-    OPENAI_BASE_URL: stub.baseURL,
-    OPENAI_API_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    ...(process.env.WORKER_MAX_CACHED_WORKFLOWS
-      ? { WORKER_MAX_CACHED_WORKFLOWS: process.env.WORKER_MAX_CACHED_WORKFLOWS }
-      : {}),
-  };
   const processes: StartedProcess[] = [];
   try {
-    const api = startProcess('node', ['dist/src/main.js', '--role=api'], env);
-    const worker = startProcess('node', ['dist/src/main.js', '--role=worker'], env);
-    processes.push(api, worker);
-    const base = `http://127.0.0.1:${env.PORT}`;
-    await waitForStatus(`${base}/v1/health/`, 200, api, 60_000);
+    const api = await startApiProcess(env);
+    processes.push(api);
+    const worker = await startWorkerProcess(env);
+    processes.push(worker);
+    const base = apiUrl(env);
     const post = async (route: string, body: unknown) => {
       const res = await fetch(`${base}${route}`, {
         method: 'POST',
@@ -156,7 +140,7 @@ async function main() {
       worker_rss_per_paused_run_kib: Math.round(((afterAll - afterHalf) * 1024) / (count - half)),
       pause_ms: percentiles([...warm, ...middle, ...rest].map((r) => Math.round(r.elapsed))),
       answer_round_trip_ms: percentiles(answered.map(Math.round)),
-      worker_max_cached_workflows: Number(process.env.WORKER_MAX_CACHED_WORKFLOWS ?? 200),
+      worker_max_cached_workflows: Number(cacheSize ?? 200),
       measured_at: new Date().toISOString(),
     };
     const file = path.join(projectRoot, 'bench', 'results.json');
@@ -164,7 +148,7 @@ async function main() {
     fs.writeFileSync(file, `${JSON.stringify({ ...all, paused_runs_at_rest: results }, null, 2)}\n`);
     console.log(JSON.stringify(results, null, 2));
   } finally {
-    for (const proc of processes) if (proc.child.exitCode === null) process.kill(-proc.child.pid!, 'SIGKILL');
+    for (const proc of processes) await killProcess(proc, 'SIGKILL');
     await temporal.stop();
     await stub.close();
     await schema.drop();

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
 import { connectTemporalClient, stepWorkflowId, workflowHistory } from './helpers/temporal';
 
 const READ_LOCAL_FILE = {
@@ -467,17 +468,3 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     expect(await humanBlock(agent.id)).toBe('Name: Alice');
   });
 });
-
-async function eventually<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await read();
-  }
-  return value;
-}

@@ -4,14 +4,18 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
-import { resolveTemporalBinary } from '../src/temporal/cli-binary';
-import { startDevServer, type RunningDevServer } from '../src/temporal/dev-server';
-import { registerSearchAttributes } from '../src/temporal/search-attributes';
-import { connectTemporal } from '../src/temporal/connection';
-import { freePort, silentLogger, uniqueSuffix } from './helpers/env';
+import { startDevServer, type DevServerOptions, type RunningDevServer } from '../src/temporal/dev-server';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
-import { startProcess, waitForStatus, type StartedProcess } from './helpers/process';
+import type { StartedProcess } from './helpers/process';
+import {
+  apiUrl,
+  killProcess,
+  serverProcessEnv,
+  startApiProcess,
+  startWorkerProcess,
+} from './helpers/server-processes';
+import { startTemporalServer } from './helpers/temporal-server';
 
 /**
  * A paused step survives every component: the API and the worker run as separate processes (as
@@ -19,72 +23,35 @@ import { startProcess, waitForStatus, type StartedProcess } from './helpers/proc
  * file, and each test kills or restarts one of them between the pause and the answer.
  */
 describe('durable pauses across restarts of every component', () => {
-  const log = silentLogger();
   let dataDir: string;
   let schema: TestSchema;
   let stub: OpenAiStub;
   let temporal: RunningDevServer;
-  let temporalOptions: Parameters<typeof startDevServer>[0];
+  let temporalOptions: DevServerOptions;
   let env: Record<string, string>;
   let api: StartedProcess;
   let worker: StartedProcess;
   let client: Letta;
 
-  const startApi = async () => {
-    api = startProcess('node', ['dist/src/main.js', '--role=api'], env);
-    await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, api, 60_000);
-  };
-  const startWorker = async () => {
-    worker = startProcess('node', ['dist/src/main.js', '--role=worker'], env);
-    const deadline = Date.now() + 60_000;
-    while (!worker.output().includes('worker polling')) {
-      if (worker.child.exitCode !== null || Date.now() > deadline) throw new Error(worker.output());
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
-  const kill = async (proc: StartedProcess, signal: NodeJS.Signals) => {
-    if (proc.child.exitCode === null) {
-      process.kill(-proc.child.pid!, signal);
-      await proc.exited;
-    }
-  };
-
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-durable-'));
     schema = await createTestSchema();
     stub = await startOpenAiStub();
-    const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
-    temporalOptions = {
-      binary: binary!.path,
+    ({ server: temporal, options: temporalOptions } = await startTemporalServer(dataDir));
+    env = await serverProcessEnv({
       dataDir,
-      port: await freePort(),
-      uiPort: await freePort(),
-      namespace: 'default',
-      startTimeoutMs: 60_000,
-      log,
-    };
-    temporal = await startDevServer(temporalOptions);
-    const connection = await connectTemporal(temporal.address, 10_000);
-    await registerSearchAttributes(connection, 'default');
-    await connection.close();
-    env = {
-      DATA_DIR: dataDir,
-      DATABASE_URL: schema.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      TASK_QUEUE_PREFIX: `durable-${uniqueSuffix()}-`,
-      PORT: String(await freePort()),
-      OPENAI_BASE_URL: stub.baseURL,
-      OPENAI_API_KEY: 'test-key',
-      ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000',
-      LOG_LEVEL: 'info',
-    };
-    await startApi();
-    await startWorker();
-    client = new Letta({ baseURL: `http://127.0.0.1:${env.PORT}`, apiKey: 'unused', maxRetries: 0 });
+      databaseUrl: schema.url,
+      temporalAddress: temporal.address,
+      openAiBaseUrl: stub.baseURL,
+      extra: { ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000' },
+    });
+    api = await startApiProcess(env);
+    worker = await startWorkerProcess(env);
+    client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
   });
   afterAll(async () => {
-    if (api) await kill(api, 'SIGKILL');
-    if (worker) await kill(worker, 'SIGKILL');
+    if (api) await killProcess(api, 'SIGKILL');
+    if (worker) await killProcess(worker, 'SIGKILL');
     await temporal?.stop();
     await stub?.close();
     await schema?.drop();
@@ -148,15 +115,15 @@ describe('durable pauses across restarts of every component', () => {
 
   it('survives a restart of the API while paused', async () => {
     const paused = await pausedStep();
-    await kill(api, 'SIGTERM');
-    await startApi();
+    await killProcess(api, 'SIGTERM');
+    api = await startApiProcess(env);
     await answerAndComplete(paused, 'API-RESTART');
   });
 
   it('survives kill -9 of the worker while paused', async () => {
     const paused = await pausedStep();
-    await kill(worker, 'SIGKILL');
-    await startWorker();
+    await killProcess(worker, 'SIGKILL');
+    worker = await startWorkerProcess(env);
     await answerAndComplete(paused, 'WORKER-KILLED');
   });
 
@@ -182,8 +149,8 @@ describe('durable pauses across restarts of every component', () => {
         messages: [{ role: 'user', content: 'Read the page' }],
       });
       while (requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-      await kill(worker, 'SIGKILL');
-      await startWorker();
+      await killProcess(worker, 'SIGKILL');
+      worker = await startWorkerProcess(env);
 
       let current = await client.runs.retrieve(run.id);
       for (let i = 0; i < 300 && current.status !== 'completed' && current.status !== 'failed'; i++) {

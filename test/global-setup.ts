@@ -3,11 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { resolveTemporalBinary } from '../src/temporal/cli-binary';
-import { startDevServer, type RunningDevServer } from '../src/temporal/dev-server';
-import { connectTemporal } from '../src/temporal/connection';
-import { registerSearchAttributes } from '../src/temporal/search-attributes';
-import { freePort, silentLogger, testDatabaseUrl } from './helpers/env';
+import type { RunningDevServer } from '../src/temporal/dev-server';
+import { testDatabaseUrl } from './helpers/env';
+import { startTemporalServer } from './helpers/temporal-server';
 import { projectRoot } from '../src/paths';
 
 declare global {
@@ -22,23 +20,8 @@ export default async function globalSetup(): Promise<void> {
   await checkPostgres();
   // Tests that run the server as separate processes (as users do) run the built code.
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'pipe' });
-  const log = silentLogger();
-  const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
-  if (!binary)
-    throw new Error('no temporal CLI: run `npm run temporal:install` (needs Go) or set TEMPORAL_CLI_PATH');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-temporal-test-'));
-  const server = await startDevServer({
-    binary: binary.path,
-    dataDir,
-    port: await freePort(),
-    uiPort: await freePort(),
-    namespace: 'default',
-    startTimeoutMs: 60_000,
-    log,
-  });
-  const connection = await connectTemporal(server.address, 10_000);
-  await registerSearchAttributes(connection, 'default');
-  await connection.close();
+  const { server } = await startTemporalServer(dataDir);
   globalThis.testTemporal = { server, dataDir };
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
 }

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
 import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
 import {
   connectTemporalClient,
   scheduledActivities,
@@ -22,16 +23,6 @@ const summaryOf = (event: HistoryEvent) => {
   const data = event.userMetadata?.summary?.data;
   return data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined;
 };
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await read();
-  }
-  return value;
-}
 
 describe('what the Temporal Web UI shows of an agent step', () => {
   const h = useAgentServer('openai');

@@ -1,0 +1,52 @@
+import { freePort, uniqueSuffix } from './env';
+import { startProcess, waitForStatus, type StartedProcess } from './process';
+
+/**
+ * The server split as in production (`npm run api`, `npm run worker`): separate processes of the
+ * built code on an external Temporal and PostgreSQL, with a model endpoint of the test's.
+ */
+export async function serverProcessEnv(options: {
+  dataDir: string;
+  databaseUrl: string;
+  temporalAddress: string;
+  openAiBaseUrl: string;
+  extra?: Record<string, string>;
+}): Promise<Record<string, string>> {
+  return {
+    DATA_DIR: options.dataDir,
+    DATABASE_URL: options.databaseUrl,
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    TASK_QUEUE_PREFIX: `p-${uniqueSuffix()}-`,
+    PORT: String(await freePort()),
+    OPENAI_BASE_URL: options.openAiBaseUrl,
+    OPENAI_API_KEY: 'test-key',
+    ...options.extra,
+  };
+}
+
+export const apiUrl = (env: Record<string, string>) => `http://127.0.0.1:${env.PORT}`;
+
+export async function startApiProcess(env: Record<string, string>): Promise<StartedProcess> {
+  const api = startProcess('node', ['dist/src/main.js', '--role=api'], env);
+  await waitForStatus(`${apiUrl(env)}/v1/health/`, 200, api, 60_000);
+  return api;
+}
+
+export async function startWorkerProcess(env: Record<string, string>): Promise<StartedProcess> {
+  const worker = startProcess('node', ['dist/src/main.js', '--role=worker'], env);
+  const deadline = Date.now() + 60_000;
+  while (!worker.output().includes('worker polling')) {
+    if (worker.child.exitCode !== null || Date.now() > deadline) {
+      throw new Error(`the worker did not start:\n${worker.output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return worker;
+}
+
+/** Signals the process's whole group (it was started detached) and waits for it to exit. */
+export async function killProcess(proc: StartedProcess, signal: NodeJS.Signals): Promise<void> {
+  if (proc.child.exitCode !== null) return;
+  process.kill(-proc.child.pid!, signal);
+  await proc.exited;
+}

@@ -292,6 +292,62 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     expect(await humanBlock(agent.id)).toBe('Name: Alice\nLikes tea');
   });
 
+  it("accepts Letta's legacy answer forms: tool_return messages, and the request's message id", async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ toolCalls: [{ name: 'read_local_file', arguments: { path: '/a' } }] }, { text: 'ok' });
+    const first = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Read /a' }],
+      client_tools: [READ_LOCAL_FILE],
+    });
+    const call = approvalRequestOf(first).tool_call.tool_call_id;
+    const second = await h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          type: 'tool_return',
+          tool_returns: [{ type: 'tool', tool_call_id: call, tool_return: 'legacy text', status: 'success' }],
+        },
+      ],
+    } as unknown as { messages: { role: 'user'; content: string }[] });
+    expect(second.messages[0]).toMatchObject({ tool_return: 'legacy text' });
+
+    const third = await createAgent({
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue({ toolCalls: [insertTea] }, { text: 'ok' });
+    const paused = await h.client.agents.messages.create(third.id, {
+      messages: [{ role: 'user', content: 'Remember tea' }],
+    });
+    const request = approvalRequestOf(paused);
+    const answered = await h.client.agents.messages.create(third.id, {
+      messages: [{ type: 'approval', approve: true, approval_request_id: request.id }],
+    });
+    expect(answered.messages[0]).toMatchObject({ message_type: 'tool_return_message', status: 'success' });
+    expect(await humanBlock(third.id)).toBe('Name: Alice\nLikes tea');
+  });
+
+  it('sets approval per tool from the body, the TS client’s body field, or the query', async () => {
+    const agent = await createAgent();
+    const patch = (query: string, body?: unknown) =>
+      fetch(`${h.server.url}/v1/agents/${agent.id}/tools/approval/memory_insert${query}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const rules = async () => (await h.client.agents.retrieve(agent.id)).tool_rules;
+    expect((await patch('', { requires_approval: true })).status).toBe(200);
+    expect(await rules()).toEqual([{ type: 'requires_approval', tool_name: 'memory_insert' }]);
+    expect((await patch('?requires_approval=false')).status).toBe(200);
+    expect(await rules()).toEqual([]);
+    expect((await patch('', {})).status).toBe(422);
+    expect((await patch('', { requires_approval: true, extra: 1 })).status).toBe(422);
+    const unknown = await fetch(`${h.server.url}/v1/agents/${agent.id}/tools/approval/no_such_tool`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ requires_approval: true }),
+    });
+    expect(unknown.status).toBe(404);
+  });
+
   it('turns a denial into an error return with the reason, and the step goes on', async () => {
     const agent = await createAgent({
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],

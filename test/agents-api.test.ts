@@ -120,4 +120,23 @@ describe('the agents API through the official Letta client', () => {
     ).rejects.toMatchObject({ status: 400 });
     expect((await client.agents.list({ name })).getPaginatedItems()).toEqual([]);
   });
+
+  it("turns a tool's default_requires_approval into a rule when the tool is attached", async () => {
+    await server.db.query(`UPDATE tools SET default_requires_approval = true WHERE name = 'memory_rethink'`);
+    try {
+      const rule = { type: 'requires_approval', tool_name: 'memory_rethink' };
+      const created = await createAgent({ tools: ['memory_rethink'] });
+      expect(created.tool_rules).toEqual([rule]);
+      const plain = await createAgent();
+      const rethink = created.tools.find((t) => t.name === 'memory_rethink')!;
+      const updated = await client.agents.update(plain.id, {
+        tool_ids: [...plain.tools.map((t) => t.id), rethink.id],
+      });
+      expect(updated.tool_rules).toEqual([rule]);
+    } finally {
+      await server.db.query(
+        `UPDATE tools SET default_requires_approval = null WHERE name = 'memory_rethink'`,
+      );
+    }
+  });
 });

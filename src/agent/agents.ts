@@ -204,6 +204,10 @@ export async function updateAgent(
         agent.id,
         tools.map((t) => t.id),
       );
+      // A newly attached tool brings its default_requires_approval along, as in Letta.
+      const added = tools.filter((t) => !agent.tools.some((old) => old.id === t.id));
+      const rules = withApprovalRules(body.tool_rules ?? agent.tool_rules, added);
+      await repo.updateAgentRow(tx, agent.id, { tool_rules: rules });
     }
     if (body.block_ids) {
       await tx.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agent.id]);

@@ -291,7 +291,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
   /** Waits for the answer to a pause; when the approval timeout passes first, the calls are denied. */
   const waitForAnswer = async (pause: NonNullable<RequestOutcome['pause']>, timeoutMs: number | null) => {
     const answered = () => answers.has(pause.messageId);
-    setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
     if (timeoutMs !== null && !(await condition(answered, Math.max(timeoutMs, 1)))) {
       const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
       if (expired && !answered()) answers.set(pause.messageId, expired);
@@ -303,6 +302,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
   const finish = async (runId: string, outcome: RequestOutcome): Promise<AgentStepResult> => {
     const { stopReason, usage, error } = outcome;
     setCurrentDetails(`Stopped: ${stopReason}`);
+    // Before the run is marked stopped: whoever sees the run stopped finds the workflow tagged too.
+    upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
     await CancellationScope.nonCancellable(() =>
       acts.run.finishRun({
         agentId,
@@ -314,7 +315,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         error,
       }),
     );
-    upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
     return { stopReason, ...(error ? { error } : {}), usage };
   };
 
@@ -323,6 +323,10 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const outcome = await runRequest(request);
     if (!outcome.pause) return finish(request.runId, outcome);
 
+    // Set before the run is marked paused, so that whoever sees it paused sees the workflow say so too.
+    const waitingFor = outcome.pause.calls.map((c) => `${c.name} (${c.id})`).join(', ');
+    setCurrentDetails(`Waiting for approval of ${waitingFor}`);
+    upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
     const { timeoutMs } = await acts.run.requestApproval({
       agentId,
       runId: request.runId,
@@ -331,7 +335,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolCallIds: outcome.pause.calls.map((c) => c.id),
       usage: outcome.usage,
     });
-    upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
     let answered: ApprovalAnswered;
     try {
       answered = await waitForAnswer(outcome.pause, timeoutMs);

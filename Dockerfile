@@ -16,5 +16,7 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8283 DATA_DIR=/data
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# Read by python3 to derive Python tools' schemas (not compiled: it is Python).
+COPY --from=build /app/src/tools/python ./src/tools/python
 EXPOSE 8283
 CMD ["node", "dist/src/main.js"]

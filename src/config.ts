@@ -57,6 +57,8 @@ export const ConfigSchema = z.object({
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
   E2B_API_KEY: optional(z.string()),
+  PYTHON_PATH: z.string().min(1).default('python3'),
+  SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

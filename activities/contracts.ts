@@ -11,6 +11,8 @@ export interface StepTool {
   name: string;
   mode: ToolMode;
   parallel: boolean;
+  /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
+  version: number;
 }
 
 export interface ClientTool {

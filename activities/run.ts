@@ -121,6 +121,7 @@ export function runActivities({ db }: ActivityDeps) {
           name: tool.name,
           mode: toolMode(tool),
           parallel: tool.enable_parallel_execution,
+          version: tool.version,
         })),
         toolRules: agent.tool_rules,
         parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,

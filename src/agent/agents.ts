@@ -218,3 +218,15 @@ export async function updateAgent(
   });
   return (await repo.getAgent(db, agent.id))!;
 }
+
+/** Attaches a tool; its default_requires_approval becomes a rule, as in Letta. */
+export async function attachTool(db: Database, agent: AgentRecord, tool: ToolRow): Promise<void> {
+  await db.transaction(async (tx) => {
+    await repo.attachTools(tx, agent.id, [tool.id]);
+    await repo.updateAgentRow(tx, agent.id, { tool_rules: withApprovalRules(agent.tool_rules, [tool]) });
+  });
+}
+
+export async function detachTool(db: Database, agentId: string, toolId: string): Promise<void> {
+  await db.query('DELETE FROM agent_tools WHERE agent_id = $1 AND tool_id = $2', [agentId, toolId]);
+}

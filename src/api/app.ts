@@ -6,6 +6,7 @@ import { healthRouter } from './health';
 import { agentsRouter } from './routes/agents';
 import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
+import { toolsRouter } from './routes/tools';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -21,6 +22,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(agentsRouter(deps));
   app.use(messagesRouter(deps));
   app.use(runsRouter(deps));
+  app.use(toolsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

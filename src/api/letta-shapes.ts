@@ -1,4 +1,5 @@
 /** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run). */
+import { schemaHealth } from '../tools/schema-health';
 import type { AgentRecord, BlockRow, MessageRow, RunRow, ToolRow } from '../db/rows';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
@@ -40,6 +41,8 @@ export function toolShape(tool: ToolRow) {
     default_requires_approval: tool.default_requires_approval,
     enable_parallel_execution: tool.enable_parallel_execution,
     metadata_: tool.metadata ?? {},
+    version: tool.version,
+    health: schemaHealth((tool.json_schema as { parameters?: unknown }).parameters),
     created_at: iso(tool.created_at),
     updated_at: iso(tool.updated_at),
   };

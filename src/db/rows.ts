@@ -32,6 +32,8 @@ export interface ToolRow {
   default_requires_approval: boolean | null;
   enable_parallel_execution: boolean;
   metadata: Record<string, unknown> | null;
+  /** Bumped by every change; tool_versions keeps each one. */
+  version: number;
   created_at: Date;
   updated_at: Date;
 }

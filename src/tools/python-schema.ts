@@ -30,15 +30,32 @@ export async function schemaFromPython(
   options: PythonSchemaOptions,
   name?: string,
 ): Promise<ToolJsonSchema> {
-  const output = await runPython(JSON.stringify({ source, name }), options);
-  let result: { schema?: ToolJsonSchema; error?: string };
+  return (await askPython<{ schema: ToolJsonSchema }>({ source, name }, options)).schema;
+}
+
+/** The last function's name and docstring (cleaned), without deriving a schema from its signature. */
+export async function pythonSignature(
+  source: string,
+  options: PythonSchemaOptions,
+): Promise<{ name: string; docstring: string | null }> {
+  return (
+    await askPython<{ signature: { name: string; docstring: string | null } }>(
+      { source, mode: 'signature' },
+      options,
+    )
+  ).signature;
+}
+
+async function askPython<T>(request: object, options: PythonSchemaOptions): Promise<T> {
+  const output = await runPython(JSON.stringify(request), options);
+  let result: T & { error?: string };
   try {
     result = JSON.parse(output);
   } catch {
     throw new Error(`the schema generator answered something else than JSON: ${output.slice(0, 200)}`);
   }
   if (result.error) throw new ToolSchemaError(`Failed to derive json schema: ${result.error}`);
-  return result.schema!;
+  return result;
 }
 
 function runPython(input: string, { python, timeoutMs }: PythonSchemaOptions): Promise<string> {

@@ -13,7 +13,8 @@ import {
   type AgentRelationship,
 } from '../letta-shapes';
 import * as repo from '../../db/agents';
-import { createAgent, updateAgent } from '../../agent/agents';
+import { attachTool, createAgent, detachTool, updateAgent } from '../../agent/agents';
+import { getTool } from '../../db/tools';
 import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
 import { pendingApprovalView } from '../pending-approval';
@@ -129,6 +130,28 @@ export function agentsRouter(ctx: ApiContext): Router {
     await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
     // Letta answers its 1.x SDKs with null here, and older clients with the agent.
     res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
+  });
+
+  const loadTool = async (id: string) => {
+    const tool = await getTool(ctx.db, id);
+    if (!tool) throw notFound(`Tool ${id}`);
+    return tool;
+  };
+
+  // Letta answers its 1.x SDKs with null from attach and detach, and older clients with the agent.
+  const afterToolChange = async (req: Request, agentId: string) =>
+    isModernSdk(req) ? null : state(await loadAgent(ctx, agentId));
+
+  router.patch('/v1/agents/:agentId/tools/attach/:toolId', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    await attachTool(ctx.db, agent, await loadTool(req.params.toolId));
+    res.json(await afterToolChange(req, agent.id));
+  });
+
+  router.patch('/v1/agents/:agentId/tools/detach/:toolId', async (req, res) => {
+    const agent = await loadAgent(ctx, req.params.agentId);
+    await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
+    res.json(await afterToolChange(req, agent.id));
   });
 
   router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {

@@ -11,5 +11,6 @@ export interface Migration {
 import { initial } from './0001-initial';
 import { agents } from './0002-agents';
 import { approvals } from './0003-approvals';
+import { toolVersions } from './0004-tool-versions';
 
-export const migrations: Migration[] = [initial, agents, approvals];
+export const migrations: Migration[] = [initial, agents, approvals, toolVersions];

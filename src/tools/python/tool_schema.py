@@ -3,7 +3,8 @@ A tool's JSON schema from its Python source, without running it, as Letta derive
 (letta/functions/functions.py: derive_openai_json_schema; schema_generator.py: generate_schema).
 
 Standard library only. Reads {"source": ..., "name": optional} as JSON on stdin and writes
-{"schema": {...}} or {"error": "..."} (Letta's message) as JSON on stdout.
+{"schema": {...}} or {"error": "..."} (Letta's message) as JSON on stdout; with "mode": "signature",
+{"signature": {"name", "docstring"}} of the last function instead.
 
 Letta rebuilds the function's signature from the AST with real `typing` objects, then maps them to
 JSON schema types; this does the same, so its quirks come along: an annotation it cannot rebuild
@@ -417,10 +418,25 @@ def tool_schema(source, name=None):
     return schema
 
 
+def signature(source):
+    """The last function's name and docstring, for tools whose arguments come from args_json_schema."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ToolSchemaError(f"Failed to parse source code: {error}")
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    if not functions:
+        raise ToolSchemaError("No functions found in source code")
+    return {"name": functions[-1].name, "docstring": ast.get_docstring(functions[-1])}
+
+
 def main():
     request = json.load(sys.stdin)
     try:
-        result = {"schema": tool_schema(request["source"], request.get("name"))}
+        if request.get("mode") == "signature":
+            result = {"signature": signature(request["source"])}
+        else:
+            result = {"schema": tool_schema(request["source"], request.get("name"))}
     except ToolSchemaError as error:
         result = {"error": f"Schema generation failed: {error}"}
     json.dump(result, sys.stdout)

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+const Requirement = z.object({ name: z.string().min(1), version: z.string().nullish() });
+const JsonObject = z.record(z.string(), z.unknown());
+
+const TYPESCRIPT_NEEDS_SCHEMA =
+  'TypeScript tools require an explicit json_schema parameter: their schema is not derived from the source';
+
+/** The fields a tool can be given (Letta's ToolCreate / ToolUpdate); there is no name: it is the schema's. */
+const ToolFieldsSchema = z.object({
+  source_code: z.string(),
+  source_type: z.enum(['python', 'typescript']),
+  description: z.string().nullish(),
+  tags: z.array(z.string()).nullish(),
+  json_schema: JsonObject.nullish(),
+  args_json_schema: JsonObject.nullish(),
+  return_char_limit: z.number().int().min(1).max(1_000_000),
+  pip_requirements: z.array(Requirement).nullish(),
+  npm_requirements: z.array(Requirement).nullish(),
+  default_requires_approval: z.boolean().nullish(),
+  enable_parallel_execution: z.boolean(),
+  metadata_: JsonObject.nullish(),
+});
+
+export const ToolCreateSchema = ToolFieldsSchema.extend({
+  source_type: ToolFieldsSchema.shape.source_type.default('python'),
+  return_char_limit: ToolFieldsSchema.shape.return_char_limit.default(50_000),
+  enable_parallel_execution: ToolFieldsSchema.shape.enable_parallel_execution.default(false),
+}).refine((body) => body.source_type !== 'typescript' || body.json_schema, {
+  message: TYPESCRIPT_NEEDS_SCHEMA,
+  path: ['json_schema'],
+});
+export type ToolCreate = z.infer<typeof ToolCreateSchema>;
+
+export const ToolUpdateSchema = ToolFieldsSchema.partial().refine(
+  (body) => !(body.json_schema && body.args_json_schema),
+  { message: 'Cannot provide both json_schema and args_json_schema', path: ['json_schema'] },
+);
+export type ToolUpdate = z.infer<typeof ToolUpdateSchema>;

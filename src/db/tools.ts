@@ -1,0 +1,96 @@
+import type { Queryable } from './database';
+import type { ToolRow } from './rows';
+import { json, pageByCreatedAt, whereClause, type Page } from './sql';
+
+/** A tool's fields as the registry decides them; id, version and times are the database's. */
+export type ToolFields = Omit<ToolRow, 'id' | 'version' | 'created_at' | 'updated_at'>;
+
+const JSON_COLUMNS = ['json_schema', 'args_json_schema', 'pip_requirements', 'npm_requirements', 'metadata'];
+const COLUMNS = [
+  'name',
+  'tool_type',
+  'description',
+  'source_type',
+  'source_code',
+  'json_schema',
+  'args_json_schema',
+  'tags',
+  'return_char_limit',
+  'pip_requirements',
+  'npm_requirements',
+  'default_requires_approval',
+  'enable_parallel_execution',
+  'metadata',
+] as const;
+
+const values = (fields: ToolFields) =>
+  COLUMNS.map((column) => (JSON_COLUMNS.includes(column) ? json(fields[column]) : fields[column]));
+
+async function recordVersion(db: Queryable, tool: ToolRow): Promise<ToolRow> {
+  await db.query(
+    `INSERT INTO tool_versions (tool_id, version, tool) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+    [tool.id, tool.version, json(tool)],
+  );
+  return tool;
+}
+
+export async function insertTool(db: Queryable, id: string, fields: ToolFields): Promise<ToolRow> {
+  const placeholders = COLUMNS.map((_, i) => `$${i + 2}`).join(', ');
+  const [row] = await db.query<ToolRow>(
+    `INSERT INTO tools (id, ${COLUMNS.join(', ')}) VALUES ($1, ${placeholders}) RETURNING *`,
+    [id, ...values(fields)],
+  );
+  return recordVersion(db, row);
+}
+
+/** Replaces a tool's fields as a new version. */
+export async function updateTool(db: Queryable, id: string, fields: ToolFields): Promise<ToolRow> {
+  const sets = COLUMNS.map((column, i) => `${column} = $${i + 2}`).join(', ');
+  const [row] = await db.query<ToolRow>(
+    `UPDATE tools SET ${sets}, version = version + 1, updated_at = now() WHERE id = $1 RETURNING *`,
+    [id, ...values(fields)],
+  );
+  return recordVersion(db, row);
+}
+
+export function getTool(db: Queryable, id: string): Promise<ToolRow | undefined> {
+  return db.query<ToolRow>('SELECT * FROM tools WHERE id = $1', [id]).then((rows) => rows[0]);
+}
+
+export function getToolByName(db: Queryable, name: string): Promise<ToolRow | undefined> {
+  return db.query<ToolRow>('SELECT * FROM tools WHERE name = $1', [name]).then((rows) => rows[0]);
+}
+
+/** The tool as it was at `version` (what a step resolved at its start). */
+export async function getToolVersion(
+  db: Queryable,
+  id: string,
+  version: number,
+): Promise<ToolRow | undefined> {
+  const [row] = await db.query<{ tool: ToolRow }>(
+    'SELECT tool FROM tool_versions WHERE tool_id = $1 AND version = $2',
+    [id, version],
+  );
+  return row?.tool;
+}
+
+export async function deleteTool(db: Queryable, id: string): Promise<boolean> {
+  return (await db.query('DELETE FROM tools WHERE id = $1 RETURNING id', [id])).length > 0;
+}
+
+export interface ToolFilters {
+  name?: string;
+  names?: string[];
+  toolTypes?: string[];
+  search?: string;
+}
+
+export function listTools(db: Queryable, filters: ToolFilters, page: Page): Promise<ToolRow[]> {
+  const where = whereClause();
+  if (filters.name) where.add('name = ?', filters.name);
+  if (filters.names?.length) where.add('name = ANY(?)', filters.names);
+  if (filters.toolTypes?.length) where.add('tool_type = ANY(?)', filters.toolTypes);
+  if (filters.search) where.add(`name ILIKE ?`, `%${filters.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  const tail = pageByCreatedAt(where, 'tools', page);
+  return db.query<ToolRow>(`SELECT * FROM tools ${where} ${tail}`, where.params);
+}

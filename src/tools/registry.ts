@@ -1,0 +1,151 @@
+/**
+ * Custom tools as Letta's tool manager makes them: the schema from `json_schema` as given, or built
+ * from `args_json_schema`, or derived from the Python source; checked (name, health) before storing.
+ * Create and upsert are the same: a tool of the schema's name is updated, as a new version.
+ */
+import type { Database } from '../db';
+import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
+import type { ToolRow } from '../db/rows';
+import { HttpError } from '../api/errors';
+import type { ToolCreate, ToolUpdate } from '../api/schemas/tools';
+import { newId } from '../ids';
+import {
+  pythonSignature,
+  schemaFromPython,
+  ToolSchemaError,
+  type PythonSchemaOptions,
+} from './python-schema';
+import { schemaHealth, type SchemaHealth } from './schema-health';
+
+/** MAX_TOOL_NAME_LENGTH */
+const MAX_NAME_LENGTH = 48;
+
+type JsonSchema = { name?: unknown; description?: unknown; parameters?: unknown } & Record<string, unknown>;
+
+/** Letta's generate_schema_from_args_schema_v2, from a JSON schema of the arguments. */
+async function schemaFromArgs(source: string, args: Record<string, unknown>, options: PythonSchemaOptions) {
+  const { name, docstring } = await pythonSignature(source, options);
+  const properties = (args.properties ?? {}) as Record<string, Record<string, unknown>>;
+  return {
+    name,
+    description: docstring ?? `The ${name} tool`,
+    parameters: {
+      type: 'object',
+      properties: Object.fromEntries(
+        Object.entries(properties).map(([key, prop]) => {
+          const { title: _title, default: _default, ...rest } = prop;
+          return [key, { ...rest, description: prop.description ?? null }];
+        }),
+      ),
+      required: Array.isArray(args.required) ? args.required : [],
+    },
+  };
+}
+
+async function deriveSchema(body: ToolCreate, options: PythonSchemaOptions): Promise<JsonSchema> {
+  try {
+    if (body.json_schema) return body.json_schema;
+    if (body.args_json_schema) return await schemaFromArgs(body.source_code, body.args_json_schema, options);
+    return (await schemaFromPython(body.source_code, options)) as unknown as JsonSchema;
+  } catch (error) {
+    if (error instanceof ToolSchemaError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
+/** The schema's name and health; a schema that cannot make a tool is a 400 with the reasons. */
+export function checkSchema(schema: JsonSchema): { name: string; health: SchemaHealth } {
+  if (typeof schema.name !== 'string' || !schema.name)
+    throw new HttpError(400, 'The tool schema has no name');
+  if (schema.name.length > MAX_NAME_LENGTH) {
+    throw new HttpError(
+      400,
+      `Tool name '${schema.name}' exceeds the maximum length of ${MAX_NAME_LENGTH} characters`,
+    );
+  }
+  const health = schemaHealth(schema.parameters);
+  if (health.status === 'INVALID') {
+    throw new HttpError(400, `Invalid tool schema for '${schema.name}': ${health.reasons.join('; ')}`);
+  }
+  return { name: schema.name, health };
+}
+
+function fieldsOf(body: ToolCreate, schema: JsonSchema, name: string): ToolFields {
+  return {
+    name,
+    tool_type: 'custom',
+    description: body.description ?? (typeof schema.description === 'string' ? schema.description : null),
+    source_type: body.source_type,
+    source_code: body.source_code,
+    json_schema: schema,
+    args_json_schema: body.args_json_schema ?? null,
+    tags: body.tags ?? [],
+    return_char_limit: body.return_char_limit,
+    pip_requirements: body.pip_requirements ?? null,
+    npm_requirements: body.npm_requirements ?? null,
+    default_requires_approval: body.default_requires_approval ?? null,
+    enable_parallel_execution: body.enable_parallel_execution,
+    metadata: body.metadata_ ?? null,
+  };
+}
+
+/** Creates the tool, or updates the one of the same name (Letta's create_or_update_tool). */
+export async function createOrUpdateTool(
+  db: Database,
+  body: ToolCreate,
+  options: PythonSchemaOptions,
+): Promise<ToolRow> {
+  const schema = await deriveSchema(body, options);
+  const { name } = checkSchema(schema);
+  return db.transaction(async (tx) => {
+    const existing = await getToolByName(tx, name);
+    if (existing && existing.tool_type !== 'custom') {
+      throw new HttpError(
+        409,
+        `Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`,
+      );
+    }
+    const fields = fieldsOf(body, schema, name);
+    return existing ? updateTool(tx, existing.id, fields) : insertTool(tx, newId('tool'), fields);
+  });
+}
+
+/**
+ * Applies a PATCH: the given fields replace the tool's. A new schema (json_schema or args_json_schema)
+ * is checked again; changing the source alone keeps the schema, as in Letta.
+ */
+export async function modifyTool(
+  db: Database,
+  tool: ToolRow,
+  patch: ToolUpdate,
+  options: PythonSchemaOptions,
+): Promise<ToolRow> {
+  if (tool.tool_type !== 'custom')
+    throw new HttpError(409, `Tool '${tool.name}' is a ${tool.tool_type} tool of the server`);
+  const body: ToolCreate = {
+    source_code: patch.source_code ?? tool.source_code ?? '',
+    source_type: patch.source_type ?? (tool.source_type as ToolCreate['source_type']) ?? 'python',
+    description: patch.description !== undefined ? patch.description : tool.description,
+    tags: patch.tags ?? tool.tags,
+    json_schema: patch.json_schema ?? undefined,
+    args_json_schema: patch.args_json_schema ?? tool.args_json_schema,
+    return_char_limit: patch.return_char_limit ?? tool.return_char_limit,
+    pip_requirements: (patch.pip_requirements ?? tool.pip_requirements) as ToolCreate['pip_requirements'],
+    npm_requirements: (patch.npm_requirements ?? tool.npm_requirements) as ToolCreate['npm_requirements'],
+    default_requires_approval:
+      patch.default_requires_approval !== undefined
+        ? patch.default_requires_approval
+        : tool.default_requires_approval,
+    enable_parallel_execution: patch.enable_parallel_execution ?? tool.enable_parallel_execution,
+    metadata_: patch.metadata_ ?? tool.metadata,
+  };
+  const schema =
+    patch.json_schema || patch.args_json_schema
+      ? await deriveSchema(body, options)
+      : (tool.json_schema as JsonSchema);
+  const { name } = checkSchema(schema);
+  if (name !== tool.name && (await getToolByName(db, name))) {
+    throw new HttpError(409, `A tool named '${name}' already exists`);
+  }
+  return updateTool(db, tool.id, fieldsOf(body, schema, name));
+}

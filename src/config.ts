@@ -59,6 +59,13 @@ export const ConfigSchema = z.object({
   E2B_API_KEY: optional(z.string()),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
+  SANDBOX_BWRAP_PATH: z.string().min(1).default('bwrap'),
+  SANDBOX_PYTHON: z.string().min(1).default('/usr/bin/python3'),
+  SANDBOX_MAX_OUTPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

@@ -1,13 +1,40 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
-import { notFound } from '../errors';
+import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { pageQuery, stringList } from '../schemas/common';
-import { ToolCreateSchema, ToolUpdateSchema } from '../schemas/tools';
+import {
+  AgentToolRunSchema,
+  ToolCreateSchema,
+  ToolRunFromSourceSchema,
+  ToolUpdateSchema,
+} from '../schemas/tools';
 import { toolShape } from '../letta-shapes';
 import { deleteTool, getTool, listTools } from '../../db/tools';
 import { createOrUpdateTool, modifyTool } from '../../tools/registry';
+import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
+import { getAgent } from '../../db/agents';
+import { sandboxFor, SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
+
+/** Letta's ToolExecutionResult. */
+const executionShape = (result: ToolRunResult) => ({
+  status: result.status,
+  func_return: result.funcReturn,
+  stdout: result.stdout,
+  stderr: result.stderr,
+  agent_state: null,
+  sandbox_config_fingerprint: null,
+});
+
+async function functionName(source: string, options: PythonSchemaOptions): Promise<string> {
+  try {
+    return (await pythonSignature(source, options)).name;
+  } catch (error) {
+    if (error instanceof ToolSchemaError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
 
 const ListToolsQuery = pageQuery(50, 'desc').extend({
   name: z.string().optional(),
@@ -33,6 +60,52 @@ export function toolsRouter(ctx: ApiContext): Router {
   };
   router.post('/v1/tools', upsert);
   router.put('/v1/tools', upsert);
+
+  const sandbox = sandboxFor(ctx.config);
+  const execute = async (job: ToolJob) => {
+    try {
+      return await sandbox.run(job);
+    } catch (error) {
+      if (error instanceof SandboxUnavailableError) throw new HttpError(503, error.message);
+      throw error;
+    }
+  };
+
+  router.post('/v1/tools/run', async (req, res) => {
+    const body = parseBody(ToolRunFromSourceSchema, req);
+    if (body.source_type !== 'python')
+      throw new HttpError(400, 'Only Python tools can run on this server yet');
+    const result = await execute({
+      name: body.name ?? (await functionName(body.source_code, python)),
+      source: body.source_code,
+      args: body.args,
+      env: body.env_vars ?? {},
+      timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+    });
+    res.json(executionShape(result));
+  });
+
+  router.post('/v1/agents/:agentId/tools/:toolName/run', async (req, res) => {
+    const agent = await getAgent(ctx.db, req.params.agentId);
+    if (!agent) throw notFound(`Agent ${req.params.agentId}`);
+    const tool = agent.tools.find((t) => t.name === req.params.toolName);
+    if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
+    if (tool.tool_type !== 'custom' || tool.source_type !== 'python') {
+      throw new HttpError(400, `Tool ${tool.name} is not a custom Python tool: only those run here yet`);
+    }
+    const result = await execute({
+      name: tool.name,
+      source: tool.source_code ?? '',
+      args: parseBody(AgentToolRunSchema, req).args,
+      env: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
+      timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+    });
+    // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
+    res.json({
+      ...executionShape(result),
+      func_return: result.status === 'error' ? null : result.funcReturn,
+    });
+  });
 
   router.get('/v1/tools', async (req, res) => {
     const query = parseQuery(ListToolsQuery, req);

@@ -37,3 +37,18 @@ export const ToolUpdateSchema = ToolFieldsSchema.partial().refine(
   { message: 'Cannot provide both json_schema and args_json_schema', path: ['json_schema'] },
 );
 export type ToolUpdate = z.infer<typeof ToolUpdateSchema>;
+
+/** Letta's ToolRunFromSource: run source without storing a tool. */
+export const ToolRunFromSourceSchema = z.object({
+  source_code: z.string(),
+  args: JsonObject.default({}),
+  env_vars: z.record(z.string(), z.string()).nullish(),
+  name: z.string().nullish(),
+  source_type: z.enum(['python', 'typescript']).default('python'),
+  json_schema: JsonObject.nullish(),
+  args_json_schema: JsonObject.nullish(),
+  pip_requirements: z.array(Requirement).nullish(),
+  npm_requirements: z.array(Requirement).nullish(),
+});
+
+export const AgentToolRunSchema = z.object({ args: JsonObject.default({}) });

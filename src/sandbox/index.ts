@@ -1,0 +1,15 @@
+import type { Config } from '../config';
+import { localSandbox } from './local';
+import type { Sandbox } from './types';
+
+export type { Sandbox, ToolJob, ToolRunResult } from './types';
+export { SandboxUnavailableError } from './types';
+
+/** The sandbox custom tools run in; the local (bubblewrap) one for now. */
+export function sandboxFor(config: Config): Sandbox {
+  return localSandbox({
+    bwrap: config.SANDBOX_BWRAP_PATH,
+    python: config.SANDBOX_PYTHON,
+    maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+  });
+}

@@ -1,0 +1,106 @@
+import { useAgentServer } from './helpers/agent-server';
+
+/** Custom Python tools run in the local sandbox (bubblewrap): Letta's execution contract, isolated. */
+describe('running custom tools in the local sandbox', () => {
+  const h = useAgentServer('openai', { TOOL_TIMEOUT_MS: '2000' });
+
+  const run = async (source: string, args: Record<string, unknown> = {}, env?: Record<string, string>) => {
+    const res = await fetch(`${h.server.url}/v1/tools/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source_code: source, args, env_vars: env }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const tool = (body: string, signature = '') =>
+    `import os, socket, time\n\ndef probe(${signature}):\n    """Probes."""\n${body
+      .split('\n')
+      .map((line) => `    ${line}`)
+      .join('\n')}\n`;
+
+  it("runs the source's last function with the arguments, and captures what it prints", async () => {
+    const { status, body } = await run(
+      tool('print("working on", city)\nreturn {"city": city, "temp": 21}', 'city: str'),
+      {
+        city: 'Oslo',
+      },
+    );
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      status: 'success',
+      func_return: { city: 'Oslo', temp: 21 },
+      stdout: ['working on Oslo\n'],
+      stderr: [],
+      agent_state: null,
+      sandbox_config_fingerprint: null,
+    });
+  });
+
+  it("turns the tool's exception into an error result with Letta's text and the traceback", async () => {
+    const { body } = await run(tool('raise ValueError("boom")'));
+    expect(body.status).toBe('error');
+    expect(body.func_return).toBe('Error executing function probe: ValueError: boom');
+    expect((body.stderr as string[])[0]).toContain('Traceback');
+  });
+
+  it('keeps the tool away from the server: its environment, the network, the file system, root', async () => {
+    const { body } = await run(
+      tool(
+        [
+          'result = {"uid": os.getuid(), "env": sorted(os.environ)}',
+          'try:',
+          '    socket.create_connection(("127.0.0.1", int(os.environ["SERVER_PORT"])), timeout=2)',
+          '    result["network"] = "reached the server"',
+          'except OSError as error:',
+          '    result["network"] = type(error).__name__',
+          'try:',
+          '    open("/usr/escaped", "w")',
+          '    result["write"] = "wrote to /usr"',
+          'except OSError as error:',
+          '    result["write"] = type(error).__name__',
+          'return result',
+        ].join('\n'),
+      ),
+      {},
+      { SERVER_PORT: new URL(h.server.url).port, GREETING: 'hi' },
+    );
+    const result = body.func_return as { uid: number; env: string[]; network: string; write: string };
+    expect(result.uid).toBe(65534);
+    expect(result.env).toEqual(expect.arrayContaining(['GREETING', 'SERVER_PORT', 'PATH', 'HOME']));
+    expect(result.env).not.toContain('OPENAI_API_KEY');
+    expect(result.env).not.toContain('DATABASE_URL');
+    expect(result.network).toMatch(/OSError|ConnectionRefusedError/);
+    expect(result.write).toMatch(/OSError|PermissionError/);
+  });
+
+  it('kills a tool that runs past the timeout', async () => {
+    const started = Date.now();
+    const { body } = await run(tool('time.sleep(30)'));
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(body).toMatchObject({
+      status: 'error',
+      func_return: 'Error executing function probe: TimeoutError: the tool ran longer than 2 seconds',
+    });
+  });
+
+  it('refuses source that is not Python it can read', async () => {
+    expect((await run('def broken(:\n')).status).toBe(400);
+  });
+
+  it("runs an agent's tool with the agent's secrets as its environment", async () => {
+    const created = await h.client.tools.create({
+      source_code:
+        'import os\n\ndef whoami(greeting: str) -> str:\n    """Greets.\n\n    Args:\n        greeting: The greeting.\n    """\n    return greeting + " " + os.environ["NAME"]\n',
+    });
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [created.id],
+      secrets: { NAME: 'Ada' },
+    });
+    const result = await h.client.agents.tools.run('whoami', {
+      agent_id: agent.id,
+      args: { greeting: 'Hello' },
+    });
+    expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada' });
+  });
+});

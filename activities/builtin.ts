@@ -1,8 +1,7 @@
 /** Built-in tools (memory, conversation_search, fetch_webpage): trusted code of ours, run in-process. */
 import { Context } from '@temporalio/activity';
 import { getAgentRow, agentTools } from '../src/db/agents';
-import { getMessage } from '../src/db/messages';
-import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { findToolExecution } from '../src/db/tool-executions';
 import {
   editsMemory,
   executeBuiltinTool,
@@ -11,54 +10,14 @@ import {
   ToolError,
 } from '../src/tools/builtin';
 import type { Queryable } from '../src/db';
-import {
-  friendlyError,
-  packageFunctionResponse,
-  stringifyReturn,
-  truncateReturn,
-} from '../src/agent/tool-returns';
-import { stripOptionalNulls } from '../src/tools/strict-mode';
-import type { ToolRow } from '../src/db/rows';
+import { friendlyError, stringifyReturn } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
-import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
+import type { ToolCallInput, ToolOutcome } from './contracts';
+import { argumentsFor, outcomeOf, recordResult, type ToolResult } from './tool-results';
 
 /** Letta does not truncate what these return: they page through results themselves. */
 const UNTRUNCATED = new Set(['conversation_search']);
-
-export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
-  return {
-    status: execution.status,
-    ...(text !== undefined && text.length <= SHORT_OUTPUT_CHARS ? { output: text } : {}),
-  };
-}
-
-/** The model's arguments for a stored tool call, without `request_heartbeat`, with rule-fixed ones on top. */
-export async function toolCallArguments(
-  db: ActivityDeps['db'],
-  input: ToolCallInput,
-): Promise<Record<string, unknown>> {
-  const message = await getMessage(db, input.messageId);
-  const call = message?.tool_calls?.find((c) => c.id === input.toolCallId);
-  if (!call) throw new Error(`tool call ${input.toolCallId} is not in message ${input.messageId}`);
-  let args: Record<string, unknown>;
-  try {
-    const parsed = JSON.parse(call.arguments || '{}');
-    args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
-  } catch (error) {
-    throw new ToolError(`the arguments are not valid JSON (${(error as Error).message})`);
-  }
-  delete args.request_heartbeat;
-  return { ...args, ...(input.prefilledArgs ?? {}) };
-}
-
-const toolParameters = (tool: ToolRow | undefined) =>
-  (tool?.json_schema as { parameters?: unknown } | undefined)?.parameters;
-
-interface ToolResult {
-  status: 'success' | 'error';
-  text: string;
-}
 
 /** The tool's own failure (a ToolError) is a result; anything else is left to the activity's retries. */
 async function attempt(run: () => Promise<unknown>): Promise<ToolResult> {
@@ -87,27 +46,14 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
       const execute = async (q: Queryable) => {
         const result = await attempt(async () => {
           if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
-          const args = await toolCallArguments(db, input);
-          const given = agent.llm_config.strict ? stripOptionalNulls(args, toolParameters(tool)) : args;
+          const args = await argumentsFor(db, input, agent, tool);
           return withHeartbeats(
-            executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, given),
+            executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, args),
           );
         });
-        if (result.status === 'success' && !UNTRUNCATED.has(input.toolName)) {
-          result.text = truncateReturn(result.text, tool?.return_char_limit ?? 50_000);
-        }
-        const execution = await recordToolExecution(q, {
-          tool_call_id: input.toolCallId,
-          run_id: input.runId,
-          agent_id: input.agentId,
-          tool_name: input.toolName,
-          status: result.status,
-          func_return: packageFunctionResponse(result.status === 'success', result.text, agent.timezone),
-          stdout: null,
-          stderr:
-            result.status === 'error' ? [friendlyError(input.toolName, 'ValueError', result.text)] : null,
-        });
-        return outcomeOf(execution, result.text);
+        const stderr =
+          result.status === 'error' ? [friendlyError(input.toolName, 'ValueError', result.text)] : null;
+        return recordResult(q, input, agent, tool, { ...result, stderr }, UNTRUNCATED.has(input.toolName));
       };
 
       if (!editsMemory(input.toolName)) return execute(db);

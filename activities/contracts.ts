@@ -8,6 +8,7 @@ import type { ToolRule } from '../src/schemas/tool-rules';
 export type ToolMode = 'builtin' | 'sandbox' | 'mcp' | 'client' | 'unknown';
 
 export interface StepTool {
+  id: string;
   name: string;
   mode: ToolMode;
   parallel: boolean;
@@ -69,6 +70,12 @@ export interface ToolCallInput {
   toolName: string;
   /** Arguments tool rules fix for this call; they override the model's. */
   prefilledArgs?: Record<string, unknown>;
+}
+
+/** A custom tool's call: which tool, at the version the step resolved at its start. */
+export interface SandboxToolCallInput extends ToolCallInput {
+  toolId: string;
+  toolVersion: number;
 }
 
 export interface ToolOutcome {

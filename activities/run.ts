@@ -118,6 +118,7 @@ export function runActivities({ db }: ActivityDeps) {
       const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
       return {
         tools: tools.map((tool) => ({
+          id: tool.id,
           name: tool.name,
           mode: toolMode(tool),
           parallel: tool.enable_parallel_execution,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { sandboxActivities } from '../activities/sandbox';
 import { createApp } from './api/app';
 import { providerRegistry } from './llm';
 import { ensureBuiltinTools } from './tools/builtin';
@@ -13,7 +14,8 @@ import { connectTemporal, errorText } from './temporal/connection';
 import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
-import { createAgentWorker } from './temporal/worker';
+import { createAgentWorker, createToolWorker } from './temporal/worker';
+import { sandboxFor } from './sandbox';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -76,7 +78,7 @@ export async function startServer(
 
     const queues = taskQueues(config.TASK_QUEUE_PREFIX);
     if (role !== 'api') {
-      const worker = await createAgentWorker({
+      const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
@@ -94,15 +96,30 @@ export async function startServer(
             },
           }),
       });
-      const running = worker.run().catch((error) => {
-        log.fatal({ error: errorText(error) }, 'worker failed');
-        failed(error);
+      const sandboxWorker = await createToolWorker({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: queues.sandbox,
+        activities: sandboxActivities({
+          db,
+          sandbox: sandboxFor(config),
+          toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+        }),
       });
-      undo.push(async () => {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await running;
-      });
-      log.info({ taskQueue: queues.agent, namespace: config.TEMPORAL_NAMESPACE }, 'worker polling');
+      for (const worker of [agentWorker, sandboxWorker]) {
+        const running = worker.run().catch((error) => {
+          log.fatal({ error: errorText(error), taskQueue: worker.options.taskQueue }, 'worker failed');
+          failed(error);
+        });
+        undo.push(async () => {
+          if (worker.getState() === 'RUNNING') worker.shutdown();
+          await running;
+        });
+      }
+      log.info(
+        { taskQueues: [queues.agent, queues.sandbox], namespace: config.TEMPORAL_NAMESPACE },
+        'worker polling',
+      );
     }
 
     let url: string | undefined;
@@ -112,7 +129,7 @@ export async function startServer(
         config,
         connection,
         temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
-        agentTaskQueue: queues.agent,
+        taskQueues: queues,
         log,
       });
       const server = await listen(app, config.PORT, config.HOST);

@@ -103,4 +103,43 @@ describe('running custom tools in the local sandbox', () => {
     });
     expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada' });
   });
+
+  const versioned = (reply: string) =>
+    `def pick_word(topic: str) -> str:\n    """Picks a word.\n\n    Args:\n        topic: What about.\n    """\n    print("picking for", topic)\n    return "${reply} " + topic\n`;
+
+  it('runs a custom tool the model calls in a step, at the version the step started with', async () => {
+    const tool = await h.client.tools.create({ source_code: versioned('first') });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    // The model takes its time: meanwhile the tool changes, and the step keeps the version it resolved.
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'pick_word', arguments: { topic: 'cats' } }], delayMs: 1_500 },
+      { text: 'Done.' },
+    );
+    const run = await h.client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'A word about cats?' }],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await h.client.tools.upsert({ source_code: versioned('second') });
+    let current = await h.client.runs.retrieve(run.id);
+    for (let i = 0; i < 100 && current.status !== 'completed' && current.status !== 'failed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      current = await h.client.runs.retrieve(run.id);
+    }
+    expect(current.stop_reason).toBe('end_turn');
+    const messages = (await h.client.runs.messages.list(run.id)).getPaginatedItems();
+    expect(messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+      tool_return: 'first cats',
+      stdout: ['picking for cats\n'],
+    });
+
+    // The next step resolves the new version.
+    h.stub.enqueue({ toolCalls: [{ name: 'pick_word', arguments: { topic: 'dogs' } }] }, { text: 'Done.' });
+    const next = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'And dogs?' }],
+    });
+    expect(next.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      tool_return: 'second dogs',
+    });
+  });
 });

@@ -22,6 +22,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
+import type { sandboxActivities } from '../activities/sandbox';
 import type {
   ClientTool,
   ModelTurn,
@@ -52,6 +53,7 @@ import {
 } from './tool-rules';
 
 type Activities = ReturnType<typeof createActivities>;
+type SandboxActivities = ReturnType<typeof sandboxActivities>;
 type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
@@ -60,7 +62,7 @@ const REQUIRED_TOOL_ALERT = (names: string[]) =>
 /** Longest error message kept in the workflow's result (the history stays small). */
 const ERROR_MESSAGE_CHARS = 500;
 
-function activityProxies(limits: AgentStepLimits) {
+function activityProxies(limits: AgentStepLimits, sandboxTaskQueue: string) {
   const bookkeeping: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
@@ -87,6 +89,8 @@ function activityProxies(limits: AgentStepLimits) {
     modelOptions: model,
     tool: proxyActivities<Activities>(tool),
     toolOptions: tool,
+    sandbox: proxyActivities<SandboxActivities>({ ...tool, taskQueue: sandboxTaskQueue }),
+    sandboxOptions: { ...tool, taskQueue: sandboxTaskQueue },
   };
 }
 
@@ -144,7 +148,7 @@ interface RequestOutcome {
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
-  const acts = activityProxies(limits);
+  const acts = activityProxies(limits, input.sandboxTaskQueue);
 
   // Answers by the approval request they answer; the first one counts (a client's retry repeats it).
   // Kept whenever they come: after a worker crash, the signal can be delivered in the same activation
@@ -175,6 +179,13 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       return acts.tool.runBuiltinTool.executeWithOptions(
         { ...acts.toolOptions, summary: `${call.name} (built-in)` },
         [callInput],
+      );
+    }
+    if (tool?.mode === 'sandbox') {
+      setCurrentDetails(`Running tool ${call.name} (sandbox)`);
+      return acts.sandbox.runSandboxTool.executeWithOptions(
+        { ...acts.sandboxOptions, summary: `${call.name} (sandbox)` },
+        [{ ...callInput, toolId: tool.id, toolVersion: tool.version }],
       );
     }
     const reason = tool

@@ -19,6 +19,8 @@ export interface AgentStepLimits {
 export interface AgentStepInput {
   agentId: string;
   runId: string;
+  /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
+  sandboxTaskQueue: string;
   clientTools: ClientTool[];
   limits: AgentStepLimits;
 }

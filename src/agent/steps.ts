@@ -96,6 +96,7 @@ export async function startAgentStep(
   const input: AgentStepInput = {
     agentId: request.agentId,
     runId,
+    sandboxTaskQueue: ctx.taskQueues.sandbox,
     clientTools: request.clientTools,
     limits: {
       maxSteps: request.maxSteps,
@@ -108,7 +109,7 @@ export async function startAgentStep(
     },
   };
   const handle = await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {
-    taskQueue: ctx.agentTaskQueue,
+    taskQueue: ctx.taskQueues.agent,
     workflowId,
     args: [input],
     typedSearchAttributes: [

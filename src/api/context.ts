@@ -2,13 +2,14 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Database } from '../db';
 import type { Logger } from '../logger';
+import type { TaskQueues } from '../temporal/task-queues';
 
 /** What route handlers work with. */
 export interface ApiContext {
   db: Database;
   config: Config;
   temporal: Client;
-  /** The `agent` task queue, where agent-step workflows run. */
-  agentTaskQueue: string;
+  /** Where agent-step workflows run (`agent`) and custom tools (`sandbox`), prefixed. */
+  taskQueues: TaskQueues;
   log: Logger;
 }

@@ -25,3 +25,13 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
     maxCachedWorkflows: options.maxCachedWorkflows,
   });
 }
+
+/** A worker for one tool execution mode's task queue (`tools-sandbox`, `tools-mcp`): activities only. */
+export function createToolWorker(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows'>) {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    activities: options.activities,
+  });
+}

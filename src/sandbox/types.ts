@@ -1,5 +1,28 @@
 /** One execution mode of custom tools behind one interface, as Letta's sandboxes are. */
 
+/** Limits the runner sets on itself before the tool's code runs (rlimits; they hold in every backend). */
+export interface ToolLimits {
+  cpu_seconds: number;
+  address_space_bytes: number;
+  file_size_bytes: number;
+  open_files: number;
+  processes: number;
+}
+
+/** What a tool that takes `agent_state` sees of the agent; its block edits come back in the result. */
+export interface AgentStateSnapshot {
+  id: string;
+  name: string;
+  memory: {
+    blocks: { label: string; value: string; limit: number; description: string | null; read_only: boolean }[];
+  };
+}
+
+export interface PipRequirement {
+  name: string;
+  version?: string | null;
+}
+
 export interface ToolJob {
   /** The tool's name, for error texts. */
   name: string;
@@ -8,6 +31,10 @@ export interface ToolJob {
   /** The only environment the tool sees (its sandbox config's variables and the agent's secrets). */
   env: Record<string, string>;
   timeoutMs: number;
+  pipRequirements?: PipRequirement[];
+  /** Given when the function takes `agent_state`. */
+  agentState?: AgentStateSnapshot;
+  agentId?: string;
 }
 
 /** Letta's execution contract: a status, the function's return, and what it printed. */
@@ -16,6 +43,8 @@ export interface ToolRunResult {
   funcReturn: unknown;
   stdout: string[];
   stderr: string[];
+  /** The block values after the call, when the tool was given `agent_state`. */
+  agentState?: { memory: { blocks: { label: string; value: string }[] } } | null;
 }
 
 export interface Sandbox {
@@ -25,4 +54,11 @@ export interface Sandbox {
 /** The sandbox cannot run anything here (not installed, not permitted): a server problem, not the tool's. */
 export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
+}
+
+/** What the runner (runner.py) reports: Letta's result fields. */
+export interface RunnerResult {
+  status: 'success' | 'error';
+  func_return: unknown;
+  agent_state?: ToolRunResult['agentState'];
 }

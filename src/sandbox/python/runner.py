@@ -1,18 +1,81 @@
 """
 Runs one tool call (Letta's execution contract). Reads the job as JSON on stdin:
-{"source": ..., "args": {...}}; defines the source's functions, calls the last one with the arguments,
-and writes {"status", "func_return"} as JSON on fd 3, apart from the tool's own stdout and stderr.
+{"source", "args", "limits"?, "agent_state"?, "agent_id"?, "marker"?}; defines the source's functions,
+calls the last one with the arguments, and writes {"status", "func_return", "agent_state"} as JSON apart
+from the tool's own stdout and stderr: on fd 3, or, where only stdout exists (remote sandboxes), framed
+on stdout as marker + 4-byte big-endian length + md5 hex + payload.
 Standard library only; runs inside the sandbox.
 """
 import ast
+import asyncio
+import hashlib
+import inspect
 import json
 import os
+import resource
+import struct
 import sys
 import traceback
 
+LIMITS = {
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "address_space_bytes": resource.RLIMIT_AS,
+    "file_size_bytes": resource.RLIMIT_FSIZE,
+    "open_files": resource.RLIMIT_NOFILE,
+    "processes": resource.RLIMIT_NPROC,
+}
 
-def last_function_name(source):
-    functions = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)]
+
+def apply_limits(limits):
+    for name, value in (limits or {}).items():
+        resource.setrlimit(LIMITS[name], (value, value))
+
+
+class Block:
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+
+class Memory:
+    """The part of Letta's Memory that tools use, over a snapshot of the agent's blocks."""
+
+    def __init__(self, blocks):
+        self.blocks = [Block(b) for b in blocks]
+
+    def list_block_labels(self):
+        return [b.label for b in self.blocks]
+
+    def get_block(self, label):
+        for block in self.blocks:
+            if block.label == label:
+                return block
+        labels = ", ".join(self.list_block_labels())
+        raise KeyError(f"Block field {label} does not exist (available sections = {labels})")
+
+    def update_block_value(self, label, value):
+        if not isinstance(value, str):
+            raise ValueError("Provided value must be a string")
+        block = self.get_block(label)
+        if getattr(block, "read_only", False):
+            raise ValueError(f"Block {label} is read-only")
+        block.value = value
+
+
+class AgentState:
+    """A snapshot of the agent for tools that take `agent_state`; block edits are written back."""
+
+    def __init__(self, snapshot):
+        fields = {k: v for k, v in snapshot.items() if k != "memory"}
+        self.__dict__.update(fields)
+        self.memory = Memory(snapshot.get("memory", {}).get("blocks", []))
+
+
+def last_function(source):
+    functions = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     if not functions:
         raise ValueError("No functions found in source code")
     return functions[-1].name
@@ -27,25 +90,59 @@ def portable(value):
         return str(value)
 
 
-def main():
-    job = json.load(sys.stdin)
-    result_channel = os.fdopen(3, "w")
+def call(function, args, job, agent_state):
+    parameters = inspect.signature(function).parameters
+    if "agent_state" in parameters:
+        args["agent_state"] = agent_state
+    if "agent_id" in parameters:
+        args["agent_id"] = job.get("agent_id")
+    if inspect.iscoroutinefunction(function):
+        return asyncio.run(function(**args))
+    return function(**args)
+
+
+def edited_blocks(agent_state):
+    if agent_state is None:
+        return None
+    return {"memory": {"blocks": [{"label": b.label, "value": b.value} for b in agent_state.memory.blocks]}}
+
+
+def run(job):
     name = "tool"
+    agent_state = AgentState(job["agent_state"]) if job.get("agent_state") else None
     try:
-        name = last_function_name(job["source"])
+        name = last_function(job["source"])
         namespace = {"__name__": "__letta_tool__"}
         exec(compile(job["source"], "<tool>", "exec"), namespace)
-        value = namespace[name](**job.get("args", {}))
-        result = {"status": "success", "func_return": portable(value)}
+        value = call(namespace[name], dict(job.get("args", {})), job, agent_state)
+        return {"status": "success", "func_return": portable(value), "agent_state": edited_blocks(agent_state)}
     except BaseException as error:  # noqa: BLE001 - every failure of the tool is its result
         traceback.print_exc()
-        result = {
+        return {
             "status": "error",
             "func_return": f"Error executing function {name}: {type(error).__name__}: {error}",
+            "agent_state": None,
         }
+
+
+def send(result, marker):
+    payload = json.dumps(result).encode()
+    if marker is None:
+        with os.fdopen(3, "wb") as channel:
+            channel.write(payload)
+        return
+    frame = bytes.fromhex(marker) + struct.pack(">I", len(payload)) + hashlib.md5(payload).hexdigest().encode()
+    sys.stdout.buffer.write(frame + payload)
+    sys.stdout.buffer.flush()
+
+
+def main():
+    job = json.load(sys.stdin)
+    apply_limits(job.get("limits"))
+    result = run(job)
     sys.stdout.flush()
-    json.dump(result, result_channel)
-    result_channel.close()
+    sys.stderr.flush()
+    send(result, job.get("marker"))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,11 @@ import type { Database } from '../src/db';
 import { getAgent } from '../src/db/agents';
 import { findToolExecution } from '../src/db/tool-executions';
 import { getTool, getToolVersion } from '../src/db/tools';
+import type { AgentRecord, ToolRow } from '../src/db/rows';
 import { stringifyReturn } from '../src/agent/tool-returns';
-import type { Sandbox } from '../src/sandbox';
+import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
+import { lockAgentMemory } from '../src/tools/builtin';
+import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import type { SandboxToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
@@ -21,7 +24,48 @@ export interface SandboxActivityDeps {
   toolTimeoutMs: number;
 }
 
+const resultOf = (run: ToolRunResult): ToolResult => ({
+  status: run.status,
+  text: stringifyReturn(run.funcReturn),
+  stdout: run.stdout,
+  stderr: run.stderr,
+});
+
 export function sandboxActivities({ db, sandbox, toolTimeoutMs }: SandboxActivityDeps) {
+  const jobFor = async (input: SandboxToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
+    if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
+    return customToolJob(agent, tool, await argumentsFor(db, input, agent, tool), {
+      timeoutMs: toolTimeoutMs,
+      env: {
+        ...Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
+        LETTA_AGENT_ID: agent.id,
+        LETTA_TOOL_ID: tool.id,
+      },
+    });
+  };
+
+  /** The call's record and the tool's memory edits commit together, once, under the agent's memory lock. */
+  const record = (
+    input: SandboxToolCallInput,
+    agent: AgentRecord,
+    tool: ToolRow | undefined,
+    job: ToolJob,
+    run: ToolRunResult,
+  ) =>
+    db.transaction(async (tx) => {
+      await lockAgentMemory(tx, input.agentId);
+      const recorded = await findToolExecution(tx, input.toolCallId);
+      if (recorded) return outcomeOf(recorded);
+      let result = resultOf(run);
+      try {
+        if (run.status === 'success') await writeBackMemory(tx, input.agentId, job, run);
+      } catch (error) {
+        if (!(error instanceof ToolError)) throw error;
+        result = { ...result, status: 'error', text: error.message };
+      }
+      return recordResult(tx, input, agent, tool, result);
+    });
+
   return {
     /**
      * Runs a custom tool once per tool call id, at the version the step resolved when it started. The
@@ -34,36 +78,15 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs }: SandboxActivit
       if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
       const tool =
         (await getToolVersion(db, input.toolId, input.toolVersion)) ?? (await getTool(db, input.toolId));
-      let result: ToolResult;
+      let job: ToolJob;
       try {
-        if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
-        const run = await withHeartbeats(
-          sandbox.run(
-            {
-              name: tool.name,
-              source: tool.source_code,
-              args: await argumentsFor(db, input, agent, tool),
-              env: {
-                ...Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
-                LETTA_AGENT_ID: agent.id,
-                LETTA_TOOL_ID: tool.id,
-              },
-              timeoutMs: toolTimeoutMs,
-            },
-            Context.current().cancellationSignal,
-          ),
-        );
-        result = {
-          status: run.status,
-          text: stringifyReturn(run.funcReturn),
-          stdout: run.stdout,
-          stderr: run.stderr,
-        };
+        job = await jobFor(input, agent, tool);
       } catch (error) {
         if (!(error instanceof ToolError)) throw error;
-        result = { status: 'error', text: error.message };
+        return recordResult(db, input, agent, tool, { status: 'error', text: error.message });
       }
-      return recordResult(db, input, agent, tool ?? undefined, result);
+      const run = await withHeartbeats(sandbox.run(job, Context.current().cancellationSignal));
+      return record(input, agent, tool, job, run);
     },
   };
 }

@@ -59,7 +59,26 @@ export const ConfigSchema = z.object({
   E2B_API_KEY: optional(z.string()),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
+  SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b']).default('local'),
   SANDBOX_BWRAP_PATH: z.string().min(1).default('bwrap'),
+  SANDBOX_CPU_SECONDS: z.coerce.number().int().positive().default(180),
+  SANDBOX_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024 * 1024),
+  SANDBOX_FILE_SIZE_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
+  SANDBOX_TMP_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
+  SANDBOX_OPEN_FILES: z.coerce.number().int().positive().default(256),
+  SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(128),
   SANDBOX_PYTHON: z.string().min(1).default('/usr/bin/python3'),
   SANDBOX_MAX_OUTPUT_BYTES: z.coerce
     .number()

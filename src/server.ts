@@ -15,7 +15,7 @@ import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
-import { sandboxFor } from './sandbox';
+import { sandboxFor, type ConfiguredSandbox } from './sandbox';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -77,6 +77,8 @@ export async function startServer(
     await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
 
     const queues = taskQueues(config.TASK_QUEUE_PREFIX);
+    const sandbox = sandboxFor(config);
+    void reportSandbox(sandbox, log);
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({
         connection,
@@ -102,7 +104,7 @@ export async function startServer(
         taskQueue: queues.sandbox,
         activities: sandboxActivities({
           db,
-          sandbox: sandboxFor(config),
+          sandbox,
           toolTimeoutMs: config.TOOL_TIMEOUT_MS,
         }),
       });
@@ -130,6 +132,7 @@ export async function startServer(
         connection,
         temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
         taskQueues: queues,
+        sandbox,
         log,
       });
       const server = await listen(app, config.PORT, config.HOST);
@@ -195,4 +198,20 @@ function closeServer(server: http.Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
+}
+
+/** The start-up probe of the sandbox, in the log: custom tools are refused while it fails. */
+async function reportSandbox(sandbox: ConfiguredSandbox, log: Logger): Promise<void> {
+  const problem = await sandbox.problem();
+  if (problem)
+    log.error(
+      { sandbox: sandbox.describe(), problem },
+      'the sandbox does not work here: custom tools are refused',
+    );
+  else if (sandbox.describe().includes('NO isolation'))
+    log.warn(
+      { sandbox: sandbox.describe() },
+      'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',
+    );
+  else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
 }

@@ -79,7 +79,8 @@ describe('running custom tools in the local sandbox', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(body).toMatchObject({
       status: 'error',
-      func_return: 'Error executing function probe: TimeoutError: the tool ran longer than 2 seconds',
+      func_return:
+        'Error executing function probe: TimeoutError: Executing tool probe timed out after 2.0 seconds.',
     });
   });
 
@@ -141,5 +142,62 @@ describe('running custom tools in the local sandbox', () => {
     expect(next.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
       tool_return: 'second dogs',
     });
+  });
+  it('gives a tool that asks for them the agent id and a snapshot of its memory, and writes edits back', async () => {
+    const tool = await h.client.tools.create({
+      source_code: [
+        'async def remember(fact: str, agent_state: "AgentState", agent_id: str) -> str:',
+        '    """Remembers a fact about the human.',
+        '',
+        '    Args:',
+        '        fact: The fact.',
+        '        agent_id: Filled in by the server.',
+        '    """',
+        '    human = agent_state.memory.get_block("human")',
+        '    agent_state.memory.update_block_value("human", human.value + "\\n" + fact)',
+        '    return f"{agent_id} remembers {fact}"',
+        '',
+      ].join('\n'),
+    });
+    expect(Object.keys(tool.json_schema?.parameters?.properties ?? {})).toEqual(['fact', 'agent_id']);
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [tool.id],
+      memory_blocks: [{ label: 'human', value: 'Name: Ada' }],
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'remember', arguments: { fact: 'likes tea' } }] },
+      { text: 'Noted.' },
+    );
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea.' }],
+    });
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+      tool_return: `${agent.id} remembers likes tea`,
+    });
+    const human = await h.client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    expect(human.value).toBe('Name: Ada\nlikes tea');
+  });
+
+  it("refuses a memory write-back past the block's limit, as an error the model sees", async () => {
+    const tool = await h.client.tools.create({
+      source_code:
+        'def shout(agent_state: "AgentState") -> str:\n    """Shouts."""\n    agent_state.memory.update_block_value("human", "A" * 500)\n    return "done"\n',
+    });
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [tool.id],
+      memory_blocks: [{ label: 'human', value: 'Name: Ada', limit: 100 }],
+    });
+    h.stub.enqueue({ toolCalls: [{ name: 'shout', arguments: {} }] }, { text: 'Oops.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Shout.' }],
+    });
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'error',
+      tool_return: expect.stringContaining('Exceeds 100 character limit (requested 500)'),
+    });
+    expect((await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Name: Ada');
   });
 });

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Database } from '../db';
 import type { Logger } from '../logger';
+import type { ConfiguredSandbox } from '../sandbox';
 import type { TaskQueues } from '../temporal/task-queues';
 
 /** What route handlers work with. */
@@ -11,5 +12,7 @@ export interface ApiContext {
   temporal: Client;
   /** Where agent-step workflows run (`agent`) and custom tools (`sandbox`), prefixed. */
   taskQueues: TaskQueues;
+  /** Where `POST /v1/tools/run` and the agent tool run endpoint run custom tools. */
+  sandbox: ConfiguredSandbox;
   log: Logger;
 }

@@ -1,15 +1,87 @@
 import type { Config } from '../config';
+import { cgroups } from './cgroups';
 import { localSandbox } from './local';
-import type { Sandbox } from './types';
+import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
-export type { Sandbox, ToolJob, ToolRunResult } from './types';
+export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
 export { SandboxUnavailableError } from './types';
 
-/** The sandbox custom tools run in; the local (bubblewrap) one for now. */
-export function sandboxFor(config: Config): Sandbox {
-  return localSandbox({
+/** The configured sandbox, with what its start-up probe found. */
+export interface ConfiguredSandbox extends Sandbox {
+  /** Null when the sandbox works here; otherwise why it does not. Run once, then remembered. */
+  problem(): Promise<string | null>;
+  describe(): string;
+}
+
+const PROBE: ToolJob = {
+  name: 'probe',
+  source: 'def probe():\n    return "ok"\n',
+  args: {},
+  env: {},
+  timeoutMs: 15_000,
+};
+
+async function probe(sandbox: Sandbox): Promise<string | null> {
+  try {
+    const result = await sandbox.run(PROBE);
+    if (result.status === 'success' && result.funcReturn === 'ok') return null;
+    // What bubblewrap or setpriv said is the reason; the runner's own text only when they said nothing.
+    const said = result.stderr.join('\n').trim() || String(result.funcReturn);
+    return said.replace(/\s*\n\s*/g, '; ');
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Refuses every tool, with the probe's finding and what the operator can do, when the probe failed. */
+function guarded(sandbox: Sandbox, what: string): ConfiguredSandbox {
+  let found: Promise<string | null> | undefined;
+  const problem = () => (found ??= probe(sandbox));
+  return {
+    problem,
+    describe: () => what,
+    async run(job, signal) {
+      const reason = await problem();
+      if (!reason) return sandbox.run(job, signal);
+      return refusal(job, reason);
+    },
+  };
+}
+
+function refusal(job: ToolJob, reason: string): ToolRunResult {
+  const advice =
+    'Custom tools are refused: fix the sandbox, or set SANDBOX_TYPE=local-unsafe to run them without isolation';
+  return {
+    status: 'error',
+    funcReturn: `Error executing function ${job.name}: SandboxUnavailableError: the local sandbox (bubblewrap) does not work on this host (${reason.slice(0, 300)}). ${advice}.`,
+    stdout: [],
+    stderr: [],
+  };
+}
+
+/** The sandbox custom tools run in, as the operator chose it (SANDBOX_TYPE); never switched implicitly. */
+export function sandboxFor(config: Config): ConfiguredSandbox {
+  const limits = {
+    cpu_seconds: config.SANDBOX_CPU_SECONDS,
+    address_space_bytes: config.SANDBOX_MEMORY_BYTES,
+    file_size_bytes: config.SANDBOX_FILE_SIZE_BYTES,
+    open_files: config.SANDBOX_OPEN_FILES,
+    processes: config.SANDBOX_MAX_PROCESSES,
+  };
+  const cgroupLimits = cgroups({
+    memoryBytes: config.SANDBOX_MEMORY_BYTES,
+    processes: config.SANDBOX_MAX_PROCESSES,
+  });
+  const isolation = config.SANDBOX_TYPE === 'local-unsafe' ? 'none' : 'bubblewrap';
+  const sandbox = localSandbox({
+    isolation,
     bwrap: config.SANDBOX_BWRAP_PATH,
     python: config.SANDBOX_PYTHON,
     maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+    tmpBytes: config.SANDBOX_TMP_BYTES,
+    limits,
+    cgroups: cgroupLimits,
   });
+  const what = `${config.SANDBOX_TYPE} (${isolation === 'none' ? 'NO isolation' : 'bubblewrap'}; ${cgroupLimits.describe()})`;
+  return guarded(sandbox, what);
 }

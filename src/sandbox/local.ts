@@ -1,50 +1,99 @@
 /**
- * The local sandbox: the tool runs in bubblewrap with a read-only view of /usr, a private /tmp, no
- * network, a non-root uid, no capabilities and only the environment it is given; it dies with its
- * parent. The job goes in on stdin, the result comes back on fd 3 (runner.py), apart from the tool's
- * own stdout and stderr, which are captured and capped.
+ * The local sandbox: the tool runs in bubblewrap with a read-only view of /usr, private tmpfs work
+ * directory and /tmp, no network, a non-root uid, no capabilities and only the environment it is given;
+ * it dies with its parent. The runner sets rlimits on itself before the tool's code runs, and a cgroup
+ * caps memory and processes where the hierarchy is writable. The job goes in on stdin, the result comes
+ * back on fd 3 (runner.py), apart from the tool's own stdout and stderr, which are captured and capped.
+ *
+ * `isolation: 'none'` is the operator's explicit `local-unsafe` choice for hosts where bubblewrap
+ * cannot run: the same runner and limits in a plain subprocess, still with a cleared environment.
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths';
-import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
+import type { Cgroups } from './cgroups';
+import {
+  SandboxUnavailableError,
+  type RunnerResult,
+  type Sandbox,
+  type ToolJob,
+  type ToolLimits,
+  type ToolRunResult,
+} from './types';
 
 const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
+/** The uid tools run as when the server is root: without root, RLIMIT_NPROC holds and files are safe. */
+const NOBODY = 65534;
 
 export interface LocalSandboxOptions {
+  isolation: 'bubblewrap' | 'none';
   bwrap: string;
   /** The Python inside the sandbox: the system one under /usr. */
   python: string;
   maxOutputBytes: number;
+  /** Size of each of the private tmpfs mounts (work directory and /tmp). */
+  tmpBytes: number;
+  limits: ToolLimits;
+  cgroups: Cgroups;
 }
 
-function bubblewrapArgs(job: ToolJob, python: string): string[] {
-  const env = Object.entries({
-    ...job.env,
-    PATH: '/usr/bin:/bin',
-    HOME: '/tmp',
-    PYTHONDONTWRITEBYTECODE: '1',
-  });
-  return [
+interface Command {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+const toolEnv = (job: ToolJob) => ({
+  ...job.env,
+  PATH: '/usr/bin:/bin',
+  HOME: '/work',
+  PYTHONDONTWRITEBYTECODE: '1',
+  PYTHONUNBUFFERED: '1',
+});
+
+function bubblewrapCommand(job: ToolJob, options: LocalSandboxOptions): Command {
+  const env = Object.entries(toolEnv(job));
+  const args = [
     '--ro-bind', '/usr', '/usr',
     '--symlink', 'usr/lib', '/lib',
     '--symlink', 'usr/lib64', '/lib64',
     '--symlink', 'usr/bin', '/bin',
     '--proc', '/proc',
     '--dev', '/dev',
-    '--tmpfs', '/tmp',
+    '--size', String(options.tmpBytes), '--tmpfs', '/tmp',
+    '--size', String(options.tmpBytes), '--tmpfs', '/work',
     '--ro-bind', RUNNER_DIR, '/sandbox',
-    '--chdir', '/tmp',
+    '--chdir', '/work',
     '--unshare-all',
     '--die-with-parent',
     '--new-session',
     '--cap-drop', 'ALL',
-    '--uid', '65534',
-    '--gid', '65534',
+    '--uid', String(NOBODY),
+    '--gid', String(NOBODY),
     '--clearenv',
     ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    python, '-I', '/sandbox/runner.py',
+    options.python, '-I', '/sandbox/runner.py',
   ]; // prettier-ignore
+  return { file: options.bwrap, args, env: {} };
+}
+
+function plainCommand(job: ToolJob, options: LocalSandboxOptions, cwd: string): Command {
+  return {
+    file: options.python,
+    args: ['-I', path.join(RUNNER_DIR, 'runner.py')],
+    env: { ...toolEnv(job), HOME: cwd },
+    cwd,
+  };
+}
+
+/** As root, drop to nobody before anything of the tool's runs (setpriv execs, so the pid stays ours). */
+function unprivileged(command: Command): Command {
+  if (process.getuid?.() !== 0) return command;
+  const setpriv = ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--'];
+  return { ...command, file: 'setpriv', args: [...setpriv, command.file, ...command.args] };
 }
 
 /** Collects a stream up to `max` bytes; the rest is counted, not kept. */
@@ -56,10 +105,10 @@ function capped(max: number) {
       if (size < max) chunks.push(chunk.subarray(0, max - size));
       size += chunk.length;
     },
-    text() {
-      const text = Buffer.concat(chunks).toString('utf8');
-      return size > max ? `${text}\n[output truncated: ${size - max} more bytes]` : text;
+    get size() {
+      return size;
     },
+    text: () => Buffer.concat(chunks).toString('utf8'),
   };
 }
 
@@ -72,64 +121,130 @@ const failure = (
   funcReturn: `Error executing function ${job.name}: ${kind}: ${message}`,
 });
 
-export function localSandbox(options: LocalSandboxOptions): Sandbox {
-  return {
-    run(job, signal) {
-      return new Promise((resolve, reject) => {
-        const child = spawn(options.bwrap, bubblewrapArgs(job, options.python), {
-          stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-          detached: true,
-        });
-        const stdout = capped(options.maxOutputBytes);
-        const stderr = capped(options.maxOutputBytes);
-        const result = capped(options.maxOutputBytes);
-        child.stdout!.on('data', stdout.add);
-        child.stderr!.on('data', stderr.add);
-        (child.stdio[3] as NodeJS.ReadableStream).on('data', result.add);
-        let stopped: 'timeout' | 'cancelled' | undefined;
-        // The whole process group: a tool's own children die with it.
-        const kill = (why: 'timeout' | 'cancelled') => {
-          stopped = why;
-          if (child.pid) process.kill(-child.pid, 'SIGKILL');
-        };
-        const timer = setTimeout(() => kill('timeout'), job.timeoutMs);
-        const onAbort = () => kill('cancelled');
-        signal?.addEventListener('abort', onAbort);
-        child.on('error', (error) => {
-          clearTimeout(timer);
-          reject(
-            new SandboxUnavailableError(
-              `cannot start the local sandbox (${options.bwrap}): ${error.message}`,
-            ),
-          );
-        });
-        child.on('close', (code) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          const captured = { stdout: lines(stdout.text()), stderr: lines(stderr.text()) };
-          if (stopped === 'timeout') {
-            const seconds = job.timeoutMs / 1000;
-            return resolve({
-              ...failure(job, 'TimeoutError', `the tool ran longer than ${seconds} seconds`),
-              ...captured,
-            });
-          }
-          if (stopped === 'cancelled')
-            return resolve({ ...failure(job, 'CancelledError', 'the run was cancelled'), ...captured });
-          try {
-            const parsed = JSON.parse(result.text()) as { status: 'success' | 'error'; func_return: unknown };
-            resolve({ status: parsed.status, funcReturn: parsed.func_return, ...captured });
-          } catch {
-            resolve({
-              ...failure(job, 'SandboxError', `the tool exited (code ${code}) without a result`),
-              ...captured,
-            });
-          }
-        });
-        child.stdin!.end(JSON.stringify({ source: job.source, args: job.args }));
-      });
-    },
-  };
+/** Seconds as Letta's message prints them (a Python float: `180.0`). */
+const pythonFloat = (n: number) => (Number.isInteger(n) ? n.toFixed(1) : String(n));
+
+type Stop = 'timeout' | 'cancelled' | 'output';
+
+function stoppedResult(job: ToolJob, stop: Stop, maxOutputBytes: number) {
+  if (stop === 'timeout')
+    return failure(
+      job,
+      'TimeoutError',
+      `Executing tool ${job.name} timed out after ${pythonFloat(job.timeoutMs / 1000)} seconds.`,
+    );
+  if (stop === 'cancelled') return failure(job, 'CancelledError', 'the run was cancelled');
+  return failure(
+    job,
+    'OutputLimitError',
+    `the tool printed more than ${maxOutputBytes} bytes and was stopped`,
+  );
+}
+
+function parsedResult(
+  job: ToolJob,
+  text: string,
+  code: number | null,
+): Omit<ToolRunResult, 'stdout' | 'stderr'> {
+  try {
+    const parsed = JSON.parse(text) as RunnerResult;
+    return { status: parsed.status, funcReturn: parsed.func_return, agentState: parsed.agent_state ?? null };
+  } catch {
+    const how = code === null ? 'was killed' : `exited (code ${code})`;
+    return failure(job, 'SandboxError', `the tool ${how} without a result`);
+  }
 }
 
 const lines = (text: string) => (text ? [text] : []);
+
+/** Runs one job in one process (group); resolves with Letta's result, rejects only when nothing could start. */
+function runProcess(
+  command: Command,
+  job: ToolJob,
+  options: LocalSandboxOptions,
+  signal?: AbortSignal,
+): Promise<ToolRunResult> {
+  return new Promise((resolve, reject) => {
+    const cgroup = options.cgroups.create();
+    const child = spawn(command.file, command.args, {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+      env: command.env,
+      cwd: command.cwd,
+    });
+    const stdout = capped(options.maxOutputBytes);
+    const stderr = capped(options.maxOutputBytes);
+    const result = capped(options.maxOutputBytes);
+    let stopped: Stop | undefined;
+    // The whole process group: a tool's own children die with it.
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const kill = (why: Stop) => {
+      stopped ??= why;
+      killGroup();
+    };
+    const onOutput = (stream: ReturnType<typeof capped>) => (chunk: Buffer) => {
+      stream.add(chunk);
+      if (stdout.size + stderr.size > options.maxOutputBytes) kill('output');
+    };
+    child.stdout!.on('data', onOutput(stdout));
+    child.stderr!.on('data', onOutput(stderr));
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', result.add);
+    const timer = setTimeout(() => kill('timeout'), job.timeoutMs);
+    const onAbort = () => kill('cancelled');
+    signal?.addEventListener('abort', onAbort);
+    const settle = async () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      await cgroup?.remove();
+    };
+    child.on('error', (error) => {
+      void settle().then(() =>
+        reject(
+          new SandboxUnavailableError(`cannot start the local sandbox (${command.file}): ${error.message}`),
+        ),
+      );
+    });
+    // Once the runner is gone, what it left behind in its group goes too (and releases the pipes).
+    child.on('exit', killGroup);
+    child.on('close', (code) => {
+      void settle().then(() => {
+        const captured = { stdout: lines(stdout.text()), stderr: lines(stderr.text()) };
+        if (stopped) return resolve({ ...stoppedResult(job, stopped, options.maxOutputBytes), ...captured });
+        resolve({ ...parsedResult(job, result.text(), code), ...captured });
+      });
+    });
+    if (child.pid) cgroup?.add(child.pid);
+    child.stdin!.on('error', () => undefined); // a tool that exits before reading its job
+    child.stdin!.end(
+      JSON.stringify({
+        source: job.source,
+        args: job.args,
+        limits: options.limits,
+        agent_state: job.agentState,
+        agent_id: job.agentId,
+      }),
+    );
+  });
+}
+
+export function localSandbox(options: LocalSandboxOptions): Sandbox {
+  return {
+    async run(job, signal) {
+      if (options.isolation === 'bubblewrap')
+        return runProcess(unprivileged(bubblewrapCommand(job, options)), job, options, signal);
+      const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
+      try {
+        if (process.getuid?.() === 0) fs.chownSync(cwd, NOBODY, NOBODY);
+        return await runProcess(unprivileged(plainCommand(job, options, cwd)), job, options, signal);
+      } finally {
+        fs.rmSync(cwd, { recursive: true, force: true });
+      }
+    },
+  };
+}

@@ -15,7 +15,8 @@ import { deleteTool, getTool, listTools } from '../../db/tools';
 import { createOrUpdateTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
-import { sandboxFor, SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
+import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
+import { customToolJob } from '../../tools/custom-tools';
 
 /** Letta's ToolExecutionResult. */
 const executionShape = (result: ToolRunResult) => ({
@@ -61,10 +62,9 @@ export function toolsRouter(ctx: ApiContext): Router {
   router.post('/v1/tools', upsert);
   router.put('/v1/tools', upsert);
 
-  const sandbox = sandboxFor(ctx.config);
   const execute = async (job: ToolJob) => {
     try {
-      return await sandbox.run(job);
+      return await ctx.sandbox.run(job);
     } catch (error) {
       if (error instanceof SandboxUnavailableError) throw new HttpError(503, error.message);
       throw error;
@@ -93,13 +93,16 @@ export function toolsRouter(ctx: ApiContext): Router {
     if (tool.tool_type !== 'custom' || tool.source_type !== 'python') {
       throw new HttpError(400, `Tool ${tool.name} is not a custom Python tool: only those run here yet`);
     }
-    const result = await execute({
-      name: tool.name,
-      source: tool.source_code ?? '',
-      args: parseBody(AgentToolRunSchema, req).args,
-      env: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
-      timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
-    });
+    const result = await execute(
+      customToolJob(agent, tool, parseBody(AgentToolRunSchema, req).args, {
+        timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+        env: {
+          ...Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
+          LETTA_AGENT_ID: agent.id,
+          LETTA_TOOL_ID: tool.id,
+        },
+      }),
+    );
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
     res.json({
       ...executionShape(result),

@@ -373,7 +373,7 @@ def tool_schema(source, name=None):
         raise ToolSchemaError(f"Failed to parse source code: {error}")
     names = imports_map_of(tree)
     names.update(models_of(tree, names))
-    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not functions:
         raise ToolSchemaError("No functions found in source code")
     function = functions[-1]
@@ -424,7 +424,7 @@ def signature(source):
         tree = ast.parse(source)
     except SyntaxError as error:
         raise ToolSchemaError(f"Failed to parse source code: {error}")
-    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not functions:
         raise ToolSchemaError("No functions found in source code")
     return {"name": functions[-1].name, "docstring": ast.get_docstring(functions[-1])}

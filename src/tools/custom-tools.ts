@@ -1,0 +1,73 @@
+/**
+ * What a custom tool's run needs from the agent and gives back: the sandbox job (arguments, the
+ * environment it may see, a snapshot of the agent for tools that take `agent_state`) and the write-back
+ * of the block values such a tool changed.
+ */
+import type { Queryable } from '../db';
+import { agentBlocks, updateBlock } from '../db/agents';
+import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
+import type { AgentStateSnapshot, PipRequirement, ToolJob, ToolRunResult } from '../sandbox';
+import { ToolError } from './tool-error';
+
+function snapshot(agent: AgentRecord): AgentStateSnapshot {
+  return {
+    id: agent.id,
+    name: agent.name,
+    memory: {
+      blocks: agent.blocks.map((b) => ({
+        label: b.label,
+        value: b.value,
+        limit: b.char_limit,
+        description: b.description,
+        read_only: b.read_only,
+      })),
+    },
+  };
+}
+
+export function customToolJob(
+  agent: AgentRecord,
+  tool: ToolRow,
+  args: Record<string, unknown>,
+  options: { timeoutMs: number; env: Record<string, string> },
+): ToolJob {
+  return {
+    name: tool.name,
+    source: tool.source_code ?? '',
+    args,
+    env: options.env,
+    timeoutMs: options.timeoutMs,
+    pipRequirements: (tool.pip_requirements ?? []) as PipRequirement[],
+    agentState: snapshot(agent),
+    agentId: agent.id,
+  };
+}
+
+/** Blocks whose value the tool changed from the snapshot it was given. */
+function changedBlocks(job: ToolJob, result: ToolRunResult): { label: string; value: string }[] {
+  const before = new Map(job.agentState?.memory.blocks.map((b) => [b.label, b.value]));
+  return (result.agentState?.memory.blocks ?? []).filter(
+    (b) => before.has(b.label) && before.get(b.label) !== b.value,
+  );
+}
+
+/**
+ * Writes back what the tool changed in `agent_state.memory` (the caller holds the agent's memory lock,
+ * so this commits with the call's record). A value past its block's limit refuses the whole write-back.
+ */
+export async function writeBackMemory(tx: Queryable, agentId: string, job: ToolJob, result: ToolRunResult) {
+  const changed = changedBlocks(job, result);
+  if (!changed.length) return;
+  const blocks = new Map<string, BlockRow>((await agentBlocks(tx, agentId)).map((b) => [b.label, b]));
+  for (const { label, value } of changed) {
+    const limit = blocks.get(label)?.char_limit ?? Infinity;
+    if (value.length > limit)
+      throw new ToolError(
+        `Error executing function ${job.name}: ValueError: Edit failed: Exceeds ${limit} character limit (requested ${value.length})`,
+      );
+  }
+  for (const { label, value } of changed) {
+    const block = blocks.get(label);
+    if (block) await updateBlock(tx, block.id, { value });
+  }
+}

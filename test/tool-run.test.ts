@@ -159,7 +159,8 @@ describe('running custom tools in the local sandbox', () => {
         '',
       ].join('\n'),
     });
-    expect(Object.keys(tool.json_schema?.parameters?.properties ?? {})).toEqual(['fact', 'agent_id']);
+    const parameters = tool.json_schema?.parameters as { properties: Record<string, unknown> };
+    expect(Object.keys(parameters.properties)).toEqual(['fact', 'agent_id']);
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       tool_ids: [tool.id],

@@ -85,6 +85,12 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  SANDBOX_ENV_DIR: optional(z.string()),
+  SANDBOX_PIP_PYTHON: optional(z.string()),
+  PIP_INDEX_URL: optional(url),
+  PIP_FIND_LINKS: optional(z.string()),
+  PIP_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
+  SANDBOX_ENV_MAX_AGE_MS: milliseconds.default(7 * 24 * 60 * 60 * 1000),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

@@ -16,6 +16,7 @@ import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
 import { sandboxFor, type ConfiguredSandbox } from './sandbox';
+import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -122,6 +123,8 @@ export async function startServer(
         { taskQueues: [queues.agent, queues.sandbox], namespace: config.TEMPORAL_NAMESPACE },
         'worker polling',
       );
+      const collecting = collectUnusedEnvironments(config, log);
+      undo.push(async () => clearInterval(collecting));
     }
 
     let url: string | undefined;
@@ -214,4 +217,14 @@ async function reportSandbox(sandbox: ConfiguredSandbox, log: Logger): Promise<v
       'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',
     );
   else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
+}
+
+/** Tools' dependency environments unused for SANDBOX_ENV_MAX_AGE_MS are removed, checked hourly. */
+function collectUnusedEnvironments(config: Config, log: Logger): NodeJS.Timeout {
+  const collect = () =>
+    collectPythonEnvs(pythonEnvOptions(config)).then(
+      (removed) => removed.length && log.info({ removed }, 'removed unused tool environments'),
+      (error) => log.warn({ error: errorText(error) }, 'could not collect unused tool environments'),
+    );
+  return setInterval(collect, 60 * 60 * 1000).unref();
 }

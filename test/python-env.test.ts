@@ -11,9 +11,9 @@ import {
   pythonEnvOptions,
   requirementSpecs,
   resolvePipPython,
-  ToolEnvironmentError,
   type PythonEnvOptions,
 } from '../src/sandbox/python-env';
+import { ToolEnvironmentError } from '../src/sandbox/types';
 import { eventually } from './helpers/eventually';
 import { processesMentioning } from './helpers/process';
 import { writeSimpleIndex, writeWheel } from './helpers/wheels';

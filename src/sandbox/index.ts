@@ -1,10 +1,11 @@
 import type { Config } from '../config';
 import { cgroups } from './cgroups';
 import { localSandbox } from './local';
+import { pythonEnvOptions } from './python-env';
 import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
 export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
-export { SandboxUnavailableError } from './types';
+export { SandboxUnavailableError, ToolEnvironmentError } from './types';
 
 /** The configured sandbox, with what its start-up probe found. */
 export interface ConfiguredSandbox extends Sandbox {
@@ -81,6 +82,7 @@ export function sandboxFor(config: Config): ConfiguredSandbox {
     tmpBytes: config.SANDBOX_TMP_BYTES,
     limits,
     cgroups: cgroupLimits,
+    pythonEnvs: pythonEnvOptions(config),
   });
   const what = `${config.SANDBOX_TYPE} (${isolation === 'none' ? 'NO isolation' : 'bubblewrap'}; ${cgroupLimits.describe()})`;
   return guarded(sandbox, what);

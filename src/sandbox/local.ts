@@ -14,8 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths';
 import type { Cgroups } from './cgroups';
+import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from './python-env';
 import {
   SandboxUnavailableError,
+  ToolEnvironmentError,
   type RunnerResult,
   type Sandbox,
   type ToolJob,
@@ -37,6 +39,8 @@ export interface LocalSandboxOptions {
   tmpBytes: number;
   limits: ToolLimits;
   cgroups: Cgroups;
+  /** Where tools' pip requirements are installed, a venv per requirements hash. */
+  pythonEnvs: PythonEnvOptions;
 }
 
 interface Command {
@@ -54,7 +58,12 @@ const toolEnv = (job: ToolJob) => ({
   PYTHONUNBUFFERED: '1',
 });
 
-function bubblewrapCommand(job: ToolJob, options: LocalSandboxOptions): Command {
+/** The tool's venv, when it has requirements, is bound read-only at /venv. */
+function bubblewrapCommand(
+  job: ToolJob,
+  options: LocalSandboxOptions,
+  venv: PythonEnvironment | null,
+): Command {
   const env = Object.entries(toolEnv(job));
   const args = [
     '--ro-bind', '/usr', '/usr',
@@ -66,6 +75,7 @@ function bubblewrapCommand(job: ToolJob, options: LocalSandboxOptions): Command 
     '--size', String(options.tmpBytes), '--tmpfs', '/tmp',
     '--size', String(options.tmpBytes), '--tmpfs', '/work',
     '--ro-bind', RUNNER_DIR, '/sandbox',
+    ...(venv ? ['--ro-bind', venv.root, '/venv'] : []),
     '--chdir', '/work',
     '--unshare-all',
     '--die-with-parent',
@@ -75,14 +85,19 @@ function bubblewrapCommand(job: ToolJob, options: LocalSandboxOptions): Command 
     '--gid', String(NOBODY),
     '--clearenv',
     ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    options.python, '-I', '/sandbox/runner.py',
+    venv ? '/venv/bin/python' : options.python, '-I', '/sandbox/runner.py',
   ]; // prettier-ignore
   return { file: options.bwrap, args, env: {} };
 }
 
-function plainCommand(job: ToolJob, options: LocalSandboxOptions, cwd: string): Command {
+function plainCommand(
+  job: ToolJob,
+  options: LocalSandboxOptions,
+  venv: PythonEnvironment | null,
+  cwd: string,
+): Command {
   return {
-    file: options.python,
+    file: venv?.python ?? options.python,
     args: ['-I', path.join(RUNNER_DIR, 'runner.py')],
     env: { ...toolEnv(job), HOME: cwd },
     cwd,
@@ -234,17 +249,27 @@ function runProcess(
 }
 
 export function localSandbox(options: LocalSandboxOptions): Sandbox {
+  const runIn = async (job: ToolJob, venv: PythonEnvironment | null, signal?: AbortSignal) => {
+    if (options.isolation === 'bubblewrap')
+      return runProcess(unprivileged(bubblewrapCommand(job, options, venv)), job, options, signal);
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
+    try {
+      if (process.getuid?.() === 0) fs.chownSync(cwd, NOBODY, NOBODY);
+      return await runProcess(unprivileged(plainCommand(job, options, venv, cwd)), job, options, signal);
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  };
   return {
     async run(job, signal) {
-      if (options.isolation === 'bubblewrap')
-        return runProcess(unprivileged(bubblewrapCommand(job, options)), job, options, signal);
-      const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
+      let venv: PythonEnvironment | null;
       try {
-        if (process.getuid?.() === 0) fs.chownSync(cwd, NOBODY, NOBODY);
-        return await runProcess(unprivileged(plainCommand(job, options, cwd)), job, options, signal);
-      } finally {
-        fs.rmSync(cwd, { recursive: true, force: true });
+        venv = await pythonEnvironment(job.pipRequirements ?? [], options.pythonEnvs);
+      } catch (error) {
+        if (!(error instanceof ToolEnvironmentError)) throw error;
+        return { ...failure(job, 'ToolEnvironmentError', error.message), stdout: [], stderr: [] };
       }
+      return runIn(job, venv, signal);
     },
   };
 }

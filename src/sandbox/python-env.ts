@@ -16,13 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config';
-import { SandboxUnavailableError } from './types';
-
-/** One of a tool's `pip_requirements`, in Letta's shape. */
-export interface PipRequirement {
-  name: string;
-  version?: string | null;
-}
+import { SandboxUnavailableError, ToolEnvironmentError, type PipRequirement } from './types';
 
 export interface PythonEnvironment {
   /** The venv's folder. */
@@ -44,11 +38,6 @@ export interface PythonEnvOptions {
   installTimeoutMs: number;
   /** How long a venv may go unused before collectPythonEnvs removes it. */
   maxAgeMs: number;
-}
-
-/** A tool's requirements cannot be installed: a problem with the tool's definition, not the server. */
-export class ToolEnvironmentError extends Error {
-  override name = 'ToolEnvironmentError';
 }
 
 export function pythonEnvOptions(config: Config): PythonEnvOptions {

@@ -18,6 +18,7 @@ export interface AgentStateSnapshot {
   };
 }
 
+/** One of a tool's `pip_requirements`, in Letta's shape. */
 export interface PipRequirement {
   name: string;
   version?: string | null;
@@ -54,6 +55,11 @@ export interface Sandbox {
 /** The sandbox cannot run anything here (not installed, not permitted): a server problem, not the tool's. */
 export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
+}
+
+/** A tool's requirements cannot be installed: a problem with the tool's definition, not the server. */
+export class ToolEnvironmentError extends Error {
+  override name = 'ToolEnvironmentError';
 }
 
 /** What the runner (runner.py) reports: Letta's result fields. */

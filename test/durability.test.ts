@@ -7,7 +7,8 @@ import Letta from '@letta-ai/letta-client';
 import { startDevServer, type DevServerOptions, type RunningDevServer } from '../src/temporal/dev-server';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
-import type { StartedProcess } from './helpers/process';
+import { eventually } from './helpers/eventually';
+import { processesMentioning, type StartedProcess } from './helpers/process';
 import {
   apiUrl,
   killProcess,
@@ -170,5 +171,47 @@ describe('durable pauses across restarts of every component', () => {
     } finally {
       await new Promise<void>((resolve) => site.close(() => resolve()));
     }
+  });
+  it('survives kill -9 of the worker while a sandboxed tool runs: no sandbox is orphaned, the retry completes', async () => {
+    const tool = await client.tools.create({
+      source_code:
+        'import time\n\ndef slow_answer() -> str:\n    """Answers slowly."""\n    time.sleep(3)\n    return "slow answer"\n',
+    });
+    const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    stub.enqueue({ toolCalls: [{ name: 'slow_answer', arguments: {} }] }, { text: 'Answered.' });
+    const run = await client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Answer slowly' }],
+    });
+    // The sandbox's processes carry the tool's id (bubblewrap's command line, the tool's environment).
+    const sandboxed = () => processesMentioning(tool.id, { environment: true });
+    expect(
+      (
+        await eventually(
+          async () => sandboxed(),
+          (pids) => pids.length > 0,
+        )
+      ).length,
+    ).toBeGreaterThan(0);
+    await killProcess(worker, 'SIGKILL');
+    expect(
+      await eventually(
+        async () => sandboxed(),
+        (pids) => pids.length === 0,
+        5_000,
+      ),
+    ).toEqual([]);
+    worker = await startWorkerProcess(env);
+
+    const done = await eventually(
+      () => client.runs.retrieve(run.id),
+      (r) => r.status === 'completed' || r.status === 'failed',
+      30_000,
+    );
+    expect(done).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+    const messages = (await client.runs.messages.list(run.id)).getPaginatedItems();
+    expect(messages.filter((m) => m.message_type === 'tool_return_message')).toEqual([
+      expect.objectContaining({ status: 'success', tool_return: 'slow answer' }),
+    ]);
+    expect(sandboxed()).toEqual([]);
   });
 });

@@ -42,18 +42,20 @@ export async function waitForStatus(url: string, status: number, proc: StartedPr
   throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (${last}):\n${proc.output()}`);
 }
 
-/** Pids of every process whose command line mentions `marker` (a unique temp folder, say). */
-export function processesMentioning(marker: string): number[] {
+/** Pids of every process whose command line (or, asked, environment) mentions `marker` (a unique id, say). */
+export function processesMentioning(marker: string, options: { environment?: boolean } = {}): number[] {
+  const files = options.environment ? ['cmdline', 'environ'] : ['cmdline'];
+  const mentions = (pid: string, file: string) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/${file}`, 'utf8').includes(marker);
+    } catch {
+      return false;
+    }
+  };
   return fs
     .readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .filter((pid) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
-      } catch {
-        return false;
-      }
-    })
+    .filter((pid) => files.some((file) => mentions(pid, file)))
     .map(Number);
 }
 

@@ -79,6 +79,8 @@ export const ConfigSchema = z.object({
     .default(64 * 1024 * 1024),
   SANDBOX_OPEN_FILES: z.coerce.number().int().positive().default(256),
   SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(128),
+  SANDBOX_WARM_POOL_SIZE: z.coerce.number().int().min(0).default(2),
+  SANDBOX_WARM_IDLE_MS: milliseconds.default(300_000),
   SANDBOX_PYTHON: z.string().min(1).default('/usr/bin/python3'),
   SANDBOX_MAX_OUTPUT_BYTES: z.coerce
     .number()

@@ -79,6 +79,7 @@ export async function startServer(
 
     const queues = taskQueues(config.TASK_QUEUE_PREFIX);
     const sandbox = sandboxFor(config);
+    undo.push(async () => sandbox.close());
     void reportSandbox(sandbox, log);
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({

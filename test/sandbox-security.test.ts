@@ -4,8 +4,12 @@ import { useAgentServer } from './helpers/agent-server';
  * Custom tools are untrusted code: each attack here is a tool that tries, and must fail with a clear
  * error while the server stays healthy.
  */
-describe('the local sandbox against hostile tools', () => {
+describe.each([
+  ['warm runners', '2'],
+  ['a cold sandbox per call', '0'],
+])('the local sandbox against hostile tools, with %s', (_mode, warmPoolSize) => {
   const h = useAgentServer('openai', {
+    SANDBOX_WARM_POOL_SIZE: warmPoolSize,
     TOOL_TIMEOUT_MS: '3000',
     SANDBOX_MEMORY_BYTES: String(256 * 1024 * 1024),
     SANDBOX_MAX_OUTPUT_BYTES: String(64 * 1024),

@@ -2,6 +2,7 @@ import type { Config } from '../config';
 import { cgroups } from './cgroups';
 import { localSandbox } from './local';
 import { pythonEnvOptions } from './python-env';
+import { warmPool } from './warm-pool';
 import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
 export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
@@ -12,6 +13,8 @@ export interface ConfiguredSandbox extends Sandbox {
   /** Null when the sandbox works here; otherwise why it does not. Run once, then remembered. */
   problem(): Promise<string | null>;
   describe(): string;
+  /** Stops the warm runners. */
+  close(): void;
 }
 
 const PROBE: ToolJob = {
@@ -35,12 +38,13 @@ async function probe(sandbox: Sandbox): Promise<string | null> {
 }
 
 /** Refuses every tool, with the probe's finding and what the operator can do, when the probe failed. */
-function guarded(sandbox: Sandbox, what: string): ConfiguredSandbox {
+function guarded(sandbox: Sandbox, what: string, close: () => void): ConfiguredSandbox {
   let found: Promise<string | null> | undefined;
   const problem = () => (found ??= probe(sandbox));
   return {
     problem,
     describe: () => what,
+    close,
     async run(job, signal) {
       const reason = await problem();
       if (!reason) return sandbox.run(job, signal);
@@ -74,6 +78,15 @@ export function sandboxFor(config: Config): ConfiguredSandbox {
     processes: config.SANDBOX_MAX_PROCESSES,
   });
   const isolation = config.SANDBOX_TYPE === 'local-unsafe' ? 'none' : 'bubblewrap';
+  const pool =
+    isolation === 'bubblewrap' && config.SANDBOX_WARM_POOL_SIZE > 0
+      ? warmPool({
+          size: config.SANDBOX_WARM_POOL_SIZE,
+          idleMs: config.SANDBOX_WARM_IDLE_MS,
+          maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+          cgroups: cgroupLimits,
+        })
+      : null;
   const sandbox = localSandbox({
     isolation,
     bwrap: config.SANDBOX_BWRAP_PATH,
@@ -83,7 +96,9 @@ export function sandboxFor(config: Config): ConfiguredSandbox {
     limits,
     cgroups: cgroupLimits,
     pythonEnvs: pythonEnvOptions(config),
+    warmPool: pool,
   });
-  const what = `${config.SANDBOX_TYPE} (${isolation === 'none' ? 'NO isolation' : 'bubblewrap'}; ${cgroupLimits.describe()})`;
-  return guarded(sandbox, what);
+  const runners = pool ? `warm pool of ${config.SANDBOX_WARM_POOL_SIZE}` : 'cold spawn';
+  const what = `${config.SANDBOX_TYPE} (${isolation === 'none' ? 'NO isolation' : `bubblewrap, ${runners}`}; ${cgroupLimits.describe()})`;
+  return guarded(sandbox, what, () => pool?.close());
 }

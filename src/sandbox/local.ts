@@ -14,11 +14,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths';
 import type { Cgroups } from './cgroups';
+import type { WarmPool } from './warm-pool';
 import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from './python-env';
+import { failure, lines, parsedResult, stoppedResult, type Stop } from './results';
 import {
   SandboxUnavailableError,
   ToolEnvironmentError,
-  type RunnerResult,
   type Sandbox,
   type ToolJob,
   type ToolLimits,
@@ -41,16 +42,18 @@ export interface LocalSandboxOptions {
   cgroups: Cgroups;
   /** Where tools' pip requirements are installed, a venv per requirements hash. */
   pythonEnvs: PythonEnvOptions;
+  /** Warm runners for bubblewrap; null: a cold sandbox per call. */
+  warmPool: WarmPool | null;
 }
 
-interface Command {
+export interface Command {
   file: string;
   args: string[];
   env: Record<string, string>;
   cwd?: string;
 }
 
-const toolEnv = (job: ToolJob) => ({
+export const toolEnv = (job: Pick<ToolJob, 'env'>) => ({
   ...job.env,
   PATH: '/usr/bin:/bin',
   HOME: '/work',
@@ -58,13 +61,14 @@ const toolEnv = (job: ToolJob) => ({
   PYTHONUNBUFFERED: '1',
 });
 
-/** The tool's venv, when it has requirements, is bound read-only at /venv. */
-function bubblewrapCommand(
-  job: ToolJob,
+/** The tool's venv, when it has requirements, is bound read-only at /venv; `script` runs in /sandbox. */
+export function bubblewrapCommand(
+  environment: Record<string, string>,
   options: LocalSandboxOptions,
   venv: PythonEnvironment | null,
+  script: string[],
 ): Command {
-  const env = Object.entries(toolEnv(job));
+  const env = Object.entries(environment);
   const args = [
     '--ro-bind', '/usr', '/usr',
     '--symlink', 'usr/lib', '/lib',
@@ -85,7 +89,7 @@ function bubblewrapCommand(
     '--gid', String(NOBODY),
     '--clearenv',
     ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    venv ? '/venv/bin/python' : options.python, '-I', '/sandbox/runner.py',
+    venv ? '/venv/bin/python' : options.python, '-I', ...script,
   ]; // prettier-ignore
   return { file: options.bwrap, args, env: {} };
 }
@@ -105,7 +109,7 @@ function plainCommand(
 }
 
 /** As root, drop to nobody before anything of the tool's runs (setpriv execs, so the pid stays ours). */
-function unprivileged(command: Command): Command {
+export function unprivileged(command: Command): Command {
   if (process.getuid?.() !== 0) return command;
   const setpriv = ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--'];
   return { ...command, file: 'setpriv', args: [...setpriv, command.file, ...command.args] };
@@ -127,50 +131,15 @@ function capped(max: number) {
   };
 }
 
-const failure = (
-  job: ToolJob,
-  kind: string,
-  message: string,
-): Pick<ToolRunResult, 'status' | 'funcReturn'> => ({
-  status: 'error',
-  funcReturn: `Error executing function ${job.name}: ${kind}: ${message}`,
+/** What runner.py (or, per call, forkserver.py) is given. */
+const runnerJob = (job: ToolJob, options: LocalSandboxOptions) => ({
+  source: job.source,
+  args: job.args,
+  env: toolEnv(job),
+  limits: options.limits,
+  agent_state: job.agentState,
+  agent_id: job.agentId,
 });
-
-/** Seconds as Letta's message prints them (a Python float: `180.0`). */
-const pythonFloat = (n: number) => (Number.isInteger(n) ? n.toFixed(1) : String(n));
-
-type Stop = 'timeout' | 'cancelled' | 'output';
-
-function stoppedResult(job: ToolJob, stop: Stop, maxOutputBytes: number) {
-  if (stop === 'timeout')
-    return failure(
-      job,
-      'TimeoutError',
-      `Executing tool ${job.name} timed out after ${pythonFloat(job.timeoutMs / 1000)} seconds.`,
-    );
-  if (stop === 'cancelled') return failure(job, 'CancelledError', 'the run was cancelled');
-  return failure(
-    job,
-    'OutputLimitError',
-    `the tool printed more than ${maxOutputBytes} bytes and was stopped`,
-  );
-}
-
-function parsedResult(
-  job: ToolJob,
-  text: string,
-  code: number | null,
-): Omit<ToolRunResult, 'stdout' | 'stderr'> {
-  try {
-    const parsed = JSON.parse(text) as RunnerResult;
-    return { status: parsed.status, funcReturn: parsed.func_return, agentState: parsed.agent_state ?? null };
-  } catch {
-    const how = code === null ? 'was killed' : `exited (code ${code})`;
-    return failure(job, 'SandboxError', `the tool ${how} without a result`);
-  }
-}
-
-const lines = (text: string) => (text ? [text] : []);
 
 /** Runs one job in one process (group); resolves with Letta's result, rejects only when nothing could start. */
 function runProcess(
@@ -236,22 +205,25 @@ function runProcess(
     });
     if (child.pid) cgroup?.add(child.pid);
     child.stdin!.on('error', () => undefined); // a tool that exits before reading its job
-    child.stdin!.end(
-      JSON.stringify({
-        source: job.source,
-        args: job.args,
-        limits: options.limits,
-        agent_state: job.agentState,
-        agent_id: job.agentId,
-      }),
-    );
+    child.stdin!.end(JSON.stringify(runnerJob(job, options)));
   });
 }
 
 export function localSandbox(options: LocalSandboxOptions): Sandbox {
   const runIn = async (job: ToolJob, venv: PythonEnvironment | null, signal?: AbortSignal) => {
+    const { warmPool } = options;
+    if (options.isolation === 'bubblewrap' && warmPool) {
+      const script = ['/sandbox/forkserver.py', String(options.maxOutputBytes)];
+      const command = () => unprivileged(bubblewrapCommand(toolEnv({ env: {} }), options, venv, script));
+      return warmPool.run(venv?.root ?? 'system', command, job, runnerJob(job, options), signal);
+    }
     if (options.isolation === 'bubblewrap')
-      return runProcess(unprivileged(bubblewrapCommand(job, options, venv)), job, options, signal);
+      return runProcess(
+        unprivileged(bubblewrapCommand(toolEnv(job), options, venv, ['/sandbox/runner.py'])),
+        job,
+        options,
+        signal,
+      );
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
     try {
       if (process.getuid?.() === 0) fs.chownSync(cwd, NOBODY, NOBODY);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseSecretsKey } from './secrets';
 
 /** Empty strings count as unset, as docker-compose and shells often pass them. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -18,6 +19,19 @@ const url = z.url({ error: 'expected a URL' });
 /** host:port of a gRPC endpoint, as Temporal clients take it. */
 const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. temporal:7233');
 
+const secretsKey = z.string().transform((text, ctx) => {
+  const key = parseSecretsKey(text);
+  if (key) return key;
+  ctx.addIssue({
+    code: 'custom',
+    message: 'expected 32 bytes as base64 or hex, e.g. the output of `openssl rand -base64 32`',
+  });
+  return z.NEVER;
+});
+
+/** Settings whose value a configuration error must not repeat. */
+const HIDDEN = new Set(['SECRETS_KEY']);
+
 export const ConfigSchema = z.object({
   PORT: port.default(8283),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -25,6 +39,7 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 
   DATABASE_URL: optional(url),
+  SECRETS_KEY: optional(secretsKey),
 
   TEMPORAL_ADDRESS: optional(hostPort),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -113,7 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0]);
-      return `${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`;
+      const value = HIDDEN.has(name) ? '(hidden)' : JSON.stringify(env[name] ?? '');
+      return `${name}=${value}: ${issue.message}`;
     });
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }

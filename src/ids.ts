@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 
 /** Letta's ids: `<prefix>-<uuid4>` (letta/schemas/enums.py PrimitiveType). */
-export type IdPrefix = 'agent' | 'block' | 'tool' | 'message' | 'run' | 'step' | 'agent-env';
+export type IdPrefix =
+  'agent' | 'block' | 'tool' | 'message' | 'run' | 'step' | 'agent-env' | 'sandbox' | 'sandbox-env';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

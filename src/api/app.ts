@@ -6,6 +6,7 @@ import { healthRouter } from './health';
 import { agentsRouter } from './routes/agents';
 import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
+import { sandboxConfigsRouter } from './routes/sandbox-configs';
 import { toolsRouter } from './routes/tools';
 
 export interface ApiDependencies extends ApiContext {
@@ -23,6 +24,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(messagesRouter(deps));
   app.use(runsRouter(deps));
   app.use(toolsRouter(deps));
+  app.use(sandboxConfigsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

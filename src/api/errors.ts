@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from '../logger';
+import { SecretsKeyError } from '../secrets';
 
 /**
  * An error with an HTTP status, answered as Letta (FastAPI) does: `{"detail": ...}`. The TS client
@@ -39,6 +40,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       return sendError(res, error.status, error.message);
     }
     log.error({ err: error, method: req.method, path: req.path }, 'unhandled error in request');
-    sendError(res, 500, 'An unknown error occurred');
+    // A server misconfiguration the operator must fix; the text names the setting and holds no secret.
+    sendError(res, 500, error instanceof SecretsKeyError ? error.message : 'An unknown error occurred');
   };
 }

@@ -1,6 +1,14 @@
-/** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run). */
+/** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig). */
 import { schemaHealth } from '../tools/schema-health';
-import type { AgentRecord, BlockRow, MessageRow, RunRow, ToolRow } from '../db/rows';
+import type {
+  AgentRecord,
+  BlockRow,
+  MessageRow,
+  RunRow,
+  SandboxConfigRow,
+  SandboxEnvVarRow,
+  ToolRow,
+} from '../db/rows';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { unpackageFunctionResponse } from '../agent/tool-returns';
@@ -45,6 +53,32 @@ export function toolShape(tool: ToolRow) {
     health: schemaHealth((tool.json_schema as { parameters?: unknown }).parameters),
     created_at: iso(tool.created_at),
     updated_at: iso(tool.updated_at),
+  };
+}
+
+/** Letta's SandboxConfig; there are no organizations here. */
+export function sandboxConfigShape(row: SandboxConfigRow) {
+  return {
+    id: row.id,
+    type: row.type,
+    organization_id: null,
+    config: row.config,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** Letta's SandboxEnvironmentVariable, with its value in plaintext as Letta returns it. */
+export function sandboxEnvVarShape(row: SandboxEnvVarRow) {
+  return {
+    id: row.id,
+    key: row.key,
+    value: row.value,
+    description: row.description,
+    sandbox_config_id: row.sandbox_config_id,
+    organization_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Queryable } from './database';
 import type { AgentRecord, AgentRow, BlockRow, SecretRow, ToolRow } from './rows';
 import { newId } from '../ids';
+import { decryptSecret, encryptSecret } from '../secrets';
 import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
 
 export interface NewBlock {
@@ -77,6 +78,7 @@ export async function attachTools(db: Queryable, agentId: string, toolIds: strin
   }
 }
 
+/** Replaces an agent's secrets; their values are stored encrypted. */
 export async function replaceSecrets(
   db: Queryable,
   agentId: string,
@@ -88,7 +90,7 @@ export async function replaceSecrets(
       newId('agent-env'),
       agentId,
       key,
-      value,
+      encryptSecret(value),
     ]);
   }
 }
@@ -113,8 +115,12 @@ export async function agentTools(db: Queryable, agentId: string): Promise<ToolRo
   );
 }
 
+/** An agent's secrets, decrypted. */
 export async function agentSecrets(db: Queryable, agentId: string): Promise<SecretRow[]> {
-  return db.query<SecretRow>('SELECT * FROM agent_secrets WHERE agent_id = $1 ORDER BY key', [agentId]);
+  const rows = await db.query<SecretRow>('SELECT * FROM agent_secrets WHERE agent_id = $1 ORDER BY key', [
+    agentId,
+  ]);
+  return rows.map((row) => ({ ...row, value: decryptSecret(row.value) }));
 }
 
 export async function getAgent(db: Queryable, id: string): Promise<AgentRecord | undefined> {

@@ -3,11 +3,16 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { connectPostgres, openPglite, type Database } from './database';
 import { migrate } from './migrate';
+import { loadSecretsKey, useSecretsKey } from '../secrets';
 
 export type { Database, Queryable } from './database';
 
-/** `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out. */
+/**
+ * `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out, with
+ * the secrets key that encrypts what it stores (src/secrets.ts) loaded first.
+ */
 export async function openDatabase(config: Config, log: Logger): Promise<Database> {
+  useSecretsKey(loadSecretsKey(config, log));
   const db = config.DATABASE_URL
     ? connectPostgres(config.DATABASE_URL)
     : await openPglite(path.join(config.dataDir, 'pgdata'));

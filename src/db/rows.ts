@@ -1,6 +1,7 @@
 /** Rows as the repositories return them: the stored shape, before the API turns it into Letta's. */
 import type { ToolRule } from '../schemas/tool-rules';
 import type { ToolCall } from '../llm/types';
+import type { TypedSandboxConfig } from '../schemas/sandbox-config';
 
 export interface BlockRow {
   id: string;
@@ -44,6 +45,24 @@ export interface SecretRow {
   key: string;
   value: string;
   description: string | null;
+}
+
+/** The one sandbox config of its type (Letta's default config of that type). */
+export type SandboxConfigRow = TypedSandboxConfig & {
+  id: string;
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** A sandbox config's environment variable; `value` is the plaintext (the column holds it encrypted). */
+export interface SandboxEnvVarRow {
+  id: string;
+  sandbox_config_id: string;
+  key: string;
+  value: string;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
 }
 
 export interface AgentRow {

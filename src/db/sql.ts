@@ -55,3 +55,6 @@ export function pageByCreatedAt(where: ReturnType<typeof whereClause>, table: st
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
   return `ORDER BY created_at ${direction}, id ${direction} LIMIT ${where.param(page.limit)}`;
 }
+
+/** A statement refused by a UNIQUE constraint (SQLSTATE 23505), from pg or PGlite alike. */
+export const isUniqueViolation = (error: unknown) => (error as { code?: unknown })?.code === '23505';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { PipRequirementSchema as Requirement } from '../../schemas/sandbox-config';
 
-const Requirement = z.object({ name: z.string().min(1), version: z.string().nullish() });
 const JsonObject = z.record(z.string(), z.unknown());
 
 const TYPESCRIPT_NEEDS_SCHEMA =

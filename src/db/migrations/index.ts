@@ -12,5 +12,6 @@ import { initial } from './0001-initial';
 import { agents } from './0002-agents';
 import { approvals } from './0003-approvals';
 import { toolVersions } from './0004-tool-versions';
+import { sandboxConfigs } from './0005-sandbox-configs';
 
-export const migrations: Migration[] = [initial, agents, approvals, toolVersions];
+export const migrations: Migration[] = [initial, agents, approvals, toolVersions, sandboxConfigs];

@@ -1,0 +1,136 @@
+import { Router, type Request } from 'express';
+import type { ApiContext } from '../context';
+import { HttpError, notFound } from '../errors';
+import { parseBody, parseParams, parseQuery } from '../validation';
+import {
+  EnvVarCreateSchema,
+  EnvVarParams,
+  EnvVarUpdateSchema,
+  ListEnvVarsQuery,
+  ListSandboxConfigsQuery,
+  SandboxConfigCreateSchema,
+  SandboxConfigParams,
+  sandboxConfigUpdateSchema,
+} from '../schemas/sandbox-configs';
+import { sandboxConfigShape, sandboxEnvVarShape } from '../letta-shapes';
+import * as repo from '../../db/sandbox-configs';
+import { isUniqueViolation } from '../../db/sql';
+import {
+  LocalSandboxConfigSchema,
+  SANDBOX_TYPES,
+  sandboxConfigOf,
+  type SandboxType,
+} from '../../schemas/sandbox-config';
+
+const BASE = '/v1/sandbox-config';
+
+/**
+ * Letta's sandbox configs and their environment variables. There is one config per type: creating one
+ * of a type that exists replaces its fields, and setting a key a config has replaces its value, as
+ * Letta's create-or-update does.
+ */
+export function sandboxConfigsRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  const loadConfig = async (req: Request) => {
+    const { sandboxConfigId } = parseParams(SandboxConfigParams, req);
+    const config = await repo.getSandboxConfig(ctx.db, sandboxConfigId);
+    if (!config) throw notFound(`Sandbox config ${sandboxConfigId}`);
+    return config;
+  };
+
+  const loadEnvVar = async (req: Request) => {
+    const { envVarId } = parseParams(EnvVarParams, req);
+    const envVar = await repo.getSandboxEnvVar(ctx.db, envVarId);
+    if (!envVar) throw notFound(`Sandbox environment variable ${envVarId}`);
+    return envVar;
+  };
+
+  const defaultConfig = (type: SandboxType) => repo.ensureSandboxConfig(ctx.db, sandboxConfigOf(type, {}));
+
+  router.post(BASE, async (req, res) => {
+    const { config } = parseBody(SandboxConfigCreateSchema, req);
+    res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
+  });
+
+  router.post(`${BASE}/local`, async (req, res) => {
+    const config = sandboxConfigOf('local', parseBody(LocalSandboxConfigSchema, req));
+    res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
+  });
+
+  for (const type of SANDBOX_TYPES) {
+    router.post(`${BASE}/${type}/default`, async (_req, res) => {
+      res.json(sandboxConfigShape(await defaultConfig(type)));
+    });
+  }
+
+  // Letta deletes and rebuilds the venv here. Tools' dependencies are not installed by this server yet
+  // (a venv per requirements hash is planned), so there is nothing to rebuild: the config is returned.
+  router.post(`${BASE}/local/recreate-venv`, async (_req, res) => {
+    res.json(sandboxConfigShape(await defaultConfig('local')));
+  });
+
+  router.patch(`${BASE}/:sandboxConfigId`, async (req, res) => {
+    const stored = await loadConfig(req);
+    const { config } = parseBody(sandboxConfigUpdateSchema(stored.type), req);
+    if (!config) return res.json(sandboxConfigShape(stored));
+    if (config.type !== stored.type) {
+      throw new HttpError(
+        400,
+        `Mismatched type for sandbox config update: tried to update sandbox_config of type ${stored.type} ` +
+          `with config of type ${config.type}`,
+      );
+    }
+    const merged = sandboxConfigOf(stored.type, { ...stored.config, ...config.given });
+    res.json(sandboxConfigShape(await repo.updateSandboxConfig(ctx.db, stored.id, merged.config)));
+  });
+
+  router.delete(`${BASE}/:sandboxConfigId`, async (req, res) => {
+    await repo.deleteSandboxConfig(ctx.db, (await loadConfig(req)).id);
+    res.status(204).end();
+  });
+
+  router.get(BASE, async (req, res) => {
+    const query = parseQuery(ListSandboxConfigsQuery, req);
+    const configs = await repo.listSandboxConfigs(ctx.db, { type: query.sandbox_type }, query);
+    res.json(configs.map(sandboxConfigShape));
+  });
+
+  router.post(`${BASE}/:sandboxConfigId/environment-variable`, async (req, res) => {
+    const config = await loadConfig(req);
+    const envVar = await repo.upsertSandboxEnvVar(ctx.db, config.id, parseBody(EnvVarCreateSchema, req));
+    res.json(sandboxEnvVarShape(envVar));
+  });
+
+  router.get(`${BASE}/:sandboxConfigId/environment-variable`, async (req, res) => {
+    const config = await loadConfig(req);
+    const envVars = await repo.listSandboxEnvVars(ctx.db, config.id, parseQuery(ListEnvVarsQuery, req));
+    res.json(envVars.map(sandboxEnvVarShape));
+  });
+
+  router.patch(`${BASE}/environment-variable/:envVarId`, async (req, res) => {
+    const envVar = await loadEnvVar(req);
+    const patch = parseBody(EnvVarUpdateSchema, req);
+    try {
+      const updated = await repo.updateSandboxEnvVar(ctx.db, envVar.id, {
+        key: patch.key ?? undefined,
+        value: patch.value ?? undefined,
+        description: patch.description ?? undefined,
+      });
+      res.json(sandboxEnvVarShape(updated));
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      throw new HttpError(
+        409,
+        `Sandbox config ${envVar.sandbox_config_id} already has an environment variable ${patch.key}`,
+      );
+    }
+  });
+
+  router.delete(`${BASE}/environment-variable/:envVarId`, async (req, res) => {
+    await repo.deleteSandboxEnvVar(ctx.db, (await loadEnvVar(req)).id);
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,257 @@
+import crypto from 'node:crypto';
+import Letta from '@letta-ai/letta-client';
+import { decryptSecret, SecretsKeyError, useSecretsKey } from '../src/secrets';
+import { sandboxEnvironment } from '../src/sandbox/environment';
+import { startTestServer, type TestServer } from './helpers/server';
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const LOCAL_DEFAULTS = { use_venv: false, venv_name: 'venv', pip_requirements: [] };
+const UNKNOWN_CONFIG = `sandbox-${crypto.randomUUID()}`;
+const UNKNOWN_ENV_VAR = `sandbox-env-${crypto.randomUUID()}`;
+
+type SandboxConfig = { id: string; type: string; organization_id: null; config: Record<string, unknown> };
+type EnvVar = {
+  id: string;
+  key: string;
+  value: string;
+  description: string | null;
+  sandbox_config_id: string;
+};
+
+describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
+  const key = crypto.randomBytes(32);
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer({ SECRETS_KEY: key.toString('base64'), OPENAI_API_KEY: 'test-key' });
+  });
+  afterAll(async () => {
+    await server?.stopAll();
+  });
+
+  async function call<T = unknown>(method: string, path: string, body?: unknown) {
+    const res = await fetch(`${server.url}/v1/sandbox-config${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+  }
+  const ok = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await call<T>(method, path, body);
+    expect([method, path, res.status]).toEqual([method, path, 200]);
+    return res.body;
+  };
+  const storedValues = async (table: string) =>
+    (await server.db.query<{ value: string }>(`SELECT value FROM ${table}`)).map((r) => r.value);
+
+  it('gets or creates the default config of each type, with Letta defaults', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    expect(local).toMatchObject({ type: 'local', organization_id: null, config: LOCAL_DEFAULTS });
+    expect(local.id).toMatch(new RegExp(`^sandbox-${UUID}$`));
+    expect((await ok<SandboxConfig>('POST', '/local/default')).id).toBe(local.id);
+
+    const e2b = await ok<SandboxConfig>('POST', '/e2b/default');
+    expect(e2b).toMatchObject({ type: 'e2b', config: { timeout: 300 } });
+    expect(e2b.id).not.toBe(local.id);
+    expect(await ok<SandboxConfig>('POST', '/local/recreate-venv')).toEqual(
+      await ok<SandboxConfig>('POST', '/local/default'),
+    );
+  });
+
+  it('tells the type from the fields and keeps one config per type, updated in place', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    const e2b = await ok<SandboxConfig>('POST', '/', { config: { template: 'tpl', timeout: 60 } });
+    expect(e2b).toMatchObject({ type: 'e2b', config: { template: 'tpl', timeout: 60 } });
+    expect(e2b.id).toBe((await ok<SandboxConfig>('POST', '/e2b/default')).id);
+
+    const venv = await ok<SandboxConfig>('POST', '/', {
+      config: { use_venv: true, pip_requirements: [{ name: 'requests', version: '2.32.0' }] },
+    });
+    expect(venv).toMatchObject({
+      id: local.id,
+      type: 'local',
+      config: {
+        ...LOCAL_DEFAULTS,
+        use_venv: true,
+        pip_requirements: [{ name: 'requests', version: '2.32.0' }],
+      },
+    });
+    // E2B's requirements are plain strings; a local config's are objects.
+    expect((await ok<SandboxConfig>('POST', '/', { config: { pip_requirements: ['numpy'] } })).type).toBe(
+      'e2b',
+    );
+
+    const custom = await ok<SandboxConfig>('POST', '/local', { sandbox_dir: '/srv/tools' });
+    expect(custom).toMatchObject({ id: local.id, config: { ...LOCAL_DEFAULTS, sandbox_dir: '/srv/tools' } });
+    const configs = await ok<SandboxConfig[]>('GET', '/');
+    expect(configs.map((c) => c.type).sort()).toEqual(['e2b', 'local']);
+  });
+
+  it('patches the given fields of a config, refusing a config of another type', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local', { sandbox_dir: '/srv/tools', venv_name: 'a' });
+    const patched = await ok<SandboxConfig>('PATCH', `/${local.id}`, { config: { venv_name: 'b' } });
+    expect(patched.config).toEqual({ ...LOCAL_DEFAULTS, sandbox_dir: '/srv/tools', venv_name: 'b' });
+    expect((await ok<SandboxConfig>('PATCH', `/${local.id}`, {})).config).toEqual(patched.config);
+
+    const mismatch = await call<{ detail: string }>('PATCH', `/${local.id}`, { config: { timeout: 5 } });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.detail).toMatch(/Mismatched type.*type local with config of type e2b/);
+
+    const e2b = await ok<SandboxConfig>('POST', '/e2b/default');
+    // An empty config is a local one in Letta; patching an E2B config, it is taken as that config's.
+    expect((await ok<SandboxConfig>('PATCH', `/${e2b.id}`, { config: {} })).type).toBe('e2b');
+  });
+
+  it('lists configs by type and by page', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    const e2b = await ok<SandboxConfig>('POST', '/e2b/default');
+    expect((await ok<SandboxConfig[]>('GET', '/?sandbox_type=e2b')).map((c) => c.id)).toEqual([e2b.id]);
+    expect((await ok<SandboxConfig[]>('GET', '/?sandbox_type=local')).map((c) => c.id)).toEqual([local.id]);
+    const first = await ok<SandboxConfig[]>('GET', '?limit=1');
+    expect(first).toHaveLength(1);
+    const rest = await ok<SandboxConfig[]>('GET', `/?after=${first[0].id}`);
+    expect([...first, ...rest].map((c) => c.id).sort()).toEqual([local.id, e2b.id].sort());
+  });
+
+  it('answers 422 to malformed bodies, queries and ids, and 404 to unknown ids', async () => {
+    expect((await call('POST', '/', { config: { use_venv: 'yes' } })).status).toBe(422);
+    expect((await call('POST', '/', {})).status).toBe(422);
+    expect((await call('POST', '/local', { pip_requirements: [{}] })).status).toBe(422);
+    expect((await call('GET', '/?sandbox_type=modal')).status).toBe(422);
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    expect((await call('PATCH', `/${local.id}`, { config: { use_venv: 'yes' } })).status).toBe(422);
+    expect((await call('POST', `/${local.id}/environment-variable`, { value: 'v' })).status).toBe(422);
+
+    const badId = await call<{ detail: { loc: string[] }[] }>('PATCH', '/not-an-id', { config: {} });
+    expect(badId.status).toBe(422);
+    expect(badId.body.detail[0].loc).toEqual(['path', 'sandboxConfigId']);
+    expect((await call('DELETE', `/${UNKNOWN_ENV_VAR}`)).status).toBe(422);
+    expect((await call('PATCH', `/environment-variable/${UNKNOWN_CONFIG}`, {})).status).toBe(422);
+
+    expect((await call('PATCH', `/${UNKNOWN_CONFIG}`, { config: {} })).status).toBe(404);
+    expect((await call('DELETE', `/${UNKNOWN_CONFIG}`)).status).toBe(404);
+    expect((await call('GET', `/${UNKNOWN_CONFIG}/environment-variable`)).status).toBe(404);
+    expect(
+      (await call('POST', `/${UNKNOWN_CONFIG}/environment-variable`, { key: 'K', value: 'v' })).status,
+    ).toBe(404);
+    expect((await call('PATCH', `/environment-variable/${UNKNOWN_ENV_VAR}`, { value: 'v' })).status).toBe(
+      404,
+    );
+    expect((await call('DELETE', `/environment-variable/${UNKNOWN_ENV_VAR}`)).status).toBe(404);
+  });
+
+  it('sets, lists, changes and deletes env vars, whose values the database holds encrypted', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    const path = `/${local.id}/environment-variable`;
+    const token = await ok<EnvVar>('POST', path, { key: 'API_TOKEN', value: 'tok-1', description: 'token' });
+    expect(token).toEqual({
+      id: expect.stringMatching(new RegExp(`^sandbox-env-${UUID}$`)),
+      key: 'API_TOKEN',
+      value: 'tok-1',
+      description: 'token',
+      sandbox_config_id: local.id,
+      organization_id: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const region = await ok<EnvVar>('POST', path, { key: 'REGION', value: 'eu' });
+
+    // Setting a key the config has replaces its value, keeping the variable (Letta's create-or-update).
+    const again = await ok<EnvVar>('POST', path, { key: 'API_TOKEN', value: 'tok-2' });
+    expect(again).toMatchObject({ id: token.id, value: 'tok-2', description: 'token' });
+    expect((await ok<EnvVar[]>('GET', path)).map((v) => [v.key, v.value])).toEqual([
+      ['API_TOKEN', 'tok-2'],
+      ['REGION', 'eu'],
+    ]);
+    expect((await ok<EnvVar[]>('GET', `${path}?limit=1&after=${token.id}`)).map((v) => v.id)).toEqual([
+      region.id,
+    ]);
+
+    const stored = await server.db.query<{ value: string }>(
+      'SELECT value FROM sandbox_env_vars WHERE id = $1',
+      [token.id],
+    );
+    expect(stored[0].value).not.toContain('tok-2');
+    expect(stored[0].value).toMatch(/^v1:/);
+    expect(decryptSecret(stored[0].value, key)).toBe('tok-2');
+
+    const patched = await ok<EnvVar>('PATCH', `/environment-variable/${region.id}`, {
+      value: 'us',
+      description: 'where',
+    });
+    expect(patched).toMatchObject({ key: 'REGION', value: 'us', description: 'where' });
+    expect((await ok<EnvVar>('PATCH', `/environment-variable/${region.id}`, { key: 'ZONE' })).value).toBe(
+      'us',
+    );
+    expect(await storedValues('sandbox_env_vars')).not.toContain('us');
+
+    const duplicate = await call<{ detail: string }>('PATCH', `/environment-variable/${region.id}`, {
+      key: 'API_TOKEN',
+    });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.body.detail).toMatch(/already has an environment variable API_TOKEN/);
+
+    expect((await call('DELETE', `/environment-variable/${region.id}`)).status).toBe(204);
+    expect((await call('DELETE', `/environment-variable/${region.id}`)).status).toBe(404);
+    expect((await ok<EnvVar[]>('GET', path)).map((v) => v.key)).toEqual(['API_TOKEN']);
+  });
+
+  it('hands the tool executor the config of a type with its decrypted variables', async () => {
+    const e2b = await ok<SandboxConfig>('POST', '/e2b/default');
+    await ok('POST', `/${e2b.id}/environment-variable`, { key: 'E2B_ONLY', value: 'x' });
+    const environment = await sandboxEnvironment(server.db, 'e2b');
+    expect(environment.config).toMatchObject({ id: e2b.id, type: 'e2b', config: e2b.config });
+    expect(environment.env).toEqual({ E2B_ONLY: 'x' });
+
+    expect((await call('DELETE', `/${e2b.id}`)).status).toBe(204);
+    expect(await sandboxEnvironment(server.db, 'e2b')).toEqual({ config: null, env: {} });
+    const orphans = await server.db.query('SELECT 1 FROM sandbox_env_vars WHERE sandbox_config_id = $1', [
+      e2b.id,
+    ]);
+    expect(orphans).toEqual([]);
+    expect((await call('GET', `/${e2b.id}/environment-variable`)).status).toBe(404);
+  });
+
+  it('stores agent secrets encrypted, and the agents API still returns them', async () => {
+    const client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+    const agent = await client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      secrets: { GITHUB_TOKEN: 'ghp-1' },
+    });
+    const stored = await server.db.query<{ value: string }>(
+      'SELECT value FROM agent_secrets WHERE agent_id = $1',
+      [agent.id],
+    );
+    expect(stored.map((r) => r.value)).toEqual([expect.stringMatching(/^v1:/)]);
+    expect(stored[0].value).not.toContain('ghp-1');
+
+    const read = await client.agents.retrieve(agent.id, { include: ['agent.secrets'] });
+    expect(read.secrets?.map((s) => [s.key, s.value])).toEqual([['GITHUB_TOKEN', 'ghp-1']]);
+
+    // A value written before encryption came in is read as the plaintext it is.
+    await server.db.query(`UPDATE agent_secrets SET value = 'legacy' WHERE agent_id = $1`, [agent.id]);
+    const legacy = await client.agents.retrieve(agent.id, { include: ['agent.secrets'] });
+    expect(legacy.secrets?.map((s) => s.value)).toEqual(['legacy']);
+  });
+
+  it('refuses to decrypt with another key, naming SECRETS_KEY', async () => {
+    const local = await ok<SandboxConfig>('POST', '/local/default');
+    await ok('POST', `/${local.id}/environment-variable`, { key: 'WRONG_KEY_PROBE', value: 'v' });
+    const [stored] = await storedValues('sandbox_env_vars');
+    const otherKey = crypto.randomBytes(32);
+    expect(() => decryptSecret(stored, otherKey)).toThrow(SecretsKeyError);
+    expect(() => decryptSecret(stored, otherKey)).toThrow(/SECRETS_KEY/);
+
+    useSecretsKey(otherKey);
+    try {
+      const res = await call<{ detail: string }>('GET', `/${local.id}/environment-variable`);
+      expect(res.status).toBe(500);
+      expect(res.body.detail).toMatch(/cannot be decrypted: SECRETS_KEY/);
+    } finally {
+      useSecretsKey(key);
+    }
+    expect((await call('GET', `/${local.id}/environment-variable`)).status).toBe(200);
+  });
+});

@@ -16,6 +16,10 @@ const milliseconds = z.coerce.number({ error: 'expected milliseconds' }).int().p
 
 const url = z.url({ error: 'expected a URL' });
 
+const flag = z
+  .enum(['true', 'false'], { error: 'expected true or false' })
+  .transform((value) => value === 'true');
+
 /** host:port of a gRPC endpoint, as Temporal clients take it. */
 const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. temporal:7233');
 
@@ -72,6 +76,9 @@ export const ConfigSchema = z.object({
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
   E2B_API_KEY: optional(z.string()),
+  E2B_TEMPLATE: z.string().min(1).default('base'),
+  E2B_SANDBOX_TIMEOUT_MS: milliseconds.default(300_000),
+  E2B_SANDBOX_REUSE: flag.default(true),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
   SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b']).default('local'),
@@ -133,5 +140,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     });
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
+  // E2B runs only when chosen, and then it needs its key (the key alone never selects it).
+  if (parsed.data.SANDBOX_TYPE === 'e2b' && !parsed.data.E2B_API_KEY)
+    throw new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b');
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
 }

@@ -57,6 +57,22 @@ describe('loadConfig', () => {
     expect(message).not.toContain('\n');
   });
 
+  it('uses E2B only when SANDBOX_TYPE=e2b chooses it, and then requires its key', () => {
+    expect(loadConfig({ E2B_API_KEY: 'e2b_key' }).SANDBOX_TYPE).toBe('local');
+    expect(() => loadConfig({ SANDBOX_TYPE: 'e2b' })).toThrow(
+      new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b'),
+    );
+    expect(loadConfig({ SANDBOX_TYPE: 'e2b', E2B_API_KEY: 'e2b_key' }).SANDBOX_TYPE).toBe('e2b');
+  });
+
+  it('reads E2B_SANDBOX_REUSE as true or false', () => {
+    expect(loadConfig({}).E2B_SANDBOX_REUSE).toBe(true);
+    expect(loadConfig({ E2B_SANDBOX_REUSE: 'false' }).E2B_SANDBOX_REUSE).toBe(false);
+    expect(() => loadConfig({ E2B_SANDBOX_REUSE: 'no' })).toThrow(
+      /E2B_SANDBOX_REUSE="no": expected true or false/,
+    );
+  });
+
   it('names every bad variable at once', () => {
     expect(() => loadConfig({ PORT: 'abc', TEMPORAL_PORT: 'x' })).toThrow(/PORT="abc".*TEMPORAL_PORT="x"/);
   });

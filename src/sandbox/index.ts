@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import { cgroups } from './cgroups';
+import { e2bSandbox } from './e2b';
 import { localSandbox } from './local';
 import { pythonEnvOptions } from './python-env';
 import { warmPool } from './warm-pool';
@@ -66,6 +67,24 @@ function refusal(job: ToolJob, reason: string): ToolRunResult {
 
 /** The sandbox custom tools run in, as the operator chose it (SANDBOX_TYPE); never switched implicitly. */
 export function sandboxFor(config: Config): ConfiguredSandbox {
+  if (config.SANDBOX_TYPE !== 'e2b') return localSandboxFor(config);
+  // Not probed: a probe would start a paid sandbox at every start-up; E2B's failures fail the activity.
+  const sandbox = e2bSandbox({
+    apiKey: config.E2B_API_KEY!, // loadConfig requires it with SANDBOX_TYPE=e2b
+    template: config.E2B_TEMPLATE,
+    sandboxTimeoutMs: config.E2B_SANDBOX_TIMEOUT_MS,
+    reuse: config.E2B_SANDBOX_REUSE,
+    maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+  });
+  return {
+    run: (job, signal) => sandbox.run(job, signal),
+    problem: async () => null,
+    describe: () => `e2b (template ${config.E2B_TEMPLATE})`,
+    close: () => undefined,
+  };
+}
+
+function localSandboxFor(config: Config): ConfiguredSandbox {
   const limits = {
     cpu_seconds: config.SANDBOX_CPU_SECONDS,
     address_space_bytes: config.SANDBOX_MEMORY_BYTES,

@@ -1,11 +1,12 @@
 /**
  * The result channel where a sandbox has only stdout (E2B): the runner writes its result framed as
- * marker + 4-byte big-endian length + md5 hex of the payload + payload, as Letta's sandboxes do. The
- * marker is random per call, so a tool cannot forge the frame by printing.
+ * marker + length (8 hex digits) + md5 hex of the payload + payload, as Letta's sandboxes do, but all
+ * in ASCII: E2B hands stdout over decoded as UTF-8 text, which would mangle binary marker or length
+ * bytes. The marker is random per call, so a tool cannot forge the frame by printing.
  */
 import { createHash, randomBytes } from 'node:crypto';
 
-const LENGTH_BYTES = 4;
+const LENGTH_CHARS = 8;
 const DIGEST_CHARS = 32;
 
 export function newResultMarker(): string {
@@ -18,14 +19,15 @@ export class CorruptResultError extends Error {
 
 /** Splits the framed result out of the tool's stdout; `result` is undefined when there is no frame. */
 export function splitFramedResult(stdout: Buffer, marker: string): { result?: string; stdout: string } {
-  const start = stdout.indexOf(Buffer.from(marker, 'hex'));
+  const start = stdout.indexOf(marker, 0, 'ascii');
   if (start < 0) return { stdout: stdout.toString('utf8') };
-  const lengthAt = start + marker.length / 2;
-  const length = stdout.readUInt32BE(lengthAt);
-  const digestAt = lengthAt + LENGTH_BYTES;
+  const lengthAt = start + marker.length;
+  const digestAt = lengthAt + LENGTH_CHARS;
   const payloadAt = digestAt + DIGEST_CHARS;
+  const lengthText = stdout.toString('ascii', lengthAt, digestAt);
+  const length = /^[0-9a-f]{8}$/.test(lengthText) ? parseInt(lengthText, 16) : -1;
   const payload = stdout.subarray(payloadAt, payloadAt + length);
-  const digest = stdout.subarray(digestAt, payloadAt).toString('ascii');
+  const digest = stdout.toString('ascii', digestAt, payloadAt);
   if (payload.length !== length || createHash('md5').update(payload).digest('hex') !== digest)
     throw new CorruptResultError('Function ran, but output is corrupted.');
   const rest = Buffer.concat([stdout.subarray(0, start), stdout.subarray(payloadAt + length)]);

@@ -3,14 +3,13 @@ Runs one tool call (Letta's execution contract). Reads the job as JSON on stdin:
 {"source", "args", "limits"?, "agent_state"?, "agent_id"?, "marker"?}; defines the source's functions,
 calls the last one with the arguments, and writes {"status", "func_return", "agent_state"} as JSON apart
 from the tool's own stdout and stderr: on fd 3, or, where only stdout exists (remote sandboxes), framed
-on stdout as marker + 4-byte big-endian length + md5 hex + payload.
+on stdout as marker + length (8 hex digits) + md5 hex + payload, all ASCII (E2B decodes stdout as text).
 Standard library only; runs inside the sandbox.
 """
 import ast
 import json
 import os
 import resource
-import struct
 import sys
 import traceback
 
@@ -138,9 +137,9 @@ def send(result, marker):
         with os.fdopen(3, "wb") as channel:
             channel.write(payload)
         return
-    import hashlib
+    import hashlib  # only here: local runs answer on fd 3
 
-    frame = bytes.fromhex(marker) + struct.pack(">I", len(payload)) + hashlib.md5(payload).hexdigest().encode()
+    frame = f"{marker}{len(payload):08x}{hashlib.md5(payload).hexdigest()}".encode()
     sys.stdout.buffer.write(frame + payload)
     sys.stdout.buffer.flush()
 

@@ -1,0 +1,298 @@
+/**
+ * The E2B sandbox: each tool call runs runner.py in an E2B cloud sandbox (a Firecracker VM), chosen
+ * only by SANDBOX_TYPE=e2b. The job goes in as a file, the result comes back framed on stdout (E2B
+ * commands have no other channel) under a marker that is random per call.
+ *
+ * A sandbox is found again by `metadata.config_hash`: the template, the pip requirements and the
+ * tool's environment. Reuse therefore never mixes calls that see different secrets, and a sandbox's
+ * requirements are fixed by its hash, so they are installed once per sandbox.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  CommandExitError,
+  Sandbox as E2B,
+  SandboxNotFoundError,
+  type CommandResult,
+  type SandboxConnectOpts,
+  type SandboxInfo,
+  type SandboxListOpts,
+  type SandboxOpts,
+} from 'e2b';
+import { projectRoot } from '../paths';
+import { newResultMarker, splitFramedResult, CorruptResultError } from './result-frame';
+import {
+  SandboxUnavailableError,
+  type RunnerResult,
+  type Sandbox,
+  type ToolJob,
+  type ToolRunResult,
+} from './types';
+
+/** The part of an E2B sandbox this backend uses; the SDK's instances are one. */
+export interface E2BInstance extends Pick<E2B, 'sandboxId' | 'kill'> {
+  files: { write(files: { path: string; data: string }[]): Promise<unknown> };
+  commands: {
+    run(cmd: string, opts: { envs: Record<string, string>; timeoutMs: number }): Promise<CommandResult>;
+  };
+}
+
+/** The part of the SDK this backend uses: the `Sandbox` class of `e2b` is one; tests pass a fake. */
+export interface E2BSdk {
+  create(template: string, opts: SandboxOpts): Promise<E2BInstance>;
+  connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BInstance>;
+  list(opts: SandboxListOpts): { nextItems(): Promise<Pick<SandboxInfo, 'sandboxId'>[]> };
+}
+
+export interface E2BSandboxOptions {
+  apiKey: string;
+  template: string;
+  /** How long a sandbox lives after it was last used (E2B kills it then). */
+  sandboxTimeoutMs: number;
+  /** Keep sandboxes for later calls; false kills each one after its call, as Letta does. */
+  reuse: boolean;
+  maxOutputBytes: number;
+}
+
+const RUNNER = readFileSync(path.join(projectRoot, 'src', 'sandbox', 'python', 'runner.py'), 'utf8');
+
+/**
+ * E2B's own command deadline, past the tool's: our timer decides the timeout (E2B's TimeoutError
+ * also means a dead sandbox), E2B's only ends a command whose caller went away.
+ */
+const COMMAND_GRACE_MS = 10_000;
+
+type Stop = 'timeout' | 'cancelled';
+
+export function e2bSandbox(options: E2BSandboxOptions, sdk: E2BSdk = E2B): Sandbox {
+  return new E2BToolSandbox(options, sdk);
+}
+
+class E2BToolSandbox implements Sandbox {
+  /** pip installs by sandbox id, so that concurrent calls share one. */
+  private readonly installs = new Map<string, Promise<CommandResult>>();
+
+  constructor(
+    private readonly options: E2BSandboxOptions,
+    private readonly sdk: E2BSdk,
+  ) {}
+
+  async run(job: ToolJob, signal?: AbortSignal): Promise<ToolRunResult> {
+    const sandbox = await this.acquire(job).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    const stop = stopWhen(job.timeoutMs, signal);
+    const work = this.installAndRun(sandbox, job);
+    work.catch(() => undefined); // once stopped, the killed command's failure is expected
+    try {
+      const outcome = await Promise.race([work, stop.stopped]);
+      if (typeof outcome === 'string') {
+        // A tool that overran or was cancelled may still run: its sandbox is not reused.
+        await this.kill(sandbox);
+        return stoppedResult(job, outcome);
+      }
+      if (!this.options.reuse) await this.kill(sandbox);
+      return outcome;
+    } catch (error) {
+      await this.kill(sandbox);
+      throw error;
+    } finally {
+      stop.clear();
+    }
+  }
+
+  private async acquire(job: ToolJob): Promise<E2BInstance> {
+    const connection = { apiKey: this.options.apiKey, timeoutMs: this.lifetime(job) };
+    const metadata = { config_hash: configHash(this.options.template, job) };
+    if (this.options.reuse) {
+      const query = { metadata, state: ['running' as const] };
+      const [running] = await this.sdk.list({ apiKey: this.options.apiKey, query, limit: 1 }).nextItems();
+      // Connecting also pushes the sandbox's end of life out by `timeoutMs` from now.
+      if (running) {
+        const found = await this.sdk.connect(running.sandboxId, connection).catch(gone);
+        if (found) return found;
+      }
+    }
+    return this.sdk.create(this.options.template, { ...connection, metadata });
+  }
+
+  /** The sandbox must outlive the call it is taken for, whatever E2B_SANDBOX_TIMEOUT_MS says. */
+  private lifetime(job: ToolJob): number {
+    return Math.max(this.options.sandboxTimeoutMs, job.timeoutMs + COMMAND_GRACE_MS);
+  }
+
+  private async installAndRun(sandbox: E2BInstance, job: ToolJob): Promise<ToolRunResult> {
+    const install = await this.install(sandbox, job);
+    if (install && install.exitCode !== 0) {
+      return {
+        ...failure(job, 'PipInstallError', `pip install exited with code ${install.exitCode}`),
+        ...this.captured(install.stdout, install.stderr),
+      };
+    }
+    const marker = newResultMarker();
+    const dir = `/tmp/letta-tool-${randomUUID()}`;
+    const jobJson = JSON.stringify({
+      source: job.source,
+      args: job.args,
+      agent_state: job.agentState,
+      agent_id: job.agentId,
+      marker,
+    });
+    await guarded(() =>
+      sandbox.files.write([
+        { path: `${dir}/runner.py`, data: RUNNER },
+        { path: `${dir}/job.json`, data: jobJson },
+      ]),
+    );
+    const output = await command(sandbox, runnerCommand(dir), job);
+    return this.result(job, output, marker);
+  }
+
+  /** Installs the job's requirements once per sandbox; undefined when it has none. */
+  private install(sandbox: E2BInstance, job: ToolJob): Promise<CommandResult> | undefined {
+    const specs = requirementSpecs(job);
+    if (specs.length === 0) return undefined;
+    const id = sandbox.sandboxId;
+    let installing = this.installs.get(id);
+    if (!installing) {
+      installing = command(sandbox, `python3 -m pip install ${specs.map(shellQuote).join(' ')}`, job);
+      this.installs.set(id, installing);
+      // A failed install is tried again by the next call.
+      const forget = () => this.installs.delete(id);
+      installing.then((output) => {
+        if (output.exitCode !== 0) forget();
+      }, forget);
+    }
+    return installing;
+  }
+
+  private result(job: ToolJob, output: CommandResult, marker: string): ToolRunResult {
+    try {
+      const { result, stdout } = splitFramedResult(Buffer.from(output.stdout), marker);
+      const captured = this.captured(stdout, output.stderr);
+      if (result === undefined) {
+        const message = `the tool exited (code ${output.exitCode}) without a result`;
+        return { ...failure(job, 'SandboxError', message), ...captured };
+      }
+      const parsed = JSON.parse(result) as RunnerResult;
+      return {
+        status: parsed.status,
+        funcReturn: parsed.func_return,
+        agentState: parsed.agent_state,
+        ...captured,
+      };
+    } catch (error) {
+      if (!(error instanceof CorruptResultError)) throw error;
+      return { ...failure(job, error.name, error.message), ...this.captured('', output.stderr) };
+    }
+  }
+
+  private captured(stdout: string, stderr: string): Pick<ToolRunResult, 'stdout' | 'stderr'> {
+    const max = this.options.maxOutputBytes;
+    return { stdout: lines(capped(stdout, max)), stderr: lines(capped(stderr, max)) };
+  }
+
+  private async kill(sandbox: E2BInstance): Promise<void> {
+    this.installs.delete(sandbox.sandboxId);
+    // Best effort: a sandbox E2B cannot reach now dies at its own timeout anyway.
+    await sandbox.kill().catch(() => false);
+  }
+}
+
+/** A sandbox listed as running may have ended since: then a new one is made. */
+function gone(error: unknown): undefined {
+  if (error instanceof SandboxNotFoundError) return undefined;
+  throw error;
+}
+
+/**
+ * Runs a command with the tool's environment (pip sees it too, e.g. PIP_INDEX_URL); its non-zero
+ * exit is a result, any other failure is E2B's, not the tool's.
+ */
+async function command(sandbox: E2BInstance, cmd: string, job: ToolJob): Promise<CommandResult> {
+  try {
+    return await sandbox.commands.run(cmd, { envs: job.env, timeoutMs: job.timeoutMs + COMMAND_GRACE_MS });
+  } catch (error) {
+    if (error instanceof CommandExitError) return error;
+    throw unavailable(error);
+  }
+}
+
+async function guarded<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw unavailable(error);
+  }
+}
+
+function unavailable(error: unknown): SandboxUnavailableError {
+  if (error instanceof SandboxUnavailableError) return error;
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new SandboxUnavailableError(`E2B sandbox: ${text}`, { cause: error });
+}
+
+/**
+ * The call's folder goes with the call, so a reused sandbox keeps no earlier job (arguments, agent
+ * state); the runner's exit status is kept for the caller.
+ */
+function runnerCommand(dir: string): string {
+  return `python3 ${dir}/runner.py < ${dir}/job.json; status=$?; rm -rf ${dir}; exit $status`;
+}
+
+function requirementSpecs(job: ToolJob): string[] {
+  return (job.pipRequirements ?? []).map((r) => (r.version ? `${r.name}==${r.version}` : r.name));
+}
+
+function configHash(template: string, job: ToolJob): string {
+  const requirements = requirementSpecs(job).sort();
+  const env = Object.entries(job.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify({ template, requirements, env })).digest('hex');
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Settles when the tool's time is up or the run is cancelled, whichever comes first. */
+function stopWhen(timeoutMs: number, signal?: AbortSignal) {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = () => {};
+  const stopped = new Promise<Stop>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    onAbort = () => resolve('cancelled');
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
+  });
+  const clear = () => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  };
+  return { stopped, clear };
+}
+
+function stoppedResult(job: ToolJob, why: Stop): ToolRunResult {
+  const stopped =
+    why === 'timeout'
+      ? failure(job, 'TimeoutError', `the tool ran longer than ${job.timeoutMs / 1000} seconds`)
+      : failure(job, 'CancelledError', 'the run was cancelled');
+  return { ...stopped, stdout: [], stderr: [] };
+}
+
+const failure = (
+  job: ToolJob,
+  kind: string,
+  message: string,
+): Pick<ToolRunResult, 'status' | 'funcReturn'> => ({
+  status: 'error',
+  funcReturn: `Error executing function ${job.name}: ${kind}: ${message}`,
+});
+
+function capped(text: string, max: number): string {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= max) return text;
+  return `${bytes.subarray(0, max).toString('utf8')}\n[output truncated: ${bytes.length - max} more bytes]`;
+}
+
+const lines = (text: string) => (text ? [text] : []);

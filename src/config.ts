@@ -66,6 +66,9 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  SANDBOX_ENV_DIR: optional(z.string()),
+  NPM_REGISTRY_URL: optional(url),
+  NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

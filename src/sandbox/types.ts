@@ -23,15 +23,20 @@ export interface PipRequirement {
   version?: string | null;
 }
 
+export type NpmRequirement = PipRequirement;
+
 export interface ToolJob {
-  /** The tool's name, for error texts. */
+  /** The tool's name, for error texts (and, for TypeScript, the function called). */
   name: string;
+  /** Python unless said otherwise. */
+  language?: 'python' | 'typescript';
   source: string;
   args: Record<string, unknown>;
   /** The only environment the tool sees (its sandbox config's variables and the agent's secrets). */
   env: Record<string, string>;
   timeoutMs: number;
   pipRequirements?: PipRequirement[];
+  npmRequirements?: NpmRequirement[];
   /** Given when the function takes `agent_state`. */
   agentState?: AgentStateSnapshot;
   agentId?: string;

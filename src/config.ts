@@ -66,6 +66,8 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  SANDBOX_NODE: z.string().min(1).default(process.execPath),
+  SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce.number().int().positive().default(512),
   SANDBOX_ENV_DIR: optional(z.string()),
   NPM_REGISTRY_URL: optional(url),
   NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),

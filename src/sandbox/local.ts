@@ -7,7 +7,15 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { projectRoot } from '../paths';
-import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
+import { ToolError } from '../tools/tool-error';
+import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
+import {
+  SandboxUnavailableError,
+  type Sandbox,
+  type SandboxCommand,
+  type ToolJob,
+  type ToolRunResult,
+} from './types';
 
 const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
 
@@ -15,15 +23,30 @@ export interface LocalSandboxOptions {
   bwrap: string;
   /** The Python inside the sandbox: the system one under /usr. */
   python: string;
+  /** TypeScript tools: the node they run on, and their npm requirements. */
+  node: NodeRuntimeOptions;
   maxOutputBytes: number;
 }
 
-function bubblewrapArgs(job: ToolJob, python: string): string[] {
+function pythonCommand(job: ToolJob, python: string): SandboxCommand {
+  return {
+    mounts: ['--ro-bind', RUNNER_DIR, '/sandbox'],
+    env: { PYTHONDONTWRITEBYTECODE: '1' },
+    argv: [python, '-I', '/sandbox/runner.py'],
+    input: JSON.stringify({ source: job.source, args: job.args }),
+  };
+}
+
+/** What runs the job, by its language. */
+const commandFor = async (job: ToolJob, options: LocalSandboxOptions) =>
+  job.language === 'typescript' ? nodeCommand(job, options.node) : pythonCommand(job, options.python);
+
+function bubblewrapArgs(job: ToolJob, command: SandboxCommand): string[] {
   const env = Object.entries({
     ...job.env,
     PATH: '/usr/bin:/bin',
     HOME: '/tmp',
-    PYTHONDONTWRITEBYTECODE: '1',
+    ...command.env,
   });
   return [
     '--ro-bind', '/usr', '/usr',
@@ -33,7 +56,7 @@ function bubblewrapArgs(job: ToolJob, python: string): string[] {
     '--proc', '/proc',
     '--dev', '/dev',
     '--tmpfs', '/tmp',
-    '--ro-bind', RUNNER_DIR, '/sandbox',
+    ...command.mounts,
     '--chdir', '/tmp',
     '--unshare-all',
     '--die-with-parent',
@@ -43,7 +66,7 @@ function bubblewrapArgs(job: ToolJob, python: string): string[] {
     '--gid', '65534',
     '--clearenv',
     ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    python, '-I', '/sandbox/runner.py',
+    ...command.argv,
   ]; // prettier-ignore
 }
 
@@ -74,9 +97,17 @@ const failure = (
 
 export function localSandbox(options: LocalSandboxOptions): Sandbox {
   return {
-    run(job, signal) {
+    async run(job, signal) {
+      let command: SandboxCommand;
+      try {
+        command = await commandFor(job, options);
+      } catch (error) {
+        // The tool's own fault (a source that does not compile, requirements that do not install).
+        if (!(error instanceof ToolError)) throw error;
+        return { ...failure(job, error.name, error.message), stdout: [], stderr: [] };
+      }
       return new Promise((resolve, reject) => {
-        const child = spawn(options.bwrap, bubblewrapArgs(job, options.python), {
+        const child = spawn(options.bwrap, bubblewrapArgs(job, command), {
           stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
           detached: true,
         });
@@ -126,7 +157,7 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
             });
           }
         });
-        child.stdin!.end(JSON.stringify({ source: job.source, args: job.args }));
+        child.stdin!.end(command.input);
       });
     },
   };

@@ -67,3 +67,11 @@ export interface RunnerResult {
   func_return: unknown;
   agent_state?: ToolRunResult['agentState'];
 }
+
+/** What the local sandbox runs for one job: the runner's read-only mounts, its command and its stdin. */
+export interface SandboxCommand {
+  mounts: string[];
+  env: Record<string, string>;
+  argv: string[];
+  input: string;
+}

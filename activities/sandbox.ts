@@ -9,6 +9,7 @@ import { findToolExecution } from '../src/db/tool-executions';
 import { getTool, getToolVersion } from '../src/db/tools';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox } from '../src/sandbox';
+import { runtimeFields } from '../src/sandbox/node-runtime';
 import { ToolError } from '../src/tools/tool-error';
 import type { SandboxToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
@@ -41,6 +42,7 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs }: SandboxActivit
           sandbox.run(
             {
               name: tool.name,
+              ...runtimeFields(tool),
               source: tool.source_code,
               args: await argumentsFor(db, input, agent, tool),
               env: {

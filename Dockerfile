@@ -18,5 +18,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # Read by python3 to derive Python tools' schemas (not compiled: it is Python).
 COPY --from=build /app/src/tools/python ./src/tools/python
+# Run by node inside the sandbox for TypeScript tools (plain JavaScript, not compiled).
+COPY --from=build /app/src/sandbox/node ./src/sandbox/node
 EXPOSE 8283
 CMD ["node", "dist/src/main.js"]

@@ -11,7 +11,8 @@ import type { AgentRecord, ToolRow } from '../src/db/rows';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
 import { lockAgentMemory } from '../src/tools/builtin';
-import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
+import { customToolEnvironment, customToolJob, writeBackMemory } from '../src/tools/custom-tools';
+import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
 import type { SandboxToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
@@ -22,6 +23,8 @@ export interface SandboxActivityDeps {
   sandbox: Sandbox;
   /** How long one tool may run before its process group is killed. */
   toolTimeoutMs: number;
+  /** Whose sandbox config's variables the tools see. */
+  sandboxType: SandboxType;
 }
 
 const resultOf = (run: ToolRunResult): ToolResult => ({
@@ -31,16 +34,12 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
   stderr: run.stderr,
 });
 
-export function sandboxActivities({ db, sandbox, toolTimeoutMs }: SandboxActivityDeps) {
+export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: SandboxActivityDeps) {
   const jobFor = async (input: SandboxToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
     if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
     return customToolJob(agent, tool, await argumentsFor(db, input, agent, tool), {
       timeoutMs: toolTimeoutMs,
-      env: {
-        ...Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
-        LETTA_AGENT_ID: agent.id,
-        LETTA_TOOL_ID: tool.id,
-      },
+      env: await customToolEnvironment(db, sandboxType, agent, tool),
     });
   };
 

@@ -115,6 +115,10 @@ export const ConfigSchema = z.object({
   PIP_FIND_LINKS: optional(z.string()),
   PIP_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
   SANDBOX_ENV_MAX_AGE_MS: milliseconds.default(7 * 24 * 60 * 60 * 1000),
+  SANDBOX_NODE: z.string().min(1).default(process.execPath),
+  SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce.number().int().positive().default(512),
+  NPM_REGISTRY_URL: optional(url),
+  NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

@@ -15,7 +15,7 @@ import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
-import { sandboxFor, type ConfiguredSandbox } from './sandbox';
+import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
@@ -108,6 +108,7 @@ export async function startServer(
           db,
           sandbox,
           toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+          sandboxType: sandboxConfigType(config),
         }),
       });
       for (const worker of [agentWorker, sandboxWorker]) {

@@ -13,7 +13,7 @@ import {
   resolvePipPython,
   type PythonEnvOptions,
 } from '../src/sandbox/python-env';
-import { ToolEnvironmentError } from '../src/sandbox/types';
+import { ToolEnvironmentError } from '../src/sandbox/tool-environment-error';
 import { eventually } from './helpers/eventually';
 import { processesMentioning } from './helpers/process';
 import { writeSimpleIndex, writeWheel } from './helpers/wheels';

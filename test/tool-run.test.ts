@@ -88,10 +88,19 @@ describe('running custom tools in the local sandbox', () => {
     expect((await run('def broken(:\n')).status).toBe(400);
   });
 
-  it("runs an agent's tool with the agent's secrets as its environment", async () => {
+  it("runs an agent's tool with its sandbox config's variables overlaid by the agent's secrets", async () => {
+    const post = (path: string, body: object) =>
+      fetch(`${h.server.url}/v1/sandbox-config${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then((res) => res.json() as Promise<{ id: string }>);
+    const config = await post('/local/default', {});
+    await post(`/${config.id}/environment-variable`, { key: 'NAME', value: 'from the sandbox config' });
+    await post(`/${config.id}/environment-variable`, { key: 'PLACE', value: 'Oslo' });
     const created = await h.client.tools.create({
       source_code:
-        'import os\n\ndef whoami(greeting: str) -> str:\n    """Greets.\n\n    Args:\n        greeting: The greeting.\n    """\n    return greeting + " " + os.environ["NAME"]\n',
+        'import os\n\ndef whoami(greeting: str) -> str:\n    """Greets.\n\n    Args:\n        greeting: The greeting.\n    """\n    return greeting + " " + os.environ["NAME"] + " in " + os.environ["PLACE"]\n',
     });
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
@@ -102,7 +111,7 @@ describe('running custom tools in the local sandbox', () => {
       agent_id: agent.id,
       args: { greeting: 'Hello' },
     });
-    expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada' });
+    expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada in Oslo' });
   });
 
   const versioned = (reply: string) =>

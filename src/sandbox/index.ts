@@ -1,13 +1,16 @@
 import type { Config } from '../config';
+import type { SandboxType } from '../schemas/sandbox-config';
 import { cgroups } from './cgroups';
 import { e2bSandbox } from './e2b';
 import { localSandbox } from './local';
+import { nodeRuntimeOptions } from './node-runtime';
 import { pythonEnvOptions } from './python-env';
 import { warmPool } from './warm-pool';
 import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
 export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
-export { SandboxUnavailableError, ToolEnvironmentError } from './types';
+export { SandboxUnavailableError } from './types';
+export { ToolEnvironmentError } from './tool-environment-error';
 
 /** The configured sandbox, with what its start-up probe found. */
 export interface ConfiguredSandbox extends Sandbox {
@@ -65,6 +68,10 @@ function refusal(job: ToolJob, reason: string): ToolRunResult {
   };
 }
 
+/** Whose sandbox config (variables) applies: `local-unsafe` is a local sandbox without isolation. */
+export const sandboxConfigType = (config: Config): SandboxType =>
+  config.SANDBOX_TYPE === 'e2b' ? 'e2b' : 'local';
+
 /** The sandbox custom tools run in, as the operator chose it (SANDBOX_TYPE); never switched implicitly. */
 export function sandboxFor(config: Config): ConfiguredSandbox {
   if (config.SANDBOX_TYPE !== 'e2b') return localSandboxFor(config);
@@ -110,6 +117,7 @@ function localSandboxFor(config: Config): ConfiguredSandbox {
     isolation,
     bwrap: config.SANDBOX_BWRAP_PATH,
     python: config.SANDBOX_PYTHON,
+    node: nodeRuntimeOptions(config),
     maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
     tmpBytes: config.SANDBOX_TMP_BYTES,
     limits,

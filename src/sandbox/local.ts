@@ -17,9 +17,10 @@ import type { Cgroups } from './cgroups';
 import type { WarmPool } from './warm-pool';
 import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from './python-env';
 import { failure, lines, parsedResult, stoppedResult, type Stop } from './results';
+import { ToolError } from '../tools/tool-error';
+import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
 import {
   SandboxUnavailableError,
-  ToolEnvironmentError,
   type Sandbox,
   type ToolJob,
   type ToolLimits,
@@ -44,6 +45,7 @@ export interface LocalSandboxOptions {
   pythonEnvs: PythonEnvOptions;
   /** Warm runners for bubblewrap; null: a cold sandbox per call. */
   warmPool: WarmPool | null;
+  node: NodeRuntimeOptions;
 }
 
 export interface Command {
@@ -61,12 +63,12 @@ export const toolEnv = (job: Pick<ToolJob, 'env'>) => ({
   PYTHONUNBUFFERED: '1',
 });
 
-/** The tool's venv, when it has requirements, is bound read-only at /venv; `script` runs in /sandbox. */
+/** `argv` runs in the sandbox, which sees /usr, its private /tmp and /work, and `mounts`. */
 export function bubblewrapCommand(
   environment: Record<string, string>,
   options: LocalSandboxOptions,
-  venv: PythonEnvironment | null,
-  script: string[],
+  mounts: string[],
+  argv: string[],
 ): Command {
   const env = Object.entries(environment);
   const args = [
@@ -78,8 +80,7 @@ export function bubblewrapCommand(
     '--dev', '/dev',
     '--size', String(options.tmpBytes), '--tmpfs', '/tmp',
     '--size', String(options.tmpBytes), '--tmpfs', '/work',
-    '--ro-bind', RUNNER_DIR, '/sandbox',
-    ...(venv ? ['--ro-bind', venv.root, '/venv'] : []),
+    ...mounts,
     '--chdir', '/work',
     '--unshare-all',
     '--die-with-parent',
@@ -89,9 +90,21 @@ export function bubblewrapCommand(
     '--gid', String(NOBODY),
     '--clearenv',
     ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    venv ? '/venv/bin/python' : options.python, '-I', ...script,
+    ...argv,
   ]; // prettier-ignore
   return { file: options.bwrap, args, env: {} };
+}
+
+/** The Python runner (`script` in /sandbox), on the tool's venv (bound read-only at /venv) if it has one. */
+export function pythonInSandbox(
+  environment: Record<string, string>,
+  options: LocalSandboxOptions,
+  venv: PythonEnvironment | null,
+  script: string[],
+): Command {
+  const mounts = ['--ro-bind', RUNNER_DIR, '/sandbox', ...(venv ? ['--ro-bind', venv.root, '/venv'] : [])];
+  const argv = [venv ? '/venv/bin/python' : options.python, '-I', ...script];
+  return bubblewrapCommand(environment, options, mounts, argv);
 }
 
 function plainCommand(
@@ -145,6 +158,7 @@ const runnerJob = (job: ToolJob, options: LocalSandboxOptions) => ({
 function runProcess(
   command: Command,
   job: ToolJob,
+  input: string,
   options: LocalSandboxOptions,
   signal?: AbortSignal,
 ): Promise<ToolRunResult> {
@@ -205,43 +219,57 @@ function runProcess(
     });
     if (child.pid) cgroup?.add(child.pid);
     child.stdin!.on('error', () => undefined); // a tool that exits before reading its job
-    child.stdin!.end(JSON.stringify(runnerJob(job, options)));
+    child.stdin!.end(input);
   });
 }
 
 export function localSandbox(options: LocalSandboxOptions): Sandbox {
-  const runIn = async (job: ToolJob, venv: PythonEnvironment | null, signal?: AbortSignal) => {
+  const runPython = async (job: ToolJob, venv: PythonEnvironment | null, signal?: AbortSignal) => {
     const { warmPool } = options;
+    const input = JSON.stringify(runnerJob(job, options));
     if (options.isolation === 'bubblewrap' && warmPool) {
       const script = ['/sandbox/forkserver.py', String(options.maxOutputBytes)];
-      const command = () => unprivileged(bubblewrapCommand(toolEnv({ env: {} }), options, venv, script));
+      const command = () => unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script));
       return warmPool.run(venv?.root ?? 'system', command, job, runnerJob(job, options), signal);
     }
-    if (options.isolation === 'bubblewrap')
-      return runProcess(
-        unprivileged(bubblewrapCommand(toolEnv(job), options, venv, ['/sandbox/runner.py'])),
-        job,
-        options,
-        signal,
-      );
+    if (options.isolation === 'bubblewrap') {
+      const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py']);
+      return runProcess(unprivileged(command), job, input, options, signal);
+    }
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
     try {
       if (process.getuid?.() === 0) fs.chownSync(cwd, NOBODY, NOBODY);
-      return await runProcess(unprivileged(plainCommand(job, options, venv, cwd)), job, options, signal);
+      return await runProcess(
+        unprivileged(plainCommand(job, options, venv, cwd)),
+        job,
+        input,
+        options,
+        signal,
+      );
     } finally {
       fs.rmSync(cwd, { recursive: true, force: true });
     }
   };
+
+  const runTypeScript = async (job: ToolJob, signal?: AbortSignal) => {
+    if (options.isolation !== 'bubblewrap')
+      throw new ToolError('TypeScript tools run only in the bubblewrap sandbox (SANDBOX_TYPE=local)');
+    const node = await nodeCommand(job, options.node);
+    const command = bubblewrapCommand({ ...toolEnv(job), ...node.env }, options, node.mounts, node.argv);
+    return runProcess(unprivileged(command), job, node.input, options, signal);
+  };
+
   return {
     async run(job, signal) {
-      let venv: PythonEnvironment | null;
       try {
-        venv = await pythonEnvironment(job.pipRequirements ?? [], options.pythonEnvs);
+        if (job.language === 'typescript') return await runTypeScript(job, signal);
+        const venv = await pythonEnvironment(job.pipRequirements ?? [], options.pythonEnvs);
+        return await runPython(job, venv, signal);
       } catch (error) {
-        if (!(error instanceof ToolEnvironmentError)) throw error;
-        return { ...failure(job, 'ToolEnvironmentError', error.message), stdout: [], stderr: [] };
+        // The tool's own fault: a source that does not compile, requirements that do not install.
+        if (!(error instanceof ToolError)) throw error;
+        return { ...failure(job, error.name, error.message), stdout: [], stderr: [] };
       }
-      return runIn(job, venv, signal);
     },
   };
 }

@@ -16,7 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config';
-import { SandboxUnavailableError, ToolEnvironmentError, type PipRequirement } from './types';
+import { ToolEnvironmentError } from './tool-environment-error';
+import { SandboxUnavailableError, type PipRequirement } from './types';
 
 export interface PythonEnvironment {
   /** The venv's folder. */

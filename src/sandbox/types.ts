@@ -24,15 +24,20 @@ export interface PipRequirement {
   version?: string | null;
 }
 
+export type NpmRequirement = PipRequirement;
+
 export interface ToolJob {
-  /** The tool's name, for error texts. */
+  /** The tool's name, for error texts (and, for TypeScript, the function called). */
   name: string;
+  /** Python unless said otherwise. */
+  language?: 'python' | 'typescript';
   source: string;
   args: Record<string, unknown>;
   /** The only environment the tool sees (its sandbox config's variables and the agent's secrets). */
   env: Record<string, string>;
   timeoutMs: number;
   pipRequirements?: PipRequirement[];
+  npmRequirements?: NpmRequirement[];
   /** Given when the function takes `agent_state`. */
   agentState?: AgentStateSnapshot;
   agentId?: string;
@@ -57,14 +62,17 @@ export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
 }
 
-/** A tool's requirements cannot be installed: a problem with the tool's definition, not the server. */
-export class ToolEnvironmentError extends Error {
-  override name = 'ToolEnvironmentError';
-}
-
 /** What the runner (runner.py) reports: Letta's result fields. */
 export interface RunnerResult {
   status: 'success' | 'error';
   func_return: unknown;
   agent_state?: ToolRunResult['agentState'];
+}
+
+/** What the local sandbox runs for one job: the runner's read-only mounts, its command and its stdin. */
+export interface SandboxCommand {
+  mounts: string[];
+  env: Record<string, string>;
+  argv: string[];
+  input: string;
 }

@@ -7,6 +7,9 @@ import type { Queryable } from '../db';
 import { agentBlocks, updateBlock } from '../db/agents';
 import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
 import type { AgentStateSnapshot, PipRequirement, ToolJob, ToolRunResult } from '../sandbox';
+import { runtimeFields } from '../sandbox/node-runtime';
+import { sandboxEnvironment, toolEnvironment } from '../sandbox/environment';
+import type { SandboxType } from '../schemas/sandbox-config';
 import { ToolError } from './tool-error';
 
 function snapshot(agent: AgentRecord): AgentStateSnapshot {
@@ -25,6 +28,24 @@ function snapshot(agent: AgentRecord): AgentStateSnapshot {
   };
 }
 
+/**
+ * The only environment a custom tool sees: its sandbox config's variables, overlaid by the agent's
+ * secrets, then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own).
+ */
+export async function customToolEnvironment(
+  db: Queryable,
+  sandboxType: SandboxType,
+  agent: AgentRecord,
+  tool: ToolRow,
+): Promise<Record<string, string>> {
+  return toolEnvironment({
+    sandboxVars: (await sandboxEnvironment(db, sandboxType)).env,
+    agentSecrets: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
+    agentId: agent.id,
+    toolId: tool.id,
+  });
+}
+
 export function customToolJob(
   agent: AgentRecord,
   tool: ToolRow,
@@ -33,6 +54,7 @@ export function customToolJob(
 ): ToolJob {
   return {
     name: tool.name,
+    ...runtimeFields(tool),
     source: tool.source_code ?? '',
     args,
     env: options.env,

@@ -16,6 +16,7 @@ import {
   type PythonSchemaOptions,
 } from './python-schema';
 import { schemaHealth, type SchemaHealth } from './schema-health';
+import { transpileTool, TypeScriptSourceError } from '../sandbox/typescript';
 
 /** MAX_TOOL_NAME_LENGTH */
 const MAX_NAME_LENGTH = 48;
@@ -70,6 +71,17 @@ export function checkSchema(schema: JsonSchema): { name: string; health: SchemaH
   return { name: schema.name, health };
 }
 
+/** A TypeScript tool's schema is given, not derived: its source must still compile and define the function. */
+function checkTypeScript(body: ToolCreate, name: string): void {
+  if (body.source_type !== 'typescript') return;
+  try {
+    transpileTool(body.source_code, name);
+  } catch (error) {
+    if (error instanceof TypeScriptSourceError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
 function fieldsOf(body: ToolCreate, schema: JsonSchema, name: string): ToolFields {
   return {
     name,
@@ -97,6 +109,7 @@ export async function createOrUpdateTool(
 ): Promise<ToolRow> {
   const schema = await deriveSchema(body, options);
   const { name } = checkSchema(schema);
+  checkTypeScript(body, name);
   return db.transaction(async (tx) => {
     const existing = await getToolByName(tx, name);
     if (existing && existing.tool_type !== 'custom') {
@@ -144,6 +157,7 @@ export async function modifyTool(
       ? await deriveSchema(body, options)
       : (tool.json_schema as JsonSchema);
   const { name } = checkSchema(schema);
+  checkTypeScript(body, name);
   if (name !== tool.name && (await getToolByName(db, name))) {
     throw new HttpError(409, `A tool named '${name}' already exists`);
   }

@@ -16,7 +16,10 @@ import { createOrUpdateTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
-import { customToolJob } from '../../tools/custom-tools';
+import { customToolEnvironment, customToolJob } from '../../tools/custom-tools';
+import { sandboxConfigType } from '../../sandbox';
+import { runtimeFields } from '../../sandbox/node-runtime';
+import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 
 /** Letta's ToolExecutionResult. */
 const executionShape = (result: ToolRunResult) => ({
@@ -28,11 +31,17 @@ const executionShape = (result: ToolRunResult) => ({
   sandbox_config_fingerprint: null,
 });
 
-async function functionName(source: string, options: PythonSchemaOptions): Promise<string> {
+type ToolRunFromSource = z.infer<typeof ToolRunFromSourceSchema>;
+
+/** The function to run; source that cannot run at all is the request's fault (400), as at creation. */
+async function functionName(body: ToolRunFromSource, options: PythonSchemaOptions): Promise<string> {
   try {
-    return (await pythonSignature(source, options)).name;
+    if (body.source_type === 'python')
+      return body.name ?? (await pythonSignature(body.source_code, options)).name;
+    return transpileTool(body.source_code, body.name ?? undefined).name;
   } catch (error) {
-    if (error instanceof ToolSchemaError) throw new HttpError(400, error.message);
+    if (error instanceof ToolSchemaError || error instanceof TypeScriptSourceError)
+      throw new HttpError(400, error.message);
     throw error;
   }
 }
@@ -73,10 +82,9 @@ export function toolsRouter(ctx: ApiContext): Router {
 
   router.post('/v1/tools/run', async (req, res) => {
     const body = parseBody(ToolRunFromSourceSchema, req);
-    if (body.source_type !== 'python')
-      throw new HttpError(400, 'Only Python tools can run on this server yet');
     const result = await execute({
-      name: body.name ?? (await functionName(body.source_code, python)),
+      name: await functionName(body, python),
+      ...runtimeFields(body),
       source: body.source_code,
       args: body.args,
       env: body.env_vars ?? {},
@@ -90,17 +98,12 @@ export function toolsRouter(ctx: ApiContext): Router {
     if (!agent) throw notFound(`Agent ${req.params.agentId}`);
     const tool = agent.tools.find((t) => t.name === req.params.toolName);
     if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
-    if (tool.tool_type !== 'custom' || tool.source_type !== 'python') {
-      throw new HttpError(400, `Tool ${tool.name} is not a custom Python tool: only those run here yet`);
-    }
+    if (tool.tool_type !== 'custom')
+      throw new HttpError(400, `Tool ${tool.name} is not a custom tool: only those run here yet`);
     const result = await execute(
       customToolJob(agent, tool, parseBody(AgentToolRunSchema, req).args, {
         timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
-        env: {
-          ...Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
-          LETTA_AGENT_ID: agent.id,
-          LETTA_TOOL_ID: tool.id,
-        },
+        env: await customToolEnvironment(ctx.db, sandboxConfigType(ctx.config), agent, tool),
       }),
     );
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).

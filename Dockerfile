@@ -20,5 +20,6 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/src/tools/python ./src/tools/python
 # Run by node inside the sandbox for TypeScript tools (plain JavaScript, not compiled).
 COPY --from=build /app/src/sandbox/node ./src/sandbox/node
+COPY --from=build /app/src/sandbox/python ./src/sandbox/python
 EXPOSE 8283
 CMD ["node", "dist/src/main.js"]

@@ -7,6 +7,7 @@ import { packGreetPackage } from './helpers/npm-package';
 /** TypeScript custom tools run on node in the local sandbox (bubblewrap), with Letta's contract. */
 describe('TypeScript tools in the local sandbox', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ts-tools-'));
+  fs.chmodSync(dir, 0o755); // the sandbox's uid (nobody) reads the node_modules in it
   const envDir = path.join(dir, 'envs');
   const h = useAgentServer('openai', {
     TOOL_TIMEOUT_MS: '4000',
@@ -103,7 +104,8 @@ describe('TypeScript tools in the local sandbox', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(body).toMatchObject({
       status: 'error',
-      func_return: 'Error executing function probe: TimeoutError: the tool ran longer than 4 seconds',
+      func_return:
+        'Error executing function probe: TimeoutError: Executing tool probe timed out after 4.0 seconds.',
     });
   });
 

@@ -55,10 +55,10 @@ export interface Command {
   cwd?: string;
 }
 
+const baseEnv = (job: Pick<ToolJob, 'env'>) => ({ ...job.env, PATH: '/usr/bin:/bin', HOME: '/work' });
+
 export const toolEnv = (job: Pick<ToolJob, 'env'>) => ({
-  ...job.env,
-  PATH: '/usr/bin:/bin',
-  HOME: '/work',
+  ...baseEnv(job),
   PYTHONDONTWRITEBYTECODE: '1',
   PYTHONUNBUFFERED: '1',
 });
@@ -255,7 +255,7 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     if (options.isolation !== 'bubblewrap')
       throw new ToolError('TypeScript tools run only in the bubblewrap sandbox (SANDBOX_TYPE=local)');
     const node = await nodeCommand(job, options.node);
-    const command = bubblewrapCommand({ ...toolEnv(job), ...node.env }, options, node.mounts, node.argv);
+    const command = bubblewrapCommand({ ...baseEnv(job), ...node.env }, options, node.mounts, node.argv);
     return runProcess(unprivileged(command), job, node.input, options, signal);
   };
 

@@ -57,6 +57,7 @@ async function ensureInstalled(folder: string, specs: string[], options: NodeEnv
   const staging = await fs.mkdtemp(`${folder}.tmp-`);
   try {
     await npmInstall(staging, specs, options);
+    await fs.chmod(staging, 0o755); // mkdtemp's 0700 would hide it from the sandbox's uid
     await fs.rename(staging, folder);
   } catch (error) {
     await fs.rm(staging, { recursive: true, force: true });

@@ -42,20 +42,18 @@ export async function waitForStatus(url: string, status: number, proc: StartedPr
   throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (${last}):\n${proc.output()}`);
 }
 
-/** Pids of every process whose command line (or, asked, environment) mentions `marker` (a unique id, say). */
-export function processesMentioning(marker: string, options: { environment?: boolean } = {}): number[] {
-  const files = options.environment ? ['cmdline', 'environ'] : ['cmdline'];
-  const mentions = (pid: string, file: string) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/${file}`, 'utf8').includes(marker);
-    } catch {
-      return false;
-    }
-  };
+/** Pids of every process whose command line mentions `marker` (a unique temp folder, say). */
+export function processesMentioning(marker: string): number[] {
   return fs
     .readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .filter((pid) => files.some((file) => mentions(pid, file)))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    })
     .map(Number);
 }
 
@@ -76,11 +74,32 @@ export function processesInGroup(pgid: number): number[] {
     .map(Number);
 }
 
+/** Running, not a zombie waiting for a parent to reap it. */
 export function isAlive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
   }
+}
+
+/** Pids of every live descendant of `pid` (children, their children, ...). */
+export function descendantsOf(pid: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      // Field 4 of /proc/<pid>/stat is the parent; the command name before it may hold spaces.
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  for (let frontier = [pid]; frontier.length;) {
+    frontier = [...parents].filter(([, parent]) => frontier.includes(parent)).map(([child]) => child);
+    found.push(...frontier);
+  }
+  return found;
 }

@@ -279,7 +279,8 @@ describe('E2B sandbox (fake E2B cloud, real runner)', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(result).toMatchObject({
       status: 'error',
-      funcReturn: 'Error executing function slow: TimeoutError: the tool ran longer than 1 seconds',
+      funcReturn:
+        'Error executing function slow: TimeoutError: Executing tool slow timed out after 1.0 seconds.',
     });
     expect(cloud.calls).toContain('kill sbx-1');
     expect(await processesLeft(cloud.sandboxes[0])).toEqual([]);

@@ -22,6 +22,7 @@ import {
 } from 'e2b';
 import { projectRoot } from '../paths';
 import { newResultMarker, splitFramedResult, CorruptResultError } from './result-frame';
+import { failure, lines, stoppedResult } from './results';
 import {
   SandboxUnavailableError,
   type RunnerResult,
@@ -90,7 +91,7 @@ class E2BToolSandbox implements Sandbox {
       if (typeof outcome === 'string') {
         // A tool that overran or was cancelled may still run: its sandbox is not reused.
         await this.kill(sandbox);
-        return stoppedResult(job, outcome);
+        return { ...stoppedResult(job, outcome, this.options.maxOutputBytes), stdout: [], stderr: [] };
       }
       if (!this.options.reuse) await this.kill(sandbox);
       return outcome;
@@ -272,27 +273,8 @@ function stopWhen(timeoutMs: number, signal?: AbortSignal) {
   return { stopped, clear };
 }
 
-function stoppedResult(job: ToolJob, why: Stop): ToolRunResult {
-  const stopped =
-    why === 'timeout'
-      ? failure(job, 'TimeoutError', `the tool ran longer than ${job.timeoutMs / 1000} seconds`)
-      : failure(job, 'CancelledError', 'the run was cancelled');
-  return { ...stopped, stdout: [], stderr: [] };
-}
-
-const failure = (
-  job: ToolJob,
-  kind: string,
-  message: string,
-): Pick<ToolRunResult, 'status' | 'funcReturn'> => ({
-  status: 'error',
-  funcReturn: `Error executing function ${job.name}: ${kind}: ${message}`,
-});
-
 function capped(text: string, max: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= max) return text;
   return `${bytes.subarray(0, max).toString('utf8')}\n[output truncated: ${bytes.length - max} more bytes]`;
 }
-
-const lines = (text: string) => (text ? [text] : []);

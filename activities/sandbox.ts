@@ -11,7 +11,7 @@ import type { AgentRecord, ToolRow } from '../src/db/rows';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
 import { lockAgentMemory } from '../src/tools/builtin';
-import { customToolEnvironment, customToolJob, writeBackMemory } from '../src/tools/custom-tools';
+import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
 import type { SandboxToolCallInput, ToolOutcome } from './contracts';
@@ -37,10 +37,8 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
 export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: SandboxActivityDeps) {
   const jobFor = async (input: SandboxToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
     if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
-    return customToolJob(agent, tool, await argumentsFor(db, input, agent, tool), {
-      timeoutMs: toolTimeoutMs,
-      env: await customToolEnvironment(db, sandboxType, agent, tool),
-    });
+    const args = await argumentsFor(db, input, agent, tool);
+    return customToolJob(db, sandboxType, agent, tool, args, toolTimeoutMs);
   };
 
   /** The call's record and the tool's memory edits commit together, once, under the agent's memory lock. */

@@ -5,7 +5,7 @@ import { sandboxEnvironment } from '../src/sandbox/environment';
 import { startTestServer, type TestServer } from './helpers/server';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-const LOCAL_DEFAULTS = { use_venv: false, venv_name: 'venv', pip_requirements: [] };
+const LOCAL_DEFAULTS = { use_venv: false, venv_name: 'venv', pip_requirements: [], allow_network: false };
 const UNKNOWN_CONFIG = `sandbox-${crypto.randomUUID()}`;
 const UNKNOWN_ENV_VAR = `sandbox-env-${crypto.randomUUID()}`;
 

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { useAgentServer } from './helpers/agent-server';
 
 /** Custom Python tools run in the local sandbox (bubblewrap): Letta's execution contract, isolated. */
@@ -209,5 +211,33 @@ describe('running custom tools in the local sandbox', () => {
       tool_return: expect.stringContaining('Exceeds 100 character limit (requested 500)'),
     });
     expect((await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Name: Ada');
+  });
+  it('reaches the network only when the local sandbox config allows it', async () => {
+    const site = http.createServer((_req, res) => res.end('hello from the host'));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+    const config = async (allow: boolean) => {
+      const res = await fetch(`${h.server.url}/v1/sandbox-config/local`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ allow_network: allow }),
+      });
+      expect(res.status).toBe(200);
+    };
+    try {
+      const tool = await h.client.tools.create({
+        source_code:
+          'import urllib.request\n\ndef fetch_home(url: str) -> str:\n    """Fetches.\n\n    Args:\n        url: Where.\n    """\n    return urllib.request.urlopen(url, timeout=2).read().decode()\n',
+      });
+      const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+      const fetchHome = () => h.client.agents.tools.run('fetch_home', { agent_id: agent.id, args: { url } });
+      await config(false);
+      expect(await fetchHome()).toMatchObject({ status: 'error' });
+      await config(true);
+      expect(await fetchHome()).toMatchObject({ status: 'success', func_return: 'hello from the host' });
+    } finally {
+      await config(false);
+      await new Promise<void>((resolve) => site.close(() => resolve()));
+    }
   });
 });

@@ -30,6 +30,14 @@ import {
 const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
 /** The uid tools run as when the server is root: without root, RLIMIT_NPROC holds and files are safe. */
 const NOBODY = 65534;
+/** What name resolution and TLS need, for tools allowed the network. */
+const NETWORK_FILES = [
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/nsswitch.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+];
 
 export interface LocalSandboxOptions {
   isolation: 'bubblewrap' | 'none';
@@ -69,6 +77,7 @@ export function bubblewrapCommand(
   options: LocalSandboxOptions,
   mounts: string[],
   argv: string[],
+  network = false,
 ): Command {
   const env = Object.entries(environment);
   const args = [
@@ -83,6 +92,7 @@ export function bubblewrapCommand(
     ...mounts,
     '--chdir', '/work',
     '--unshare-all',
+    ...(network ? ['--share-net', ...NETWORK_FILES.flatMap((file) => ['--ro-bind-try', file, file])] : []),
     '--die-with-parent',
     '--new-session',
     '--cap-drop', 'ALL',
@@ -101,10 +111,11 @@ export function pythonInSandbox(
   options: LocalSandboxOptions,
   venv: PythonEnvironment | null,
   script: string[],
+  network = false,
 ): Command {
   const mounts = ['--ro-bind', RUNNER_DIR, '/sandbox', ...(venv ? ['--ro-bind', venv.root, '/venv'] : [])];
   const argv = [venv ? '/venv/bin/python' : options.python, '-I', ...script];
-  return bubblewrapCommand(environment, options, mounts, argv);
+  return bubblewrapCommand(environment, options, mounts, argv, network);
 }
 
 function plainCommand(
@@ -229,11 +240,15 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     const input = JSON.stringify(runnerJob(job, options));
     if (options.isolation === 'bubblewrap' && warmPool) {
       const script = ['/sandbox/forkserver.py', String(options.maxOutputBytes)];
-      const command = () => unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script));
-      return warmPool.run(venv?.root ?? 'system', command, job, runnerJob(job, options), signal);
+      const network = Boolean(job.network);
+      const command = () =>
+        unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script, network));
+      // A runner is for one environment and one network setting.
+      const key = `${venv?.root ?? 'system'}${network ? '+network' : ''}`;
+      return warmPool.run(key, command, job, runnerJob(job, options), signal);
     }
     if (options.isolation === 'bubblewrap') {
-      const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py']);
+      const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py'], job.network);
       return runProcess(unprivileged(command), job, input, options, signal);
     }
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
@@ -255,7 +270,8 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     if (options.isolation !== 'bubblewrap')
       throw new ToolError('TypeScript tools run only in the bubblewrap sandbox (SANDBOX_TYPE=local)');
     const node = await nodeCommand(job, options.node);
-    const command = bubblewrapCommand({ ...baseEnv(job), ...node.env }, options, node.mounts, node.argv);
+    const env = { ...baseEnv(job), ...node.env };
+    const command = bubblewrapCommand(env, options, node.mounts, node.argv, job.network);
     return runProcess(unprivileged(command), job, node.input, options, signal);
   };
 

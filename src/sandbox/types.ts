@@ -36,6 +36,8 @@ export interface ToolJob {
   /** The only environment the tool sees (its sandbox config's variables and the agent's secrets). */
   env: Record<string, string>;
   timeoutMs: number;
+  /** The host's network (the sandbox config allows it); none otherwise. */
+  network?: boolean;
   pipRequirements?: PipRequirement[];
   npmRequirements?: NpmRequirement[];
   /** Given when the function takes `agent_state`. */

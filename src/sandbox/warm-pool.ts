@@ -116,21 +116,31 @@ export interface WarmPool {
 
 export function warmPool(options: WarmPoolOptions): WarmPool {
   const idle = new Map<string, WarmRunner[]>();
+  // Every runner started, idle or busy: closing the pool kills them all, even one busy then.
+  const started = new Set<WarmRunner>();
+  let closed = false;
 
   const take = (key: string, command: () => Command) => {
     const runners = idle.get(key) ?? [];
     for (let runner = runners.pop(); runner; runner = runners.pop()) if (runner.alive) return runner;
-    return WarmRunner.start(command(), options.cgroups);
+    const runner = WarmRunner.start(command(), options.cgroups);
+    started.add(runner);
+    return runner;
+  };
+
+  const retire = (runner: WarmRunner) => {
+    started.delete(runner);
+    runner.kill();
   };
 
   const release = (key: string, runner: WarmRunner) => {
     const runners = idle.get(key) ?? [];
-    if (!runner.alive || runners.length >= options.size) return runner.kill();
+    if (closed || !runner.alive || runners.length >= options.size) return retire(runner);
     runners.push(runner);
     idle.set(key, runners);
     runner.idleFor(options.idleMs, () => {
       runners.splice(runners.indexOf(runner), 1);
-      runner.kill();
+      retire(runner);
     });
   };
 
@@ -153,6 +163,7 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
       signal?.addEventListener('abort', onAbort);
       try {
         const reply = await runner.send(payload);
+        if (!runner.alive) started.delete(runner);
         if (stopped)
           return { ...stoppedResult(job, stopped, options.maxOutputBytes), stdout: [], stderr: [] };
         if (!reply) throw new SandboxUnavailableError(`the warm sandbox runner died: ${runner.whyDead()}`);
@@ -164,7 +175,9 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
       }
     },
     close() {
-      for (const runners of idle.values()) runners.splice(0).forEach((runner) => runner.kill());
+      closed = true;
+      idle.clear();
+      [...started].forEach(retire);
     },
   };
 }

@@ -12,6 +12,8 @@ export const LocalSandboxConfigSchema = z.object({
   use_venv: z.boolean().default(false),
   venv_name: z.string().min(1).default('venv'),
   pip_requirements: z.array(PipRequirementSchema).default([]),
+  /** Not Letta's: tools of the local sandbox get the host's network only when this is set. */
+  allow_network: z.boolean().default(false),
 });
 export type LocalSandboxConfig = z.infer<typeof LocalSandboxConfigSchema>;
 

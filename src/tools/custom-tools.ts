@@ -29,36 +29,33 @@ function snapshot(agent: AgentRecord): AgentStateSnapshot {
 }
 
 /**
- * The only environment a custom tool sees: its sandbox config's variables, overlaid by the agent's
- * secrets, then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own).
+ * A custom tool's job. It sees only its sandbox config's variables, overlaid by the agent's secrets,
+ * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
+ * and the network only when its local sandbox config allows it.
  */
-export async function customToolEnvironment(
+export async function customToolJob(
   db: Queryable,
   sandboxType: SandboxType,
   agent: AgentRecord,
   tool: ToolRow,
-): Promise<Record<string, string>> {
-  return toolEnvironment({
-    sandboxVars: (await sandboxEnvironment(db, sandboxType)).env,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<ToolJob> {
+  const sandbox = await sandboxEnvironment(db, sandboxType);
+  const env = toolEnvironment({
+    sandboxVars: sandbox.env,
     agentSecrets: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
     agentId: agent.id,
     toolId: tool.id,
   });
-}
-
-export function customToolJob(
-  agent: AgentRecord,
-  tool: ToolRow,
-  args: Record<string, unknown>,
-  options: { timeoutMs: number; env: Record<string, string> },
-): ToolJob {
   return {
     name: tool.name,
     ...runtimeFields(tool),
     source: tool.source_code ?? '',
     args,
-    env: options.env,
-    timeoutMs: options.timeoutMs,
+    env,
+    timeoutMs,
+    network: sandbox.config?.type === 'local' && sandbox.config.config.allow_network,
     pipRequirements: (tool.pip_requirements ?? []) as PipRequirement[],
     agentState: snapshot(agent),
     agentId: agent.id,

@@ -16,7 +16,7 @@ import { createOrUpdateTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
-import { customToolEnvironment, customToolJob } from '../../tools/custom-tools';
+import { customToolJob } from '../../tools/custom-tools';
 import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
@@ -101,10 +101,14 @@ export function toolsRouter(ctx: ApiContext): Router {
     if (tool.tool_type !== 'custom')
       throw new HttpError(400, `Tool ${tool.name} is not a custom tool: only those run here yet`);
     const result = await execute(
-      customToolJob(agent, tool, parseBody(AgentToolRunSchema, req).args, {
-        timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
-        env: await customToolEnvironment(ctx.db, sandboxConfigType(ctx.config), agent, tool),
-      }),
+      await customToolJob(
+        ctx.db,
+        sandboxConfigType(ctx.config),
+        agent,
+        tool,
+        parseBody(AgentToolRunSchema, req).args,
+        ctx.config.TOOL_TIMEOUT_MS,
+      ),
     );
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
     res.json({

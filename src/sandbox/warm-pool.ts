@@ -27,7 +27,8 @@ interface Reply {
   stdout: string;
   stderr: string;
   stopped: 'output' | null;
-  code: number;
+  /** Null when the child answered (it is reaped after the reply). */
+  code: number | null;
 }
 
 class WarmRunner {

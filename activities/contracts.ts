@@ -14,6 +14,8 @@ export interface StepTool {
   parallel: boolean;
   /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
   version: number;
+  /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
+  timeoutMs?: number;
 }
 
 export interface ClientTool {

@@ -1,5 +1,6 @@
 /** Bookkeeping of a run: its start, its end, and the tool message a step's returns make up. */
 import { newId } from '../src/ids';
+import { toolTimeoutMs } from '../src/tools/tool-timeout';
 import { agentTools, getAgentRow } from '../src/db/agents';
 import { getMessage, insertMessage } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
@@ -123,6 +124,7 @@ export function runActivities({ db }: ActivityDeps) {
           mode: toolMode(tool),
           parallel: tool.enable_parallel_execution,
           version: tool.version,
+          timeoutMs: toolTimeoutMs(tool),
         })),
         toolRules: agent.tool_rules,
         parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,

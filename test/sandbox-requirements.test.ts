@@ -67,4 +67,20 @@ describe('a custom tool with pip requirements, called by the model', () => {
     const toolMessages = h.stub.requests.at(-1)!.messages.filter((m) => m.role === 'tool');
     expect(toolMessages.at(-1)!.content).toContain('RuntimeError: asked to fail');
   });
+  it("installs the local sandbox config's requirements for every tool", async () => {
+    const res = await fetch(`${h.server.url}/v1/sandbox-config/local`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pip_requirements: [{ name: 'tinyslug' }] }),
+    });
+    expect(res.status).toBe(200);
+    const tool = await h.client.tools.create({
+      source_code: 'import tinyslug\n\ndef which() -> str:\n    """Which."""\n    return tinyslug.VERSION\n',
+    });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    expect(await h.client.agents.tools.run('which', { agent_id: agent.id, args: {} })).toMatchObject({
+      status: 'success',
+      func_return: '1.2.0',
+    });
+  });
 });

@@ -240,4 +240,23 @@ describe('running custom tools in the local sandbox', () => {
       await new Promise<void>((resolve) => site.close(() => resolve()));
     }
   });
+  it('holds a tool to its own timeout (metadata_.timeout_seconds), and refuses one that is no number', async () => {
+    const source =
+      'import time\n\ndef nap() -> str:\n    """Naps."""\n    time.sleep(1.5)\n    return "rested"\n';
+    const created = await h.client.tools.create({ source_code: source });
+    const tool = await h.client.tools.update(created.id, { metadata_: { timeout_seconds: 0.5 } });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: {} }] }, { text: 'Too slow.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Nap.' }],
+    });
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'error',
+      tool_return:
+        'Error executing function nap: TimeoutError: Executing tool nap timed out after 0.5 seconds.',
+    });
+    await expect(
+      h.client.tools.update(tool.id, { metadata_: { timeout_seconds: 'soon' } }),
+    ).rejects.toMatchObject({ status: 400 });
+  });
 });

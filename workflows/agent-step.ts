@@ -184,7 +184,11 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     if (tool?.mode === 'sandbox') {
       setCurrentDetails(`Running tool ${call.name} (sandbox)`);
       return acts.sandbox.runSandboxTool.executeWithOptions(
-        { ...acts.sandboxOptions, summary: `${call.name} (sandbox)` },
+        {
+          ...acts.sandboxOptions,
+          ...(tool.timeoutMs ? { startToCloseTimeout: tool.timeoutMs + 10_000 } : {}),
+          summary: `${call.name} (sandbox)`,
+        },
         [{ ...callInput, toolId: tool.id, toolVersion: tool.version }],
       );
     }

@@ -11,6 +11,7 @@ import { runtimeFields } from '../sandbox/node-runtime';
 import { sandboxEnvironment, toolEnvironment } from '../sandbox/environment';
 import type { SandboxType } from '../schemas/sandbox-config';
 import { ToolError } from './tool-error';
+import { toolTimeoutMs } from './tool-timeout';
 
 function snapshot(agent: AgentRecord): AgentStateSnapshot {
   return {
@@ -39,7 +40,7 @@ export async function customToolJob(
   agent: AgentRecord,
   tool: ToolRow,
   args: Record<string, unknown>,
-  timeoutMs: number,
+  defaultTimeoutMs: number,
 ): Promise<ToolJob> {
   const sandbox = await sandboxEnvironment(db, sandboxType);
   const env = toolEnvironment({
@@ -54,9 +55,13 @@ export async function customToolJob(
     source: tool.source_code ?? '',
     args,
     env,
-    timeoutMs,
+    timeoutMs: toolTimeoutMs(tool) ?? defaultTimeoutMs,
     network: sandbox.config?.type === 'local' && sandbox.config.config.allow_network,
-    pipRequirements: (tool.pip_requirements ?? []) as PipRequirement[],
+    // The local sandbox config's requirements first, then the tool's own (Letta installs both).
+    pipRequirements: [
+      ...(sandbox.config?.type === 'local' ? sandbox.config.config.pip_requirements : []),
+      ...((tool.pip_requirements ?? []) as PipRequirement[]),
+    ],
     agentState: snapshot(agent),
     agentId: agent.id,
   };

@@ -7,6 +7,7 @@ import type { Database } from '../db';
 import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
 import type { ToolRow } from '../db/rows';
 import { HttpError } from '../api/errors';
+import { checkToolTimeout } from './tool-timeout';
 import type { ToolCreate, ToolUpdate } from '../api/schemas/tools';
 import { newId } from '../ids';
 import {
@@ -110,6 +111,7 @@ export async function createOrUpdateTool(
   const schema = await deriveSchema(body, options);
   const { name } = checkSchema(schema);
   checkTypeScript(body, name);
+  checkToolTimeout(body.metadata_);
   return db.transaction(async (tx) => {
     const existing = await getToolByName(tx, name);
     if (existing && existing.tool_type !== 'custom') {
@@ -158,6 +160,7 @@ export async function modifyTool(
       : (tool.json_schema as JsonSchema);
   const { name } = checkSchema(schema);
   checkTypeScript(body, name);
+  checkToolTimeout(body.metadata_);
   if (name !== tool.name && (await getToolByName(db, name))) {
     throw new HttpError(409, `A tool named '${name}' already exists`);
   }

@@ -1,0 +1,121 @@
+/**
+ * Talking to one MCP server with the MCP TypeScript SDK: connect over its transport (stdio; streamable
+ * HTTP, falling back to SSE; or SSE), list its tools, call one. Every step has its own timeout, so an
+ * unreachable server is a clear error, never a hang.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/** Letta's MCP server configs, by `mcp_server_type`. */
+export type McpServerConfig =
+  | { mcp_server_type: 'stdio'; command: string; args?: string[]; env?: Record<string, string> | null }
+  | {
+      mcp_server_type: 'sse' | 'streamable_http';
+      server_url: string;
+      auth_header?: string | null;
+      auth_token?: string | null;
+      custom_headers?: Record<string, string> | null;
+    };
+
+export interface McpTimeouts {
+  connectMs: number;
+  listMs: number;
+}
+
+/** A stdio server sees only the environment its config gives it, plus a PATH to find its command. */
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+export class McpConnectionError extends Error {
+  override name = 'McpConnectionError';
+}
+
+function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Record<string, string> {
+  return {
+    ...(config.custom_headers ?? {}),
+    ...(config.auth_token ? { [config.auth_header || 'Authorization']: config.auth_token } : {}),
+  };
+}
+
+function transportsFor(config: McpServerConfig): (() => Transport)[] {
+  if (config.mcp_server_type === 'stdio') {
+    const env = { PATH: DEFAULT_PATH, ...(config.env ?? {}) };
+    return [
+      () =>
+        new StdioClientTransport({ command: config.command, args: config.args ?? [], env, stderr: 'pipe' }),
+    ];
+  }
+  const url = new URL(config.server_url);
+  const requestInit = { headers: headersOf(config) };
+  const sse = () =>
+    new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: sseFetch(requestInit.headers) } });
+  if (config.mcp_server_type === 'sse') return [sse];
+  // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
+  return [() => new StreamableHTTPClientTransport(url, { requestInit }), sse];
+}
+
+/** The SSE stream's GET carries the same headers as the POSTs (the SDK leaves them to eventSourceInit). */
+const sseFetch =
+  (headers: Record<string, string>) =>
+  (url: string | URL, init?: RequestInit): Promise<Response> =>
+    fetch(url, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new McpConnectionError(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** A connected client, or an McpConnectionError naming every transport's failure. */
+export async function connectMcp(config: McpServerConfig, timeouts: McpTimeouts): Promise<Client> {
+  const failures: string[] = [];
+  for (const transport of transportsFor(config)) {
+    const client = new Client({ name: 'letta-temporal', version: '0.1.0' });
+    try {
+      await withTimeout(client.connect(transport()), timeouts.connectMs, 'connecting to the MCP server');
+      return client;
+    } catch (error) {
+      failures.push((error as Error).message);
+      await client.close().catch(() => undefined);
+    }
+  }
+  throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);
+}
+
+/** Every tool the server lists, page after page. */
+export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {}, { timeout: timeouts.listMs });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+/** A tool call's content as the model reads it: text as is, other content named, or the structured result. */
+export function mcpResultText(result: CallToolResult): string {
+  const parts = result.content.map((block) => {
+    switch (block.type) {
+      case 'text':
+        return block.text;
+      case 'image':
+      case 'audio':
+        return `[${block.type} ${block.mimeType}, ${block.data.length} base64 characters]`;
+      case 'resource':
+        return 'text' in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`;
+      case 'resource_link':
+        return `[resource link ${block.uri}]`;
+      default:
+        return JSON.stringify(block);
+    }
+  });
+  if (!parts.length && result.structuredContent) return JSON.stringify(result.structuredContent);
+  return parts.join('\n');
+}

@@ -2,19 +2,13 @@
 import { Context } from '@temporalio/activity';
 import { getAgentRow, agentTools } from '../src/db/agents';
 import { findToolExecution } from '../src/db/tool-executions';
-import {
-  editsMemory,
-  executeBuiltinTool,
-  isBuiltinTool,
-  lockAgentMemory,
-  ToolError,
-} from '../src/tools/builtin';
+import { editsMemory, executeBuiltinTool, isBuiltinTool, ToolError } from '../src/tools/builtin';
 import type { Queryable } from '../src/db';
 import { friendlyError, stringifyReturn } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
 import type { ToolCallInput, ToolOutcome } from './contracts';
-import { argumentsFor, outcomeOf, recordResult, type ToolResult } from './tool-results';
+import { argumentsFor, outcomeOf, recordOnceWithMemory, recordResult, type ToolResult } from './tool-results';
 
 /** Letta does not truncate what these return: they page through results themselves. */
 const UNTRUNCATED = new Set(['conversation_search']);
@@ -57,11 +51,7 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
       };
 
       if (!editsMemory(input.toolName)) return execute(db);
-      return db.transaction(async (tx) => {
-        await lockAgentMemory(tx, input.agentId);
-        const recorded = await findToolExecution(tx, input.toolCallId);
-        return recorded ? outcomeOf(recorded) : execute(tx);
-      });
+      return recordOnceWithMemory(db, input, execute);
     },
   };
 }

@@ -10,13 +10,12 @@ import { getTool, getToolVersion } from '../src/db/tools';
 import type { AgentRecord, ToolRow } from '../src/db/rows';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
-import { lockAgentMemory } from '../src/tools/builtin';
 import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
 import type { SandboxToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
-import { argumentsFor, outcomeOf, recordResult, type ToolResult } from './tool-results';
+import { argumentsFor, outcomeOf, recordOnceWithMemory, recordResult, type ToolResult } from './tool-results';
 
 export interface SandboxActivityDeps {
   db: Database;
@@ -49,10 +48,7 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: S
     job: ToolJob,
     run: ToolRunResult,
   ) =>
-    db.transaction(async (tx) => {
-      await lockAgentMemory(tx, input.agentId);
-      const recorded = await findToolExecution(tx, input.toolCallId);
-      if (recorded) return outcomeOf(recorded);
+    recordOnceWithMemory(db, input, async (tx) => {
       let result = resultOf(run);
       try {
         if (run.status === 'success') await writeBackMemory(tx, input.agentId, job, run);

@@ -1,8 +1,9 @@
 /** What every tool activity shares: the call's arguments, and recording its result once. */
-import type { Queryable } from '../src/db';
+import type { Database, Queryable } from '../src/db';
 import { getMessage } from '../src/db/messages';
 import type { AgentRow, ToolRow } from '../src/db/rows';
-import { recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { lockAgentMemory } from '../src/tools/builtin';
 import { packageFunctionResponse, truncateReturn } from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
@@ -80,4 +81,20 @@ export async function recordResult(
     stderr: result.stderr ?? null,
   });
   return outcomeOf(execution, text);
+}
+
+/**
+ * Records a call whose effect is a memory write: in one transaction holding the agent's memory lock,
+ * and only if no attempt recorded it first, so the write is never applied twice.
+ */
+export function recordOnceWithMemory(
+  db: Database,
+  input: ToolCallInput,
+  write: (tx: Queryable) => Promise<ToolOutcome>,
+): Promise<ToolOutcome> {
+  return db.transaction(async (tx) => {
+    await lockAgentMemory(tx, input.agentId);
+    const recorded = await findToolExecution(tx, input.toolCallId);
+    return recorded ? outcomeOf(recorded) : write(tx);
+  });
 }

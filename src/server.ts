@@ -80,7 +80,7 @@ export async function startServer(
     const queues = taskQueues(config.TASK_QUEUE_PREFIX);
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
-    void reportSandbox(sandbox, log);
+    void reportSandbox(sandbox, config, log);
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({
         connection,
@@ -206,14 +206,14 @@ function closeServer(server: http.Server): Promise<void> {
 }
 
 /** The start-up probe of the sandbox, in the log: custom tools are refused while it fails. */
-async function reportSandbox(sandbox: ConfiguredSandbox, log: Logger): Promise<void> {
+async function reportSandbox(sandbox: ConfiguredSandbox, config: Config, log: Logger): Promise<void> {
   const problem = await sandbox.problem();
   if (problem)
     log.error(
       { sandbox: sandbox.describe(), problem },
       'the sandbox does not work here: custom tools are refused',
     );
-  else if (sandbox.describe().includes('NO isolation'))
+  else if (config.SANDBOX_TYPE === 'local-unsafe')
     log.warn(
       { sandbox: sandbox.describe() },
       'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',

@@ -237,7 +237,7 @@ function runProcess(
 export function localSandbox(options: LocalSandboxOptions): Sandbox {
   const runPython = async (job: ToolJob, venv: PythonEnvironment | null, signal?: AbortSignal) => {
     const { warmPool } = options;
-    const input = JSON.stringify(runnerJob(job, options));
+    const payload = runnerJob(job, options);
     if (options.isolation === 'bubblewrap' && warmPool) {
       const script = ['/sandbox/forkserver.py', String(options.maxOutputBytes)];
       const network = Boolean(job.network);
@@ -245,11 +245,11 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
         unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script, network));
       // A runner is for one environment and one network setting.
       const key = `${venv?.root ?? 'system'}${network ? '+network' : ''}`;
-      return warmPool.run(key, command, job, runnerJob(job, options), signal);
+      return warmPool.run(key, command, job, payload, signal);
     }
     if (options.isolation === 'bubblewrap') {
       const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py'], job.network);
-      return runProcess(unprivileged(command), job, input, options, signal);
+      return runProcess(unprivileged(command), job, JSON.stringify(payload), options, signal);
     }
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
     try {
@@ -257,7 +257,7 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
       return await runProcess(
         unprivileged(plainCommand(job, options, venv, cwd)),
         job,
-        input,
+        JSON.stringify(payload),
         options,
         signal,
       );

@@ -2,10 +2,10 @@
  * npm requirements of TypeScript tools: one node_modules folder per set of requirements, installed once
  * (outside the sandbox, with install scripts off, so no package code runs there) and then only read.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { exists, runProcess } from './install-process';
 import { ToolEnvironmentError } from './tool-environment-error';
 import { SandboxUnavailableError, type NpmRequirement } from './types';
 
@@ -44,12 +44,6 @@ export async function nodeModulesFor(
   return path.join(folder, 'node_modules');
 }
 
-const exists = (file: string) =>
-  fs.access(file).then(
-    () => true,
-    () => false,
-  );
-
 /** Installs into a fresh folder beside the final one and renames it into place: never half a folder. */
 async function ensureInstalled(folder: string, specs: string[], options: NodeEnvOptions): Promise<void> {
   if (await exists(folder)) return;
@@ -68,14 +62,14 @@ async function ensureInstalled(folder: string, specs: string[], options: NodeEnv
 }
 
 /** npm's own words for what went wrong: its first `npm error` line that is not a field like `code`. */
-function npmErrorLine(stderr: string): string | undefined {
-  return stderr
+function npmErrorLine(output: string): string | undefined {
+  return output
     .split('\n')
     .map((line) => line.match(/^npm (?:error|ERR!) (.*)$/)?.[1]?.trim())
     .find((line) => line && !/^(code|syscall|path|errno|A complete log)\b/.test(line));
 }
 
-function npmInstall(prefix: string, specs: string[], options: NodeEnvOptions): Promise<void> {
+async function npmInstall(prefix: string, specs: string[], options: NodeEnvOptions): Promise<void> {
   const args = [
     'install',
     '--no-save',
@@ -87,26 +81,12 @@ function npmInstall(prefix: string, specs: string[], options: NodeEnvOptions): P
   if (options.registry) args.push('--registry', options.registry);
   // `--` ends the options: a requirement's name cannot pass itself off as one.
   args.push('--prefix', prefix, '--', ...specs);
-  return new Promise((resolve, reject) => {
-    const child = spawn(options.npm, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    }, options.installTimeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(new SandboxUnavailableError(`cannot run npm (${options.npm}): ${error.message}`));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) return resolve();
-      const why = timedOut
-        ? `timed out after ${options.installTimeoutMs} ms`
-        : (npmErrorLine(stderr) ?? `exit code ${code}`);
-      reject(new ToolEnvironmentError(`npm install ${specs.join(' ')} failed: ${why}`));
-    });
+  const result = await runProcess(options.npm, args, options.installTimeoutMs).catch((error: Error) => {
+    throw new SandboxUnavailableError(`cannot run npm (${options.npm}): ${error.message}`);
   });
+  if (result.code === 0) return;
+  const why = result.timedOut
+    ? `timed out after ${options.installTimeoutMs} ms`
+    : (npmErrorLine(result.output) ?? `exit code ${result.code}`);
+  throw new ToolEnvironmentError(`npm install ${specs.join(' ')} failed: ${why}`);
 }

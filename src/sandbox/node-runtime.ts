@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import { projectRoot } from '../paths';
+import { environmentsDir } from './install-process';
 import { nodeModulesFor, type NodeEnvOptions } from './node-env';
 import type { NpmRequirement, SandboxCommand, ToolJob } from './types';
 import { transpileTool } from './typescript';
@@ -24,7 +25,7 @@ export function nodeRuntimeOptions(config: Config): NodeRuntimeOptions {
     node: config.SANDBOX_NODE,
     maxOldSpaceMb: config.SANDBOX_NODE_MAX_OLD_SPACE_MB,
     npm: {
-      envDir: path.resolve(config.SANDBOX_ENV_DIR ?? path.join(config.dataDir, 'sandbox-envs')),
+      envDir: environmentsDir(config),
       npm: 'npm',
       registry: config.NPM_REGISTRY_URL,
       installTimeoutMs: config.NPM_INSTALL_TIMEOUT_MS,

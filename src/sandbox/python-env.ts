@@ -9,13 +9,13 @@
  * share the folder from building the same venv twice; the rename is what keeps them correct even
  * when that lock is wrongly broken.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config';
+import { environmentsDir, exists, runProcess } from './install-process';
 import { ToolEnvironmentError } from './tool-environment-error';
 import { SandboxUnavailableError, type PipRequirement } from './types';
 
@@ -43,7 +43,7 @@ export interface PythonEnvOptions {
 
 export function pythonEnvOptions(config: Config): PythonEnvOptions {
   return {
-    root: path.resolve(config.SANDBOX_ENV_DIR ?? path.join(config.dataDir, 'sandbox-envs')),
+    root: environmentsDir(config),
     python: config.SANDBOX_PYTHON,
     pipPython: config.SANDBOX_PIP_PYTHON,
     indexUrl: config.PIP_INDEX_URL,
@@ -67,8 +67,6 @@ const LOCK_POLL_MS = 100;
  */
 const LOCK_GRACE_MS = 60_000;
 const PROBE_TIMEOUT_MS = 30_000;
-/** How much of a process's output is kept for error messages: the end, where pip says what failed. */
-const OUTPUT_TAIL_BYTES = 64 * 1024;
 
 /** Builds in flight in this process, by venv folder, so that concurrent callers share one build. */
 const building = new Map<string, Promise<PythonEnvironment>>();
@@ -421,55 +419,4 @@ async function lastUsed(dir: string): Promise<number> {
   }
 }
 
-async function exists(file: string): Promise<boolean> {
-  try {
-    await fs.access(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const isCode = (error: unknown, code: string) => (error as NodeJS.ErrnoException | undefined)?.code === code;
-
-interface ProcessResult {
-  code: number | null;
-  /** stdout and stderr interleaved, the last OUTPUT_TAIL_BYTES of them. */
-  output: string;
-  timedOut: boolean;
-}
-
-/**
- * Runs a command in its own process group and kills the whole group at the timeout: pip starts
- * children (the target interpreter, build backends) that must not outlive it. Rejects only when the
- * command cannot be started.
- */
-function runProcess(command: string, args: string[], timeoutMs: number): Promise<ProcessResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let output = Buffer.alloc(0);
-    const collect = (chunk: Buffer) => {
-      output = Buffer.concat([output, chunk]);
-      if (output.length > OUTPUT_TAIL_BYTES) output = output.subarray(output.length - OUTPUT_TAIL_BYTES);
-    };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // The group is already gone.
-      }
-    }, timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output: output.toString('utf8'), timedOut });
-    });
-  });
-}

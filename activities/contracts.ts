@@ -75,7 +75,7 @@ export interface ToolCallInput {
 }
 
 /** A custom tool's call: which tool, at the version the step resolved at its start. */
-export interface SandboxToolCallInput extends ToolCallInput {
+export interface StoredToolCallInput extends ToolCallInput {
   toolId: string;
   toolVersion: number;
 }

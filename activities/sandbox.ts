@@ -13,7 +13,7 @@ import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
 import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
-import type { SandboxToolCallInput, ToolOutcome } from './contracts';
+import type { StoredToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
 import { argumentsFor, outcomeOf, recordOnceWithMemory, recordResult, type ToolResult } from './tool-results';
 
@@ -34,7 +34,7 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
 });
 
 export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: SandboxActivityDeps) {
-  const jobFor = async (input: SandboxToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
+  const jobFor = async (input: StoredToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
     if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
     const args = await argumentsFor(db, input, agent, tool);
     return customToolJob(db, sandboxType, agent, tool, args, toolTimeoutMs);
@@ -42,7 +42,7 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: S
 
   /** The call's record and the tool's memory edits commit together, once, under the agent's memory lock. */
   const record = (
-    input: SandboxToolCallInput,
+    input: StoredToolCallInput,
     agent: AgentRecord,
     tool: ToolRow | undefined,
     job: ToolJob,
@@ -64,7 +64,7 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: S
      * Runs a custom tool once per tool call id, at the version the step resolved when it started. The
      * tool's own failure is its result; a sandbox that cannot run fails the activity, which retries.
      */
-    async runSandboxTool(input: SandboxToolCallInput): Promise<ToolOutcome> {
+    async runSandboxTool(input: StoredToolCallInput): Promise<ToolOutcome> {
       const done = await findToolExecution(db, input.toolCallId);
       if (done) return outcomeOf(done);
       const agent = await getAgent(db, input.agentId);

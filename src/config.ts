@@ -119,6 +119,11 @@ export const ConfigSchema = z.object({
   SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce.number().int().positive().default(512),
   NPM_REGISTRY_URL: optional(url),
   NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
+  MCP_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
+  MCP_LIST_TIMEOUT_MS: milliseconds.default(30_000),
+  MCP_CALL_TIMEOUT_MS: milliseconds.default(60_000),
+  MCP_RECONNECT_INITIAL_MS: milliseconds.default(500),
+  MCP_RECONNECT_MAX_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

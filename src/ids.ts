@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 
 /** Letta's ids: `<prefix>-<uuid4>` (letta/schemas/enums.py PrimitiveType). */
 export type IdPrefix =
-  'agent' | 'block' | 'tool' | 'message' | 'run' | 'step' | 'agent-env' | 'sandbox' | 'sandbox-env';
+  | 'agent'
+  | 'block'
+  | 'tool'
+  | 'message'
+  | 'run'
+  | 'step'
+  | 'agent-env'
+  | 'sandbox'
+  | 'sandbox-env'
+  | 'mcp_server';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

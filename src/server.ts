@@ -4,6 +4,7 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { sandboxActivities } from '../activities/sandbox';
+import { mcpActivities } from '../activities/mcp';
 import { createApp } from './api/app';
 import { providerRegistry } from './llm';
 import { ensureBuiltinTools } from './tools/builtin';
@@ -17,6 +18,8 @@ import { taskQueues } from './temporal/task-queues';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
 import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
+import { McpClientPool } from './mcp/client-pool';
+import { syncMcpTools } from './mcp/tool-sync';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -81,6 +84,8 @@ export async function startServer(
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
     void reportSandbox(sandbox, config, log);
+    const mcp = mcpClientPool(config, db, log);
+    undo.push(() => mcp.close());
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({
         connection,
@@ -111,7 +116,13 @@ export async function startServer(
           sandboxType: sandboxConfigType(config),
         }),
       });
-      for (const worker of [agentWorker, sandboxWorker]) {
+      const mcpWorker = await createToolWorker({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: queues.mcp,
+        activities: mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS }),
+      });
+      for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
         const running = worker.run().catch((error) => {
           log.fatal({ error: errorText(error), taskQueue: worker.options.taskQueue }, 'worker failed');
           failed(error);
@@ -122,7 +133,7 @@ export async function startServer(
         });
       }
       log.info(
-        { taskQueues: [queues.agent, queues.sandbox], namespace: config.TEMPORAL_NAMESPACE },
+        { taskQueues: [queues.agent, queues.sandbox, queues.mcp], namespace: config.TEMPORAL_NAMESPACE },
         'worker polling',
       );
       const collecting = collectUnusedEnvironments(config, log);
@@ -138,6 +149,7 @@ export async function startServer(
         temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
         taskQueues: queues,
         sandbox,
+        mcp,
         log,
       });
       const server = await listen(app, config.PORT, config.HOST);
@@ -219,6 +231,21 @@ async function reportSandbox(sandbox: ConfiguredSandbox, config: Config, log: Lo
       'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',
     );
   else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
+}
+
+/** This process's MCP connections; a server's word that its tools changed updates the stored ones. */
+function mcpClientPool(config: Config, db: Database, log: Logger): McpClientPool {
+  return new McpClientPool({
+    timeouts: { connectMs: config.MCP_CONNECT_TIMEOUT_MS, listMs: config.MCP_LIST_TIMEOUT_MS },
+    reconnectInitialMs: config.MCP_RECONNECT_INITIAL_MS,
+    reconnectMaxMs: config.MCP_RECONNECT_MAX_MS,
+    log,
+    onToolsChanged: async (serverId, tools) => {
+      const { added, updated, deleted } = await syncMcpTools(db, serverId, tools);
+      if (added.length + updated.length + deleted.length)
+        log.info({ server: serverId, added, updated, deleted }, 'MCP server tools changed');
+    },
+  });
 }
 
 /** Tools' dependency environments unused for SANDBOX_ENV_MAX_AGE_MS are removed, checked hourly. */

@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,38 +10,12 @@ import {
   McpConnectionError,
   type McpServerConfig,
 } from '../src/mcp/connection';
-import { projectRoot } from '../src/paths';
 import { schemaHealth } from '../src/tools/schema-health';
 import { strictParameters } from '../src/tools/strict-mode';
+import { freePort } from './helpers/env';
+import { startHttpEverything, stdioConfig } from './helpers/mcp-servers';
 
-/** The MCP reference servers, installed from npm and started from their installed files (not npx). */
-const serverFile = (name: string) =>
-  path.join(projectRoot, 'node_modules', '@modelcontextprotocol', `server-${name}`, 'dist', 'index.js');
 const TIMEOUTS = { connectMs: 10_000, listMs: 10_000 };
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-
-/** server-everything in one of its HTTP modes, on a free port; resolves once it listens. */
-async function startHttpEverything(
-  mode: 'streamableHttp' | 'sse',
-): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [serverFile('everything'), mode], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => /listening|running/i.test(String(chunk)) && resolve());
-    child.on('exit', (code) => reject(new Error(`server-everything ${mode} exited (${code})`)));
-  });
-  return { url: `http://127.0.0.1:${port}${mode === 'sse' ? '/sse' : '/mcp'}`, child };
-}
 
 describe('connecting to the MCP reference servers', () => {
   const clients: Client[] = [];
@@ -62,11 +35,7 @@ describe('connecting to the MCP reference servers', () => {
     mcpResultText((await client.callTool({ name: 'echo', arguments: { message: 'hi' } })) as never);
 
   it('speaks stdio, streamable HTTP and SSE, and falls back from streamable HTTP to SSE', async () => {
-    const stdio = await connect({
-      mcp_server_type: 'stdio',
-      command: process.execPath,
-      args: [serverFile('everything'), 'stdio'],
-    });
+    const stdio = await connect(stdioConfig('everything', ['stdio']));
     const streamable = await startHttpEverything('streamableHttp');
     const sse = await startHttpEverything('sse');
     children.push(streamable.child, sse.child);
@@ -93,14 +62,9 @@ describe('connecting to the MCP reference servers', () => {
 
   it('every tool schema of the reference servers passes the strict transform', async () => {
     const servers: McpServerConfig[] = [
-      { mcp_server_type: 'stdio', command: process.execPath, args: [serverFile('everything'), 'stdio'] },
-      { mcp_server_type: 'stdio', command: process.execPath, args: [serverFile('filesystem'), work] },
-      {
-        mcp_server_type: 'stdio',
-        command: process.execPath,
-        args: [serverFile('memory')],
-        env: { MEMORY_FILE_PATH: path.join(work, 'memory.jsonl') },
-      },
+      stdioConfig('everything', ['stdio']),
+      stdioConfig('filesystem', [work]),
+      stdioConfig('memory', [], { MEMORY_FILE_PATH: path.join(work, 'memory.jsonl') }),
     ];
     const tools = (
       await Promise.all(servers.map(async (config) => listMcpTools(await connect(config), TIMEOUTS)))

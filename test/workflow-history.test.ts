@@ -5,19 +5,12 @@ import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
 import {
   connectTemporalClient,
+  payloadTexts,
   scheduledActivities,
   stepWorkflowId,
   workflowHistory,
   type HistoryEvent,
 } from './helpers/temporal';
-
-/** Every payload of a history (inputs, results, summaries, failures), decoded as text. */
-function payloadTexts(value: unknown, out: string[] = []): string[] {
-  if (value instanceof Uint8Array) out.push(Buffer.from(value).toString('utf8'));
-  else if (Array.isArray(value)) value.forEach((v) => payloadTexts(v, out));
-  else if (value && typeof value === 'object') Object.values(value).forEach((v) => payloadTexts(v, out));
-  return out;
-}
 
 const summaryOf = (event: HistoryEvent) => {
   const data = event.userMetadata?.summary?.data;

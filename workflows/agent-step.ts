@@ -23,6 +23,7 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { sandboxActivities } from '../activities/sandbox';
+import type { mcpActivities } from '../activities/mcp';
 import type {
   ClientTool,
   ModelTurn,
@@ -54,6 +55,7 @@ import {
 
 type Activities = ReturnType<typeof createActivities>;
 type SandboxActivities = ReturnType<typeof sandboxActivities>;
+type McpActivities = ReturnType<typeof mcpActivities>;
 type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
@@ -62,7 +64,7 @@ const REQUIRED_TOOL_ALERT = (names: string[]) =>
 /** Longest error message kept in the workflow's result (the history stays small). */
 const ERROR_MESSAGE_CHARS = 500;
 
-function activityProxies(limits: AgentStepLimits, sandboxTaskQueue: string) {
+function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }) {
   const bookkeeping: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
@@ -89,8 +91,10 @@ function activityProxies(limits: AgentStepLimits, sandboxTaskQueue: string) {
     modelOptions: model,
     tool: proxyActivities<Activities>(tool),
     toolOptions: tool,
-    sandbox: proxyActivities<SandboxActivities>({ ...tool, taskQueue: sandboxTaskQueue }),
-    sandboxOptions: { ...tool, taskQueue: sandboxTaskQueue },
+    sandbox: proxyActivities<SandboxActivities>({ ...tool, taskQueue: queues.sandbox }),
+    sandboxOptions: { ...tool, taskQueue: queues.sandbox },
+    mcp: proxyActivities<McpActivities>({ ...tool, taskQueue: queues.mcp }),
+    mcpOptions: { ...tool, taskQueue: queues.mcp },
   };
 }
 
@@ -148,7 +152,7 @@ interface RequestOutcome {
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
-  const acts = activityProxies(limits, input.sandboxTaskQueue);
+  const acts = activityProxies(limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue });
 
   // Answers by the approval request they answer; the first one counts (a client's retry repeats it).
   // Kept whenever they come: after a worker crash, the signal can be delivered in the same activation
@@ -181,13 +185,28 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         [callInput],
       );
     }
-    if (tool?.mode === 'sandbox') {
-      setCurrentDetails(`Running tool ${call.name} (sandbox)`);
-      return acts.sandbox.runSandboxTool.executeWithOptions(
+    if (tool?.mode === 'sandbox' || tool?.mode === 'mcp') {
+      const { execute, options, label, timeoutMs } =
+        tool.mode === 'sandbox'
+          ? {
+              execute: acts.sandbox.runSandboxTool,
+              options: acts.sandboxOptions,
+              label: 'sandbox',
+              timeoutMs: tool.timeoutMs,
+            }
+          : {
+              execute: acts.mcp.runMcpTool,
+              options: acts.mcpOptions,
+              label: 'MCP',
+              // The call may first have to connect to its server.
+              timeoutMs: (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs,
+            };
+      setCurrentDetails(`Running tool ${call.name} (${label})`);
+      return execute.executeWithOptions(
         {
-          ...acts.sandboxOptions,
-          ...(tool.timeoutMs ? { startToCloseTimeout: tool.timeoutMs + 10_000 } : {}),
-          summary: `${call.name} (sandbox)`,
+          ...options,
+          ...(timeoutMs ? { startToCloseTimeout: timeoutMs + 10_000 } : {}),
+          summary: `${call.name} (${label})`,
         },
         [{ ...callInput, toolId: tool.id, toolVersion: tool.version }],
       );

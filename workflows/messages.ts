@@ -14,6 +14,9 @@ export interface AgentStepLimits {
   toolMaxAttempts: number;
   /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
   heartbeatTimeoutMs: number;
+  /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */
+  mcpCallTimeoutMs: number;
+  mcpConnectTimeoutMs: number;
 }
 
 export interface AgentStepInput {
@@ -21,6 +24,8 @@ export interface AgentStepInput {
   runId: string;
   /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
   sandboxTaskQueue: string;
+  /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
+  mcpTaskQueue: string;
   clientTools: ClientTool[];
   limits: AgentStepLimits;
 }

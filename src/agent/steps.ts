@@ -97,6 +97,7 @@ export async function startAgentStep(
     agentId: request.agentId,
     runId,
     sandboxTaskQueue: ctx.taskQueues.sandbox,
+    mcpTaskQueue: ctx.taskQueues.mcp,
     clientTools: request.clientTools,
     limits: {
       maxSteps: request.maxSteps,
@@ -106,6 +107,8 @@ export async function startAgentStep(
       toolTimeoutMs: config.TOOL_TIMEOUT_MS,
       toolMaxAttempts: config.TOOL_MAX_ATTEMPTS,
       heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
+      mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
+      mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
     },
   };
   const handle = await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {

@@ -7,6 +7,7 @@ import { agentsRouter } from './routes/agents';
 import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
 import { sandboxConfigsRouter } from './routes/sandbox-configs';
+import { mcpServersRouter } from './routes/mcp-servers';
 import { toolsRouter } from './routes/tools';
 
 export interface ApiDependencies extends ApiContext {
@@ -25,6 +26,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(runsRouter(deps));
   app.use(toolsRouter(deps));
   app.use(sandboxConfigsRouter(deps));
+  app.use(mcpServersRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

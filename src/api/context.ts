@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Database } from '../db';
 import type { Logger } from '../logger';
 import type { ConfiguredSandbox } from '../sandbox';
+import type { McpClientPool } from '../mcp/client-pool';
 import type { TaskQueues } from '../temporal/task-queues';
 
 /** What route handlers work with. */
@@ -10,9 +11,11 @@ export interface ApiContext {
   db: Database;
   config: Config;
   temporal: Client;
-  /** Where agent-step workflows run (`agent`) and custom tools (`sandbox`), prefixed. */
+  /** Where agent-step workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`), prefixed. */
   taskQueues: TaskQueues;
   /** Where `POST /v1/tools/run` and the agent tool run endpoint run custom tools. */
   sandbox: ConfiguredSandbox;
+  /** The API's own MCP connections (registering servers, the run endpoints). */
+  mcp: McpClientPool;
   log: Logger;
 }

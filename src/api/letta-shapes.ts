@@ -1,4 +1,4 @@
-/** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig). */
+/** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig, MCP server). */
 import { schemaHealth } from '../tools/schema-health';
 import type {
   AgentRecord,
@@ -9,6 +9,8 @@ import type {
   SandboxEnvVarRow,
   ToolRow,
 } from '../db/rows';
+import type { McpServerRow } from '../db/mcp-servers';
+import { maskedConfig } from '../mcp/server-config';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { unpackageFunctionResponse } from '../agent/tool-returns';
@@ -54,6 +56,11 @@ export function toolShape(tool: ToolRow) {
     created_at: iso(tool.created_at),
     updated_at: iso(tool.updated_at),
   };
+}
+
+/** Letta's flat MCP server shape: id, name and config fields, its credentials masked. */
+export function mcpServerShape(server: McpServerRow) {
+  return { id: server.id, server_name: server.server_name, ...maskedConfig(server.config) };
 }
 
 /** Letta's SandboxConfig; there are no organizations here. */

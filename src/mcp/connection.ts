@@ -7,19 +7,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig } from '../schemas/mcp-server';
 
-/** Letta's MCP server configs, by `mcp_server_type`. */
-export type McpServerConfig =
-  | { mcp_server_type: 'stdio'; command: string; args?: string[]; env?: Record<string, string> | null }
-  | {
-      mcp_server_type: 'sse' | 'streamable_http';
-      server_url: string;
-      auth_header?: string | null;
-      auth_token?: string | null;
-      custom_headers?: Record<string, string> | null;
-    };
+export type { McpServerConfig };
 
 export interface McpTimeouts {
   connectMs: number;
@@ -29,15 +22,38 @@ export interface McpTimeouts {
 /** A stdio server sees only the environment its config gives it, plus a PATH to find its command. */
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 
+/** The server cannot be reached, or broke off: worth another try later. */
 export class McpConnectionError extends Error {
   override name = 'McpConnectionError';
 }
 
+/** The server refused our credentials: another try with the same ones cannot help. */
+export class McpAuthError extends Error {
+  override name = 'McpAuthError';
+}
+
+/** The server did not answer in time. */
+export class McpTimeoutError extends Error {
+  override name = 'McpTimeoutError';
+}
+
+/** 401 and 403 answers, whichever transport got them. */
+export function isAuthFailure(error: unknown): boolean {
+  if (error instanceof UnauthorizedError || error instanceof McpAuthError) return true;
+  const code = (error as { code?: unknown })?.code;
+  return !(error instanceof McpError) && (code === 401 || code === 403);
+}
+
+export const isRequestTimeout = (error: unknown) =>
+  error instanceof McpError && error.code === ErrorCode.RequestTimeout;
+
+/** The token in `auth_header` (Authorization by default, where a bare token is sent as a Bearer one). */
 function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Record<string, string> {
-  return {
-    ...(config.custom_headers ?? {}),
-    ...(config.auth_token ? { [config.auth_header || 'Authorization']: config.auth_token } : {}),
-  };
+  const header = config.auth_header || 'Authorization';
+  const token = config.auth_token;
+  const value =
+    token && header.toLowerCase() === 'authorization' && !/^\w+ /.test(token) ? `Bearer ${token}` : token;
+  return { ...(config.custom_headers ?? {}), ...(value ? { [header]: value } : {}) };
 }
 
 function transportsFor(config: McpServerConfig): (() => Transport)[] {
@@ -66,22 +82,38 @@ const sseFetch =
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new McpConnectionError(`${what} took longer than ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new McpTimeoutError(`${what} took longer than ${ms} ms`)), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** A connected client, or an McpConnectionError naming every transport's failure. */
-export async function connectMcp(config: McpServerConfig, timeouts: McpTimeouts): Promise<Client> {
+/**
+ * A connected client. A refusal of the credentials is an McpAuthError and a server too slow to answer an
+ * McpTimeoutError, without trying the next transport; anything else an McpConnectionError naming every
+ * transport's failure. `onToolsChanged` is called when the server says its tool list changed.
+ */
+export async function connectMcp(
+  config: McpServerConfig,
+  timeouts: McpTimeouts,
+  onToolsChanged?: () => void,
+): Promise<Client> {
   const failures: string[] = [];
   for (const transport of transportsFor(config)) {
-    const client = new Client({ name: 'letta-temporal', version: '0.1.0' });
+    const client = new Client(
+      { name: 'letta-temporal', version: '0.1.0' },
+      onToolsChanged && {
+        listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
+      },
+    );
     try {
       await withTimeout(client.connect(transport()), timeouts.connectMs, 'connecting to the MCP server');
       return client;
     } catch (error) {
-      failures.push((error as Error).message);
       await client.close().catch(() => undefined);
+      if (isAuthFailure(error))
+        throw new McpAuthError(`the MCP server refused the credentials: ${(error as Error).message}`);
+      if (error instanceof McpTimeoutError) throw error;
+      failures.push((error as Error).message);
     }
   }
   throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);
@@ -92,7 +124,13 @@ export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promi
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : {}, { timeout: timeouts.listMs });
+    const page = await client
+      .listTools(cursor ? { cursor } : {}, { timeout: timeouts.listMs })
+      .catch((error: unknown) => {
+        if (isRequestTimeout(error))
+          throw new McpTimeoutError(`listing the tools took longer than ${timeouts.listMs} ms`);
+        throw error;
+      });
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);

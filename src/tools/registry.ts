@@ -18,6 +18,7 @@ import {
 } from './python-schema';
 import { schemaHealth, type SchemaHealth } from './schema-health';
 import { transpileTool, TypeScriptSourceError } from '../sandbox/typescript';
+import { MCP_TOOL_TYPE } from '../mcp/tool-sync';
 
 /** MAX_TOOL_NAME_LENGTH */
 const MAX_NAME_LENGTH = 48;
@@ -135,6 +136,7 @@ export async function modifyTool(
   patch: ToolUpdate,
   options: PythonSchemaOptions,
 ): Promise<ToolRow> {
+  if (tool.tool_type === MCP_TOOL_TYPE) return modifyMcpTool(db, tool, patch);
   if (tool.tool_type !== 'custom')
     throw new HttpError(409, `Tool '${tool.name}' is a ${tool.tool_type} tool of the server`);
   const body: ToolCreate = {
@@ -165,4 +167,37 @@ export async function modifyTool(
     throw new HttpError(409, `A tool named '${name}' already exists`);
   }
   return updateTool(db, tool.id, fieldsOf(body, schema, name));
+}
+
+/** What of an MCP tool is ours to set; the rest comes from its server with every sync. */
+const MCP_TOOL_SETTINGS = [
+  'return_char_limit',
+  'default_requires_approval',
+  'enable_parallel_execution',
+  'metadata_',
+] as const;
+
+function modifyMcpTool(db: Database, tool: ToolRow, patch: ToolUpdate): Promise<ToolRow> {
+  const fixed = Object.keys(patch).filter(
+    (key) =>
+      !(MCP_TOOL_SETTINGS as readonly string[]).includes(key) && patch[key as keyof ToolUpdate] != null,
+  );
+  if (fixed.length) {
+    throw new HttpError(
+      400,
+      `Tool '${tool.name}' comes from an MCP server, which sets its ${fixed.join(', ')}; only ${MCP_TOOL_SETTINGS.join(', ')} can change`,
+    );
+  }
+  checkToolTimeout(patch.metadata_);
+  return updateTool(db, tool.id, {
+    ...tool,
+    return_char_limit: patch.return_char_limit ?? tool.return_char_limit,
+    default_requires_approval:
+      patch.default_requires_approval !== undefined
+        ? patch.default_requires_approval
+        : tool.default_requires_approval,
+    enable_parallel_execution: patch.enable_parallel_execution ?? tool.enable_parallel_execution,
+    // The server link stays whatever metadata is given.
+    metadata: patch.metadata_ ? { ...patch.metadata_, mcp: tool.metadata?.mcp } : tool.metadata,
+  });
 }

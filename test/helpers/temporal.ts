@@ -26,3 +26,11 @@ export function scheduledActivities(events: HistoryEvent[]): { eventId: number; 
       type: e.activityTaskScheduledEventAttributes!.activityType!.name!,
     }));
 }
+
+/** Every payload of a history (inputs, results, summaries, failures), decoded as text. */
+export function payloadTexts(value: unknown, out: string[] = []): string[] {
+  if (value instanceof Uint8Array) out.push(Buffer.from(value).toString('utf8'));
+  else if (Array.isArray(value)) value.forEach((v) => payloadTexts(v, out));
+  else if (value && typeof value === 'object') Object.values(value).forEach((v) => payloadTexts(v, out));
+  return out;
+}

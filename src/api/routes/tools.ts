@@ -20,6 +20,8 @@ import { customToolJob } from '../../tools/custom-tools';
 import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
+import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
+import { runMcpToolNow } from './mcp-servers';
 
 /** Letta's ToolExecutionResult. */
 const executionShape = (result: ToolRunResult) => ({
@@ -98,23 +100,22 @@ export function toolsRouter(ctx: ApiContext): Router {
     if (!agent) throw notFound(`Agent ${req.params.agentId}`);
     const tool = agent.tools.find((t) => t.name === req.params.toolName);
     if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
-    if (tool.tool_type !== 'custom')
-      throw new HttpError(400, `Tool ${tool.name} is not a custom tool: only those run here yet`);
-    const result = await execute(
-      await customToolJob(
+    const { args } = parseBody(AgentToolRunSchema, req);
+    let execution: { status: string; func_return: unknown };
+    if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
+    else if (tool.tool_type === 'custom') {
+      const job = await customToolJob(
         ctx.db,
         sandboxConfigType(ctx.config),
         agent,
         tool,
-        parseBody(AgentToolRunSchema, req).args,
+        args,
         ctx.config.TOOL_TIMEOUT_MS,
-      ),
-    );
+      );
+      execution = executionShape(await execute(job));
+    } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
-    res.json({
-      ...executionShape(result),
-      func_return: result.status === 'error' ? null : result.funcReturn,
-    });
+    res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
   });
 
   router.get('/v1/tools', async (req, res) => {

@@ -1,10 +1,6 @@
 import { z } from 'zod';
-import { isId, type IdPrefix } from '../../ids';
 import { SANDBOX_TYPES, sandboxConfigBody, type SandboxType } from '../../schemas/sandbox-config';
-import { pageQuery } from './common';
-
-const idOf = (prefix: IdPrefix) =>
-  z.string().refine((value) => isId(prefix, value), `expected an id like ${prefix}-<uuid4>`);
+import { idOf, pageQuery } from './common';
 
 export const SandboxConfigParams = z.object({ sandboxConfigId: idOf('sandbox') });
 export const EnvVarParams = z.object({ envVarId: idOf('sandbox-env') });

@@ -13,5 +13,6 @@ import { agents } from './0002-agents';
 import { approvals } from './0003-approvals';
 import { toolVersions } from './0004-tool-versions';
 import { sandboxConfigs } from './0005-sandbox-configs';
+import { mcpServers } from './0006-mcp-servers';
 
-export const migrations: Migration[] = [initial, agents, approvals, toolVersions, sandboxConfigs];
+export const migrations: Migration[] = [initial, agents, approvals, toolVersions, sandboxConfigs, mcpServers];

@@ -1,0 +1,156 @@
+import { Router, type Request } from 'express';
+import type { ApiContext } from '../context';
+import { HttpError, notFound } from '../errors';
+import { parseBody, parseParams, parseQuery } from '../validation';
+import { McpServerParams, McpToolParams, McpToolRunSchema, RefreshQuery } from '../schemas/mcp-servers';
+import { McpServerCreateSchema, McpServerUpdateSchema, type McpServerConfig } from '../../schemas/mcp-server';
+import { mcpServerShape, toolShape } from '../letta-shapes';
+import * as repo from '../../db/mcp-servers';
+import { isUniqueViolation } from '../../db/sql';
+import { getAgentRow } from '../../db/agents';
+import { newId } from '../../ids';
+import { McpTimeoutError } from '../../mcp/connection';
+import { storedMcpTools, syncMcpTools } from '../../mcp/tool-sync';
+import { updatedConfig } from '../../mcp/server-config';
+import { callMcpTool, serverOfTool, type McpToolResult } from '../../mcp/tool-call';
+import { ToolError } from '../../tools/tool-error';
+import type { McpClientPool } from '../../mcp/client-pool';
+import type { ToolRow } from '../../db/rows';
+
+const BASE = '/v1/mcp-servers';
+
+/** What reaching a server can end in: 408 when it is too slow (as Letta), 502 when it fails otherwise. */
+async function fromServer<T>(serverName: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof HttpError || !(error instanceof Error)) throw error;
+    const detail = `MCP server '${serverName}': ${error.message}`;
+    throw new HttpError(error instanceof McpTimeoutError ? 408 : 502, detail);
+  }
+}
+
+const nameTaken = (name: string) => new HttpError(409, `An MCP server named '${name}' already exists`);
+
+/** Letta's ToolExecutionResult for an MCP tool: there is no process output. */
+const executionShape = (result: McpToolResult) => ({
+  status: result.status,
+  func_return: result.text,
+  stdout: [],
+  stderr: [],
+  agent_state: null,
+  sandbox_config_fingerprint: null,
+});
+
+/** Runs a stored MCP tool now, outside any agent step (the run endpoints). */
+export async function runMcpToolNow(
+  ctx: ApiContext,
+  tool: ToolRow,
+  args: Record<string, unknown>,
+): Promise<ReturnType<typeof executionShape>> {
+  const server = await serverOfTool(ctx.db, tool).catch((error: unknown) => {
+    throw error instanceof ToolError ? new HttpError(404, error.message) : error;
+  });
+  const result = await fromServer(server.server_name, () =>
+    callMcpTool(ctx.mcp, server, tool, args, { timeoutMs: ctx.config.MCP_CALL_TIMEOUT_MS }),
+  );
+  return executionShape(result);
+}
+
+/**
+ * Letta's MCP servers API. Registering a server connects to it and stores its tools; a config change
+ * connects again with the new config before it is stored, so a stored config is one that worked.
+ */
+export function mcpServersRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  const loadServer = async (req: Request) => {
+    const { mcpServerId } = parseParams(McpServerParams, req);
+    const server = await repo.getMcpServer(ctx.db, mcpServerId);
+    if (!server) throw notFound(`MCP server ${mcpServerId}`);
+    return server;
+  };
+
+  const loadTool = async (req: Request) => {
+    const { mcpServerId, toolId } = parseParams(McpToolParams, req);
+    const tool = (await storedMcpTools(ctx.db, mcpServerId)).find((t) => t.id === toolId);
+    if (!tool) throw notFound(`Tool ${toolId} of MCP server ${mcpServerId}`);
+    return tool;
+  };
+
+  /** Lists the tools with this config (connecting on the pool's client for this server id). */
+  const listTools = (pool: McpClientPool, id: string, name: string, config: McpServerConfig) =>
+    fromServer(name, () => pool.listTools({ id, config }));
+
+  router.post(BASE, async (req, res) => {
+    const { server_name, config } = parseBody(McpServerCreateSchema, req);
+    if (await repo.getMcpServerByName(ctx.db, server_name)) throw nameTaken(server_name);
+    const id = newId('mcp_server');
+    try {
+      const tools = await listTools(ctx.mcp, id, server_name, config);
+      const server = await repo.insertMcpServer(ctx.db, { id, server_name, config });
+      const summary = await syncMcpTools(ctx.db, id, tools);
+      if (summary.skipped.length)
+        ctx.log.warn({ server: server_name, skipped: summary.skipped }, 'MCP tools skipped');
+      res.json(mcpServerShape(server));
+    } catch (error) {
+      await ctx.mcp.drop(id);
+      throw isUniqueViolation(error) ? nameTaken(server_name) : error;
+    }
+  });
+
+  router.get(BASE, async (_req, res) => {
+    res.json((await repo.listMcpServers(ctx.db)).map(mcpServerShape));
+  });
+
+  router.get(`${BASE}/:mcpServerId`, async (req, res) => {
+    res.json(mcpServerShape(await loadServer(req)));
+  });
+
+  router.patch(`${BASE}/:mcpServerId`, async (req, res) => {
+    const server = await loadServer(req);
+    const update = parseBody(McpServerUpdateSchema, req);
+    const serverName = update.server_name ?? server.server_name;
+    const config = updatedConfig(server.config, update.config);
+    const tools = await listTools(ctx.mcp, server.id, serverName, config);
+    let updated: repo.McpServerRow;
+    try {
+      updated = await repo.updateMcpServer(ctx.db, server.id, { server_name: serverName, config });
+    } catch (error) {
+      throw isUniqueViolation(error) ? nameTaken(serverName) : error;
+    }
+    await syncMcpTools(ctx.db, server.id, tools);
+    res.json(mcpServerShape(updated));
+  });
+
+  router.delete(`${BASE}/:mcpServerId`, async (req, res) => {
+    const server = await loadServer(req);
+    await repo.deleteMcpServer(ctx.db, server.id);
+    await ctx.mcp.drop(server.id);
+    res.status(204).end();
+  });
+
+  router.patch(`${BASE}/:mcpServerId/refresh`, async (req, res) => {
+    const server = await loadServer(req);
+    const { agent_id } = parseQuery(RefreshQuery, req);
+    if (agent_id && !(await getAgentRow(ctx.db, agent_id))) throw notFound(`Agent ${agent_id}`);
+    const tools = await listTools(ctx.mcp, server.id, server.server_name, server.config);
+    res.json(await syncMcpTools(ctx.db, server.id, tools));
+  });
+
+  router.get(`${BASE}/:mcpServerId/tools`, async (req, res) => {
+    const server = await loadServer(req);
+    res.json((await storedMcpTools(ctx.db, server.id)).map(toolShape));
+  });
+
+  router.get(`${BASE}/:mcpServerId/tools/:toolId`, async (req, res) => {
+    res.json(toolShape(await loadTool(req)));
+  });
+
+  router.post(`${BASE}/:mcpServerId/tools/:toolId/run`, async (req, res) => {
+    const tool = await loadTool(req);
+    res.json(await runMcpToolNow(ctx, tool, parseBody(McpToolRunSchema, req).args));
+  });
+
+  return router;
+}

@@ -1,0 +1,101 @@
+import type { Queryable } from './database';
+import { json } from './sql';
+import { decryptSecret, encryptSecret } from '../secrets';
+import { SECRET_FIELDS, type McpServerConfig } from '../schemas/mcp-server';
+
+/** A registered server with its whole config, credentials decrypted: never sent out as it is. */
+export interface McpServerRow {
+  id: string;
+  server_name: string;
+  config: McpServerConfig;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface StoredRow {
+  id: string;
+  server_name: string;
+  mcp_server_type: string;
+  config: Record<string, unknown>;
+  secrets: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The config split into the columns: plain fields, and the credentials as one encrypted object. */
+function split(config: McpServerConfig): { plain: Record<string, unknown>; secrets: string | null } {
+  const plain: Record<string, unknown> = { ...config };
+  const secrets: Record<string, unknown> = {};
+  for (const field of SECRET_FIELDS) {
+    if (plain[field] !== undefined && plain[field] !== null) secrets[field] = plain[field];
+    delete plain[field];
+  }
+  return { plain, secrets: Object.keys(secrets).length ? encryptSecret(JSON.stringify(secrets)) : null };
+}
+
+const rowOf = (stored: StoredRow): McpServerRow => ({
+  id: stored.id,
+  server_name: stored.server_name,
+  config: {
+    ...stored.config,
+    ...(stored.secrets ? JSON.parse(decryptSecret(stored.secrets)) : {}),
+  } as McpServerConfig,
+  created_at: stored.created_at,
+  updated_at: stored.updated_at,
+});
+
+export async function insertMcpServer(
+  db: Queryable,
+  server: { id: string; server_name: string; config: McpServerConfig },
+): Promise<McpServerRow> {
+  const { plain, secrets } = split(server.config);
+  const [row] = await db.query<StoredRow>(
+    `INSERT INTO mcp_servers (id, server_name, mcp_server_type, config, secrets)
+     VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+    [server.id, server.server_name, server.config.mcp_server_type, json(plain), secrets],
+  );
+  return rowOf(row);
+}
+
+export async function updateMcpServer(
+  db: Queryable,
+  id: string,
+  server: { server_name: string; config: McpServerConfig },
+): Promise<McpServerRow> {
+  const { plain, secrets } = split(server.config);
+  const [row] = await db.query<StoredRow>(
+    `UPDATE mcp_servers SET server_name = $2, config = $3, secrets = $4, updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [id, server.server_name, json(plain), secrets],
+  );
+  return rowOf(row);
+}
+
+/** The server, locked until the transaction ends when `forUpdate` (tool syncs of one server take turns). */
+export async function getMcpServer(
+  db: Queryable,
+  id: string,
+  forUpdate = false,
+): Promise<McpServerRow | undefined> {
+  const [row] = await db.query<StoredRow>(
+    `SELECT * FROM mcp_servers WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [id],
+  );
+  return row && rowOf(row);
+}
+
+export async function getMcpServerByName(db: Queryable, name: string): Promise<McpServerRow | undefined> {
+  const [row] = await db.query<StoredRow>('SELECT * FROM mcp_servers WHERE server_name = $1', [name]);
+  return row && rowOf(row);
+}
+
+/** Every server, oldest first (Letta's list takes no paging). */
+export async function listMcpServers(db: Queryable): Promise<McpServerRow[]> {
+  return (await db.query<StoredRow>('SELECT * FROM mcp_servers ORDER BY created_at, id')).map(rowOf);
+}
+
+/** Deletes the server and its tools (and so their attachments to agents). */
+export async function deleteMcpServer(db: Queryable, id: string): Promise<boolean> {
+  await db.query(`DELETE FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1`, [id]);
+  return (await db.query('DELETE FROM mcp_servers WHERE id = $1 RETURNING id', [id])).length > 0;
+}

@@ -1,0 +1,182 @@
+/**
+ * The MCP connections of one process: one client per registered server and config, made on first use
+ * and reused by every call after it. A client that breaks off is dropped; the next call connects again,
+ * waiting longer after each connection that failed in a row.
+ */
+import crypto from 'node:crypto';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  connectMcp,
+  isAuthFailure,
+  isRequestTimeout,
+  listMcpTools,
+  McpAuthError,
+  McpTimeoutError,
+  type McpServerConfig,
+  type McpTimeouts,
+} from './connection';
+import type { Logger } from '../logger';
+
+export interface McpPoolOptions {
+  timeouts: McpTimeouts;
+  /** The wait before the second connection attempt in a row; it doubles with each failure after. */
+  reconnectInitialMs: number;
+  reconnectMaxMs: number;
+  /** Called when a server says its tool list changed, with the server's id and its tools now. */
+  onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
+  log: Logger;
+}
+
+export interface McpServerRef {
+  id: string;
+  config: McpServerConfig;
+}
+
+export interface McpCallOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress?: (progress: Progress) => void;
+}
+
+interface Entry {
+  /** The config's hash: a changed config needs a new client. */
+  key: string;
+  client: Promise<Client>;
+  /** Set once connected. */
+  connected?: Client;
+}
+
+/** Keys sorted and empty fields left out: the same config read back from the database has the same key. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, field]) => field !== null && field !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([key, field]) => [key, canonical(field)]),
+  );
+}
+
+const configKey = (config: McpServerConfig) =>
+  crypto
+    .createHash('sha256')
+    .update(JSON.stringify(canonical(config)))
+    .digest('hex');
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class McpClientPool {
+  private readonly entries = new Map<string, Entry>();
+  /** Connection attempts that failed in a row, per server. */
+  private readonly failures = new Map<string, number>();
+
+  constructor(private readonly options: McpPoolOptions) {}
+
+  /** The server's client, connected now if there is none yet (or its config changed). */
+  client(server: McpServerRef): Promise<Client> {
+    const key = configKey(server.config);
+    const entry = this.entries.get(server.id);
+    if (entry?.key === key) return entry.client;
+    if (entry) void this.drop(server.id);
+    const fresh: Entry = { key, client: this.connect(server) };
+    this.entries.set(server.id, fresh);
+    fresh.client.then(
+      (client) => (fresh.connected = client),
+      () => this.entries.get(server.id) === fresh && this.entries.delete(server.id),
+    );
+    return fresh.client;
+  }
+
+  async listTools(server: McpServerRef): Promise<Tool[]> {
+    return this.using(server, (client) => listMcpTools(client, this.options.timeouts));
+  }
+
+  /**
+   * Calls a tool. The tool's own failure (`isError`) is in the result; a call past its timeout is an
+   * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
+   * did, and the next call connects again.
+   */
+  async callTool(
+    server: McpServerRef,
+    name: string,
+    args: Record<string, unknown>,
+    options: McpCallOptions,
+  ): Promise<CallToolResult> {
+    return this.using(server, async (client) => {
+      try {
+        return (await client.callTool({ name, arguments: args }, undefined, {
+          timeout: options.timeoutMs,
+          signal: options.signal,
+          onprogress: options.onProgress,
+        })) as CallToolResult;
+      } catch (error) {
+        if (isRequestTimeout(error) && !options.signal?.aborted) {
+          throw new McpTimeoutError(
+            `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
+          );
+        }
+        throw error;
+      }
+    });
+  }
+
+  /** Closes the server's client, if there is one (its config changed, or it was deleted). */
+  async drop(serverId: string): Promise<void> {
+    const entry = this.entries.get(serverId);
+    if (!entry) return;
+    this.entries.delete(serverId);
+    await entry.client.then((client) => client.close()).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((id) => this.drop(id)));
+  }
+
+  /** Runs `work` on the server's client; a failure other than a timeout drops the client. */
+  private async using<T>(server: McpServerRef, work: (client: Client) => Promise<T>): Promise<T> {
+    const client = await this.client(server);
+    try {
+      return await work(client);
+    } catch (error) {
+      if (isAuthFailure(error)) throw new McpAuthError((error as Error).message);
+      if (!(error instanceof McpTimeoutError)) this.forget(server.id, client);
+      throw error;
+    }
+  }
+
+  private async connect(server: McpServerRef): Promise<Client> {
+    const failed = this.failures.get(server.id) ?? 0;
+    if (failed) {
+      const { reconnectInitialMs, reconnectMaxMs } = this.options;
+      await sleep(Math.min(reconnectInitialMs * 2 ** (failed - 1), reconnectMaxMs));
+    }
+    try {
+      const client = await connectMcp(server.config, this.options.timeouts, () => this.toolsChanged(server));
+      this.failures.delete(server.id);
+      // A server that exits or hangs up: the next call connects again instead of failing first.
+      client.onclose = () => this.forget(server.id, client);
+      return client;
+    } catch (error) {
+      this.failures.set(server.id, failed + 1);
+      throw error;
+    }
+  }
+
+  /** Drops the server's entry if it holds this client (a newer one is left alone), and closes it. */
+  private forget(serverId: string, client: Client): void {
+    if (this.entries.get(serverId)?.connected === client) this.entries.delete(serverId);
+    void client.close().catch(() => undefined);
+  }
+
+  private toolsChanged(server: McpServerRef): void {
+    const { onToolsChanged, log } = this.options;
+    if (!onToolsChanged) return;
+    this.listTools(server)
+      .then((tools) => onToolsChanged(server.id, tools))
+      .catch((error) =>
+        log.warn({ server: server.id, error: (error as Error).message }, 'could not refresh MCP tools'),
+      );
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * What the API shows of a server's credentials, and how an update applies to its config. A secret is
+ * shown masked (its last four characters at most); a masked value sent back in an update keeps the
+ * stored secret, so a client may PATCH with what it read.
+ */
+import type { McpServerConfig, McpServerUpdate } from '../schemas/mcp-server';
+import { HttpError } from '../api/errors';
+
+const SHOWN_TAIL = 4;
+/** Shorter secrets show nothing of themselves. */
+const TAIL_FROM_LENGTH = 12;
+
+export const maskSecret = (value: string) =>
+  `****${value.length >= TAIL_FROM_LENGTH ? value.slice(-SHOWN_TAIL) : ''}`;
+
+const maskValues = (map: Record<string, string> | null | undefined) =>
+  map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, maskSecret(value)]));
+
+export function maskedConfig(config: McpServerConfig): McpServerConfig {
+  if (config.mcp_server_type === 'stdio') return { ...config, env: maskValues(config.env) };
+  return {
+    ...config,
+    auth_token: config.auth_token && maskSecret(config.auth_token),
+    custom_headers: maskValues(config.custom_headers),
+  };
+}
+
+/** `given`, except where it repeats the mask of the stored value. */
+const unmask = (given: string, stored: string | null | undefined) =>
+  stored && given === maskSecret(stored) ? stored : given;
+
+const unmaskValues = (given: Record<string, string>, stored: Record<string, string> | null | undefined) =>
+  Object.fromEntries(Object.entries(given).map(([key, value]) => [key, unmask(value, stored?.[key])]));
+
+/** The config after an update: fields given (not null) replace the stored ones; the type cannot change. */
+export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['config']): McpServerConfig {
+  if (update.mcp_server_type && update.mcp_server_type !== stored.mcp_server_type) {
+    throw new HttpError(
+      400,
+      `The server's type is ${stored.mcp_server_type}: delete it and register it again to change its type`,
+    );
+  }
+  if (stored.mcp_server_type === 'stdio') {
+    return {
+      ...stored,
+      command: update.command ?? stored.command,
+      args: update.args ?? stored.args,
+      env: update.env ? unmaskValues(update.env, stored.env) : stored.env,
+    };
+  }
+  return {
+    ...stored,
+    server_url: update.server_url ?? stored.server_url,
+    auth_header: update.auth_header ?? stored.auth_header,
+    auth_token: update.auth_token ? unmask(update.auth_token, stored.auth_token) : stored.auth_token,
+    custom_headers: update.custom_headers
+      ? unmaskValues(update.custom_headers, stored.custom_headers)
+      : stored.custom_headers,
+  };
+}

@@ -1,0 +1,44 @@
+/** Calling a stored MCP tool: its server's client from the pool, its result as the model reads it. */
+import type { Queryable } from '../db';
+import { getMcpServer, type McpServerRow } from '../db/mcp-servers';
+import type { ToolRow } from '../db/rows';
+import { ToolError } from '../tools/tool-error';
+import { stripOptionalNulls } from '../tools/strict-mode';
+import type { McpCallOptions, McpClientPool } from './client-pool';
+import { mcpResultText, McpTimeoutError } from './connection';
+import { mcpServerIdOf } from './tool-sync';
+
+export interface McpToolResult {
+  status: 'success' | 'error';
+  text: string;
+}
+
+/** The server a stored MCP tool belongs to; a tool whose server is gone is the tool's failure. */
+export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpServerRow> {
+  const serverId = mcpServerIdOf(tool);
+  const server = serverId ? await getMcpServer(db, serverId) : undefined;
+  if (!server) throw new ToolError(`the MCP server of tool ${tool.name} is no longer registered`);
+  return server;
+}
+
+/**
+ * Calls the tool with the model's arguments, minus the nulls strict mode makes the model send for
+ * optional ones (MCP servers validate their input and refuse a null where a value or nothing goes). The
+ * server's `isError` and a call past its timeout are error results; a connection that fails throws.
+ */
+export async function callMcpTool(
+  pool: McpClientPool,
+  server: McpServerRow,
+  tool: ToolRow,
+  args: Record<string, unknown>,
+  options: McpCallOptions,
+): Promise<McpToolResult> {
+  const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
+  try {
+    const result = await pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), options);
+    return { status: result.isError ? 'error' : 'success', text: mcpResultText(result) };
+  } catch (error) {
+    if (!(error instanceof McpTimeoutError)) throw error;
+    return { status: 'error', text: `Error executing function ${tool.name}: TimeoutError: ${error.message}` };
+  }
+}

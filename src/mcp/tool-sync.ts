@@ -1,0 +1,138 @@
+/**
+ * A server's tools as stored tools (Letta's ToolCreate.from_mcp): `tool_type: external_mcp`, tagged
+ * `mcp:<server>`, their metadata naming the server. Syncing makes the stored ones match what the server
+ * lists: new tools added, changed ones updated (as a new version), gone ones deleted.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Database, Queryable } from '../db';
+import { getMcpServer, type McpServerRow } from '../db/mcp-servers';
+import type { ToolRow } from '../db/rows';
+import { deleteTool, getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
+import { newId } from '../ids';
+import { schemaHealth } from '../tools/schema-health';
+import { strictParameters } from '../tools/strict-mode';
+
+export const MCP_TOOL_TYPE = 'external_mcp';
+/** Letta's MAX_TOOL_NAME_LENGTH. */
+const MAX_NAME_LENGTH = 48;
+const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
+
+export interface McpToolMetadata {
+  server_id: string;
+  server_name: string;
+}
+
+export interface SyncSummary {
+  added: string[];
+  updated: string[];
+  deleted: string[];
+  /** Tools the server lists that cannot become tools here, with why. */
+  skipped: { name: string; reason: string }[];
+}
+
+export const mcpToolTag = (serverName: string) => `mcp:${serverName}`;
+
+export function mcpServerIdOf(tool: Pick<ToolRow, 'metadata'>): string | undefined {
+  return (tool.metadata?.mcp as McpToolMetadata | undefined)?.server_id;
+}
+
+/** Letta's generate_tool_schema_for_mcp, without request_heartbeat (the v3 loop has none). */
+function schemaOf(tool: Tool): Record<string, unknown> {
+  const { $schema: _draft, ...parameters } = tool.inputSchema as Record<string, unknown>;
+  // As Letta: the health of the schema the model gets in strict mode (objects closed, optionals nullable).
+  const health = schemaHealth(strictParameters(parameters));
+  return {
+    name: tool.name,
+    description: tool.description ?? '',
+    parameters: { type: 'object', properties: {}, required: [], ...parameters },
+    'mcp:SCHEMA_STATUS': health.status,
+    'mcp:SCHEMA_WARNINGS': health.reasons,
+  };
+}
+
+/** Why this tool cannot be stored, if it cannot. */
+function problemOf(tool: Tool, schema: Record<string, unknown>): string | undefined {
+  if (tool.name.length > MAX_NAME_LENGTH) return `its name is longer than ${MAX_NAME_LENGTH} characters`;
+  if (!/^[A-Za-z0-9_-]+$/.test(tool.name)) return 'its name is not a valid function name';
+  if (schema['mcp:SCHEMA_STATUS'] === 'INVALID')
+    return `its input schema is invalid: ${(schema['mcp:SCHEMA_WARNINGS'] as string[]).join('; ')}`;
+}
+
+/** The stored fields for a listed tool; what users set on the stored tool (limits, approval) is kept. */
+function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unknown>, existing?: ToolRow) {
+  const mcp: McpToolMetadata = { server_id: server.id, server_name: server.server_name };
+  const tag = mcpToolTag(server.server_name);
+  return {
+    name: tool.name,
+    tool_type: MCP_TOOL_TYPE,
+    description: tool.description ?? null,
+    source_type: 'python',
+    source_code: null,
+    json_schema: schema,
+    args_json_schema: null,
+    tags: [tag, ...(existing?.tags ?? []).filter((t) => !t.startsWith('mcp:'))],
+    return_char_limit: existing?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT,
+    pip_requirements: null,
+    npm_requirements: null,
+    default_requires_approval: existing?.default_requires_approval ?? null,
+    enable_parallel_execution: existing?.enable_parallel_execution ?? false,
+    metadata: { ...(existing?.metadata ?? {}), mcp },
+  } satisfies ToolFields;
+}
+
+/** Deep equality: jsonb hands objects back with their keys in its own order. */
+const unchanged = (existing: ToolRow, fields: ToolFields) =>
+  isDeepStrictEqual(
+    [existing.json_schema, existing.description, existing.tags, existing.metadata],
+    [fields.json_schema, fields.description, fields.tags, fields.metadata],
+  );
+
+export function storedMcpTools(db: Queryable, serverId: string): Promise<ToolRow[]> {
+  return db.query<ToolRow>(
+    `SELECT * FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1 ORDER BY created_at, id`,
+    [serverId],
+  );
+}
+
+/**
+ * Makes the server's stored tools match `listed`, in one transaction holding the server's row (syncs of
+ * one server take turns). A tool whose name another tool already has is skipped, not taken over. A
+ * server deleted meanwhile syncs nothing.
+ */
+export function syncMcpTools(db: Database, serverId: string, listed: Tool[]): Promise<SyncSummary> {
+  return db.transaction(async (tx) => {
+    const summary: SyncSummary = { added: [], updated: [], deleted: [], skipped: [] };
+    const server = await getMcpServer(tx, serverId, true);
+    if (!server) return summary;
+    const stored = new Map((await storedMcpTools(tx, serverId)).map((tool) => [tool.name, tool]));
+    const kept = new Set<string>();
+    for (const tool of listed) {
+      const schema = schemaOf(tool);
+      const problem = problemOf(tool, schema);
+      if (problem) {
+        summary.skipped.push({ name: tool.name, reason: problem });
+        continue;
+      }
+      const existing = stored.get(tool.name);
+      const fields = fieldsOf(server, tool, schema, existing);
+      if (existing) {
+        kept.add(tool.name);
+        if (unchanged(existing, fields)) continue;
+        await updateTool(tx, existing.id, fields);
+        summary.updated.push(tool.name);
+      } else if (await getToolByName(tx, tool.name)) {
+        summary.skipped.push({ name: tool.name, reason: 'another tool already has this name' });
+      } else {
+        await insertTool(tx, newId('tool'), fields);
+        summary.added.push(tool.name);
+      }
+    }
+    for (const [name, tool] of stored) {
+      if (kept.has(name)) continue;
+      await deleteTool(tx, tool.id);
+      summary.deleted.push(name);
+    }
+    return summary;
+  });
+}

@@ -1,0 +1,65 @@
+/**
+ * Letta's MCP server configs (letta/schemas/mcp_server.py), discriminated by `mcp_server_type`: the one
+ * source of their types, for the API, the database and the connections.
+ */
+import { z } from 'zod';
+
+const StringMap = z.record(z.string(), z.string());
+
+export const StdioConfigSchema = z.object({
+  mcp_server_type: z.literal('stdio'),
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: StringMap.nullish(),
+});
+
+const httpFields = {
+  server_url: z.string().url(),
+  auth_header: z.string().min(1).nullish(),
+  auth_token: z.string().nullish(),
+  custom_headers: StringMap.nullish(),
+};
+export const SseConfigSchema = z.object({ mcp_server_type: z.literal('sse'), ...httpFields });
+export const StreamableHttpConfigSchema = z.object({
+  mcp_server_type: z.literal('streamable_http'),
+  ...httpFields,
+});
+
+export const McpServerConfigSchema = z.discriminatedUnion('mcp_server_type', [
+  StdioConfigSchema,
+  SseConfigSchema,
+  StreamableHttpConfigSchema,
+]);
+export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
+export type McpServerType = McpServerConfig['mcp_server_type'];
+
+/** The fields that may hold credentials: stored encrypted, never returned in full. */
+export const SECRET_FIELDS = ['env', 'auth_token', 'custom_headers'] as const;
+
+/** A server name becomes the tag `mcp:<name>` of its tools and a part of log lines: kept plain. */
+const ServerName = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
+
+export const McpServerCreateSchema = z.object({ server_name: ServerName, config: McpServerConfigSchema });
+
+/**
+ * Letta's Update*McpServer: the type may be left out (it cannot change), and a field left out or null
+ * keeps its value.
+ */
+export const McpServerUpdateSchema = z.object({
+  server_name: ServerName.nullish(),
+  config: z
+    .object({
+      mcp_server_type: z.enum(['stdio', 'sse', 'streamable_http']).optional(),
+      command: z.string().min(1).nullish(),
+      args: z.array(z.string()).nullish(),
+      env: StringMap.nullish(),
+      ...httpFields,
+      server_url: httpFields.server_url.nullish(),
+    })
+    .default({}),
+});
+export type McpServerUpdate = z.infer<typeof McpServerUpdateSchema>;

@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { projectRoot } from '../../src/paths';
+import { freePort } from './env';
+
+/** An MCP reference server's installed file (started with node, never through npx). */
+export const mcpServerFile = (name: 'everything' | 'filesystem' | 'memory') =>
+  path.join(projectRoot, 'node_modules', '@modelcontextprotocol', `server-${name}`, 'dist', 'index.js');
+
+export const stdioConfig = (
+  name: 'everything' | 'filesystem' | 'memory',
+  args: string[] = [],
+  env?: Record<string, string>,
+) => ({
+  mcp_server_type: 'stdio' as const,
+  command: process.execPath,
+  args: [mcpServerFile(name), ...args],
+  ...(env ? { env } : {}),
+});
+
+/** server-everything in one of its HTTP modes, on a free port; resolves once it listens. */
+export async function startHttpEverything(
+  mode: 'streamableHttp' | 'sse',
+  port?: number,
+): Promise<{ url: string; port: number; child: ChildProcess }> {
+  const listenOn = port ?? (await freePort());
+  const child = spawn(process.execPath, [mcpServerFile('everything'), mode], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(listenOn) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => /listening|running/i.test(String(chunk)) && resolve());
+    child.on('exit', (code) => reject(new Error(`server-everything ${mode} exited (${code})`)));
+  });
+  const url = `http://127.0.0.1:${listenOn}${mode === 'sse' ? '/sse' : '/mcp'}`;
+  return { url, port: listenOn, child };
+}
+
+export interface AuthProxy {
+  /** The proxy's origin; paths pass through to the target. */
+  origin: string;
+  /** The headers of every request that reached the proxy. */
+  requests: http.IncomingHttpHeaders[];
+  /** Whether it lets the right token through (a revoked token is refused from then on). */
+  accepting: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP server in front of an MCP server on `targetPort` that passes on only requests carrying
+ * `Authorization: Bearer <token>`, and answers 401 to the rest.
+ */
+export async function startAuthProxy(targetPort: number, token: string): Promise<AuthProxy> {
+  const server = http.createServer((req, res) => {
+    proxy.requests.push(req.headers);
+    if (!proxy.accepting || req.headers.authorization !== `Bearer ${token}`) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+      return;
+    }
+    const upstream = http.request(
+      { host: '127.0.0.1', port: targetPort, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const proxy: AuthProxy = {
+    origin: `http://127.0.0.1:${port}`,
+    requests: [],
+    accepting: true,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
+}

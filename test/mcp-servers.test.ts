@@ -1,0 +1,327 @@
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type {
+  McpServerCreateParams,
+  StreamableHTTPMcpServer,
+} from '@letta-ai/letta-client/resources/mcp-servers/mcp-servers';
+import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
+import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-servers';
+import { descendantsOf } from './helpers/process';
+import { connectTemporalClient, payloadTexts, stepWorkflowId, workflowHistory } from './helpers/temporal';
+import { freePort } from './helpers/env';
+
+type Config = McpServerCreateParams['config'];
+
+/** The server-everything processes over stdio this process started (the server's connections). */
+const everythingProcesses = () =>
+  descendantsOf(process.pid).filter((pid) => {
+    try {
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      return args.some((arg) => arg.includes('server-everything')) && args.includes('stdio');
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+
+const killAll = (pids: number[]) =>
+  pids.forEach((pid) => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
+
+/**
+ * MCP servers as a tool execution mode, against the reference servers installed from npm: registered
+ * through the official client, their tools stored and attached, the model (stub) calling them through
+ * the `tools-mcp` activity.
+ */
+describe('MCP servers', () => {
+  const h = useAgentServer('openai', {
+    MCP_CONNECT_TIMEOUT_MS: '5000',
+    MCP_RECONNECT_INITIAL_MS: '100',
+  });
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-servers-'));
+  const children: ChildProcess[] = [];
+  // Tool names are unique: a server left registered would keep the next one's tools out.
+  afterEach(async () => {
+    for (const server of await h.client.mcpServers.list()) await h.client.mcpServers.delete(server.id!);
+  });
+  afterAll(() => {
+    children.forEach((child) => child.kill('SIGKILL'));
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  const httpEverything = async (mode: 'streamableHttp' | 'sse') => {
+    const started = await startHttpEverything(mode);
+    children.push(started.child);
+    return started;
+  };
+  const register = (server_name: string, config: Config) =>
+    h.client.mcpServers.create({ server_name, config });
+  const toolOf = async (serverId: string, name: string) =>
+    (await h.client.mcpServers.tools.list(serverId)).find((tool) => tool.name === name)!;
+
+  /**
+   * An agent with the server's tool, asked once; the model calls the tool with `args`, then (unless the
+   * step is to fail at the call) answers.
+   */
+  const callThroughModel = async (
+    serverId: string,
+    toolName: string,
+    args: Record<string, unknown>,
+    { callFails = false } = {},
+  ) => {
+    const tool = await toolOf(serverId, toolName);
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    h.stub.enqueue({ toolCalls: [{ name: toolName, arguments: args }] });
+    if (!callFails) h.stub.enqueue({ text: 'Done.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: `Use ${toolName}.` }],
+    });
+    const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message') as
+      { status: string; tool_return: string } | undefined;
+    const seenByModel = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool')?.content;
+    return { agent, response, toolReturn, seenByModel };
+  };
+
+  describe.each([
+    ['stdio', async (): Promise<Config> => stdioConfig('everything', ['stdio'])],
+    [
+      'streamable_http',
+      async (): Promise<Config> => ({
+        mcp_server_type: 'streamable_http',
+        server_url: (await httpEverything('streamableHttp')).url,
+      }),
+    ],
+    [
+      'sse',
+      async (): Promise<Config> => ({
+        mcp_server_type: 'sse',
+        server_url: (await httpEverything('sse')).url,
+      }),
+    ],
+  ])('server-everything over %s', (transport, configure) => {
+    it('is registered, lists its tools, and the model calls one of them', async () => {
+      const name = `everything-${transport}`;
+      const server = await register(name, await configure());
+      expect(server).toMatchObject({ server_name: name, mcp_server_type: transport });
+      expect(server.id).toMatch(/^mcp_server-/);
+
+      const tools = await h.client.mcpServers.tools.list(server.id!);
+      expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'get-sum', 'get-tiny-image']));
+      const echo = tools.find((t) => t.name === 'echo')!;
+      expect(echo).toMatchObject({ tool_type: 'external_mcp', tags: [`mcp:${name}`] });
+      expect(echo.json_schema).toMatchObject({ name: 'echo', 'mcp:SCHEMA_STATUS': 'STRICT_COMPLIANT' });
+
+      const { toolReturn, seenByModel } = await callThroughModel(server.id!, 'echo', {
+        message: `over ${transport}`,
+      });
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: `Echo: over ${transport}` });
+      expect(seenByModel).toContain(`Echo: over ${transport}`);
+
+      await h.client.mcpServers.delete(server.id!);
+      expect((await h.client.tools.list({ name: 'echo' })).items).toEqual([]);
+    });
+  });
+
+  it('server-filesystem reads a file of its folder; strict-mode nulls of optional arguments are dropped', async () => {
+    const folder = fs.mkdtempSync(path.join(work, 'files-'));
+    fs.writeFileSync(path.join(folder, 'notes.txt'), 'line one\nline two\n');
+    const server = await register('files', stdioConfig('filesystem', [folder]));
+    const { toolReturn } = await callThroughModel(server.id!, 'read_text_file', {
+      path: path.join(folder, 'notes.txt'),
+      head: null,
+      tail: null,
+    });
+    expect(toolReturn?.status).toBe('success');
+    expect(toolReturn?.tool_return).toContain('line two');
+
+    const denied = await h.client.mcpServers.tools.run((await toolOf(server.id!, 'read_text_file')).id!, {
+      mcp_server_id: server.id!,
+      args: { path: '/etc/passwd' },
+    });
+    expect(denied.status).toBe('error');
+    expect(denied.func_return).toMatch(/Access denied/);
+  });
+
+  it('server-memory keeps what the model tells it in its file', async () => {
+    const memoryFile = path.join(work, 'memory.jsonl');
+    const server = await register('memory', stdioConfig('memory', [], { MEMORY_FILE_PATH: memoryFile }));
+    const { toolReturn } = await callThroughModel(server.id!, 'create_entities', {
+      entities: [{ name: 'Ada', entityType: 'person', observations: ['wrote the first program'] }],
+    });
+    expect(toolReturn?.status).toBe('success');
+    expect(toolReturn?.tool_return).toContain('Ada');
+    expect(fs.readFileSync(memoryFile, 'utf8')).toContain('wrote the first program');
+  });
+
+  it("returns the server's isError results as errors, and runs tools by id", async () => {
+    const server = await register('everything-run', stdioConfig('everything', ['stdio']));
+    const sum = await toolOf(server.id!, 'get-sum');
+    const run = (args: Record<string, unknown>) =>
+      h.client.mcpServers.tools.run(sum.id!, { mcp_server_id: server.id!, args });
+    expect(await run({ a: 2, b: 3 })).toMatchObject({
+      status: 'success',
+      func_return: expect.stringContaining('5'),
+    });
+    const refused = await run({ a: 'two', b: 3 });
+    expect(refused.status).toBe('error');
+    expect(refused.func_return).toMatch(/Invalid arguments/);
+  });
+
+  it('refresh adds, updates and removes stored tools to match the server', async () => {
+    const memoryFile = path.join(work, 'refresh.jsonl');
+    const server = await register(
+      'memory-refresh',
+      stdioConfig('memory', [], { MEMORY_FILE_PATH: memoryFile }),
+    );
+    await h.client.tools.delete((await toolOf(server.id!, 'read_graph')).id!);
+    const search = await toolOf(server.id!, 'search_nodes');
+    await h.server.db.query(`UPDATE tools SET description = 'stale' WHERE id = $1`, [search.id]);
+    await h.server.db.query(
+      `INSERT INTO tools (id, name, tool_type, json_schema, metadata)
+       VALUES ('tool-00000000-0000-4000-8000-000000000001', 'gone-tool', 'external_mcp', '{}', $1::jsonb)`,
+      [JSON.stringify({ mcp: { server_id: server.id, server_name: 'memory-refresh' } })],
+    );
+    const summary = await h.client.mcpServers.refresh(server.id!);
+    expect(summary).toMatchObject({
+      added: ['read_graph'],
+      updated: ['search_nodes'],
+      deleted: ['gone-tool'],
+    });
+    expect((await toolOf(server.id!, 'search_nodes')).description).not.toBe('stale');
+  });
+
+  it('stores the tools again when the server announces that its tool list changed', async () => {
+    // server-everything announces a change of its tool list whenever a client connects.
+    const server = await register('everything-changes', stdioConfig('everything', ['stdio']));
+    const processes = everythingProcesses();
+    await h.client.tools.delete((await toolOf(server.id!, 'echo')).id!);
+    killAll(processes);
+    const sum = await toolOf(server.id!, 'get-sum');
+    const ran = await eventually(
+      () =>
+        h.client.mcpServers.tools
+          .run(sum.id!, { mcp_server_id: server.id!, args: { a: 1, b: 1 } })
+          .catch(() => undefined),
+      (result) => result?.status === 'success',
+    );
+    expect(ran?.status).toBe('success');
+    const names = await eventually(
+      async () => (await h.client.mcpServers.tools.list(server.id!)).map((t) => t.name),
+      (listed) => listed.includes('echo'),
+    );
+    expect(names).toContain('echo');
+  });
+
+  it('keeps credentials encrypted, shows them masked, and keeps them out of workflow history', async () => {
+    const target = await httpEverything('streamableHttp');
+    const token = 'sk-test-token-0123456789';
+    const proxy = await startAuthProxy(target.port, token);
+    try {
+      const server = await register('private', {
+        mcp_server_type: 'streamable_http',
+        server_url: `${proxy.origin}/mcp`,
+        auth_token: token,
+        custom_headers: { 'X-Team': 'team-secret-abcdef' },
+      });
+      expect(server).toMatchObject({ auth_token: '****6789', custom_headers: { 'X-Team': '****cdef' } });
+      expect(proxy.requests.at(-1)).toMatchObject({
+        authorization: `Bearer ${token}`,
+        'x-team': 'team-secret-abcdef',
+      });
+      const [stored] = await h.server.db.query<Record<string, unknown>>(
+        'SELECT config::text AS config, secrets FROM mcp_servers WHERE id = $1',
+        [server.id],
+      );
+      expect(JSON.stringify(stored)).not.toMatch(/sk-test-token|team-secret/);
+
+      // What was read, sent back: the masked values keep the stored secrets.
+      const shown = server as StreamableHTTPMcpServer;
+      const updated = await h.client.mcpServers.update(server.id!, {
+        config: {
+          mcp_server_type: 'streamable_http',
+          server_url: shown.server_url,
+          auth_token: shown.auth_token,
+          custom_headers: shown.custom_headers,
+        },
+      });
+      expect((updated as StreamableHTTPMcpServer).auth_token).toBe('****6789');
+      const { agent, response, toolReturn } = await callThroughModel(server.id!, 'echo', { message: 'hush' });
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: 'Echo: hush' });
+
+      const temporal = await connectTemporalClient();
+      try {
+        const events = await workflowHistory(
+          temporal.client,
+          stepWorkflowId(agent.id, response.messages[0].run_id!),
+        );
+        expect(payloadTexts(events).filter((text) => /sk-test-token|team-secret/.test(text))).toEqual([]);
+      } finally {
+        await temporal.close();
+      }
+
+      // A revoked token fails the call once, for good: it is not retried.
+      proxy.accepting = false;
+      const refusedBefore = proxy.requests.length;
+      const revoked = await callThroughModel(server.id!, 'echo', { message: 'again' }, { callFails: true });
+      expect(revoked.response.stop_reason.stop_reason).toBe('error');
+      const posts = proxy.requests.slice(refusedBefore).filter((headers) => headers['content-type']);
+      expect(posts).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('answers 502 for a server it cannot reach and 408 for one that does not answer', async () => {
+    const refused = register('nowhere', {
+      mcp_server_type: 'streamable_http',
+      server_url: `http://127.0.0.1:${await freePort()}/mcp`,
+    });
+    await expect(refused).rejects.toMatchObject({ status: 502 });
+    const mute = register('mute', { mcp_server_type: 'stdio', command: 'sleep', args: ['30'] });
+    await expect(mute).rejects.toMatchObject({ status: 408 });
+    const names = (await h.client.mcpServers.list()).map((s) => s.server_name);
+    expect(names).not.toEqual(expect.arrayContaining(['nowhere']));
+    expect(names).not.toEqual(expect.arrayContaining(['mute']));
+  });
+
+  it('a server killed mid-call: the activity fails, the connection is made again, the retry succeeds', async () => {
+    const server = await register('everything-killed', stdioConfig('everything', ['stdio']));
+    const before = everythingProcesses();
+    const asked = h.stub.requests.length;
+    const call = callThroughModel(server.id!, 'trigger-long-running-operation', { duration: 3, steps: 3 });
+    // The model's turn came, and the call has run for a second: kill the server under it.
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > asked,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    killAll(before);
+    const { toolReturn } = await call;
+    expect(toolReturn).toMatchObject({ status: 'success' });
+    expect(toolReturn?.tool_return).toContain('Long running operation completed');
+    const after = everythingProcesses();
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.filter((pid) => before.includes(pid))).toEqual([]);
+  });
+
+  it("ends a call that outlives the tool's timeout with a clear error", async () => {
+    const server = await register('everything-slow', stdioConfig('everything', ['stdio']));
+    const slow = await toolOf(server.id!, 'trigger-long-running-operation');
+    await h.client.tools.update(slow.id!, { metadata_: { timeout_seconds: 1 } });
+    const started = Date.now();
+    const { toolReturn } = await callThroughModel(server.id!, 'trigger-long-running-operation', {
+      duration: 10,
+      steps: 10,
+    });
+    expect(toolReturn?.status).toBe('error');
+    expect(toolReturn?.tool_return).toContain('timed out after 1.0 seconds');
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+});

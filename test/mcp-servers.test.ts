@@ -174,6 +174,44 @@ describe('MCP servers', () => {
     expect(refused.func_return).toMatch(/Invalid arguments/);
   });
 
+  it('gives a stdio server only the environment of its config, and reconnects when the config changes', async () => {
+    const server = await register(
+      'everything-env',
+      stdioConfig('everything', ['stdio'], { GREETING: 'hello' }),
+    );
+    const getEnv = await toolOf(server.id!, 'get-env');
+    const environment = async () => {
+      const result = await h.client.mcpServers.tools.run(getEnv.id!, { mcp_server_id: server.id!, args: {} });
+      return JSON.parse(result.func_return as string) as Record<string, string>;
+    };
+    const seen = await environment();
+    expect(seen.GREETING).toBe('hello');
+    expect(Object.keys(seen)).not.toEqual(expect.arrayContaining(['OPENAI_API_KEY']));
+    expect(Object.keys(seen)).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
+    expect(Object.keys(seen).filter((key) => process.env[key] === undefined)).toEqual(['GREETING']);
+    expect(server).toMatchObject({ env: { GREETING: '****' } });
+
+    const renamed = await h.client.mcpServers.update(server.id!, {
+      server_name: 'everything-env-2',
+      config: { mcp_server_type: 'stdio', command: null, args: null, env: { GREETING: 'bonjour' } },
+    });
+    expect(renamed.server_name).toBe('everything-env-2');
+    expect((await environment()).GREETING).toBe('bonjour');
+    expect((await toolOf(server.id!, 'get-env')).tags).toEqual(['mcp:everything-env-2']);
+  });
+
+  it("cuts a tool's return at its return_char_limit, which the tools API may change", async () => {
+    const server = await register('everything-limit', stdioConfig('everything', ['stdio']));
+    const echo = await toolOf(server.id!, 'echo');
+    await h.client.tools.update(echo.id!, { return_char_limit: 12 });
+    await expect(h.client.tools.update(echo.id!, { description: 'mine' })).rejects.toMatchObject({
+      status: 400,
+    });
+    const { toolReturn } = await callThroughModel(server.id!, 'echo', { message: 'a rather long message' });
+    expect(toolReturn?.tool_return).toMatch(/^Echo: a rath/);
+    expect(toolReturn?.tool_return).not.toContain('long message');
+  });
+
   it('refresh adds, updates and removes stored tools to match the server', async () => {
     const memoryFile = path.join(work, 'refresh.jsonl');
     const server = await register(

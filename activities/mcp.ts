@@ -7,7 +7,6 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Database } from '../src/db';
 import { getAgentRow } from '../src/db/agents';
 import { findToolExecution } from '../src/db/tool-executions';
-import { getTool, getToolVersion } from '../src/db/tools';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
 import { callMcpTool, serverOfTool, type McpToolResult } from '../src/mcp/tool-call';
@@ -16,7 +15,7 @@ import { toolTimeoutMs } from '../src/tools/tool-timeout';
 import { ToolError } from '../src/tools/tool-error';
 import type { StoredToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
-import { outcomeOf, recordResult, toolCallArguments } from './tool-results';
+import { outcomeOf, recordResult, toolCallArguments, toolAtVersion } from './tool-results';
 
 export interface McpActivityDeps {
   db: Database;
@@ -37,8 +36,7 @@ export function mcpActivities({ db, pool, callTimeoutMs }: McpActivityDeps) {
       if (done) return outcomeOf(done);
       const agent = await getAgentRow(db, input.agentId);
       if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-      const tool =
-        (await getToolVersion(db, input.toolId, input.toolVersion)) ?? (await getTool(db, input.toolId));
+      const tool = await toolAtVersion(db, input);
       if (!tool) return recordResult(db, input, agent, tool, { status: 'error', text: 'Tool not found' });
       let server: McpServerRow;
       let args: Record<string, unknown>;

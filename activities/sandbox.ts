@@ -6,7 +6,6 @@ import { Context } from '@temporalio/activity';
 import type { Database } from '../src/db';
 import { getAgent } from '../src/db/agents';
 import { findToolExecution } from '../src/db/tool-executions';
-import { getTool, getToolVersion } from '../src/db/tools';
 import type { AgentRecord, ToolRow } from '../src/db/rows';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
@@ -15,7 +14,14 @@ import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
 import type { StoredToolCallInput, ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
-import { argumentsFor, outcomeOf, recordOnceWithMemory, recordResult, type ToolResult } from './tool-results';
+import {
+  argumentsFor,
+  outcomeOf,
+  recordOnceWithMemory,
+  recordResult,
+  type ToolResult,
+  toolAtVersion,
+} from './tool-results';
 
 export interface SandboxActivityDeps {
   db: Database;
@@ -69,8 +75,7 @@ export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: S
       if (done) return outcomeOf(done);
       const agent = await getAgent(db, input.agentId);
       if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-      const tool =
-        (await getToolVersion(db, input.toolId, input.toolVersion)) ?? (await getTool(db, input.toolId));
+      const tool = await toolAtVersion(db, input);
       let job: ToolJob;
       try {
         job = await jobFor(input, agent, tool);

@@ -7,13 +7,24 @@ import { lockAgentMemory } from '../src/tools/builtin';
 import { packageFunctionResponse, truncateReturn } from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
-import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
+import { getTool, getToolVersion } from '../src/db/tools';
+import {
+  SHORT_OUTPUT_CHARS,
+  type StoredToolCallInput,
+  type ToolCallInput,
+  type ToolOutcome,
+} from './contracts';
 
 export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
   return {
     status: execution.status,
     ...(text !== undefined && text.length <= SHORT_OUTPUT_CHARS ? { output: text } : {}),
   };
+}
+
+/** The tool as the step resolved it at its start; the current one if that version is gone. */
+export async function toolAtVersion(db: Queryable, input: StoredToolCallInput): Promise<ToolRow | undefined> {
+  return (await getToolVersion(db, input.toolId, input.toolVersion)) ?? (await getTool(db, input.toolId));
 }
 
 /** The model's arguments for a stored tool call, without `request_heartbeat`, with rule-fixed ones on top. */

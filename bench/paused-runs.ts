@@ -2,7 +2,9 @@
  * Paused runs at rest: N agent steps paused on a client tool, and what they cost the worker process
  * while they wait (its resident memory), plus how long a pause and an answer's round trip take.
  *
- *   npm run bench:paused -- [count]      (default 1000; needs PostgreSQL, as the tests do)
+ *   npm run bench:paused -- [count…]     (default 1000; needs PostgreSQL, as the tests do)
+ *
+ * `npm run bench` runs it with 1,000 and 10,000 as part of the suite (bench/suite.ts).
  *
  * The API and the worker run as separate processes (`--role=api`, `--role=worker`) on a Temporal dev
  * server of their own; the model is a local OpenAI-compatible stub that always calls the client tool.
@@ -11,7 +13,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { projectRoot } from '../src/paths';
 import { startOpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema } from '../test/helpers/postgres';
 import type { StartedProcess } from '../test/helpers/process';
@@ -23,6 +24,7 @@ import {
   startWorkerProcess,
 } from '../test/helpers/server-processes';
 import { startTemporalServer } from '../test/helpers/temporal-server';
+import { inParallel, percentiles } from './stats';
 
 const CLIENT_TOOL = {
   name: 'ask_user',
@@ -36,28 +38,11 @@ const rssMiB = (pid: number) => {
   return line ? Math.round(Number(line[1]) / 1024) : NaN;
 };
 
-function percentiles(values: number[]) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-  return { p50: at(50), p95: at(95), max: sorted[sorted.length - 1] };
-}
-
-async function inParallel<T>(count: number, work: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < count) {
-        const i = next++;
-        results[i] = await work(i);
-      }
-    }),
-  );
-  return results;
-}
-
-async function main() {
-  const count = Number(process.argv[2] ?? 1000);
+/**
+ * The worker's resident memory with no run paused and with each of `checkpoints` (ascending counts)
+ * paused on a client tool; the time each pause took, and the round trip of 50 answers.
+ */
+export async function pausedRunsAtRest(checkpoints: number[]) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
@@ -90,7 +75,7 @@ async function main() {
       return res.json() as Promise<Record<string, unknown>>;
     };
     const pause = async () => {
-      const agent = await post('/v1/agents/', { model: 'openai/gpt-4o-mini' });
+      const agent = await post('/v1/agents/', { model: 'openai/gpt-4o-mini', include_base_tools: false });
       const started = performance.now();
       const response = await post(`/v1/agents/${agent.id}/messages`, {
         messages: [{ role: 'user', content: 'Ask me something' }],
@@ -102,20 +87,16 @@ async function main() {
     };
 
     await sleep(2_000);
-    const idle = rssMiB(worker.child.pid!);
-    const warm = await inParallel(50, pause);
-    await sleep(2_000);
-    const afterWarm = rssMiB(worker.child.pid!);
-    const half = Math.floor(count / 2);
-    const middle = await inParallel(half - warm.length, pause);
-    await sleep(2_000);
-    const afterHalf = rssMiB(worker.child.pid!);
-    const rest = await inParallel(count - half, pause);
-    await sleep(2_000);
-    const afterAll = rssMiB(worker.child.pid!);
+    const rss: Record<string, number> = { '0': rssMiB(worker.child.pid!) };
+    const paused: Awaited<ReturnType<typeof pause>>[] = [];
+    for (const count of checkpoints) {
+      paused.push(...(await inParallel(count - paused.length, CONCURRENCY, pause)));
+      await sleep(2_000);
+      rss[String(count)] = rssMiB(worker.child.pid!);
+    }
 
-    const answered = await inParallel(50, async (i) => {
-      const { agentId, callId } = warm[i];
+    const answered = await inParallel(Math.min(50, paused.length), CONCURRENCY, async (i) => {
+      const { agentId, callId } = paused[i];
       const started = performance.now();
       await post(`/v1/agents/${agentId}/messages`, {
         messages: [
@@ -128,25 +109,13 @@ async function main() {
       return performance.now() - started;
     });
 
-    const results = {
-      paused_runs: count,
-      worker_rss_mib: {
-        idle,
-        after_50_paused: afterWarm,
-        [`after_${half}_paused`]: afterHalf,
-        [`after_${count}_paused`]: afterAll,
-      },
-      // Growth over the second half: what one more paused run costs once the worker has warmed up.
-      worker_rss_per_paused_run_kib: Math.round(((afterAll - afterHalf) * 1024) / (count - half)),
-      pause_ms: percentiles([...warm, ...middle, ...rest].map((r) => Math.round(r.elapsed))),
-      answer_round_trip_ms: percentiles(answered.map(Math.round)),
+    return {
+      worker_rss_mib_by_paused_runs: rss,
+      pause_ms: percentiles(paused.map((r) => r.elapsed)),
+      answer_round_trip_ms: percentiles(answered),
+      requests_in_flight: CONCURRENCY,
       worker_max_cached_workflows: Number(cacheSize ?? 200),
-      measured_at: new Date().toISOString(),
     };
-    const file = path.join(projectRoot, 'bench', 'results.json');
-    const all = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
-    fs.writeFileSync(file, `${JSON.stringify({ ...all, paused_runs_at_rest: results }, null, 2)}\n`);
-    console.log(JSON.stringify(results, null, 2));
   } finally {
     for (const proc of processes) await killProcess(proc, 'SIGKILL');
     await temporal.stop();
@@ -156,7 +125,19 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+/** The CLI: counts as arguments; the results on stdout, and in the file BENCH_OUT names if set. */
+if (require.main === module) {
+  const counts = process.argv.slice(2).map(Number);
+  pausedRunsAtRest(counts.length ? counts : [1000]).then(
+    (results) => {
+      const text = JSON.stringify(results, null, 2);
+      if (process.env.BENCH_OUT) fs.writeFileSync(process.env.BENCH_OUT, text);
+      console.log(text);
+      process.exit(0);
+    },
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,111 @@
+/** bench/results.json as a markdown table: bench/results.md, and the README's copy between its markers. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../src/paths';
+import type { Percentiles } from './stats';
+
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+type Results = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const ms = (p: Percentiles) => `${p.p50} / ${p.p95} / ${p.max} ms`;
+const ratio = (a: number, b: number) => (b > 0 ? `${Math.round((a / b) * 10) / 10}×` : '–');
+const verdict = (met: boolean) => (met ? 'met' : '**missed**');
+
+function rows(r: Results): string[][] {
+  const o = r.orchestration_overhead;
+  const s = r.sandboxed_tool_call;
+  const fresh = s.fresh_interpreter_per_call_ms as Percentiles;
+  const mcp = (t: string) => r.mcp_tool_call[t];
+  const a = r.approval_round_trip;
+  const t = r.throughput;
+  const rss = r.paused_runs_at_rest.worker_rss_mib_by_paused_runs as Record<string, number>;
+  const counts = Object.keys(rss);
+  const growth = rss[counts.at(-1)!] - rss[counts[1]];
+  return [
+    [
+      '1. Orchestration overhead per built-in tool call',
+      ms(o.overhead_per_call_ms),
+      `direct call ${ms(o.direct_call_ms)}`,
+      '≤ 10 ms p50',
+      verdict(o.overhead_per_call_ms.p50 <= 10),
+    ],
+    [
+      '   its tool activity, schedule to close (history)',
+      ms(o.tool_activity_schedule_to_close_ms),
+      '',
+      '',
+      '',
+    ],
+    [
+      '2. Sandboxed Python call, warm pool',
+      ms(s.warm_pool.per_call_ms),
+      `fresh interpreter ${ms(fresh)} (${ratio(s.warm_pool.per_call_ms.p50, fresh.p50)})`,
+      '≤ 10 ms p50',
+      verdict(s.warm_pool.per_call_ms.p50 <= 10),
+    ],
+    [
+      '   cold sandbox per call',
+      ms(s.cold_sandbox.per_call_ms),
+      `${ratio(s.cold_sandbox.per_call_ms.p50, fresh.p50)} fresh interpreter`,
+      '',
+      '',
+    ],
+    ...['stdio', 'streamable_http'].map((transport) => [
+      `3. MCP \`echo\` over ${transport}, through the engine`,
+      ms(mcp(transport).engine_per_call_ms),
+      `direct SDK call ${ms(mcp(transport).direct_sdk_call_ms)} (${ratio(mcp(transport).engine_per_call_ms.p50, mcp(transport).direct_sdk_call_ms.p50)})`,
+      '',
+      '',
+    ]),
+    [
+      '4. Approval: POST → next model request',
+      ms(a.post_to_next_model_request_ms),
+      '',
+      '≤ 50 ms p50',
+      verdict(a.post_to_next_model_request_ms.p50 <= 50),
+    ],
+    ['   Approval: POST → its response', ms(a.post_to_response_ms), '', '', ''],
+    [
+      `5. Throughput: ${t.agents} agents × ${t.calls_per_agent} calls`,
+      `${t.tool_calls_per_second} tool calls/s`,
+      `CPU: server ${t.server_process_cpu_percent}%, Temporal ${t.temporal_server_cpu_percent}% (of one core)`,
+      '≥ 100 /s',
+      verdict(t.tool_calls_per_second >= 100),
+    ],
+    [
+      '6. Worker memory with runs paused',
+      counts.map((c) => `${c}: ${rss[c]} MiB`).join(', '),
+      `${counts[1]} → ${counts.at(-1)}: ${growth >= 0 ? '+' : ''}${growth} MiB`,
+      'no growth',
+      verdict(growth <= 20),
+    ],
+  ];
+}
+
+export function reportMarkdown(r: Results): string {
+  const m = r.machine;
+  const table = [
+    '| figure | p50 / p95 / max | baseline, side by side | target | |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows(r).map((row) => `| ${row.join(' | ')} |`),
+  ];
+  return [
+    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once.`,
+    '',
+    ...table,
+    '',
+  ].join('\n');
+}
+
+export function writeReport(r: Results): void {
+  const markdown = reportMarkdown(r);
+  fs.writeFileSync(path.join(projectRoot, 'bench', 'results.md'), markdown);
+  const readme = path.join(projectRoot, 'README.md');
+  const text = fs.readFileSync(readme, 'utf8');
+  const start = text.indexOf(START);
+  const end = text.indexOf(END);
+  if (start < 0 || end < start) return;
+  fs.writeFileSync(readme, `${text.slice(0, start + START.length)}\n\n${markdown}\n${text.slice(end)}`);
+}

@@ -1,0 +1,412 @@
+/**
+ * What durability costs, measured: `npm run bench`. The whole server runs in this process (as
+ * `npm start` does) on a Temporal dev server and a PostgreSQL schema of its own, with a local
+ * OpenAI-compatible stub answering instantly; each figure sits next to its baseline, measured in the
+ * same run. Writes bench/results.json and bench/results.md (which the README includes).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Letta from '@letta-ai/letta-client';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { startServer, type RunningServer } from '../src/server';
+import { projectRoot } from '../src/paths';
+import { connectMcp } from '../src/mcp/connection';
+import { executeBuiltinTool } from '../src/tools/builtin';
+import { getAgentRow } from '../src/db/agents';
+import { workflowIdFor } from '../src/agent/steps';
+import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helpers/env';
+import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
+import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
+import { startTemporalServer } from '../test/helpers/temporal-server';
+import type { RunningDevServer } from '../src/temporal/dev-server';
+import { inParallel, percentiles, perUnit, timeRuns } from './stats';
+import { writeReport } from './report';
+
+const REPS = Number(process.env.BENCH_REPS ?? 15);
+const CALLS_PER_STEP = 10;
+const EVERYTHING = path.join(
+  projectRoot,
+  'node_modules/@modelcontextprotocol/server-everything/dist/index.js',
+);
+
+/** What a benchmark step asks the stub for: `times` calls of `tool`, one per model turn, then an answer. */
+interface Script {
+  tool: string;
+  times: number;
+  args: Record<string, unknown>;
+}
+const scriptText = (script: Script) => `BENCH${JSON.stringify(script)}`;
+
+/** The stub follows the script in the request's last user message; it notes when each request came. */
+function scriptedStub(stub: OpenAiStub, arrivals: number[]) {
+  stub.setDefault((request: ChatRequest) => {
+    arrivals.push(performance.now());
+    const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
+    const match = /BENCH(\{.*\})/.exec(String(request.messages[lastUser]?.content ?? ''));
+    if (!match) return { text: 'ok' };
+    const script = JSON.parse(match[1]) as Script;
+    const done = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
+    return done < script.times
+      ? { toolCalls: [{ name: script.tool, arguments: script.args }] }
+      : { text: 'done' };
+  });
+}
+
+interface Bench {
+  stub: OpenAiStub;
+  arrivals: number[];
+  temporal: RunningDevServer;
+  schema: TestSchema;
+  server: RunningServer;
+  client: Letta;
+  /** A second server on the same Temporal and database whose sandbox has no warm pool. */
+  coldServer: RunningServer;
+  coldClient: Letta;
+  dataDir: string;
+}
+
+async function serverOn(
+  bench: Pick<Bench, 'stub' | 'temporal' | 'schema' | 'dataDir'>,
+  extra: Record<string, string>,
+) {
+  const server = await startServer(
+    testConfig({
+      DATA_DIR: bench.dataDir,
+      DATABASE_URL: bench.schema.url,
+      TEMPORAL_ADDRESS: bench.temporal.address,
+      TASK_QUEUE_PREFIX: `b-${uniqueSuffix()}-`,
+      PORT: String(await freePort()),
+      OPENAI_BASE_URL: bench.stub.baseURL,
+      OPENAI_API_KEY: 'bench',
+      ...extra,
+    }),
+    silentLogger(),
+  );
+  return { server, client: new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 }) };
+}
+
+/** One agent step following `script`; milliseconds from the request to its response. */
+async function step(client: Letta, agentId: string, script: Script): Promise<string> {
+  const response = await client.agents.messages.create(agentId, {
+    messages: [{ role: 'user', content: scriptText(script) }],
+  });
+  if (response.stop_reason.stop_reason !== 'end_turn')
+    throw new Error(`step ended with ${response.stop_reason.stop_reason}`);
+  return response.messages[0].run_id!;
+}
+
+const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] = []) =>
+  (
+    await client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: toolIds,
+      tools,
+      include_base_tools: false,
+      memory_blocks: [{ label: 'notes', value: '', limit: 1_000_000 }],
+    })
+  ).id;
+
+/** The per-call cost of `tool` in a step of CALLS_PER_STEP calls, over the same step without calls. */
+async function perCallInStep(client: Letta, agentId: string, tool: string, args: Record<string, unknown>) {
+  const withCalls = percentiles(
+    await timeRuns(REPS, () => step(client, agentId, { tool, times: CALLS_PER_STEP, args })),
+  );
+  const without = percentiles(await timeRuns(REPS, () => step(client, agentId, { tool, times: 0, args })));
+  return { withCalls, without };
+}
+
+/** 1. A trivial built-in tool (memory_insert) through the engine, against calling it in-process. */
+async function orchestrationOverhead(bench: Bench) {
+  const agentId = await newAgent(bench.client, [], ['memory_insert']);
+  const args = { label: 'notes', new_str: 'x' };
+  const { withCalls, without } = await perCallInStep(bench.client, agentId, 'memory_insert', args);
+  const agent = (await getAgentRow(bench.server.db, agentId))!;
+  const direct = percentiles(
+    await timeRuns(REPS * CALLS_PER_STEP, () =>
+      bench.server.db.transaction((tx) =>
+        executeBuiltinTool(
+          { db: tx, agent, fetchLimits: { timeoutMs: 1000, maxBytes: 1 } },
+          'memory_insert',
+          args,
+        ),
+      ),
+    ),
+  );
+  const stepRunId = await step(bench.client, agentId, { tool: 'memory_insert', times: CALLS_PER_STEP, args });
+  return {
+    calls_per_step: CALLS_PER_STEP,
+    step_with_calls_ms: withCalls,
+    step_without_calls_ms: without,
+    direct_call_ms: direct,
+    overhead_per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP, direct.p50),
+    tool_activity_schedule_to_close_ms: await activityTimes(bench, agentId, stepRunId, 'runBuiltinTool'),
+  };
+}
+
+/** Schedule-to-close of each activity of `type` in a step, as the Temporal server recorded it. */
+async function activityTimes(bench: Bench, agentId: string, runId: string, type: string) {
+  const connection = await Connection.connect({ address: bench.temporal.address });
+  try {
+    const history = await new TemporalClient({ connection }).workflow
+      .getHandle(workflowIdFor(agentId, runId))
+      .fetchHistory();
+    const seconds = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+    const scheduled = new Map<number, number>();
+    const times: number[] = [];
+    for (const event of history.events ?? []) {
+      const at = seconds(event.eventTime as never);
+      if (event.activityTaskScheduledEventAttributes?.activityType?.name === type)
+        scheduled.set(Number(event.eventId), at);
+      const completed = event.activityTaskCompletedEventAttributes;
+      const start = completed && scheduled.get(Number(completed.scheduledEventId));
+      if (start !== undefined && start !== null) times.push(at - start);
+    }
+    return percentiles(times);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** 2. A trivial Python tool: warm pool and cold sandbox through the activity, and a fresh interpreter per call. */
+async function sandboxedCalls(bench: Bench) {
+  const source =
+    'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
+  const tool = await bench.client.tools.create({ source_code: source });
+  const measure = async (client: Letta) => {
+    const agentId = await newAgent(client, [tool.id]);
+    const { withCalls, without } = await perCallInStep(client, agentId, 'ping', { n: 1 });
+    return {
+      step_with_calls_ms: withCalls,
+      step_without_calls_ms: without,
+      per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP),
+    };
+  };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-tool-'));
+  const file = path.join(dir, 'tool.py');
+  const freshInterpreter = percentiles(
+    await timeRuns(REPS * 3, async () => {
+      fs.writeFileSync(file, `${source}\nimport json\nprint(json.dumps(ping(1)))\n`);
+      execFileSync('/usr/bin/python3', [file]);
+    }),
+  );
+  fs.rmSync(dir, { recursive: true, force: true });
+  return {
+    warm_pool: await measure(bench.client),
+    cold_sandbox: await measure(bench.coldClient),
+    fresh_interpreter_per_call_ms: freshInterpreter,
+  };
+}
+
+/** 3. server-everything's echo through the engine, and straight from the SDK in this process. */
+async function mcpCalls(bench: Bench) {
+  const http = execHttpEverything();
+  try {
+    const configs = {
+      stdio: { mcp_server_type: 'stdio' as const, command: process.execPath, args: [EVERYTHING, 'stdio'] },
+      streamable_http: { mcp_server_type: 'streamable_http' as const, server_url: await http.url },
+    };
+    const out: Record<string, unknown> = {};
+    for (const [transport, config] of Object.entries(configs)) {
+      const server = await bench.client.mcpServers.create({ server_name: `bench-${transport}`, config });
+      const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
+      const agentId = await newAgent(bench.client, [echo.id!]);
+      const { withCalls, without } = await perCallInStep(bench.client, agentId, 'echo', { message: 'hi' });
+      const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 });
+      const direct = percentiles(
+        await timeRuns(REPS * CALLS_PER_STEP, () =>
+          sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
+        ),
+      );
+      await sdk.close();
+      await bench.client.mcpServers.delete(server.id!);
+      out[transport] = {
+        step_with_calls_ms: withCalls,
+        step_without_calls_ms: without,
+        engine_per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP),
+        direct_sdk_call_ms: direct,
+      };
+    }
+    return out;
+  } finally {
+    http.stop();
+  }
+}
+
+/** server-everything over streamable HTTP on a free port; `url` resolves once it listens. */
+function execHttpEverything() {
+  let child: ChildProcess | undefined;
+  const url = freePort().then(
+    (port) =>
+      new Promise<string>((resolve, reject) => {
+        child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+          env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        child.stderr!.on(
+          'data',
+          (chunk: Buffer) =>
+            /listening|running/i.test(String(chunk)) && resolve(`http://127.0.0.1:${port}/mcp`),
+        );
+        child.on('exit', (code) => reject(new Error(`server-everything exited (${code})`)));
+      }),
+  );
+  return { url, stop: () => child?.kill('SIGKILL') };
+}
+
+/** 4. An approval's answer: from its POST to the next model request, and to the POST's response. */
+async function approvalRoundTrip(bench: Bench) {
+  const clientTool = {
+    name: 'ask_user',
+    description: 'Asks the user',
+    parameters: { type: 'object', properties: {} },
+  };
+  const toModel: number[] = [];
+  const toResponse: number[] = [];
+  for (let i = 0; i < REPS + 3; i++) {
+    const agentId = await newAgent(bench.client);
+    const paused = await bench.client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: scriptText({ tool: 'ask_user', times: 1, args: {} }) }],
+      client_tools: [clientTool],
+    });
+    const call = paused.messages.find((m) => m.message_type === 'approval_request_message') as {
+      tool_call: { tool_call_id: string };
+    };
+    const asked = bench.arrivals.length;
+    const started = performance.now();
+    await bench.client.agents.messages.create(agentId, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            {
+              type: 'tool',
+              tool_call_id: call.tool_call.tool_call_id,
+              tool_return: 'yes',
+              status: 'success',
+            },
+          ],
+        },
+      ],
+    });
+    if (i < 3) continue; // warm-up
+    toResponse.push(performance.now() - started);
+    toModel.push(bench.arrivals[asked] - started);
+  }
+  return {
+    post_to_next_model_request_ms: percentiles(toModel),
+    post_to_response_ms: percentiles(toResponse),
+  };
+}
+
+const cpuMs = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+};
+
+/** 5. K agents at once, each a step of M tool calls: tool calls per second, and the CPU it took. */
+async function throughput(bench: Bench) {
+  const agents = 16;
+  const calls = 20;
+  const ids = await Promise.all(
+    Array.from({ length: agents }, () => newAgent(bench.client, [], ['memory_insert'])),
+  );
+  const script = { tool: 'memory_insert', times: calls, args: { label: 'notes', new_str: 'x' } };
+  const ourCpu = process.cpuUsage();
+  const temporalCpu = cpuMs(bench.temporal.pid);
+  const started = performance.now();
+  await inParallel(agents, agents, (i) => step(bench.client, ids[i], script));
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(ourCpu);
+  return {
+    agents,
+    calls_per_agent: calls,
+    seconds: Math.round(seconds * 100) / 100,
+    tool_calls_per_second: Math.round((agents * calls) / seconds),
+    server_process_cpu_percent: Math.round(((used.user + used.system) / 1000 / (seconds * 1000)) * 100),
+    temporal_server_cpu_percent: Math.round(
+      ((cpuMs(bench.temporal.pid) - temporalCpu) / (seconds * 1000)) * 100,
+    ),
+  };
+}
+
+/** bench/paused-runs.ts in a process of its own: its API and worker processes start from a clean slate. */
+function pausedRunsInChildProcess(counts: string[]) {
+  const out = path.join(os.tmpdir(), `bench-paused-${process.pid}.json`);
+  execFileSync(process.execPath, [path.join(__dirname, 'paused-runs.js'), ...counts], {
+    env: { ...process.env, BENCH_OUT: out },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const results = JSON.parse(fs.readFileSync(out, 'utf8'));
+  fs.rmSync(out);
+  return results;
+}
+
+function machine() {
+  return {
+    cores: os.cpus().length,
+    cpu: os.cpus()[0]?.model,
+    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    date: new Date().toISOString().slice(0, 10),
+  };
+}
+
+async function main() {
+  const began = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
+  const arrivals: number[] = [];
+  const stub = await startOpenAiStub();
+  scriptedStub(stub, arrivals);
+  const { server: temporal } = await startTemporalServer(dataDir);
+  const schema = await createTestSchema();
+  const base = { stub, temporal, schema, dataDir };
+  const warm = await serverOn(base, {});
+  const cold = await serverOn(base, { SANDBOX_WARM_POOL_SIZE: '0' });
+  const bench: Bench = {
+    ...base,
+    arrivals,
+    server: warm.server,
+    client: warm.client,
+    coldServer: cold.server,
+    coldClient: cold.client,
+  };
+  const results: Record<string, unknown> = { machine: machine() };
+  try {
+    const figures: [string, (b: Bench) => Promise<unknown>][] = [
+      ['orchestration_overhead', orchestrationOverhead],
+      ['sandboxed_tool_call', sandboxedCalls],
+      ['mcp_tool_call', mcpCalls],
+      ['approval_round_trip', approvalRoundTrip],
+      ['throughput', throughput],
+    ];
+    for (const [name, measure] of figures) {
+      console.log(`measuring ${name}…`);
+      results[name] = await measure(bench);
+    }
+  } finally {
+    await cold.server.stop();
+    await warm.server.stop();
+    await temporal.stop();
+    await stub.close();
+    await schema.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  console.log('measuring paused runs at rest…');
+  results.paused_runs_at_rest = pausedRunsInChildProcess(
+    (process.env.BENCH_PAUSED ?? '1000').split(','),
+  );
+  results.seconds = Math.round((Date.now() - began) / 1000);
+  fs.writeFileSync(path.join(projectRoot, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeReport(results);
+  console.log(JSON.stringify(results, null, 2));
+  process.exit(0);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -22,7 +22,9 @@ function rows(r: Results): string[][] {
   const t = r.throughput;
   const rss = r.paused_runs_at_rest.worker_rss_mib_by_paused_runs as Record<string, number>;
   const counts = Object.keys(rss);
-  const growth = rss[counts.at(-1)!] - rss[counts[1]];
+  // Growth from the first count paused to the last; with one count, from none paused.
+  const from = counts.length > 2 ? counts[1] : counts[0];
+  const growth = rss[counts.at(-1)!] - rss[from];
   return [
     [
       '1. Orchestration overhead per built-in tool call',
@@ -77,7 +79,7 @@ function rows(r: Results): string[][] {
     [
       '6. Worker memory with runs paused',
       counts.map((c) => `${c}: ${rss[c]} MiB`).join(', '),
-      `${counts[1]} → ${counts.at(-1)}: ${growth >= 0 ? '+' : ''}${growth} MiB`,
+      `${from} → ${counts.at(-1)}: ${growth >= 0 ? '+' : ''}${growth} MiB`,
       'no growth',
       verdict(growth <= 20),
     ],

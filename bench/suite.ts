@@ -396,9 +396,7 @@ async function main() {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   console.log('measuring paused runs at rest…');
-  results.paused_runs_at_rest = pausedRunsInChildProcess(
-    (process.env.BENCH_PAUSED ?? '1000').split(','),
-  );
+  results.paused_runs_at_rest = pausedRunsInChildProcess((process.env.BENCH_PAUSED ?? '1000').split(','));
   results.seconds = Math.round((Date.now() - began) / 1000);
   fs.writeFileSync(path.join(projectRoot, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeReport(results);

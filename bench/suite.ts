@@ -88,7 +88,7 @@ async function serverOn(
   return { server, client: new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 }) };
 }
 
-/** One agent step following `script`; milliseconds from the request to its response. */
+/** One agent step following `script`, which must end its turn; its run id. */
 async function step(client: Letta, agentId: string, script: Script): Promise<string> {
   const response = await client.agents.messages.create(agentId, {
     messages: [{ role: 'user', content: scriptText(script) }],
@@ -153,12 +153,12 @@ async function activityTimes(bench: Bench, agentId: string, runId: string, type:
     const history = await new TemporalClient({ connection }).workflow
       .getHandle(workflowIdFor(agentId, runId))
       .fetchHistory();
-    const seconds = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    const millis = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
       Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
     const scheduled = new Map<number, number>();
     const times: number[] = [];
     for (const event of history.events ?? []) {
-      const at = seconds(event.eventTime as never);
+      const at = millis(event.eventTime as never);
       if (event.activityTaskScheduledEventAttributes?.activityType?.name === type)
         scheduled.set(Number(event.eventId), at);
       const completed = event.activityTaskCompletedEventAttributes;

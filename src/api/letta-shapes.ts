@@ -11,6 +11,7 @@ import type {
 } from '../db/rows';
 import type { McpServerRow } from '../db/mcp-servers';
 import { maskedConfig } from '../mcp/server-config';
+import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { unpackageFunctionResponse } from '../agent/tool-returns';
@@ -55,6 +56,20 @@ export function toolShape(tool: ToolRow) {
     health: schemaHealth((tool.json_schema as { parameters?: unknown }).parameters),
     created_at: iso(tool.created_at),
     updated_at: iso(tool.updated_at),
+  };
+}
+
+/** Letta's ToolExecutionResult: how a tool run outside an agent step ended. */
+export function toolExecutionShape(
+  result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'stdout' | 'stderr'>,
+) {
+  return {
+    status: result.status,
+    func_return: result.funcReturn,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    agent_state: null,
+    sandbox_config_fingerprint: null,
   };
 }
 

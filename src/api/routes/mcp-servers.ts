@@ -4,7 +4,7 @@ import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
 import { McpServerParams, McpToolParams, McpToolRunSchema, RefreshQuery } from '../schemas/mcp-servers';
 import { McpServerCreateSchema, McpServerUpdateSchema, type McpServerConfig } from '../../schemas/mcp-server';
-import { mcpServerShape, toolShape } from '../letta-shapes';
+import { mcpServerShape, toolExecutionShape, toolShape } from '../letta-shapes';
 import * as repo from '../../db/mcp-servers';
 import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
@@ -12,9 +12,8 @@ import { newId } from '../../ids';
 import { McpTimeoutError } from '../../mcp/connection';
 import { storedMcpTools, syncMcpTools } from '../../mcp/tool-sync';
 import { updatedConfig } from '../../mcp/server-config';
-import { callMcpTool, serverOfTool, type McpToolResult } from '../../mcp/tool-call';
+import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
 import { ToolError } from '../../tools/tool-error';
-import type { McpClientPool } from '../../mcp/client-pool';
 import type { ToolRow } from '../../db/rows';
 
 const BASE = '/v1/mcp-servers';
@@ -32,29 +31,20 @@ async function fromServer<T>(serverName: string, work: () => Promise<T>): Promis
 
 const nameTaken = (name: string) => new HttpError(409, `An MCP server named '${name}' already exists`);
 
-/** Letta's ToolExecutionResult for an MCP tool: there is no process output. */
-const executionShape = (result: McpToolResult) => ({
-  status: result.status,
-  func_return: result.text,
-  stdout: [],
-  stderr: [],
-  agent_state: null,
-  sandbox_config_fingerprint: null,
-});
-
 /** Runs a stored MCP tool now, outside any agent step (the run endpoints). */
 export async function runMcpToolNow(
   ctx: ApiContext,
   tool: ToolRow,
   args: Record<string, unknown>,
-): Promise<ReturnType<typeof executionShape>> {
+): Promise<ReturnType<typeof toolExecutionShape>> {
   const server = await serverOfTool(ctx.db, tool).catch((error: unknown) => {
     throw error instanceof ToolError ? new HttpError(404, error.message) : error;
   });
   const result = await fromServer(server.server_name, () =>
     callMcpTool(ctx.mcp, server, tool, args, { timeoutMs: ctx.config.MCP_CALL_TIMEOUT_MS }),
   );
-  return executionShape(result);
+  // An MCP call has no process output.
+  return toolExecutionShape({ status: result.status, funcReturn: result.text, stdout: [], stderr: [] });
 }
 
 /**
@@ -79,15 +69,15 @@ export function mcpServersRouter(ctx: ApiContext): Router {
   };
 
   /** Lists the tools with this config (connecting on the pool's client for this server id). */
-  const listTools = (pool: McpClientPool, id: string, name: string, config: McpServerConfig) =>
-    fromServer(name, () => pool.listTools({ id, config }));
+  const listTools = (id: string, name: string, config: McpServerConfig) =>
+    fromServer(name, () => ctx.mcp.listTools({ id, config }));
 
   router.post(BASE, async (req, res) => {
     const { server_name, config } = parseBody(McpServerCreateSchema, req);
     if (await repo.getMcpServerByName(ctx.db, server_name)) throw nameTaken(server_name);
     const id = newId('mcp_server');
     try {
-      const tools = await listTools(ctx.mcp, id, server_name, config);
+      const tools = await listTools(id, server_name, config);
       const server = await repo.insertMcpServer(ctx.db, { id, server_name, config });
       const summary = await syncMcpTools(ctx.db, id, tools);
       if (summary.skipped.length)
@@ -112,7 +102,7 @@ export function mcpServersRouter(ctx: ApiContext): Router {
     const update = parseBody(McpServerUpdateSchema, req);
     const serverName = update.server_name ?? server.server_name;
     const config = updatedConfig(server.config, update.config);
-    const tools = await listTools(ctx.mcp, server.id, serverName, config);
+    const tools = await listTools(server.id, serverName, config);
     let updated: repo.McpServerRow;
     try {
       updated = await repo.updateMcpServer(ctx.db, server.id, { server_name: serverName, config });
@@ -134,7 +124,7 @@ export function mcpServersRouter(ctx: ApiContext): Router {
     const server = await loadServer(req);
     const { agent_id } = parseQuery(RefreshQuery, req);
     if (agent_id && !(await getAgentRow(ctx.db, agent_id))) throw notFound(`Agent ${agent_id}`);
-    const tools = await listTools(ctx.mcp, server.id, server.server_name, server.config);
+    const tools = await listTools(server.id, server.server_name, server.config);
     res.json(await syncMcpTools(ctx.db, server.id, tools));
   });
 

@@ -10,28 +10,18 @@ import {
   ToolRunFromSourceSchema,
   ToolUpdateSchema,
 } from '../schemas/tools';
-import { toolShape } from '../letta-shapes';
+import { toolExecutionShape, toolShape } from '../letta-shapes';
 import { deleteTool, getTool, listTools } from '../../db/tools';
 import { createOrUpdateTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
-import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from '../../sandbox';
+import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
 import { customToolJob } from '../../tools/custom-tools';
 import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
-
-/** Letta's ToolExecutionResult. */
-const executionShape = (result: ToolRunResult) => ({
-  status: result.status,
-  func_return: result.funcReturn,
-  stdout: result.stdout,
-  stderr: result.stderr,
-  agent_state: null,
-  sandbox_config_fingerprint: null,
-});
 
 type ToolRunFromSource = z.infer<typeof ToolRunFromSourceSchema>;
 
@@ -92,7 +82,7 @@ export function toolsRouter(ctx: ApiContext): Router {
       env: body.env_vars ?? {},
       timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
     });
-    res.json(executionShape(result));
+    res.json(toolExecutionShape(result));
   });
 
   router.post('/v1/agents/:agentId/tools/:toolName/run', async (req, res) => {
@@ -112,7 +102,7 @@ export function toolsRouter(ctx: ApiContext): Router {
         args,
         ctx.config.TOOL_TIMEOUT_MS,
       );
-      execution = executionShape(await execute(job));
+      execution = toolExecutionShape(await execute(job));
     } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
     res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });

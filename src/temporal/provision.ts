@@ -3,7 +3,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { resolveTemporalBinary } from './cli-binary';
-import { DEV_SERVER_DYNAMIC_CONFIG, startDevServer } from './dev-server';
+import { devServerTuningArgs, startDevServer } from './dev-server';
 import { customSearchAttributes } from '../../workflows/search-attributes';
 
 export interface TemporalEndpoint {
@@ -45,7 +45,7 @@ export async function provisionTemporal(config: Config, log: Logger): Promise<Te
       uiPort: config.TEMPORAL_UI_PORT,
       namespace: config.TEMPORAL_NAMESPACE,
       searchAttributes: customSearchAttributes,
-      extraArgs: DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
+      extraArgs: devServerTuningArgs(),
     },
   });
   return {

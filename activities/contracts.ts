@@ -16,6 +16,8 @@ export interface StepTool {
   version: number;
   /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
   timeoutMs?: number;
+  /** A built-in tool that works on the database alone: it runs as a local activity. */
+  local?: boolean;
 }
 
 export interface ClientTool {

@@ -8,7 +8,8 @@ const DEFAULT_INTERVAL_MS = 2_000;
  * that timeout (the activity is then retried elsewhere), and a cancelled run reaches the activity.
  */
 export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
-  const timeoutMs = Context.current().info.heartbeatTimeoutMs;
+  const { heartbeatTimeoutMs: timeoutMs, isLocal } = Context.current().info;
+  if (isLocal) return work; // a local activity lives inside its workflow task, which the worker keeps alive
   const timer = setInterval(() => heartbeat(), timeoutMs ? timeoutMs / 4 : DEFAULT_INTERVAL_MS);
   try {
     return await work;

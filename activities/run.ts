@@ -1,6 +1,7 @@
 /** Bookkeeping of a run: its start, its end, and the tool message a step's returns make up. */
 import { newId } from '../src/ids';
 import { toolTimeoutMs } from '../src/tools/tool-timeout';
+import { runsLocally } from '../src/tools/builtin';
 import { agentTools, getAgentRow } from '../src/db/agents';
 import { getMessage, insertMessage } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
@@ -125,6 +126,7 @@ export function runActivities({ db }: ActivityDeps) {
           parallel: tool.enable_parallel_execution,
           version: tool.version,
           timeoutMs: toolTimeoutMs(tool),
+          local: toolMode(tool) === 'builtin' && runsLocally(tool.name),
         })),
         toolRules: agent.tool_rules,
         parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,

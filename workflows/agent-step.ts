@@ -14,12 +14,15 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
+  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { sandboxActivities } from '../activities/sandbox';
@@ -64,8 +67,22 @@ const REQUIRED_TOOL_ALERT = (names: string[]) =>
 /** Longest error message kept in the workflow's result (the history stays small). */
 const ERROR_MESSAGE_CHARS = 500;
 
-function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }) {
-  const bookkeeping: ActivityOptions = {
+/**
+ * Steps started before bookkeeping and database-only built-in tools became local activities replay
+ * with regular ones: their histories hold ActivityTaskScheduled events where new steps hold markers.
+ */
+const LOCAL_ACTIVITIES_PATCH = 'local-activities';
+
+/**
+ * `local`: the run's bookkeeping and the database-only built-in tools run as local activities, in the
+ * workflow task that asks for them: a few milliseconds each instead of a round trip through the server
+ * (a workflow task, a dispatch, a completion). They are idempotent like every activity here, since a
+ * local activity runs again if its workflow task fails before the worker reports it. The model and
+ * every tool that leaves the process stay regular activities: they may take minutes, heartbeat, and
+ * run on their own task queues.
+ */
+function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }, local: boolean) {
+  const bookkeeping: ActivityOptions & LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
   };
@@ -84,13 +101,20 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
   };
+  const localTool: LocalActivityOptions = {
+    startToCloseTimeout: tool.startToCloseTimeout,
+    retry: tool.retry,
+  };
   // Calls that name themselves in the Temporal UI pass these options again with a summary.
   return {
-    run: proxyActivities<Activities>(bookkeeping),
+    local,
+    run: local ? proxyLocalActivities<Activities>(bookkeeping) : proxyActivities<Activities>(bookkeeping),
     model: proxyActivities<Activities>(model),
     modelOptions: model,
     tool: proxyActivities<Activities>(tool),
     toolOptions: tool,
+    localTool: proxyLocalActivities<Activities>(localTool),
+    localToolOptions: localTool,
     sandbox: proxyActivities<SandboxActivities>({ ...tool, taskQueue: queues.sandbox }),
     sandboxOptions: { ...tool, taskQueue: queues.sandbox },
     mcp: proxyActivities<McpActivities>({ ...tool, taskQueue: queues.mcp }),
@@ -152,7 +176,11 @@ interface RequestOutcome {
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
-  const acts = activityProxies(limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue });
+  const acts = activityProxies(
+    limits,
+    { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue },
+    patched(LOCAL_ACTIVITIES_PATCH),
+  );
 
   // Answers by the approval request they answer; the first one counts (a client's retry repeats it).
   // Kept whenever they come: after a worker crash, the signal can be delivered in the same activation
@@ -179,11 +207,11 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       prefilledArgs: prefilled,
     };
     if (tool?.mode === 'builtin') {
-      setCurrentDetails(`Running tool ${call.name} (built-in)`);
-      return acts.tool.runBuiltinTool.executeWithOptions(
-        { ...acts.toolOptions, summary: `${call.name} (built-in)` },
-        [callInput],
-      );
+      const summary = `${call.name} (built-in)`;
+      setCurrentDetails(`Running tool ${summary}`);
+      return acts.local && tool.local
+        ? acts.localTool.runBuiltinTool.executeWithOptions({ ...acts.localToolOptions, summary }, [callInput])
+        : acts.tool.runBuiltinTool.executeWithOptions({ ...acts.toolOptions, summary }, [callInput]);
     }
     if (tool?.mode === 'sandbox' || tool?.mode === 'mcp') {
       const { execute, options, label, timeoutMs } =

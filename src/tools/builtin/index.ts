@@ -29,22 +29,26 @@ export type BuiltinToolName = keyof typeof schemas;
 interface BuiltinTool {
   toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin';
   parallel: boolean;
+  /** Works on the database alone, in milliseconds: the step runs it as a local activity. */
+  local: boolean;
 }
 
 const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
-  conversation_search: { toolType: 'letta_core', parallel: true },
-  memory_insert: { toolType: 'letta_sleeptime_core', parallel: false },
-  memory_replace: { toolType: 'letta_sleeptime_core', parallel: false },
-  memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false },
-  core_memory_append: { toolType: 'letta_memory_core', parallel: false },
-  core_memory_replace: { toolType: 'letta_memory_core', parallel: false },
-  fetch_webpage: { toolType: 'letta_builtin', parallel: true },
+  conversation_search: { toolType: 'letta_core', parallel: true, local: true },
+  memory_insert: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
+  memory_replace: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
+  memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
+  core_memory_append: { toolType: 'letta_memory_core', parallel: false, local: true },
+  core_memory_replace: { toolType: 'letta_memory_core', parallel: false, local: true },
+  fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false },
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
 export const BASE_TOOLS: BuiltinToolName[] = ['memory_replace', 'memory_insert', 'conversation_search'];
 
 export const isBuiltinTool = (name: string): name is BuiltinToolName => name in BUILTIN_TOOLS;
+
+export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;
 
 /** Makes the built-in tools exist in the tools table, as they are in this version of the server. */
 export async function ensureBuiltinTools(db: Database): Promise<void> {

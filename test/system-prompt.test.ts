@@ -71,6 +71,10 @@ describe('times and tool returns', () => {
     expect(formatLettaTime(new Date('2026-01-15T12:30:00Z'), 'UTC')).toBe('2026-01-15 12:30:00 PM UTC+0000');
     expect(formatLettaTime(new Date('2026-01-15T00:30:00Z'), 'UTC')).toBe('2026-01-15 12:30:00 AM UTC+0000');
     expect(formatLettaTime(at, 'America/New_York')).toBe('2026-01-15 04:05:03 PM EST-0500');
+    expect(formatLettaTime(new Date('2026-07-01T12:00:00.999Z'), 'America/New_York')).toBe(
+      '2026-07-01 08:00:00 AM EDT-0400',
+    );
+    expect(formatLettaTime(at, 'Asia/Kolkata')).toMatch(/^2026-01-16 02:35:03 AM \S+\+0530$/);
     expect(lettaDate(at)).toBe('2026-01-15T21:05:03+00:00');
   });
 

@@ -1,7 +1,13 @@
-/** Python's `strftime("%Y-%m-%d %I:%M:%S %p %Z%z")` in a timezone, as Letta prints times to the model. */
-export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
+/**
+ * Formatters by time zone: building an Intl.DateTimeFormat costs far more than using one, and every
+ * tool return and system prompt prints a time.
+ */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatterFor(timeZone: string): Intl.DateTimeFormat {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', {
       timeZone,
       year: 'numeric',
       month: '2-digit',
@@ -11,11 +17,20 @@ export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
       second: '2-digit',
       hour12: true,
       timeZoneName: 'short',
-    })
+    });
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+}
+
+/** Python's `strftime("%Y-%m-%d %I:%M:%S %p %Z%z")` in a timezone, as Letta prints times to the model. */
+export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
+  const parts = Object.fromEntries(
+    formatterFor(timeZone)
       .formatToParts(date)
       .map((p) => [p.type, p.value]),
   );
-  const offsetMinutes = zoneOffsetMinutes(date, timeZone);
+  const offsetMinutes = zoneOffsetMinutes(date, parts);
   const sign = offsetMinutes < 0 ? '-' : '+';
   const abs = Math.abs(offsetMinutes);
   const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}${String(abs % 60).padStart(2, '0')}`;
@@ -24,10 +39,18 @@ export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
   return `${parts.year}-${parts.month}-${parts.day} ${hour}:${parts.minute}:${parts.second} ${parts.dayPeriod} ${zone}${offset}`;
 }
 
-function zoneOffsetMinutes(date: Date, timeZone: string): number {
-  const local = new Date(date.toLocaleString('en-US', { timeZone }));
-  const utc = new Date(date.toLocaleString('en-US', { timeZone: 'UTC' }));
-  return Math.round((local.getTime() - utc.getTime()) / 60_000);
+/** The zone's offset from UTC at `date`: its wall clock, read back as if it were UTC, minus the instant. */
+function zoneOffsetMinutes(date: Date, parts: Record<string, string>): number {
+  const hour = (Number(parts.hour) % 12) + (parts.dayPeriod === 'PM' ? 12 : 0);
+  const wall = Date.UTC(
+    Number(parts.year),
+    Number(parts.month) - 1,
+    Number(parts.day),
+    hour,
+    Number(parts.minute),
+    Number(parts.second),
+  );
+  return Math.round((wall - Math.floor(date.getTime() / 1000) * 1000) / 60_000);
 }
 
 /** Letta's message `date`: ISO 8601 to the second with an explicit offset, e.g. 2026-01-02T03:04:05+00:00. */

@@ -40,7 +40,8 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
       const execute = async (q: Queryable) => {
         const result = await attempt(async () => {
           if (!isBuiltinTool(input.toolName)) throw new ToolError(`Unknown function: ${input.toolName}`);
-          const args = await argumentsFor(db, input, agent, tool);
+          // On `q`: inside the memory transaction, a second connection could wait on a pool it holds.
+          const args = await argumentsFor(q, input, agent, tool);
           return withHeartbeats(
             executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, args),
           );

@@ -43,6 +43,7 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 
   DATABASE_URL: optional(url),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).default(10),
   SECRETS_KEY: optional(secretsKey),
 
   TEMPORAL_ADDRESS: optional(hostPort),

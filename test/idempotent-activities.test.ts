@@ -126,4 +126,71 @@ describe('activities retried after doing their work', () => {
     expect(await count('messages WHERE run_id = $1 AND role = $2', [runId, 'assistant'])).toBe(2);
     expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
   });
+
+  it('edit the memories of more agents at once than the pool has connections', async () => {
+    const config = testConfig({ DATABASE_URL: schema.url, DATABASE_POOL_SIZE: '2', OPENAI_API_KEY: 'k' });
+    const small = await openDatabase(config, silentLogger());
+    try {
+      const smallActivities = createActivities({
+        db: small,
+        log: silentLogger(),
+        providers: providerRegistry(config),
+        fetchLimits: { timeoutMs: 1000, maxBytes: 1000 },
+      });
+      const calls = await Promise.all(
+        Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {
+          const agent = await createAgent(
+            db,
+            config,
+            CreateAgentSchema.parse({
+              model: 'openai/gpt-4o-mini',
+              memory_blocks: [{ label: 'human', value: 'Alice' }],
+            }),
+          );
+          const runId = newId('run');
+          await insertRun(db, {
+            id: runId,
+            agent_id: agent.id,
+            background: false,
+            metadata: {},
+            request_config: {},
+            workflow_id: `${agent.id}/${runId}`,
+          });
+          const toolCallId = `call_${newId('tool').slice(5, 20)}`;
+          const messageId = newId('message');
+          await insertMessage(db, {
+            id: messageId,
+            agent_id: agent.id,
+            run_id: runId,
+            step_id: newId('step'),
+            role: 'assistant',
+            tool_calls: [
+              { id: toolCallId, name: 'memory_insert', arguments: '{"label":"human","new_str":"Likes tea"}' },
+            ],
+          });
+          return {
+            agentId: agent.id,
+            runId,
+            stepId: 'step',
+            messageId,
+            toolCallId,
+            toolName: 'memory_insert',
+          };
+        }),
+      );
+      // Each edit holds a transaction; one that asked the pool for a second connection inside it waited
+      // forever once every connection was held by such a transaction.
+      let timer: NodeJS.Timeout | undefined;
+      const outcomes = await Promise.race([
+        Promise.all(calls.map((input) => run(smallActivities.runBuiltinTool, input))),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('the edits did not finish: pool exhausted')), 15_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      expect(outcomes.map((o) => o.status)).toEqual(['success', 'success', 'success', 'success']);
+    } finally {
+      // A pool whose connections are stuck in transactions never closes: do not wait for it then.
+      await Promise.race([small.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+    }
+  });
 });

@@ -14,7 +14,7 @@ export type { Database, Queryable } from './database';
 export async function openDatabase(config: Config, log: Logger): Promise<Database> {
   useSecretsKey(loadSecretsKey(config, log));
   const db = config.DATABASE_URL
-    ? connectPostgres(config.DATABASE_URL)
+    ? connectPostgres(config.DATABASE_URL, config.DATABASE_POOL_SIZE)
     : await openPglite(path.join(config.dataDir, 'pgdata'));
   log.info(
     {

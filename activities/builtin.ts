@@ -1,6 +1,6 @@
 /** Built-in tools (memory, conversation_search, fetch_webpage): trusted code of ours, run in-process. */
 import { Context } from '@temporalio/activity';
-import { getAgentRow, agentTools } from '../src/db/agents';
+import { agentTool, getAgentRow } from '../src/db/agents';
 import { findToolExecution } from '../src/db/tool-executions';
 import { editsMemory, executeBuiltinTool, isBuiltinTool, ToolError } from '../src/tools/builtin';
 import type { Queryable } from '../src/db';
@@ -30,11 +30,14 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
      * commits in the same transaction as its record, so it is never applied twice.
      */
     async runBuiltinTool(input: ToolCallInput): Promise<ToolOutcome> {
-      const done = await findToolExecution(db, input.toolCallId);
+      // At once: a local activity runs inside its workflow task, every round trip counts.
+      const [done, agent, tool] = await Promise.all([
+        findToolExecution(db, input.toolCallId),
+        getAgentRow(db, input.agentId),
+        agentTool(db, input.agentId, input.toolName),
+      ]);
       if (done) return outcomeOf(done);
-      const agent = await getAgentRow(db, input.agentId);
       if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-      const tool = (await agentTools(db, input.agentId)).find((t) => t.name === input.toolName);
       const signal = Context.current().cancellationSignal;
 
       const execute = async (q: Queryable) => {

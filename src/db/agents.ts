@@ -115,6 +115,14 @@ export async function agentTools(db: Queryable, agentId: string): Promise<ToolRo
   );
 }
 
+export async function agentTool(db: Queryable, agentId: string, name: string): Promise<ToolRow | undefined> {
+  const [tool] = await db.query<ToolRow>(
+    `SELECT t.* FROM tools t JOIN agent_tools at ON at.tool_id = t.id WHERE at.agent_id = $1 AND t.name = $2`,
+    [agentId, name],
+  );
+  return tool;
+}
+
 /** An agent's secrets, decrypted. */
 export async function agentSecrets(db: Queryable, agentId: string): Promise<SecretRow[]> {
   const rows = await db.query<SecretRow>('SELECT * FROM agent_secrets WHERE agent_id = $1 ORDER BY key', [

@@ -9,34 +9,39 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
-import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { startServer, type RunningServer } from '../src/server';
 import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
 import { executeBuiltinTool } from '../src/tools/builtin';
 import { getAgentRow } from '../src/db/agents';
-import { workflowIdFor } from '../src/agent/steps';
 import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helpers/env';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
 import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { RunningDevServer } from '../src/temporal/dev-server';
-import { inParallel, percentiles, perUnit, timeRuns } from './stats';
+import { inParallel, percentiles, perUnit, timeRuns, type Percentiles } from './stats';
 import { writeReport } from './report';
 
 const REPS = Number(process.env.BENCH_REPS ?? 15);
 const CALLS_PER_STEP = 10;
+/** BENCH_ONLY=name,name measures just those figures (and no paused runs unless named): for profiling. */
+const ONLY = process.env.BENCH_ONLY?.split(',');
 const EVERYTHING = path.join(
   projectRoot,
   'node_modules/@modelcontextprotocol/server-everything/dist/index.js',
 );
 
-/** What a benchmark step asks the stub for: `times` calls of `tool`, one per model turn, then an answer. */
+/**
+ * What a benchmark step asks the stub for: `times` calls of `tool`, then an answer. The calls come in
+ * one reply (the step runs them one after the other: none of the tools measured is parallel-safe), or
+ * with `perTurn` one per model turn, which adds a model call through the engine to each.
+ */
 interface Script {
   tool: string;
   times: number;
   args: Record<string, unknown>;
+  perTurn?: boolean;
 }
 const scriptText = (script: Script) => `BENCH${JSON.stringify(script)}`;
 
@@ -49,9 +54,10 @@ function scriptedStub(stub: OpenAiStub, arrivals: number[]) {
     if (!match) return { text: 'ok' };
     const script = JSON.parse(match[1]) as Script;
     const done = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
-    return done < script.times
-      ? { toolCalls: [{ name: script.tool, arguments: script.args }] }
-      : { text: 'done' };
+    const call = { name: script.tool, arguments: script.args };
+    if (!script.perTurn)
+      return done === 0 && script.times ? { toolCalls: Array(script.times).fill(call) } : { text: 'done' };
+    return done < script.times ? { toolCalls: [call] } : { text: 'done' };
   });
 }
 
@@ -105,24 +111,33 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
       tool_ids: toolIds,
       tools,
       include_base_tools: false,
+      parallel_tool_calls: true, // so that a reply's calls are all kept, as Letta does
       memory_blocks: [{ label: 'notes', value: '', limit: 1_000_000 }],
     })
   ).id;
 
 /** The per-call cost of `tool` in a step of CALLS_PER_STEP calls, over the same step without calls. */
-async function perCallInStep(client: Letta, agentId: string, tool: string, args: Record<string, unknown>) {
+async function perCallInStep(
+  client: Letta,
+  agentId: string,
+  script: Omit<Script, 'times'>,
+  direct = 0,
+): Promise<Record<string, Percentiles>> {
   const withCalls = percentiles(
-    await timeRuns(REPS, () => step(client, agentId, { tool, times: CALLS_PER_STEP, args })),
+    await timeRuns(REPS, () => step(client, agentId, { ...script, times: CALLS_PER_STEP })),
   );
-  const without = percentiles(await timeRuns(REPS, () => step(client, agentId, { tool, times: 0, args })));
-  return { withCalls, without };
+  const without = percentiles(await timeRuns(REPS, () => step(client, agentId, { ...script, times: 0 })));
+  return {
+    step_with_calls_ms: withCalls,
+    step_without_calls_ms: without,
+    per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP, direct),
+  };
 }
 
 /** 1. A trivial built-in tool (memory_insert) through the engine, against calling it in-process. */
 async function orchestrationOverhead(bench: Bench) {
   const agentId = await newAgent(bench.client, [], ['memory_insert']);
   const args = { label: 'notes', new_str: 'x' };
-  const { withCalls, without } = await perCallInStep(bench.client, agentId, 'memory_insert', args);
   const agent = (await getAgentRow(bench.server.db, agentId))!;
   const direct = percentiles(
     await timeRuns(REPS * CALLS_PER_STEP, () =>
@@ -135,40 +150,13 @@ async function orchestrationOverhead(bench: Bench) {
       ),
     ),
   );
-  const stepRunId = await step(bench.client, agentId, { tool: 'memory_insert', times: CALLS_PER_STEP, args });
+  const script = { tool: 'memory_insert', args };
   return {
     calls_per_step: CALLS_PER_STEP,
-    step_with_calls_ms: withCalls,
-    step_without_calls_ms: without,
     direct_call_ms: direct,
-    overhead_per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP, direct.p50),
-    tool_activity_schedule_to_close_ms: await activityTimes(bench, agentId, stepRunId, 'runBuiltinTool'),
+    in_one_reply: await perCallInStep(bench.client, agentId, script, direct.p50),
+    one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }, direct.p50),
   };
-}
-
-/** Schedule-to-close of each activity of `type` in a step, as the Temporal server recorded it. */
-async function activityTimes(bench: Bench, agentId: string, runId: string, type: string) {
-  const connection = await Connection.connect({ address: bench.temporal.address });
-  try {
-    const history = await new TemporalClient({ connection }).workflow
-      .getHandle(workflowIdFor(agentId, runId))
-      .fetchHistory();
-    const millis = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
-      Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
-    const scheduled = new Map<number, number>();
-    const times: number[] = [];
-    for (const event of history.events ?? []) {
-      const at = millis(event.eventTime as never);
-      if (event.activityTaskScheduledEventAttributes?.activityType?.name === type)
-        scheduled.set(Number(event.eventId), at);
-      const completed = event.activityTaskCompletedEventAttributes;
-      const start = completed && scheduled.get(Number(completed.scheduledEventId));
-      if (start !== undefined && start !== null) times.push(at - start);
-    }
-    return percentiles(times);
-  } finally {
-    await connection.close();
-  }
 }
 
 /** 2. A trivial Python tool: warm pool and cold sandbox through the activity, and a fresh interpreter per call. */
@@ -176,15 +164,8 @@ async function sandboxedCalls(bench: Bench) {
   const source =
     'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
   const tool = await bench.client.tools.create({ source_code: source });
-  const measure = async (client: Letta) => {
-    const agentId = await newAgent(client, [tool.id]);
-    const { withCalls, without } = await perCallInStep(client, agentId, 'ping', { n: 1 });
-    return {
-      step_with_calls_ms: withCalls,
-      step_without_calls_ms: without,
-      per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP),
-    };
-  };
+  const measure = async (client: Letta) =>
+    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-tool-'));
   const file = path.join(dir, 'tool.py');
   const freshInterpreter = percentiles(
@@ -214,7 +195,7 @@ async function mcpCalls(bench: Bench) {
       const server = await bench.client.mcpServers.create({ server_name: `bench-${transport}`, config });
       const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
       const agentId = await newAgent(bench.client, [echo.id!]);
-      const { withCalls, without } = await perCallInStep(bench.client, agentId, 'echo', { message: 'hi' });
+      const engine = await perCallInStep(bench.client, agentId, { tool: 'echo', args: { message: 'hi' } });
       const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 });
       const direct = percentiles(
         await timeRuns(REPS * CALLS_PER_STEP, () =>
@@ -223,12 +204,7 @@ async function mcpCalls(bench: Bench) {
       );
       await sdk.close();
       await bench.client.mcpServers.delete(server.id!);
-      out[transport] = {
-        step_with_calls_ms: withCalls,
-        step_without_calls_ms: without,
-        engine_per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP),
-        direct_sdk_call_ms: direct,
-      };
+      out[transport] = { engine, direct_sdk_call_ms: direct };
     }
     return out;
   } finally {
@@ -314,22 +290,28 @@ async function throughput(bench: Bench) {
   const ids = await Promise.all(
     Array.from({ length: agents }, () => newAgent(bench.client, [], ['memory_insert'])),
   );
-  const script = { tool: 'memory_insert', times: calls, args: { label: 'notes', new_str: 'x' } };
-  const ourCpu = process.cpuUsage();
-  const temporalCpu = cpuMs(bench.temporal.pid);
-  const started = performance.now();
-  await inParallel(agents, agents, (i) => step(bench.client, ids[i], script));
-  const seconds = (performance.now() - started) / 1000;
-  const used = process.cpuUsage(ourCpu);
+  const measure = async (perTurn: boolean) => {
+    const script = { tool: 'memory_insert', times: calls, args: { label: 'notes', new_str: 'x' }, perTurn };
+    const ourCpu = process.cpuUsage();
+    const temporalCpu = cpuMs(bench.temporal.pid);
+    const started = performance.now();
+    await inParallel(agents, agents, (i) => step(bench.client, ids[i], script));
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(ourCpu);
+    return {
+      seconds: Math.round(seconds * 100) / 100,
+      tool_calls_per_second: Math.round((agents * calls) / seconds),
+      server_process_cpu_percent: Math.round(((used.user + used.system) / 1000 / (seconds * 1000)) * 100),
+      temporal_server_cpu_percent: Math.round(
+        ((cpuMs(bench.temporal.pid) - temporalCpu) / (seconds * 1000)) * 100,
+      ),
+    };
+  };
   return {
     agents,
     calls_per_agent: calls,
-    seconds: Math.round(seconds * 100) / 100,
-    tool_calls_per_second: Math.round((agents * calls) / seconds),
-    server_process_cpu_percent: Math.round(((used.user + used.system) / 1000 / (seconds * 1000)) * 100),
-    temporal_server_cpu_percent: Math.round(
-      ((cpuMs(bench.temporal.pid) - temporalCpu) / (seconds * 1000)) * 100,
-    ),
+    in_one_reply: await measure(false),
+    one_per_model_turn: await measure(true),
   };
 }
 
@@ -383,7 +365,7 @@ async function main() {
       ['approval_round_trip', approvalRoundTrip],
       ['throughput', throughput],
     ];
-    for (const [name, measure] of figures) {
+    for (const [name, measure] of figures.filter(([name]) => !ONLY || ONLY.includes(name))) {
       console.log(`measuring ${name}…`);
       results[name] = await measure(bench);
     }
@@ -395,9 +377,15 @@ async function main() {
     await schema.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
-  console.log('measuring paused runs at rest…');
-  results.paused_runs_at_rest = pausedRunsInChildProcess((process.env.BENCH_PAUSED ?? '1000').split(','));
+  if (!ONLY || ONLY.includes('paused_runs_at_rest')) {
+    console.log('measuring paused runs at rest…');
+    results.paused_runs_at_rest = pausedRunsInChildProcess((process.env.BENCH_PAUSED ?? '1000').split(','));
+  }
   results.seconds = Math.round((Date.now() - began) / 1000);
+  if (ONLY) {
+    console.log(JSON.stringify(results, null, 2));
+    process.exit(0);
+  }
   fs.writeFileSync(path.join(projectRoot, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeReport(results);
   console.log(JSON.stringify(results, null, 2));

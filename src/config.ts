@@ -62,6 +62,7 @@ export const ConfigSchema = z.object({
     .positive()
     .default(10 * 1024 * 1024),
   STREAM_POLL_INTERVAL_MS: milliseconds.default(50),
+  STREAM_FALLBACK_POLL_MS: milliseconds.default(1_000),
   STREAM_KEEPALIVE_MS: milliseconds.default(20_000),
   HEALTH_CHECK_TIMEOUT_MS: milliseconds.default(3_000),
   SHUTDOWN_TIMEOUT_MS: milliseconds.default(15_000),

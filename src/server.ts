@@ -6,6 +6,7 @@ import { createActivities } from '../activities';
 import { sandboxActivities } from '../activities/sandbox';
 import { mcpActivities } from '../activities/mcp';
 import { createApp } from './api/app';
+import { RunEvents } from './api/run-events';
 import { providerRegistry } from './llm';
 import { ensureBuiltinTools } from './tools/builtin';
 import { ConfigError, type Config } from './config';
@@ -142,6 +143,13 @@ export async function startServer(
 
     let url: string | undefined;
     if (role !== 'worker') {
+      const runEvents = new RunEvents(
+        db,
+        { pollMs: config.STREAM_POLL_INTERVAL_MS, fallbackMs: config.STREAM_FALLBACK_POLL_MS },
+        log,
+      );
+      runEvents.start();
+      undo.push(() => runEvents.close());
       const app = createApp({
         db,
         config,
@@ -150,6 +158,7 @@ export async function startServer(
         taskQueues: queues,
         sandbox,
         mcp,
+        runEvents,
         log,
       });
       const server = await listen(app, config.PORT, config.HOST);

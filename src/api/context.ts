@@ -5,6 +5,7 @@ import type { Logger } from '../logger';
 import type { ConfiguredSandbox } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
 import type { TaskQueues } from '../temporal/task-queues';
+import type { RunEvents } from './run-events';
 
 /** What route handlers work with. */
 export interface ApiContext {
@@ -17,5 +18,7 @@ export interface ApiContext {
   sandbox: ConfiguredSandbox;
   /** The API's own MCP connections (registering servers, the run endpoints). */
   mcp: McpClientPool;
+  /** Wakes the followers of a run when the database says it changed. */
+  runEvents: RunEvents;
   log: Logger;
 }

@@ -1,18 +1,19 @@
 /**
  * Follows a run while its workflow works: hands on each message as the workflow stores it, and ends
  * when the run stops. A run stops when its step ends or pauses for approval (the workflow then waits
- * on, under a later run), so it is the run's row that tells, not the workflow's result.
+ * on, under a later run), so it is the run's row that tells, not the workflow's result. It looks
+ * again whenever the database announces a change of the run (run-events.ts).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiContext } from './context';
 import { runMessagesAfter } from '../db/messages';
 import { getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepHandle } from '../agent/steps';
+import type { RunFollower } from './run-events';
 import type { AgentStepError } from '../../workflows/messages';
 
-/** How often, in polls, the workflow itself is asked whether it still runs (a terminated one never stops its run). */
-const WORKFLOW_CHECK_EVERY = 20;
+/** How often the workflow itself is asked whether it still runs (a terminated one never stops its run). */
+const WORKFLOW_CHECK_MS = 1_000;
 
 export interface RunStop {
   run: RunRow;
@@ -39,6 +40,22 @@ export async function followRun(
   onMessages: (rows: MessageRow[]) => void = () => {},
   abandoned: () => boolean = () => false,
 ): Promise<RunStop | undefined> {
+  const follower = ctx.runEvents.follow(runId);
+  try {
+    return await follow(ctx, runId, handle, follower, onMessages, abandoned);
+  } finally {
+    follower.stop();
+  }
+}
+
+async function follow(
+  ctx: ApiContext,
+  runId: string,
+  handle: StepHandle,
+  follower: RunFollower,
+  onMessages: (rows: MessageRow[]) => void,
+  abandoned: () => boolean,
+): Promise<RunStop | undefined> {
   let lastSeq = 0;
   const flush = async () => {
     const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
@@ -47,19 +64,23 @@ export async function followRun(
       onMessages(rows);
     }
   };
-  for (let poll = 1; !abandoned(); poll++) {
+  for (let checked = Date.now(); !abandoned();) {
+    const seen = follower.seen();
     // The run row first: once it says stopped, every message of the run is already stored.
     const run = await getRun(ctx.db, runId);
     await flush();
     if (run && isStopped(run)) return stopOf(run);
-    if (poll % WORKFLOW_CHECK_EVERY === 0 && (await workflowClosed(handle))) {
-      const last = await getRun(ctx.db, runId);
-      await flush();
-      if (last && isStopped(last)) return stopOf(last);
-      const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
-      return { run: last ?? run!, stopReason: 'error', error };
+    if (Date.now() - checked >= WORKFLOW_CHECK_MS) {
+      checked = Date.now();
+      if (await workflowClosed(handle)) {
+        const last = await getRun(ctx.db, runId);
+        await flush();
+        if (last && isStopped(last)) return stopOf(last);
+        const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
+        return { run: last ?? run!, stopReason: 'error', error };
+      }
     }
-    await sleep(ctx.config.STREAM_POLL_INTERVAL_MS);
+    await follower.next(seen);
   }
   return undefined;
 }

@@ -9,10 +9,18 @@ export interface Queryable {
   exec(script: string): Promise<void>;
 }
 
+/** A LISTEN on a channel: `ended` settles when it is closed or its connection is lost. */
+export interface Subscription {
+  ended: Promise<void>;
+  close(): Promise<void>;
+}
+
 /** PostgreSQL behind one interface, whether a server (`pg`) or embedded (PGlite): same SQL either way. */
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Hands each NOTIFY payload of `channel` to `onPayload`. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<Subscription>;
   close(): Promise<void>;
 }
 
@@ -52,8 +60,32 @@ export function connectPostgres(connectionString: string, poolSize = 10): Databa
         client.release();
       }
     },
+    listen: (channel, onPayload) => listenOn(connectionString, channel, onPayload),
     close: () => pool.end(),
   };
+}
+
+/** LISTEN needs a connection of its own, outside the pool: it stays subscribed as long as it lives. */
+async function listenOn(
+  connectionString: string,
+  channel: string,
+  onPayload: (payload: string) => void,
+): Promise<Subscription> {
+  const client = new pg.Client({ connectionString });
+  const ended = new Promise<void>((resolve) => {
+    client.once('end', resolve);
+    client.once('error', () => resolve());
+  });
+  client.on('error', () => {}); // reported through `ended`
+  client.on('notification', (message) => onPayload(message.payload ?? ''));
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+  return { ended, close: () => client.end() };
 }
 
 function wrapPglite(db: Pick<PGlite, 'query' | 'exec'>): Queryable {
@@ -75,6 +107,12 @@ export async function openPglite(dir: string): Promise<Database> {
     kind: 'pglite',
     ...wrapPglite(db),
     transaction: (work) => db.transaction((tx) => work(wrapPglite(tx))),
+    async listen(channel, onPayload) {
+      const unlisten = await db.listen(channel, onPayload);
+      let end = () => {};
+      const ended = new Promise<void>((resolve) => (end = resolve));
+      return { ended, close: () => unlisten().finally(end) };
+    },
     close: () => db.close(),
   };
 }

@@ -5,7 +5,7 @@ import { connectPostgres, openPglite, type Database } from './database';
 import { migrate } from './migrate';
 import { loadSecretsKey, useSecretsKey } from '../secrets';
 
-export type { Database, Queryable } from './database';
+export type { Database, Queryable, Subscription } from './database';
 
 /**
  * `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out, with

@@ -14,5 +14,14 @@ import { approvals } from './0003-approvals';
 import { toolVersions } from './0004-tool-versions';
 import { sandboxConfigs } from './0005-sandbox-configs';
 import { mcpServers } from './0006-mcp-servers';
+import { runEvents } from './0007-run-events';
 
-export const migrations: Migration[] = [initial, agents, approvals, toolVersions, sandboxConfigs, mcpServers];
+export const migrations: Migration[] = [
+  initial,
+  agents,
+  approvals,
+  toolVersions,
+  sandboxConfigs,
+  mcpServers,
+  runEvents,
+];

@@ -379,7 +379,9 @@ async function main() {
   }
   if (!ONLY || ONLY.includes('paused_runs_at_rest')) {
     console.log('measuring paused runs at rest…');
-    results.paused_runs_at_rest = pausedRunsInChildProcess((process.env.BENCH_PAUSED ?? '1000').split(','));
+    results.paused_runs_at_rest = pausedRunsInChildProcess(
+      (process.env.BENCH_PAUSED ?? '1000,10000').split(','),
+    );
   }
   results.seconds = Math.round((Date.now() - began) / 1000);
   if (ONLY) {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { ConfigSchema } from '../src/config';
 import { projectRoot } from '../src/paths';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/temporal/dev-server';
 
 // There is no Docker engine here: these checks read the compose file and assert that its parts wire together.
 type Service = {
@@ -49,8 +50,14 @@ describe('docker-compose.yml', () => {
     const file = path.basename(env('temporal').DYNAMIC_CONFIG_FILE_PATH);
     expect(containerDir).toBe(`/etc/temporal/${path.dirname(env('temporal').DYNAMIC_CONFIG_FILE_PATH)}`);
     const dynamic = parse(fs.readFileSync(path.join(projectRoot, hostDir, file), 'utf8'));
-    expect(dynamic['frontend.enableUpdateWorkflowExecution'][0].value).toBe(true);
-    expect(dynamic['system.enableActivityEagerExecution'][0].value).toBe(true);
+    // What the embedded dev server gets, but the check of the SDK's version against the server's.
+    const embedded = DEV_SERVER_DYNAMIC_CONFIG.filter((entry) => !entry.includes('ServerVersionCheck'));
+    expect(embedded.map((entry) => entry.split('='))).toEqual(
+      embedded.map((entry) => {
+        const key = entry.split('=')[0];
+        return [key, String(dynamic[key]?.[0]?.value)];
+      }),
+    );
   });
 
   it('wires the Web UI to the Temporal service and publishes it on 8080', () => {

@@ -389,7 +389,7 @@ async function main() {
     process.exit(0);
   }
   fs.writeFileSync(path.join(projectRoot, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  writeReport(results);
+  await writeReport(results);
   console.log(JSON.stringify(results, null, 2));
   process.exit(0);
 }

@@ -1,17 +1,15 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities';
 import type { CallModelInput, ToolCallInput } from '../activities/contracts';
-import { createAgent } from '../src/agent/agents';
-import { CreateAgentSchema } from '../src/api/schemas/agents';
 import { openDatabase, type Database } from '../src/db';
 import { insertMessage } from '../src/db/messages';
-import { insertRun } from '../src/db/runs';
 import { newId } from '../src/ids';
 import { ensureBuiltinTools } from '../src/tools/builtin';
 import { providerRegistry } from '../src/llm';
 import { silentLogger, testConfig } from './helpers/env';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { agentWithRun } from './helpers/runs';
 
 /**
  * Temporal retries an activity whose worker died after it did its work but before it reported back.
@@ -53,34 +51,19 @@ describe('activities retried after doing their work', () => {
     Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${sql}`, params))[0].n);
 
   it('store each model reply, tool result and tool message once', async () => {
-    const config = testConfig({ OPENAI_API_KEY: 'k' });
-    const agent = await createAgent(
-      db,
-      config,
-      CreateAgentSchema.parse({
-        model: 'openai/gpt-4o-mini',
-        memory_blocks: [{ label: 'human', value: 'Alice' }],
-      }),
-    );
-    const runId = newId('run');
-    await insertRun(db, {
-      id: runId,
-      agent_id: agent.id,
-      background: false,
-      metadata: {},
-      request_config: {},
-      workflow_id: `${agent.id}/${runId}`,
+    const { agentId, runId } = await agentWithRun(db, {
+      memory_blocks: [{ label: 'human', value: 'Alice' }],
     });
     await insertMessage(db, {
       id: newId('message'),
-      agent_id: agent.id,
+      agent_id: agentId,
       run_id: runId,
       role: 'user',
       content: [{ type: 'text', text: 'I like tea' }],
     });
 
     const modelInput = (step: number, pendingToolCallIds: string[]): CallModelInput => ({
-      agentId: agent.id,
+      agentId,
       runId,
       step,
       allowedTools: ['memory_insert'],
@@ -101,7 +84,7 @@ describe('activities retried after doing their work', () => {
 
     const [call] = first.toolCalls;
     const toolInput: ToolCallInput = {
-      agentId: agent.id,
+      agentId,
       runId,
       stepId: first.stepId,
       messageId: first.messageId,
@@ -115,7 +98,7 @@ describe('activities retried after doing their work', () => {
     expect(await run(activities.runBuiltinTool, toolInput)).toEqual(results[0]);
     const [block] = await db.query<{ value: string }>(
       `SELECT b.value FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id WHERE ab.agent_id = $1`,
-      [agent.id],
+      [agentId],
     );
     expect(block.value).toBe('Alice\nLikes tea');
 
@@ -139,28 +122,14 @@ describe('activities retried after doing their work', () => {
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {
-          const agent = await createAgent(
-            db,
-            config,
-            CreateAgentSchema.parse({
-              model: 'openai/gpt-4o-mini',
-              memory_blocks: [{ label: 'human', value: 'Alice' }],
-            }),
-          );
-          const runId = newId('run');
-          await insertRun(db, {
-            id: runId,
-            agent_id: agent.id,
-            background: false,
-            metadata: {},
-            request_config: {},
-            workflow_id: `${agent.id}/${runId}`,
+          const { agentId, runId } = await agentWithRun(db, {
+            memory_blocks: [{ label: 'human', value: 'Alice' }],
           });
           const toolCallId = `call_${newId('tool').slice(5, 20)}`;
           const messageId = newId('message');
           await insertMessage(db, {
             id: messageId,
-            agent_id: agent.id,
+            agent_id: agentId,
             run_id: runId,
             step_id: newId('step'),
             role: 'assistant',
@@ -169,7 +138,7 @@ describe('activities retried after doing their work', () => {
             ],
           });
           return {
-            agentId: agent.id,
+            agentId,
             runId,
             stepId: 'step',
             messageId,

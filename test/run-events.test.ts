@@ -2,37 +2,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { RunEvents } from '../src/api/run-events';
-import { createAgent } from '../src/agent/agents';
-import { CreateAgentSchema } from '../src/api/schemas/agents';
 import { openDatabase, type Database } from '../src/db';
 import { openPglite } from '../src/db/database';
 import { migrate } from '../src/db/migrate';
 import { insertMessage } from '../src/db/messages';
-import { finishRun, insertRun } from '../src/db/runs';
+import { finishRun } from '../src/db/runs';
 import { newId } from '../src/ids';
 import { silentLogger, testConfig } from './helpers/env';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { agentWithRun } from './helpers/runs';
 
 /** Long enough that only a notification can wake a follower within a test's patience. */
 const NO_POLLING = { pollMs: 60_000, fallbackMs: 60_000 };
 
-async function newRun(db: Database): Promise<string> {
-  const agent = await createAgent(
-    db,
-    testConfig({ OPENAI_API_KEY: 'k' }),
-    CreateAgentSchema.parse({ model: 'openai/gpt-4o-mini', include_base_tools: false }),
-  );
-  const runId = newId('run');
-  await insertRun(db, {
-    id: runId,
-    agent_id: agent.id,
-    background: false,
-    metadata: {},
-    request_config: {},
-    workflow_id: `${agent.id}/${runId}`,
-  });
-  return runId;
-}
+const newRun = async (db: Database) => (await agentWithRun(db, { include_base_tools: false })).runId;
 
 const within = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([

@@ -74,9 +74,9 @@ const ERROR_MESSAGE_CHARS = 500;
 const LOCAL_ACTIVITIES_PATCH = 'local-activities';
 
 /**
- * `local`: the run's bookkeeping and the database-only built-in tools run as local activities, in the
- * workflow task that asks for them: a few milliseconds each instead of a round trip through the server
- * (a workflow task, a dispatch, a completion). They are idempotent like every activity here, since a
+ * `local`: the run's bookkeeping (but `runEnd`) and the database-only built-in tools run as local
+ * activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip
+ * through the server (a workflow task, a dispatch, a completion). They are idempotent like every activity here, since a
  * local activity runs again if its workflow task fails before the worker reports it. The model and
  * every tool that leaves the process stay regular activities: they may take minutes, heartbeat, and
  * run on their own task queues.
@@ -109,6 +109,10 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
   return {
     local,
     run: local ? proxyLocalActivities<Activities>(bookkeeping) : proxyActivities<Activities>(bookkeeping),
+    // Marking the run stopped or paused lets the API answer; the search attribute set just before must
+    // be stored by then. A regular activity starts only once the workflow task that tags the workflow
+    // is stored; a local one would run before.
+    runEnd: proxyActivities<Activities>(bookkeeping),
     model: proxyActivities<Activities>(model),
     modelOptions: model,
     tool: proxyActivities<Activities>(tool),
@@ -367,7 +371,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     // Before the run is marked stopped: whoever sees the run stopped finds the workflow tagged too.
     upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
     await CancellationScope.nonCancellable(() =>
-      acts.run.finishRun({
+      acts.runEnd.finishRun({
         agentId,
         runId,
         stopReason,
@@ -389,7 +393,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const waitingFor = outcome.pause.calls.map((c) => `${c.name} (${c.id})`).join(', ');
     setCurrentDetails(`Waiting for approval of ${waitingFor}`);
     upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
-    const { timeoutMs } = await acts.run.requestApproval({
+    const { timeoutMs } = await acts.runEnd.requestApproval({
       agentId,
       runId: request.runId,
       workflowId: workflowInfo().workflowId,

@@ -76,10 +76,10 @@ const LOCAL_ACTIVITIES_PATCH = 'local-activities';
 /**
  * `local`: the run's bookkeeping (but `runEnd`) and the database-only built-in tools run as local
  * activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip
- * through the server (a workflow task, a dispatch, a completion). They are idempotent like every activity here, since a
- * local activity runs again if its workflow task fails before the worker reports it. The model and
- * every tool that leaves the process stay regular activities: they may take minutes, heartbeat, and
- * run on their own task queues.
+ * through the server (a workflow task, a dispatch, a completion). They are idempotent like every
+ * activity here, since a local activity runs again if its workflow task fails before the worker
+ * reports it. The model and every tool that leaves the process stay regular activities: they may take
+ * minutes, heartbeat, and run on their own task queues.
  */
 function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }, local: boolean) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {

@@ -9,7 +9,6 @@ import { runMessagesAfter } from '../db/messages';
 import { getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepHandle } from '../agent/steps';
-import type { RunFollower } from './run-events';
 import type { AgentStepError } from '../../workflows/messages';
 
 /** How often the workflow itself is asked whether it still runs (a terminated one never stops its run). */
@@ -42,47 +41,36 @@ export async function followRun(
 ): Promise<RunStop | undefined> {
   const follower = ctx.runEvents.follow(runId);
   try {
-    return await follow(ctx, runId, handle, follower, onMessages, abandoned);
+    let lastSeq = 0;
+    const flush = async () => {
+      const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
+      if (rows.length) {
+        lastSeq = rows[rows.length - 1].seq;
+        onMessages(rows);
+      }
+    };
+    for (let checked = Date.now(); !abandoned();) {
+      const seen = follower.seen();
+      // The run row first: once it says stopped, every message of the run is already stored.
+      const run = await getRun(ctx.db, runId);
+      await flush();
+      if (run && isStopped(run)) return stopOf(run);
+      if (Date.now() - checked >= WORKFLOW_CHECK_MS) {
+        checked = Date.now();
+        if (await workflowClosed(handle)) {
+          const last = await getRun(ctx.db, runId);
+          await flush();
+          if (last && isStopped(last)) return stopOf(last);
+          const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
+          return { run: last ?? run!, stopReason: 'error', error };
+        }
+      }
+      await follower.next(seen);
+    }
+    return undefined;
   } finally {
     follower.stop();
   }
-}
-
-async function follow(
-  ctx: ApiContext,
-  runId: string,
-  handle: StepHandle,
-  follower: RunFollower,
-  onMessages: (rows: MessageRow[]) => void,
-  abandoned: () => boolean,
-): Promise<RunStop | undefined> {
-  let lastSeq = 0;
-  const flush = async () => {
-    const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
-    if (rows.length) {
-      lastSeq = rows[rows.length - 1].seq;
-      onMessages(rows);
-    }
-  };
-  for (let checked = Date.now(); !abandoned();) {
-    const seen = follower.seen();
-    // The run row first: once it says stopped, every message of the run is already stored.
-    const run = await getRun(ctx.db, runId);
-    await flush();
-    if (run && isStopped(run)) return stopOf(run);
-    if (Date.now() - checked >= WORKFLOW_CHECK_MS) {
-      checked = Date.now();
-      if (await workflowClosed(handle)) {
-        const last = await getRun(ctx.db, runId);
-        await flush();
-        if (last && isStopped(last)) return stopOf(last);
-        const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
-        return { run: last ?? run!, stopReason: 'error', error };
-      }
-    }
-    await follower.next(seen);
-  }
-  return undefined;
 }
 
 async function workflowClosed(handle: StepHandle): Promise<boolean> {

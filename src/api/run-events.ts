@@ -9,7 +9,8 @@ import type { Database, Subscription } from '../db';
 import type { Logger } from '../logger';
 import { errorText } from '../temporal/connection';
 
-export const RUN_EVENTS_CHANNEL = 'letta_run_events';
+/** The channel migration 0007's triggers notify on. */
+const RUN_EVENTS_CHANNEL = 'letta_run_events';
 
 const RESUBSCRIBE_MAX_MS = 30_000;
 

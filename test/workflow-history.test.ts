@@ -1,8 +1,11 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import type { AgentStepInput } from '../workflows/messages';
 import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
+import { agentWithRun } from './helpers/runs';
 import {
   connectTemporalClient,
   payloadTexts,
@@ -149,5 +152,48 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     )!.activityTaskStartedEventAttributes!;
     expect(started.attempt).toBe(3);
     expect(started.lastFailure?.message).toMatch(/503/);
+  });
+
+  it('versions local activities by its input; a step started without the flag decides by the patch', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ text: 'Hi.' }, { text: 'Hi again.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    const workflowId = stepWorkflowId(agent.id, response.messages[0].run_id!);
+    const events = await workflowHistory(temporalClient, workflowId);
+    const started = events[0].workflowExecutionStartedEventAttributes!;
+    const input = JSON.parse(Buffer.from(started.input!.payloads![0].data!).toString()) as AgentStepInput;
+    expect(input.localActivities).toBe(true);
+
+    // As an API from before the flag started it: the same input without it, for a run of its own.
+    const { agentId, runId } = await agentWithRun(h.server.db);
+    const olderId = stepWorkflowId(agentId, runId);
+    const { localActivities: _, ...olderInput } = input;
+    await temporalClient.workflow.execute('agentStep', {
+      taskQueue: started.taskQueue!.name!,
+      workflowId: olderId,
+      args: [{ ...olderInput, agentId, runId }],
+    });
+    const olderEvents = await workflowHistory(temporalClient, olderId);
+
+    const patchMarkers = (history: HistoryEvent[]) =>
+      history.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    const changeVersionUpserts = (history: HistoryEvent[]) =>
+      history.filter(
+        (e) =>
+          e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
+            ?.TemporalChangeVersion,
+      ).length;
+    const localActivityMarkers = (history: HistoryEvent[]) =>
+      history.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
+    expect([patchMarkers(events), changeVersionUpserts(events)]).toEqual([0, 0]);
+    expect(patchMarkers(olderEvents)).toBe(1);
+    expect(localActivityMarkers(events)).toBeGreaterThan(0);
+    expect(localActivityMarkers(olderEvents)).toBe(localActivityMarkers(events));
+
+    const workflowsPath = require.resolve('../workflows');
+    await Worker.runReplayHistory({ workflowsPath }, { events }, workflowId);
+    await Worker.runReplayHistory({ workflowsPath }, { events: olderEvents }, olderId);
   });
 });

@@ -28,6 +28,11 @@ export interface AgentStepInput {
   mcpTaskQueue: string;
   clientTools: ClientTool[];
   limits: AgentStepLimits;
+  /**
+   * Bookkeeping and database-only built-in tools as local activities. Set by every API that knows it;
+   * a step started without it (by an older API) decides by the `local-activities` patch instead.
+   */
+  localActivities?: boolean;
 }
 
 /** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */

@@ -99,6 +99,7 @@ export async function startAgentStep(
     sandboxTaskQueue: ctx.taskQueues.sandbox,
     mcpTaskQueue: ctx.taskQueues.mcp,
     clientTools: request.clientTools,
+    localActivities: true,
     limits: {
       maxSteps: request.maxSteps,
       modelTimeoutMs: config.MODEL_TIMEOUT_MS,

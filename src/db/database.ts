@@ -28,10 +28,39 @@ export interface Database extends Queryable {
 // the values we store (counts, sizes, sequence numbers) stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
+/**
+ * Statements with parameters are prepared once per connection, under a name per SQL text: PostgreSQL
+ * then parses and plans each once instead of at every call (a third of its CPU on the agent step's
+ * short queries). A prepared `SELECT *` fails once another process adds a column to its table (a
+ * rolling upgrade's migration); that statement then runs unprepared from there on (within a
+ * transaction, after the transaction's retry).
+ */
+const statementNames = new Map<string, string>();
+const unpreparable = new Set<string>();
+const CHANGED_RESULT_TYPE = 'cached plan must not change result type';
+
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (!name) statementNames.set(sql, (name = `letta_${statementNames.size}`));
+  return name;
+}
+
+async function runStatement(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[]) {
+  if (!params || unpreparable.has(sql)) return client.query(sql, params);
+  try {
+    return await client.query({ name: statementName(sql), text: sql, values: params });
+  } catch (error) {
+    if (!(error instanceof Error && error.message === CHANGED_RESULT_TYPE)) throw error;
+    unpreparable.add(sql);
+    if (!(client instanceof pg.Pool)) throw error; // a transaction is void once a statement failed
+    return client.query(sql, params);
+  }
+}
+
 function wrapPgClient(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async query(sql, params) {
-      return (await client.query(sql, params)).rows;
+      return (await runStatement(client, sql, params)).rows;
     },
     async exec(script) {
       await client.query(script);

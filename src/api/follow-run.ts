@@ -36,13 +36,15 @@ export async function followRun(
   ctx: ApiContext,
   runId: string,
   handle: StepHandle,
-  onMessages: (rows: MessageRow[]) => void = () => {},
+  onMessages: ((rows: MessageRow[]) => void) | undefined,
   abandoned: () => boolean = () => false,
 ): Promise<RunStop | undefined> {
   const follower = ctx.runEvents.follow(runId);
   try {
     let lastSeq = 0;
+    // Without a stream to feed, only the run's stop matters: its messages are read once, after it.
     const flush = async () => {
+      if (!onMessages) return;
       const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
       if (rows.length) {
         lastSeq = rows[rows.length - 1].seq;

@@ -33,7 +33,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
  * then parses and plans each once instead of at every call (a third of its CPU on the agent step's
  * short queries). A prepared `SELECT *` fails once another process adds a column to its table (a
  * rolling upgrade's migration); that statement then runs unprepared from there on (within a
- * transaction, after the transaction's retry).
+ * transaction, after the transaction's retry). Names are per SQL text, and every text is built from
+ * code (values go in parameters), so they stay few. A pooler between us and PostgreSQL must keep
+ * prepared statements per client (PgBouncer 1.21+ with max_prepared_statements, or session mode).
  */
 const statementNames = new Map<string, string>();
 const unpreparable = new Set<string>();

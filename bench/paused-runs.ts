@@ -55,7 +55,7 @@ function postJson(base: string) {
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
           res.on('end', () =>
-            res.statusCode === 200 || res.statusCode === 201
+            res.statusCode! >= 200 && res.statusCode! < 300
               ? resolve(JSON.parse(text) as Record<string, unknown>)
               : reject(new Error(`${route}: ${res.statusCode} ${text}`)),
           );

@@ -50,8 +50,11 @@ describe('docker-compose.yml', () => {
     const file = path.basename(env('temporal').DYNAMIC_CONFIG_FILE_PATH);
     expect(containerDir).toBe(`/etc/temporal/${path.dirname(env('temporal').DYNAMIC_CONFIG_FILE_PATH)}`);
     const dynamic = parse(fs.readFileSync(path.join(projectRoot, hostDir, file), 'utf8'));
-    // What the embedded dev server gets, but the check of the SDK's version against the server's.
-    const embedded = DEV_SERVER_DYNAMIC_CONFIG.filter((entry) => !entry.includes('ServerVersionCheck'));
+    // What the embedded dev server gets, but the check of the SDK's version against the server's and
+    // the search attribute cache, which only the CLI's dev server turns off by default.
+    const embedded = DEV_SERVER_DYNAMIC_CONFIG.filter(
+      (entry) => !/ServerVersionCheck|forceSearchAttributesCacheRefreshOnRead/.test(entry),
+    );
     expect(embedded.map((entry) => entry.split('='))).toEqual(
       embedded.map((entry) => {
         const key = entry.split('=')[0];

@@ -38,6 +38,49 @@ async function requiredMessage(db: Queryable, id: string): Promise<MessageRow> {
   return message;
 }
 
+/** What is left of the wait for `messageId`: none when it is no longer the pending approval. */
+export function waitOf(pending: PendingApproval | null, messageId: string): ApprovalWait {
+  const expiresAt = pending?.message_id === messageId ? pending.expires_at : null;
+  return { timeoutMs: expiresAt ? Math.max(0, Date.parse(expiresAt) - Date.now()) : null };
+}
+
+const endRunPaused = (tx: Queryable, input: Pick<RequestApprovalInput, 'runId' | 'usage'>) =>
+  storeRunOutcome(tx, input.runId, {
+    status: 'completed',
+    stopReason: 'requires_approval',
+    usage: usageRecord(input.usage),
+  });
+
+/**
+ * Pauses the agent on a reply no one can have answered yet: records what it waits for (the run's
+ * approval timeout, else the agent's) and ends the request's run with `requires_approval`.
+ */
+export async function enterPause(
+  tx: Queryable,
+  input: RequestApprovalInput,
+  agentTimeoutSeconds: number | null,
+): Promise<ApprovalWait> {
+  const run = await getRun(tx, input.runId);
+  if (!run) throw new Error(`run ${input.runId} does not exist`);
+  const seconds =
+    (run.request_config?.approval_timeout_seconds as number | null | undefined) ?? agentTimeoutSeconds;
+  const now = new Date();
+  const pending: PendingApproval = {
+    run_id: input.runId,
+    workflow_id: run.workflow_id,
+    message_id: input.messageId,
+    tool_call_ids: input.toolCallIds,
+    requested_at: now.toISOString(),
+    expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
+  };
+  await tx.query(
+    `UPDATE agents SET pending_approval = $2, last_stop_reason = 'requires_approval' WHERE id = $1`,
+    [input.agentId, json(pending)],
+  );
+  await endRunPaused(tx, input);
+  return waitOf(pending, input.messageId);
+}
+
 export function approvalActivities({ db }: ActivityDeps) {
   /** Records a tool call's result that no tool produced: a client's return or a denial. */
   const recordResult = (
@@ -59,12 +102,13 @@ export function approvalActivities({ db }: ActivityDeps) {
 
   return {
     /**
-     * Enters the pause: marks the reply's calls as waiting, records what the agent waits for, and ends
-     * the request's run with `requires_approval`. A retry keeps the first start of the wait.
+     * Enters the pause for a reply stored without entering it (by a model call scheduled before
+     * replies entered their pause as they were stored): marks its calls as waiting and does what
+     * enterPause does. A retry keeps the first start of the wait.
      */
     async requestApproval(input: RequestApprovalInput): Promise<ApprovalWait> {
       return db.transaction(async (tx) => {
-        let pending = await lockPendingApproval(tx, input.agentId);
+        const pending = await lockPendingApproval(tx, input.agentId);
         await tx.query(
           `UPDATE messages SET metadata = coalesce(metadata, '{}'::jsonb) || $2::jsonb WHERE id = $1`,
           [input.messageId, json({ approval_request: { tool_call_ids: input.toolCallIds } })],
@@ -72,35 +116,13 @@ export function approvalActivities({ db }: ActivityDeps) {
         const answered = await answerFor(tx, input.messageId);
         if (!answered && pending?.message_id !== input.messageId) {
           const agent = await getAgentRow(tx, input.agentId);
-          const run = await getRun(tx, input.runId);
-          const seconds =
-            (run?.request_config?.approval_timeout_seconds as number | null | undefined) ??
-            agent?.approval_timeout_seconds ??
-            null;
-          const now = new Date();
-          pending = {
-            run_id: input.runId,
-            workflow_id: input.workflowId,
-            message_id: input.messageId,
-            tool_call_ids: input.toolCallIds,
-            requested_at: now.toISOString(),
-            expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
-          };
-          await tx.query('UPDATE agents SET pending_approval = $2 WHERE id = $1', [
-            input.agentId,
-            json(pending),
-          ]);
+          return enterPause(tx, input, agent?.approval_timeout_seconds ?? null);
         }
         await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [
           input.agentId,
         ]);
-        await storeRunOutcome(tx, input.runId, {
-          status: 'completed',
-          stopReason: 'requires_approval',
-          usage: usageRecord(input.usage),
-        });
-        const expiresAt = pending?.message_id === input.messageId ? pending.expires_at : null;
-        return { timeoutMs: expiresAt ? Math.max(0, Date.parse(expiresAt) - Date.now()) : null };
+        await endRunPaused(tx, input);
+        return waitOf(pending, input.messageId);
       });
     },
 

@@ -55,6 +55,12 @@ export interface CallModelInput {
   pendingToolCallIds: string[];
   /** An approval whose follow-up user messages go after those returns. */
   followUpsFrom?: string;
+  /**
+   * What the request's earlier model calls used. With it, a reply whose calls wait for an answer
+   * enters the pause as it is stored (see ModelTurn.approvalWait); calls scheduled before the model
+   * call did that lack it, and their steps enter the pause with the requestApproval activity.
+   */
+  requestUsage?: RunUsage;
 }
 
 export interface ModelTurn {
@@ -63,6 +69,8 @@ export interface ModelTurn {
   toolCalls: { id: string; name: string }[];
   finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
   usage: TokenUsage;
+  /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
+  approvalWait?: ApprovalWait;
 }
 
 export interface ToolCallInput {
@@ -100,6 +108,23 @@ export interface RejectToolCallInput {
 /** What one run (one request) used: its model calls' tokens and their number. */
 export type RunUsage = TokenUsage & { stepCount: number };
 
+export const noUsage = (): RunUsage => ({
+  promptTokens: 0,
+  completionTokens: 0,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+  stepCount: 0,
+});
+
+/** `total` and one more model call. */
+export const addUsage = (total: RunUsage, more: TokenUsage): RunUsage => ({
+  promptTokens: total.promptTokens + more.promptTokens,
+  completionTokens: total.completionTokens + more.completionTokens,
+  cachedInputTokens: total.cachedInputTokens + more.cachedInputTokens,
+  reasoningTokens: total.reasoningTokens + more.reasoningTokens,
+  stepCount: total.stepCount + 1,
+});
+
 export interface FinishRunInput {
   agentId: string;
   runId: string;
@@ -117,7 +142,6 @@ export const SHORT_OUTPUT_CHARS = 256;
 export interface RequestApprovalInput {
   agentId: string;
   runId: string;
-  workflowId: string;
   /** The assistant message whose tool calls wait. */
   messageId: string;
   toolCallIds: string[];

@@ -2,8 +2,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { agentTranscript, insertMessage } from '../src/db/messages';
-import type { MessageRow, ToolRow } from '../src/db/rows';
+import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
+import type { MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
 import { modelContext } from '../src/agent/context';
 import { parseHandle } from '../src/llm';
@@ -12,7 +12,8 @@ import { strictParameters } from '../src/tools/strict-mode';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
 import { flushToolReturns } from './run';
-import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
+import { enterPause, waitOf } from './approvals';
+import { addUsage, type CallModelInput, type ClientTool, type ModelTurn, type TokenUsage } from './contracts';
 
 /** A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on. */
 function serverToolSchema(tool: ToolRow, strict: boolean): FunctionSchema {
@@ -76,13 +77,21 @@ function modelFailure(error: unknown): ApplicationFailure {
   });
 }
 
-/** The reply's calls that wait for an answer, marked as Letta's approval request when it is stored. */
-function approvalRequest(calls: { id: string; name: string }[], input: CallModelInput) {
-  const waiting = calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
-  return waiting.length ? { approval_request: { tool_call_ids: waiting } } : {};
-}
+/** The ids of the reply's calls that wait for an answer (they make it Letta's approval request). */
+const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
+  calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
 
 export function modelActivities({ db, providers }: ActivityDeps) {
+  /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
+  const pausedBy = async (stored: MessageRow, input: CallModelInput): Promise<Partial<ModelTurn>> => {
+    if (!input.requestUsage || !stored.metadata?.approval_request) return {};
+    const [agent] = await db.query<{ pending_approval: PendingApproval | null }>(
+      'SELECT pending_approval FROM agents WHERE id = $1',
+      [input.agentId],
+    );
+    return { approvalWait: waitOf(agent?.pending_approval ?? null, stored.id) };
+  };
+
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
       await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
@@ -90,7 +99,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
         idempotencyKey,
       ]);
-      if (stored) return turnOf(stored);
+      if (stored) return { ...turnOf(stored), ...(await pausedBy(stored, input)) };
 
       const agent = await getAgent(db, input.agentId);
       if (!agent)
@@ -146,7 +155,8 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         cachedInputTokens: reply.usage.cachedInputTokens ?? 0,
         reasoningTokens: reply.usage.reasoningTokens ?? 0,
       };
-      const message = await insertMessage(db, {
+      const waiting = waitingCallIds(toolCalls, input);
+      const replyMessage: NewMessage = {
         id: newId('message'),
         agent_id: agent.id,
         run_id: input.runId,
@@ -159,11 +169,27 @@ export function modelActivities({ db, providers }: ActivityDeps) {
           usage,
           finish_reason: reply.finishReason,
           model: handle,
-          ...approvalRequest(toolCalls, input),
+          ...(waiting.length ? { approval_request: { tool_call_ids: waiting } } : {}),
         },
         idempotency_key: idempotencyKey,
+      };
+      const { requestUsage } = input;
+      if (!waiting.length || !requestUsage) return turnOf(await insertMessage(db, replyMessage));
+      // The reply and the pause in one transaction: the run ends as the reply that waits is stored.
+      return db.transaction(async (tx) => {
+        const message = await insertMessage(tx, replyMessage);
+        const pause = {
+          agentId: agent.id,
+          runId: input.runId,
+          messageId: message.id,
+          toolCallIds: waiting,
+          usage: addUsage(requestUsage, usage),
+        };
+        return {
+          ...turnOf(message),
+          approvalWait: await enterPause(tx, pause, agent.approval_timeout_seconds),
+        };
       });
-      return turnOf(message);
     },
   };
 }

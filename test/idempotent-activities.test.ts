@@ -1,8 +1,11 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities';
-import type { CallModelInput, ToolCallInput } from '../activities/contracts';
+import { noUsage, type CallModelInput, type ToolCallInput } from '../activities/contracts';
 import { openDatabase, type Database } from '../src/db';
+import { getAgentRow } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
+import type { PendingApproval } from '../src/db/rows';
+import { getRun } from '../src/db/runs';
 import { newId } from '../src/ids';
 import { ensureBuiltinTools } from '../src/tools/builtin';
 import { providerRegistry } from '../src/llm';
@@ -108,6 +111,75 @@ describe('activities retried after doing their work', () => {
     expect(await count('messages WHERE run_id = $1 AND role = $2', [runId, 'tool'])).toBe(1);
     expect(await count('messages WHERE run_id = $1 AND role = $2', [runId, 'assistant'])).toBe(2);
     expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
+  });
+
+  it('enter the pause once as they store a reply that waits, and report the same wait again', async () => {
+    const { agentId, runId } = await agentWithRun(db, { approval_timeout_seconds: 600 });
+    const input: CallModelInput = {
+      agentId,
+      runId,
+      step: 1,
+      allowedTools: [],
+      toolChoice: 'auto',
+      parallelToolCalls: false,
+      clientTools: [{ name: 'ask_user' }],
+      approvalTools: ['ask_user'],
+      pendingToolCallIds: [],
+      requestUsage: { ...noUsage(), promptTokens: 100, stepCount: 1 },
+    };
+    stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
+    const turn = await run(activities.callModel, input);
+    expect(turn.approvalWait!.timeoutMs).toBeGreaterThan(595_000);
+    expect(turn.approvalWait!.timeoutMs).toBeLessThanOrEqual(600_000);
+    const again = await run(activities.callModel, input);
+    expect(again.messageId).toBe(turn.messageId);
+    expect(again.approvalWait!.timeoutMs).toBeLessThanOrEqual(turn.approvalWait!.timeoutMs!);
+
+    const [agent] = await db.query<{ pending_approval: PendingApproval; last_stop_reason: string }>(
+      'SELECT pending_approval, last_stop_reason FROM agents WHERE id = $1',
+      [agentId],
+    );
+    expect(agent.last_stop_reason).toBe('requires_approval');
+    expect(agent.pending_approval).toMatchObject({
+      run_id: runId,
+      workflow_id: `${agentId}/${runId}`,
+      message_id: turn.messageId,
+      tool_call_ids: turn.toolCalls.map((c) => c.id),
+    });
+    const stored = await getRun(db, runId);
+    expect(stored).toMatchObject({ status: 'completed', stop_reason: 'requires_approval' });
+    expect(stored!.usage).toMatchObject({ step_count: 2 });
+    expect((stored!.usage as { prompt_tokens: number }).prompt_tokens).toBeGreaterThan(100);
+  });
+
+  it('leave the pause to requestApproval when scheduled without the usage of the request', async () => {
+    const { agentId, runId } = await agentWithRun(db);
+    const { requestUsage: _, ...input }: CallModelInput = {
+      agentId,
+      runId,
+      step: 0,
+      allowedTools: [],
+      toolChoice: 'auto',
+      parallelToolCalls: false,
+      clientTools: [{ name: 'ask_user' }],
+      approvalTools: ['ask_user'],
+      pendingToolCallIds: [],
+    };
+    stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
+    const turn = await run(activities.callModel, input);
+    expect(turn.approvalWait).toBeUndefined();
+    expect(await getAgentRow(db, agentId)).toMatchObject({ pending_approval: null });
+    const pause = {
+      agentId,
+      runId,
+      messageId: turn.messageId,
+      toolCallIds: turn.toolCalls.map((c) => c.id),
+      usage: { ...noUsage(), stepCount: 1 },
+    };
+    expect(await run(activities.requestApproval, pause)).toEqual({ timeoutMs: null });
+    expect(await run(activities.requestApproval, pause)).toEqual({ timeoutMs: null });
+    expect((await getAgentRow(db, agentId))!.pending_approval).toMatchObject({ message_id: turn.messageId });
+    expect(await getRun(db, runId)).toMatchObject({ stop_reason: 'requires_approval' });
   });
 
   it('edit the memories of more agents at once than the pool has connections', async () => {

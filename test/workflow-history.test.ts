@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -196,5 +198,34 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const workflowsPath = require.resolve('../workflows');
     await Worker.runReplayHistory({ workflowsPath }, { events }, workflowId);
     await Worker.runReplayHistory({ workflowsPath }, { events: olderEvents }, olderId);
+  });
+
+  it('pauses in the model call; a step paused by the requestApproval activity before that replays', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'Thanks.' });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask me' }],
+      client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const workflowId = stepWorkflowId(agent.id, paused.messages[0].run_id!);
+    const tagged = await eventually(
+      () => workflowHistory(temporalClient, workflowId),
+      (events) => events.some((e) => e.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    expect(scheduledActivities(tagged).map((a) => a.type)).toEqual(['callModel']);
+
+    // Recorded from the version before (History, protobuf-encoded): the model call stored the reply
+    // and the requestApproval activity paused the step; then it was answered and went on to the end.
+    const older = temporal.api.history.v1.History.decode(
+      fs.readFileSync(path.join(__dirname, 'fixtures/histories/paused-by-request-approval.binpb')),
+    );
+    expect(scheduledActivities(older.events).map((a) => a.type)).toEqual([
+      'callModel',
+      'requestApproval',
+      'callModel',
+      'finishRun',
+    ]);
+    await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, older);
   });
 });

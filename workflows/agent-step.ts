@@ -20,21 +20,22 @@ import {
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
-  workflowInfo,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { sandboxActivities } from '../activities/sandbox';
 import type { mcpActivities } from '../activities/mcp';
-import type {
-  ClientTool,
-  ModelTurn,
-  RunUsage,
-  StepContext,
-  StepTool,
-  TokenUsage,
-  ToolOutcome,
+import {
+  addUsage,
+  noUsage,
+  type ClientTool,
+  type ApprovalWait,
+  type ModelTurn,
+  type RunUsage,
+  type StepContext,
+  type StepTool,
+  type ToolOutcome,
 } from '../activities/contracts';
 import {
   approvalAnsweredSignal,
@@ -111,9 +112,10 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
   return {
     local,
     run: local ? proxyLocalActivities<Activities>(bookkeeping) : proxyActivities<Activities>(bookkeeping),
-    // Marking the run stopped or paused lets the API answer; the search attribute set just before must
-    // be stored by then. A regular activity starts only once the workflow task that tags the workflow
-    // is stored; a local one would run before.
+    // Marking the run stopped lets the API answer; the search attribute set just before must be stored
+    // by then. A regular activity starts only once the workflow task that tags the workflow is stored;
+    // a local one would run before. (A pause is marked by the model call that meets it: the pause is
+    // the step's hot path, and the tag follows in the next workflow task.)
     runEnd: proxyActivities<Activities>(bookkeeping),
     model: proxyActivities<Activities>(model),
     modelOptions: model,
@@ -127,22 +129,6 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
     mcpOptions: { ...tool, taskQueue: queues.mcp },
   };
 }
-
-const noUsage = (): RunUsage => ({
-  promptTokens: 0,
-  completionTokens: 0,
-  cachedInputTokens: 0,
-  reasoningTokens: 0,
-  stepCount: 0,
-});
-
-const addUsage = (total: RunUsage, more: TokenUsage): RunUsage => ({
-  promptTokens: total.promptTokens + more.promptTokens,
-  completionTokens: total.completionTokens + more.completionTokens,
-  cachedInputTokens: total.cachedInputTokens + more.cachedInputTokens,
-  reasoningTokens: total.reasoningTokens + more.reasoningTokens,
-  stepCount: total.stepCount + 1,
-});
 
 function describe(error: unknown): string {
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
@@ -176,8 +162,11 @@ interface RequestOutcome {
   pendingToolCallIds: string[];
   followUpsFrom?: string;
   error?: AgentStepError;
-  /** Set with `requires_approval`: the reply whose calls wait, and which of them. */
-  pause?: { messageId: string; calls: Call[] };
+  /**
+   * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
+   * call entered (none in steps whose model call was scheduled before model calls did that).
+   */
+  pause?: { messageId: string; calls: Call[]; wait?: ApprovalWait };
 }
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
@@ -302,6 +291,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
               approvalTools: approvalTools(),
               pendingToolCallIds: outcome.pendingToolCallIds,
               followUpsFrom: outcome.followUpsFrom,
+              requestUsage: outcome.usage,
             },
           ],
         );
@@ -326,7 +316,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
           return {
             ...outcome,
             stopReason: 'requires_approval',
-            pause: { messageId: turn.messageId, calls: waiting },
+            pause: { messageId: turn.messageId, calls: waiting, wait: turn.approvalWait },
           };
         }
 
@@ -391,25 +381,26 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const outcome = await runRequest(request);
     if (!outcome.pause) return finish(request.runId, outcome);
 
-    // Set before the run is marked paused, so that whoever sees it paused sees the workflow say so too.
-    const waitingFor = outcome.pause.calls.map((c) => `${c.name} (${c.id})`).join(', ');
-    setCurrentDetails(`Waiting for approval of ${waitingFor}`);
+    // The model call ended the run as it stored the reply that waits; the workflow says so from the
+    // task that receives the reply on (within milliseconds, but after the API may have answered).
+    const { pause } = outcome;
+    setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
     upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
-    const { timeoutMs } = await acts.runEnd.requestApproval({
-      agentId,
-      runId: request.runId,
-      workflowId: workflowInfo().workflowId,
-      messageId: outcome.pause.messageId,
-      toolCallIds: outcome.pause.calls.map((c) => c.id),
-      usage: outcome.usage,
-    });
+    const { timeoutMs } =
+      pause.wait ??
+      (await acts.runEnd.requestApproval({
+        agentId,
+        runId: request.runId,
+        messageId: pause.messageId,
+        toolCallIds: pause.calls.map((c) => c.id),
+        usage: outcome.usage,
+      }));
     let answered: ApprovalAnswered;
     try {
-      answered = await waitForAnswer(outcome.pause, timeoutMs);
+      answered = await waitForAnswer(pause, timeoutMs);
     } catch (error) {
       if (!isCancellation(error)) throw error;
       // Cancel while paused: Letta denies every pending call and the run ends cancelled.
-      const pause = outcome.pause;
       const answeredRun = await CancellationScope.nonCancellable(() =>
         acts.run.denyOnCancel({ agentId, runId: request.runId, messageId: pause.messageId }),
       );

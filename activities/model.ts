@@ -2,6 +2,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
+import { markRunRunning } from '../src/db/runs';
 import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
 import type { MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
@@ -94,6 +95,8 @@ export function modelActivities({ db, providers }: ActivityDeps) {
 
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
+      // A new step's run is running from its first model call (its context came with the step's input).
+      if (input.step === 0) await markRunRunning(db, input.runId);
       await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       const idempotencyKey = `${input.runId}:model:${input.step}`;
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [

@@ -1,39 +1,16 @@
 /** Bookkeeping of a run: its start, its end, and the tool message a step's returns make up. */
 import { newId } from '../src/ids';
-import { toolTimeoutMs } from '../src/tools/tool-timeout';
-import { runsLocally } from '../src/tools/builtin';
-import { agentTools, getAgentRow } from '../src/db/agents';
+import { getAgentRow } from '../src/db/agents';
+import { resolveStepContext } from '../src/agent/step-context';
 import { getMessage, insertMessage } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
 import { finishRun as storeRunOutcome, markRunRunning } from '../src/db/runs';
 import { recordToolExecution, toolExecutions } from '../src/db/tool-executions';
 import type { Queryable } from '../src/db';
-import type { RunStatus, ToolRow } from '../src/db/rows';
+import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
-import type {
-  FinishRunInput,
-  RejectToolCallInput,
-  RunUsage,
-  StepContext,
-  ToolMode,
-  ToolOutcome,
-} from './contracts';
-
-/** Letta's executor selection by tool type (tool_execution_manager.py). */
-export function toolMode(tool: Pick<ToolRow, 'tool_type'>): ToolMode {
-  switch (tool.tool_type) {
-    case 'letta_core':
-    case 'letta_memory_core':
-    case 'letta_sleeptime_core':
-    case 'letta_builtin':
-      return 'builtin';
-    case 'external_mcp':
-      return 'mcp';
-    default:
-      return 'sandbox';
-  }
-}
+import type { FinishRunInput, RejectToolCallInput, RunUsage, StepContext, ToolOutcome } from './contracts';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -111,27 +88,15 @@ async function storeFollowUps(db: Queryable, agentId: string, runId: string, app
 
 export function runActivities({ db }: ActivityDeps) {
   return {
-    /** Marks the run running and resolves the agent's tools and rules as they are now, for the whole step. */
+    /**
+     * Marks the run running and resolves the agent's tools and rules as they are now, for the whole
+     * request: one that continues a paused step (the API resolves a new step's in its input).
+     */
     async startRun({ agentId, runId }: { agentId: string; runId: string }): Promise<StepContext> {
       const agent = await getAgentRow(db, agentId);
       if (!agent) throw new Error(`agent ${agentId} no longer exists`);
       await markRunRunning(db, runId);
-      const tools = await agentTools(db, agentId);
-      const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
-      return {
-        tools: tools.map((tool) => ({
-          id: tool.id,
-          name: tool.name,
-          mode: toolMode(tool),
-          parallel: tool.enable_parallel_execution,
-          version: tool.version,
-          timeoutMs: toolTimeoutMs(tool),
-          local: toolMode(tool) === 'builtin' && runsLocally(tool.name),
-        })),
-        toolRules: agent.tool_rules,
-        parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,
-        model: agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`,
-      };
+      return resolveStepContext(db, agent);
     },
 
     /** A tool call that does not run (a broken rule, an unknown tool): the model gets `reason` as an error. */

@@ -157,9 +157,10 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(started.lastFailure?.message).toMatch(/503/);
   });
 
-  it('versions local activities by its input; a step started without the flag decides by the patch', async () => {
+  it('versions local activities and the step context by its input; a step started without them decides by the patch and resolves its tools', async () => {
     const agent = await createAgent();
-    h.stub.enqueue({ text: 'Hi.' }, { text: 'Hi again.' });
+    const note = { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'x' } }] };
+    h.stub.enqueue(note, { text: 'Noted.' }, note, { text: 'Noted again.' });
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
@@ -168,11 +169,12 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentStepInput;
     expect(input.localActivities).toBe(true);
+    expect(input.context!.tools.map((t) => t.name)).toContain('memory_insert');
 
     // As an API from before the flag started it: the same input without it, for a run of its own.
     const { agentId, runId } = await agentWithRun(h.server.db);
     const olderId = stepWorkflowId(agentId, runId);
-    const { localActivities: _, ...olderInput } = input;
+    const { localActivities: _, context: __, ...olderInput } = input;
     await temporalClient.workflow.execute('agentStep', {
       taskQueue: started.taskQueue!.name!,
       workflowId: olderId,
@@ -193,7 +195,8 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect([patchMarkers(events), changeVersionUpserts(events)]).toEqual([0, 0]);
     expect(patchMarkers(olderEvents)).toBe(1);
     expect(localActivityMarkers(events)).toBeGreaterThan(0);
-    expect(localActivityMarkers(olderEvents)).toBe(localActivityMarkers(events));
+    // The older step resolves its tools with the startRun local activity; a new one has them in its input.
+    expect(localActivityMarkers(olderEvents)).toBe(localActivityMarkers(events) + 1);
 
     const workflowsPath = require.resolve('../workflows');
     await Worker.runReplayHistory({ workflowsPath }, { events }, workflowId);

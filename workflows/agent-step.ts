@@ -153,6 +153,8 @@ interface Request {
   clientTools: ClientTool[];
   /** The answer this request brought to a paused step. */
   answer?: ApprovalAnswered;
+  /** Its tools and rules, when they came with it (see AgentStepInput.context). */
+  context?: StepContext;
 }
 
 /** How a request ended, and what is still to be stored for it. */
@@ -246,7 +248,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const outcome: RequestOutcome = { stopReason: 'end_turn', usage: noUsage(), pendingToolCallIds: [] };
     const history: ToolCallRecord[] = [];
     try {
-      const context: StepContext = await acts.run.startRun({ agentId, runId });
+      const context = request.context ?? (await acts.run.startRun({ agentId, runId }));
       const rules = context.toolRules;
       const available = context.tools.map((t) => t.name);
       const toolOf = (name: string) => context.tools.find((t) => t.name === name);
@@ -376,7 +378,12 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     return { stopReason, ...(error ? { error } : {}), usage };
   };
 
-  let request: Request = { runId: input.runId, maxSteps: limits.maxSteps, clientTools: input.clientTools };
+  let request: Request = {
+    runId: input.runId,
+    maxSteps: limits.maxSteps,
+    clientTools: input.clientTools,
+    context: input.context,
+  };
   for (;;) {
     const outcome = await runRequest(request);
     if (!outcome.pause) return finish(request.runId, outcome);

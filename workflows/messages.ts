@@ -3,7 +3,7 @@
  * signals it and reads its result; sandbox-safe (types and a signal definition only).
  */
 import { defineSignal } from '@temporalio/workflow';
-import type { ClientTool } from '../activities/contracts';
+import type { ClientTool, StepContext } from '../activities/contracts';
 
 export interface AgentStepLimits {
   maxSteps: number;
@@ -33,6 +33,11 @@ export interface AgentStepInput {
    * a step started without it (by an older API) decides by the `local-activities` patch instead.
    */
   localActivities?: boolean;
+  /**
+   * The agent's tools and rules, resolved by the API as it started the step. A step started without
+   * them (by an older API) resolves them with the startRun local activity, as every answer's request does.
+   */
+  context?: StepContext;
 }
 
 /** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */

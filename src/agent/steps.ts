@@ -4,11 +4,13 @@
  */
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { ApiContext } from '../api/context';
-import { HttpError } from '../api/errors';
+import { HttpError, notFound } from '../api/errors';
+import { getAgentRow } from '../db/agents';
 import { insertMessage } from '../db/messages';
 import { getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
+import { resolveStepContext } from './step-context';
 import type { ClientTool } from '../../activities/contracts';
 import type { agentStep } from '../../workflows/agent-step';
 import { approvalAnsweredSignal, type AgentStepInput } from '../../workflows/messages';
@@ -68,9 +70,11 @@ export async function startAgentStep(
 ): Promise<{ run: RunRow; handle: StepHandle }> {
   const runId = newId('run');
   const workflowId = workflowIdFor(request.agentId, runId);
-  const run = await ctx.db.transaction(async (tx) => {
+  const { run, context } = await ctx.db.transaction(async (tx) => {
     const pending = await lockPendingApproval(tx, request.agentId);
     if (pending) throw pendingApprovalError(pending);
+    const agent = await getAgentRow(tx, request.agentId);
+    if (!agent) throw notFound(`Agent ${request.agentId}`);
     const row = await insertRun(tx, {
       id: runId,
       agent_id: request.agentId,
@@ -90,7 +94,7 @@ export async function startAgentStep(
         otid: message.otid ?? null,
       });
     }
-    return row;
+    return { run: row, context: await resolveStepContext(tx, agent) };
   });
   const { config } = ctx;
   const input: AgentStepInput = {
@@ -100,6 +104,7 @@ export async function startAgentStep(
     mcpTaskQueue: ctx.taskQueues.mcp,
     clientTools: request.clientTools,
     localActivities: true,
+    context,
     limits: {
       maxSteps: request.maxSteps,
       modelTimeoutMs: config.MODEL_TIMEOUT_MS,

@@ -1,0 +1,41 @@
+/** What a request of an agent step works with: the agent's tools and rules as they are when it starts. */
+import { agentTools } from '../db/agents';
+import type { Queryable } from '../db';
+import type { AgentRow, ToolRow } from '../db/rows';
+import { runsLocally } from '../tools/builtin';
+import { toolTimeoutMs } from '../tools/tool-timeout';
+import type { StepContext, ToolMode } from '../../activities/contracts';
+
+/** Letta's executor selection by tool type (tool_execution_manager.py). */
+export function toolMode(tool: Pick<ToolRow, 'tool_type'>): ToolMode {
+  switch (tool.tool_type) {
+    case 'letta_core':
+    case 'letta_memory_core':
+    case 'letta_sleeptime_core':
+    case 'letta_builtin':
+      return 'builtin';
+    case 'external_mcp':
+      return 'mcp';
+    default:
+      return 'sandbox';
+  }
+}
+
+export async function resolveStepContext(db: Queryable, agent: AgentRow): Promise<StepContext> {
+  const tools = await agentTools(db, agent.id);
+  const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
+  return {
+    tools: tools.map((tool) => ({
+      id: tool.id,
+      name: tool.name,
+      mode: toolMode(tool),
+      parallel: tool.enable_parallel_execution,
+      version: tool.version,
+      timeoutMs: toolTimeoutMs(tool),
+      local: toolMode(tool) === 'builtin' && runsLocally(tool.name),
+    })),
+    toolRules: agent.tool_rules,
+    parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,
+    model: agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`,
+  };
+}

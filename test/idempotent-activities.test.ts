@@ -113,18 +113,23 @@ describe('activities retried after doing their work', () => {
     expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
   });
 
+  /** A model call offering the client tool ask_user, as a step scheduled before requestUsage asks for it. */
+  const clientToolTurn = (agentId: string, runId: string, step: number): CallModelInput => ({
+    agentId,
+    runId,
+    step,
+    allowedTools: [],
+    toolChoice: 'auto',
+    parallelToolCalls: false,
+    clientTools: [{ name: 'ask_user' }],
+    approvalTools: ['ask_user'],
+    pendingToolCallIds: [],
+  });
+
   it('enter the pause once as they store a reply that waits, and report the same wait again', async () => {
     const { agentId, runId } = await agentWithRun(db, { approval_timeout_seconds: 600 });
     const input: CallModelInput = {
-      agentId,
-      runId,
-      step: 1,
-      allowedTools: [],
-      toolChoice: 'auto',
-      parallelToolCalls: false,
-      clientTools: [{ name: 'ask_user' }],
-      approvalTools: ['ask_user'],
-      pendingToolCallIds: [],
+      ...clientToolTurn(agentId, runId, 1),
       requestUsage: { ...noUsage(), promptTokens: 100, stepCount: 1 },
     };
     stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
@@ -154,17 +159,7 @@ describe('activities retried after doing their work', () => {
 
   it('leave the pause to requestApproval when scheduled without the usage of the request', async () => {
     const { agentId, runId } = await agentWithRun(db);
-    const { requestUsage: _, ...input }: CallModelInput = {
-      agentId,
-      runId,
-      step: 0,
-      allowedTools: [],
-      toolChoice: 'auto',
-      parallelToolCalls: false,
-      clientTools: [{ name: 'ask_user' }],
-      approvalTools: ['ask_user'],
-      pendingToolCallIds: [],
-    };
+    const input = clientToolTurn(agentId, runId, 0);
     stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
     const turn = await run(activities.callModel, input);
     expect(turn.approvalWait).toBeUndefined();

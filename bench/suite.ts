@@ -357,6 +357,16 @@ async function main() {
     coldClient: cold.client,
   };
   const results: Record<string, unknown> = { machine: machine() };
+  /** Seconds each part of the run took (start-up included), so a run over its budget says where. */
+  const took: Record<string, number> = {};
+  const lap = (() => {
+    let last = began;
+    return (part: string) => {
+      took[part] = Math.round((Date.now() - last) / 1000);
+      last = Date.now();
+    };
+  })();
+  lap('start_up');
   try {
     const figures: [string, (b: Bench) => Promise<unknown>][] = [
       ['orchestration_overhead', orchestrationOverhead],
@@ -368,6 +378,7 @@ async function main() {
     for (const [name, measure] of figures.filter(([name]) => !ONLY || ONLY.includes(name))) {
       console.log(`measuring ${name}…`);
       results[name] = await measure(bench);
+      lap(name);
     }
   } finally {
     await cold.server.stop();
@@ -377,13 +388,16 @@ async function main() {
     await schema.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+  lap('shut_down');
   if (!ONLY || ONLY.includes('paused_runs_at_rest')) {
     console.log('measuring paused runs at rest…');
     results.paused_runs_at_rest = pausedRunsInChildProcess(
       (process.env.BENCH_PAUSED ?? '1000,10000').split(','),
     );
+    lap('paused_runs_at_rest');
   }
   results.seconds = Math.round((Date.now() - began) / 1000);
+  results.seconds_by_part = took;
   if (ONLY) {
     console.log(JSON.stringify(results, null, 2));
     process.exit(0);

@@ -10,6 +10,7 @@ import { eventually } from './helpers/eventually';
 import { agentWithRun } from './helpers/runs';
 import {
   connectTemporalClient,
+  localActivityTypes,
   payloadTexts,
   scheduledActivities,
   stepWorkflowId,
@@ -190,20 +191,18 @@ describe('what the Temporal Web UI shows of an agent step', () => {
           e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
             ?.TemporalChangeVersion,
       ).length;
-    const localActivityMarkers = (history: HistoryEvent[]) =>
-      history.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
     expect([patchMarkers(events), changeVersionUpserts(events)]).toEqual([0, 0]);
     expect(patchMarkers(olderEvents)).toBe(1);
-    expect(localActivityMarkers(events)).toBeGreaterThan(0);
+    expect(localActivityTypes(events)).toEqual(['runBuiltinTool']);
     // The older step resolves its tools with the startRun local activity; a new one has them in its input.
-    expect(localActivityMarkers(olderEvents)).toBe(localActivityMarkers(events) + 1);
+    expect(localActivityTypes(olderEvents)).toEqual(['startRun', ...localActivityTypes(events)]);
 
     const workflowsPath = require.resolve('../workflows');
     await Worker.runReplayHistory({ workflowsPath }, { events }, workflowId);
     await Worker.runReplayHistory({ workflowsPath }, { events: olderEvents }, olderId);
   });
 
-  it('pauses in the model call; a step paused by the requestApproval activity before that replays', async () => {
+  it('pauses in the model call and resumes with the tools the answer brought; a step paused the older way replays', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'Thanks.' });
     const paused = await h.client.agents.messages.create(agent.id, {
@@ -218,6 +217,31 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     );
     expect(scheduledActivities(tagged).map((a) => a.type)).toEqual(['callModel']);
 
+    const call = paused.messages.find((m) => m.message_type === 'approval_request_message') as {
+      tool_call: { tool_call_id: string };
+    };
+    const answered = await h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            {
+              type: 'tool',
+              tool_call_id: call.tool_call.tool_call_id,
+              tool_return: 'yes',
+              status: 'success',
+            },
+          ],
+        },
+      ],
+    });
+    expect(answered.stop_reason.stop_reason).toBe('end_turn');
+    await temporalClient.workflow.getHandle(workflowId).result();
+    const events = await workflowHistory(temporalClient, workflowId);
+    // No startRun: the new step's tools came in its input, the resumed request's with the answer.
+    expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel', 'finishRun']);
+
     // Recorded from the version before (History, protobuf-encoded): the model call stored the reply
     // and the requestApproval activity paused the step; then it was answered and went on to the end.
     const older = temporal.api.history.v1.History.decode(
@@ -229,6 +253,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       'callModel',
       'finishRun',
     ]);
+    expect(localActivityTypes(older.events)).toEqual(['startRun', 'startRun', 'applyApprovalAnswer']);
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, older);
   });
 });

@@ -153,7 +153,7 @@ interface Request {
   clientTools: ClientTool[];
   /** The answer this request brought to a paused step. */
   answer?: ApprovalAnswered;
-  /** Its tools and rules, when they came with it (see AgentStepInput.context). */
+  /** Its tools and rules, when they came with it (AgentStepInput.context, ApprovalAnswered.context). */
   context?: StepContext;
 }
 
@@ -415,7 +415,13 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       if (answeredRun) await finish(answeredRun, { ...cancelled, usage: noUsage() });
       return finish(request.runId, cancelled);
     }
-    request = { runId: answered.runId, maxSteps: limits.maxSteps, clientTools: [], answer: answered };
+    request = {
+      runId: answered.runId,
+      maxSteps: limits.maxSteps,
+      clientTools: [],
+      answer: answered,
+      context: answered.context,
+    };
   }
 }
 

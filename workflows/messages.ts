@@ -69,6 +69,11 @@ export interface ApprovalAnswered {
   /** The assistant message whose tool calls were waiting. */
   requestMessageId: string;
   toolCallIds: string[];
+  /**
+   * The agent's tools and rules as the answer came, for the request it continues the step with; an
+   * answer without them (an expired wait's, an older API's) has them resolved by startRun.
+   */
+  context?: StepContext;
 }
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');

@@ -163,7 +163,8 @@ export async function answerPausedStep(
         request_config: requestConfig(request),
       },
     });
-    return { answered: recorded, workflowId: pending.workflow_id, repeated: false };
+    const context = await resolveStepContext(tx, (await getAgentRow(tx, agentId))!);
+    return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
   });
   const handle = ctx.temporal.workflow.getHandle<typeof agentStep>(workflowId);
   try {

@@ -27,6 +27,17 @@ export function scheduledActivities(events: HistoryEvent[]): { eventId: number; 
     }));
 }
 
+/** The activity type of each local activity a history recorded (its markers), in order. */
+export function localActivityTypes(events: HistoryEvent[]): string[] {
+  return events
+    .map((e) => e.markerRecordedEventAttributes)
+    .filter((marker) => marker?.markerName === 'core_local_activity')
+    .map((marker) => {
+      const data = marker!.details!.data!.payloads![0].data!;
+      return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type;
+    });
+}
+
 /** Every payload of a history (inputs, results, summaries, failures), decoded as text. */
 export function payloadTexts(value: unknown, out: string[] = []): string[] {
   if (value instanceof Uint8Array) out.push(Buffer.from(value).toString('utf8'));

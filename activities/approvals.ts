@@ -19,8 +19,14 @@ import {
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ApprovalAnswered } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
-import type { ApprovalWait, ClientTool, RequestApprovalInput, ResumePlan } from './contracts';
-import { flushToolReturns, usageRecord } from './run';
+import {
+  noUsage,
+  type ApprovalWait,
+  type ClientTool,
+  type RequestApprovalInput,
+  type ResumePlan,
+} from './contracts';
+import { flushToolReturns, usageRecord } from './run-records';
 
 const DEFAULT_MAX_STEPS = 50;
 
@@ -81,25 +87,78 @@ export async function enterPause(
   return waitOf(pending, input.messageId);
 }
 
-export function approvalActivities({ db }: ActivityDeps) {
-  /** Records a tool call's result that no tool produced: a client's return or a denial. */
-  const recordResult = (
-    q: Queryable,
-    call: { id: string; name: string },
-    ids: { agentId: string; runId: string; timezone: string },
-    result: { ok: boolean; text: string; stdout?: string[] | null; stderr?: string[] | null },
-  ) =>
-    recordToolExecution(q, {
-      tool_call_id: call.id,
-      run_id: ids.runId,
-      agent_id: ids.agentId,
-      tool_name: call.name,
-      status: result.ok ? 'success' : 'error',
-      func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
-      stdout: result.stdout ?? null,
-      stderr: result.stderr ?? null,
-    });
+/** Records a tool call's result that no tool produced: a client's return or a denial. */
+const recordResult = (
+  q: Queryable,
+  call: { id: string; name: string },
+  ids: { agentId: string; runId: string; timezone: string },
+  result: { ok: boolean; text: string; stdout?: string[] | null; stderr?: string[] | null },
+) =>
+  recordToolExecution(q, {
+    tool_call_id: call.id,
+    run_id: ids.runId,
+    agent_id: ids.agentId,
+    tool_name: call.name,
+    status: result.ok ? 'success' : 'error',
+    func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
+    stdout: result.stdout ?? null,
+    stderr: result.stderr ?? null,
+  });
 
+/**
+ * Cancel while paused: denies every call `messageId` waits on with Letta's cancel text, under `runId`,
+ * and stores their returns. Returns the run of an answer accepted first, which ends cancelled too.
+ */
+async function denyPauseOnCancel(
+  tx: Queryable,
+  input: { agentId: string; runId: string; messageId: string },
+): Promise<string | null> {
+  const pending = await lockPendingApproval(tx, input.agentId);
+  if (pending?.message_id !== input.messageId) {
+    return (await answerFor(tx, input.messageId))?.runId ?? null;
+  }
+  await recordAnswer(tx, {
+    agentId: input.agentId,
+    pending,
+    answers: denyAll(pending, CANCEL_DENIAL_REASON),
+    followUps: [],
+    runId: input.runId,
+  });
+  const agent = await getAgentRow(tx, input.agentId);
+  const request = await requiredMessage(tx, input.messageId);
+  const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
+  for (const call of request.tool_calls ?? []) {
+    if (!pending.tool_call_ids.includes(call.id)) continue;
+    await recordResult(tx, call, ids, { ok: false, text: denialText(CANCEL_DENIAL_REASON) });
+  }
+  await flushToolReturns(tx, input.agentId, input.runId, pending.tool_call_ids);
+  return null;
+}
+
+/**
+ * A step cancelled while its model call was storing a reply that waits: a cancel does not stop a
+ * running activity at once, so the call may have entered its pause after all. That pause is denied as
+ * a cancel denies one, and a request that answered it meanwhile ends cancelled too. Called as the run
+ * is marked cancelled, under its row lock: a model call entering a pause takes that lock first and
+ * leaves a run that is no longer active unpaused.
+ */
+export async function releaseCancelledPause(tx: Queryable, agentId: string, runId: string): Promise<void> {
+  const [paused] = await tx.query<{ id: string }>(
+    `SELECT id FROM messages WHERE run_id = $1 AND metadata ? 'approval_request' ORDER BY seq DESC LIMIT 1`,
+    [runId],
+  );
+  if (!paused) return;
+  const answeredRun = await denyPauseOnCancel(tx, { agentId, runId, messageId: paused.id });
+  if (answeredRun && answeredRun !== runId) {
+    await storeRunOutcome(tx, answeredRun, {
+      status: 'cancelled',
+      stopReason: 'cancelled',
+      usage: usageRecord(noUsage()),
+    });
+  }
+}
+
+export function approvalActivities({ db }: ActivityDeps) {
   return {
     /**
      * Enters the pause for a reply stored without entering it (by a model call scheduled before
@@ -155,28 +214,7 @@ export function approvalActivities({ db }: ActivityDeps) {
      * returns. Returns the run of an answer that was accepted meanwhile, which ends cancelled too.
      */
     async denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null> {
-      return db.transaction(async (tx) => {
-        const pending = await lockPendingApproval(tx, input.agentId);
-        if (pending?.message_id !== input.messageId) {
-          return (await answerFor(tx, input.messageId))?.runId ?? null;
-        }
-        await recordAnswer(tx, {
-          agentId: input.agentId,
-          pending,
-          answers: denyAll(pending, CANCEL_DENIAL_REASON),
-          followUps: [],
-          runId: input.runId,
-        });
-        const agent = await getAgentRow(tx, input.agentId);
-        const request = await requiredMessage(tx, input.messageId);
-        const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
-        for (const call of request.tool_calls ?? []) {
-          if (!pending.tool_call_ids.includes(call.id)) continue;
-          await recordResult(tx, call, ids, { ok: false, text: denialText(CANCEL_DENIAL_REASON) });
-        }
-        await flushToolReturns(tx, input.agentId, input.runId, pending.tool_call_ids);
-        return null;
-      });
+      return db.transaction((tx) => denyPauseOnCancel(tx, input));
     },
 
     /**

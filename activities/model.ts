@@ -10,9 +10,10 @@ import { modelContext } from '../src/agent/context';
 import { parseHandle } from '../src/llm';
 import { llmErrorType, ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
 import { strictParameters } from '../src/tools/strict-mode';
+import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
-import { flushToolReturns } from './run';
+import { flushToolReturns } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { addUsage, type CallModelInput, type ClientTool, type ModelTurn, type TokenUsage } from './contracts';
 
@@ -84,9 +85,13 @@ const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelI
 
 export function modelActivities({ db, providers }: ActivityDeps) {
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
-  const pausedBy = async (stored: MessageRow, input: CallModelInput): Promise<Partial<ModelTurn>> => {
+  const pausedBy = async (
+    q: Queryable,
+    stored: MessageRow,
+    input: CallModelInput,
+  ): Promise<Partial<ModelTurn>> => {
     if (!input.requestUsage || !stored.metadata?.approval_request) return {};
-    const [agent] = await db.query<{ pending_approval: PendingApproval | null }>(
+    const [agent] = await q.query<{ pending_approval: PendingApproval | null }>(
       'SELECT pending_approval FROM agents WHERE id = $1',
       [input.agentId],
     );
@@ -102,7 +107,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
         idempotencyKey,
       ]);
-      if (stored) return { ...turnOf(stored), ...(await pausedBy(stored, input)) };
+      if (stored) return { ...turnOf(stored), ...(await pausedBy(db, stored, input)) };
 
       const agent = await getAgent(db, input.agentId);
       if (!agent)
@@ -178,9 +183,16 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       };
       const { requestUsage } = input;
       if (!waiting.length || !requestUsage) return turnOf(await insertMessage(db, replyMessage));
-      // The reply and the pause in one transaction: the run ends as the reply that waits is stored.
+      // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
+      // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {
+        const [run] = await tx.query<{ status: string }>('SELECT status FROM runs WHERE id = $1 FOR UPDATE', [
+          input.runId,
+        ]);
         const message = await insertMessage(tx, replyMessage);
+        if (message.id !== replyMessage.id)
+          return { ...turnOf(message), ...(await pausedBy(tx, message, input)) };
+        if (run?.status !== 'created' && run?.status !== 'running') return turnOf(message);
         const pause = {
           agentId: agent.id,
           runId: input.runId,

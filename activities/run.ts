@@ -1,16 +1,16 @@
-/** Bookkeeping of a run: its start, its end, and the tool message a step's returns make up. */
+/** Bookkeeping of a run: its start, its end, and the calls that do not run. */
 import { newId } from '../src/ids';
 import { getAgentRow } from '../src/db/agents';
 import { resolveStepContext } from '../src/agent/step-context';
-import { getMessage, insertMessage } from '../src/db/messages';
-import type { FollowUp } from '../src/agent/approvals';
+import { insertMessage } from '../src/db/messages';
 import { finishRun as storeRunOutcome, markRunRunning } from '../src/db/runs';
-import { recordToolExecution, toolExecutions } from '../src/db/tool-executions';
-import type { Queryable } from '../src/db';
+import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
-import type { FinishRunInput, RejectToolCallInput, RunUsage, StepContext, ToolOutcome } from './contracts';
+import type { FinishRunInput, RejectToolCallInput, StepContext, ToolOutcome } from './contracts';
+import { releaseCancelledPause } from './approvals';
+import { flushToolReturns, usageRecord } from './run-records';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -18,72 +18,6 @@ export function runStatusFor(stopReason: string): RunStatus {
   return ['end_turn', 'max_steps', 'tool_rule', 'requires_approval'].includes(stopReason)
     ? 'completed'
     : 'failed';
-}
-
-/** A step's token counts in Letta's usage shape, as runs store them. */
-export const usageRecord = (usage: RunUsage) => ({
-  prompt_tokens: usage.promptTokens,
-  completion_tokens: usage.completionTokens,
-  total_tokens: usage.promptTokens + usage.completionTokens,
-  step_count: usage.stepCount,
-  cached_input_tokens: usage.cachedInputTokens,
-  reasoning_tokens: usage.reasoningTokens,
-});
-
-/**
- * Stores the returns of `toolCallIds` as one tool message, then the user messages that came with the
- * approval `followUpsFrom` (Letta injects them after the returns). Once, however often it is called.
- */
-export async function flushToolReturns(
-  db: Queryable,
-  agentId: string,
-  runId: string,
-  toolCallIds: string[],
-  followUpsFrom?: string,
-) {
-  if (toolCallIds.length === 0) return;
-  const executions = await toolExecutions(db, toolCallIds);
-  const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
-  const returns = toolCallIds.flatMap((id) => {
-    const e = byId.get(id);
-    return e
-      ? [
-          {
-            tool_call_id: id,
-            status: e.status,
-            func_response: e.func_return,
-            stdout: e.stdout,
-            stderr: e.stderr,
-          },
-        ]
-      : [];
-  });
-  await insertMessage(db, {
-    id: newId('message'),
-    agent_id: agentId,
-    run_id: runId,
-    role: 'tool',
-    tool_returns: returns,
-    idempotency_key: `${runId}:tools:${toolCallIds.join(',')}`,
-  });
-  if (followUpsFrom) await storeFollowUps(db, agentId, runId, followUpsFrom);
-}
-
-async function storeFollowUps(db: Queryable, agentId: string, runId: string, approvalMessageId: string) {
-  const approval = await getMessage(db, approvalMessageId);
-  const followUps = (approval?.metadata?.follow_ups ?? []) as FollowUp[];
-  for (const [i, message] of followUps.entries()) {
-    await insertMessage(db, {
-      id: newId('message'),
-      agent_id: agentId,
-      run_id: runId,
-      role: message.role,
-      content: [{ type: 'text', text: message.text }],
-      name: message.name ?? null,
-      otid: message.otid ?? null,
-      idempotency_key: `${approvalMessageId}:follow-up:${i}`,
-    });
-  }
 }
 
 export function runActivities({ db }: ActivityDeps) {
@@ -137,18 +71,25 @@ export function runActivities({ db }: ActivityDeps) {
       });
     },
 
+    /**
+     * Ends the run, in one transaction that locks its row first (its notification goes out with the
+     * tool message): a cancelled run also releases a pause its model call may have entered meanwhile.
+     */
     async finishRun(input: FinishRunInput): Promise<void> {
-      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
-      await storeRunOutcome(db, input.runId, {
-        status: runStatusFor(input.stopReason),
-        stopReason: input.stopReason,
-        usage: usageRecord(input.usage),
-        error: input.error && { error_type: input.error.type, message: input.error.message },
+      await db.transaction(async (tx) => {
+        await storeRunOutcome(tx, input.runId, {
+          status: runStatusFor(input.stopReason),
+          stopReason: input.stopReason,
+          usage: usageRecord(input.usage),
+          error: input.error && { error_type: input.error.type, message: input.error.message },
+        });
+        if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
+        await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
+        await tx.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [
+          input.agentId,
+          input.stopReason,
+        ]);
       });
-      await db.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [
-        input.agentId,
-        input.stopReason,
-      ]);
     },
   };
 }

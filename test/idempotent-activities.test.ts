@@ -2,6 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities';
 import { noUsage, type CallModelInput, type ToolCallInput } from '../activities/contracts';
 import { openDatabase, type Database } from '../src/db';
+import { CANCEL_DENIAL_REASON, lockPendingApproval, recordAnswer } from '../src/agent/approvals';
 import { getAgentRow } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
 import type { PendingApproval } from '../src/db/rows';
@@ -175,6 +176,66 @@ describe('activities retried after doing their work', () => {
     expect(await run(activities.requestApproval, pause)).toEqual({ timeoutMs: null });
     expect((await getAgentRow(db, agentId))!.pending_approval).toMatchObject({ message_id: turn.messageId });
     expect(await getRun(db, runId)).toMatchObject({ stop_reason: 'requires_approval' });
+  });
+
+  describe('racing a cancel, which does not stop a running model call at once', () => {
+    const pausedRun = async () => {
+      const ids = await agentWithRun(db);
+      stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
+      const input = { ...clientToolTurn(ids.agentId, ids.runId, 0), requestUsage: noUsage() };
+      return { ...ids, input };
+    };
+    const cancelled = (agentId: string, runId: string) => ({
+      agentId,
+      runId,
+      stopReason: 'cancelled',
+      usage: noUsage(),
+      pendingToolCallIds: [],
+    });
+
+    it('leave a run the cancel ended first unpaused', async () => {
+      const { agentId, runId, input } = await pausedRun();
+      await run(activities.finishRun, cancelled(agentId, runId));
+      const turn = await run(activities.callModel, input);
+      expect(turn.toolCalls).toHaveLength(1);
+      expect(turn.approvalWait).toBeUndefined();
+      expect((await getAgentRow(db, agentId))!.pending_approval).toBeNull();
+      expect(await getRun(db, runId)).toMatchObject({ status: 'cancelled' });
+    });
+
+    it('deny a pause entered before the cancel ended the run, and end a request that answered it', async () => {
+      const { agentId, runId, input } = await pausedRun();
+      const turn = await run(activities.callModel, input);
+      expect(turn.approvalWait).toEqual({ timeoutMs: null });
+      await run(activities.finishRun, cancelled(agentId, runId));
+      expect((await getAgentRow(db, agentId))!.pending_approval).toBeNull();
+      const [tool] = await db.query<{ tool_returns: { func_response: string }[] }>(
+        `SELECT tool_returns FROM messages WHERE run_id = $1 AND role = 'tool'`,
+        [runId],
+      );
+      expect(tool.tool_returns[0].func_response).toContain(CANCEL_DENIAL_REASON);
+
+      // The same race, with the client's answer accepted before the cancel's end of the run.
+      const second = await pausedRun();
+      const paused = await run(activities.callModel, second.input);
+      const answerRun = await db.transaction(async (tx) => {
+        const pending = (await lockPendingApproval(tx, second.agentId))!;
+        const answered = await recordAnswer(tx, {
+          agentId: second.agentId,
+          pending,
+          answers: [
+            { type: 'tool', tool_call_id: paused.toolCalls[0].id, tool_return: 'yes', status: 'success' },
+          ],
+          followUps: [],
+          runId: newId('run'),
+          newRun: { background: false, metadata: {}, request_config: {} },
+        });
+        return answered.runId;
+      });
+      await run(activities.finishRun, cancelled(second.agentId, second.runId));
+      expect(await getRun(db, answerRun)).toMatchObject({ status: 'cancelled', stop_reason: 'cancelled' });
+      expect(await getRun(db, second.runId)).toMatchObject({ status: 'cancelled' });
+    });
   });
 
   it('edit the memories of more agents at once than the pool has connections', async () => {

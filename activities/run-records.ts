@@ -1,0 +1,73 @@
+/** What a run leaves in the database besides its messages from the model: its usage, its tool messages. */
+import { newId } from '../src/ids';
+import { getMessage, insertMessage } from '../src/db/messages';
+import type { FollowUp } from '../src/agent/approvals';
+import { toolExecutions } from '../src/db/tool-executions';
+import type { Queryable } from '../src/db';
+import type { RunUsage } from './contracts';
+
+/** A step's token counts in Letta's usage shape, as runs store them. */
+export const usageRecord = (usage: RunUsage) => ({
+  prompt_tokens: usage.promptTokens,
+  completion_tokens: usage.completionTokens,
+  total_tokens: usage.promptTokens + usage.completionTokens,
+  step_count: usage.stepCount,
+  cached_input_tokens: usage.cachedInputTokens,
+  reasoning_tokens: usage.reasoningTokens,
+});
+
+/**
+ * Stores the returns of `toolCallIds` as one tool message, then the user messages that came with the
+ * approval `followUpsFrom` (Letta injects them after the returns). Once, however often it is called.
+ */
+export async function flushToolReturns(
+  db: Queryable,
+  agentId: string,
+  runId: string,
+  toolCallIds: string[],
+  followUpsFrom?: string,
+) {
+  if (toolCallIds.length === 0) return;
+  const executions = await toolExecutions(db, toolCallIds);
+  const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
+  const returns = toolCallIds.flatMap((id) => {
+    const e = byId.get(id);
+    return e
+      ? [
+          {
+            tool_call_id: id,
+            status: e.status,
+            func_response: e.func_return,
+            stdout: e.stdout,
+            stderr: e.stderr,
+          },
+        ]
+      : [];
+  });
+  await insertMessage(db, {
+    id: newId('message'),
+    agent_id: agentId,
+    run_id: runId,
+    role: 'tool',
+    tool_returns: returns,
+    idempotency_key: `${runId}:tools:${toolCallIds.join(',')}`,
+  });
+  if (followUpsFrom) await storeFollowUps(db, agentId, runId, followUpsFrom);
+}
+
+async function storeFollowUps(db: Queryable, agentId: string, runId: string, approvalMessageId: string) {
+  const approval = await getMessage(db, approvalMessageId);
+  const followUps = (approval?.metadata?.follow_ups ?? []) as FollowUp[];
+  for (const [i, message] of followUps.entries()) {
+    await insertMessage(db, {
+      id: newId('message'),
+      agent_id: agentId,
+      run_id: runId,
+      role: message.role,
+      content: [{ type: 'text', text: message.text }],
+      name: message.name ?? null,
+      otid: message.otid ?? null,
+      idempotency_key: `${approvalMessageId}:follow-up:${i}`,
+    });
+  }
+}

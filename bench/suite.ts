@@ -24,7 +24,7 @@ import { inParallel, percentiles, perUnit, timeRuns, type Percentiles } from './
 import { writeReport } from './report';
 
 const REPS = Number(process.env.BENCH_REPS ?? 15);
-const CALLS_PER_STEP = 5;
+const CALLS_PER_STEP = 10;
 /** BENCH_ONLY=name,name measures just those figures (and no paused runs unless named): for profiling. */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const EVERYTHING = path.join(
@@ -116,22 +116,22 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
     })
   ).id;
 
-/** The per-call cost of `tool` in a step of CALLS_PER_STEP calls, over the same step without calls. */
+/** The per-call cost of `tool` in a step of `calls` calls, over the same step without calls. */
 async function perCallInStep(
   client: Letta,
   agentId: string,
   script: Omit<Script, 'times'>,
-  direct = 0,
+  { direct = 0, calls = CALLS_PER_STEP } = {},
 ): Promise<Record<string, Percentiles | number>> {
   const withCalls = percentiles(
-    await timeRuns(REPS, () => step(client, agentId, { ...script, times: CALLS_PER_STEP })),
+    await timeRuns(REPS, () => step(client, agentId, { ...script, times: calls })),
   );
   const without = percentiles(await timeRuns(REPS, () => step(client, agentId, { ...script, times: 0 })));
   return {
-    calls_per_step: CALLS_PER_STEP,
+    calls_per_step: calls,
     step_with_calls_ms: withCalls,
     step_without_calls_ms: without,
-    per_call_ms: perUnit(withCalls, without, CALLS_PER_STEP, direct),
+    per_call_ms: perUnit(withCalls, without, calls, direct),
   };
 }
 
@@ -154,8 +154,15 @@ async function orchestrationOverhead(bench: Bench) {
   const script = { tool: 'memory_insert', args };
   return {
     direct_call_ms: direct,
-    in_one_reply: await perCallInStep(bench.client, agentId, script, direct.p50),
-    one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }, direct.p50),
+    in_one_reply: await perCallInStep(bench.client, agentId, script, { direct: direct.p50 }),
+    one_per_model_turn: await perCallInStep(
+      bench.client,
+      agentId,
+      { ...script, perTurn: true },
+      {
+        direct: direct.p50,
+      },
+    ),
   };
 }
 
@@ -164,8 +171,8 @@ async function sandboxedCalls(bench: Bench) {
   const source =
     'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
   const tool = await bench.client.tools.create({ source_code: source });
-  const measure = async (client: Letta) =>
-    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } });
+  const measure = async (client: Letta, calls?: number) =>
+    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, { calls });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-tool-'));
   const file = path.join(dir, 'tool.py');
   const freshInterpreter = percentiles(
@@ -177,7 +184,8 @@ async function sandboxedCalls(bench: Bench) {
   fs.rmSync(dir, { recursive: true, force: true });
   return {
     warm_pool: await measure(bench.client),
-    cold_sandbox: await measure(bench.coldClient),
+    // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
+    cold_sandbox: await measure(bench.coldClient, CALLS_PER_STEP / 2),
     fresh_interpreter_per_call_ms: freshInterpreter,
   };
 }

@@ -15,6 +15,7 @@ import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
 import { executeBuiltinTool } from '../src/tools/builtin';
 import { getAgentRow } from '../src/db/agents';
+import { clientToolReturn } from '../test/helpers/approvals';
 import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helpers/env';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
@@ -262,19 +263,7 @@ async function approvalRoundTrip(bench: Bench) {
     const asked = bench.arrivals.length;
     const started = performance.now();
     await bench.client.agents.messages.create(agentId, {
-      messages: [
-        {
-          type: 'approval',
-          approvals: [
-            {
-              type: 'tool',
-              tool_call_id: call.tool_call.tool_call_id,
-              tool_return: 'yes',
-              status: 'success',
-            },
-          ],
-        },
-      ],
+      messages: [clientToolReturn(call.tool_call.tool_call_id, 'yes')],
     });
     if (i < 3) continue; // warm-up
     toResponse.push(performance.now() - started);

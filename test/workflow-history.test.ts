@@ -6,6 +6,7 @@ import { Worker } from '@temporalio/worker';
 import type { AgentStepInput } from '../workflows/messages';
 import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
 import { useAgentServer } from './helpers/agent-server';
+import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import { agentWithRun } from './helpers/runs';
 import {
@@ -221,19 +222,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       tool_call: { tool_call_id: string };
     };
     const answered = await h.client.agents.messages.create(agent.id, {
-      messages: [
-        {
-          type: 'approval',
-          approvals: [
-            {
-              type: 'tool',
-              tool_call_id: call.tool_call.tool_call_id,
-              tool_return: 'yes',
-              status: 'success',
-            },
-          ],
-        },
-      ],
+      messages: [clientToolReturn(call.tool_call.tool_call_id, 'yes')],
     });
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     await temporalClient.workflow.getHandle(workflowId).result();

@@ -4,7 +4,7 @@ import { getMessage } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
 import { json } from '../src/db/sql';
 import { recordToolExecution } from '../src/db/tool-executions';
-import type { MessageRow, PendingApproval } from '../src/db/rows';
+import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
 import type { Queryable } from '../src/db';
 import { newId } from '../src/ids';
 import {
@@ -64,10 +64,9 @@ const endRunPaused = (tx: Queryable, input: Pick<RequestApprovalInput, 'runId' |
 export async function enterPause(
   tx: Queryable,
   input: RequestApprovalInput,
+  run: RunRow,
   agentTimeoutSeconds: number | null,
 ): Promise<ApprovalWait> {
-  const run = await getRun(tx, input.runId);
-  if (!run) throw new Error(`run ${input.runId} does not exist`);
   const seconds =
     (run.request_config?.approval_timeout_seconds as number | null | undefined) ?? agentTimeoutSeconds;
   const now = new Date();
@@ -175,7 +174,9 @@ export function approvalActivities({ db }: ActivityDeps) {
         const answered = await answerFor(tx, input.messageId);
         if (!answered && pending?.message_id !== input.messageId) {
           const agent = await getAgentRow(tx, input.agentId);
-          return enterPause(tx, input, agent?.approval_timeout_seconds ?? null);
+          const run = await getRun(tx, input.runId);
+          if (!run) throw new Error(`run ${input.runId} does not exist`);
+          return enterPause(tx, input, run, agent?.approval_timeout_seconds ?? null);
         }
         await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [
           input.agentId,

@@ -2,7 +2,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { markRunRunning } from '../src/db/runs';
+import { isActiveRun, lockRun, markRunRunning } from '../src/db/runs';
 import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
 import type { MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
@@ -186,13 +186,11 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
       // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {
-        const [run] = await tx.query<{ status: string }>('SELECT status FROM runs WHERE id = $1 FOR UPDATE', [
-          input.runId,
-        ]);
+        const run = await lockRun(tx, input.runId);
         const message = await insertMessage(tx, replyMessage);
         if (message.id !== replyMessage.id)
           return { ...turnOf(message), ...(await pausedBy(tx, message, input)) };
-        if (run?.status !== 'created' && run?.status !== 'running') return turnOf(message);
+        if (!run || !isActiveRun(run)) return turnOf(message);
         const pause = {
           agentId: agent.id,
           runId: input.runId,
@@ -202,7 +200,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         };
         return {
           ...turnOf(message),
-          approvalWait: await enterPause(tx, pause, agent.approval_timeout_seconds),
+          approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
         };
       });
     },

@@ -35,7 +35,7 @@ export interface AgentStepInput {
   localActivities?: boolean;
   /**
    * The agent's tools and rules, resolved by the API as it started the step. A step started without
-   * them (by an older API) resolves them with the startRun local activity, as every answer's request does.
+   * them (by an older API) resolves them with the startRun local activity.
    */
   context?: StepContext;
 }

@@ -25,15 +25,18 @@ export async function resolveStepContext(db: Queryable, agent: AgentRow): Promis
   const tools = await agentTools(db, agent.id);
   const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
   return {
-    tools: tools.map((tool) => ({
-      id: tool.id,
-      name: tool.name,
-      mode: toolMode(tool),
-      parallel: tool.enable_parallel_execution,
-      version: tool.version,
-      timeoutMs: toolTimeoutMs(tool),
-      local: toolMode(tool) === 'builtin' && runsLocally(tool.name),
-    })),
+    tools: tools.map((tool) => {
+      const mode = toolMode(tool);
+      return {
+        id: tool.id,
+        name: tool.name,
+        mode,
+        parallel: tool.enable_parallel_execution,
+        version: tool.version,
+        timeoutMs: toolTimeoutMs(tool),
+        local: mode === 'builtin' && runsLocally(tool.name),
+      };
+    }),
     toolRules: agent.tool_rules,
     parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,
     model: agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`,

@@ -5,7 +5,7 @@
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { ApiContext } from '../api/context';
 import { HttpError, notFound } from '../api/errors';
-import { getAgentRow } from '../db/agents';
+import { lockAgentRow } from '../db/agents';
 import { insertMessage } from '../db/messages';
 import { getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
@@ -17,7 +17,6 @@ import { approvalAnsweredSignal, type AgentStepInput } from '../../workflows/mes
 import { agentIdKey, runIdKey } from '../../workflows/search-attributes';
 import {
   answersMismatch,
-  lockPendingApproval,
   NOTHING_PENDING,
   PENDING_APPROVAL_TEXT,
   recordAnswer,
@@ -71,10 +70,9 @@ export async function startAgentStep(
   const runId = newId('run');
   const workflowId = workflowIdFor(request.agentId, runId);
   const { run, context } = await ctx.db.transaction(async (tx) => {
-    const pending = await lockPendingApproval(tx, request.agentId);
-    if (pending) throw pendingApprovalError(pending);
-    const agent = await getAgentRow(tx, request.agentId);
+    const agent = await lockAgentRow(tx, request.agentId);
     if (!agent) throw notFound(`Agent ${request.agentId}`);
+    if (agent.pending_approval) throw pendingApprovalError(agent.pending_approval);
     const row = await insertRun(tx, {
       id: runId,
       agent_id: request.agentId,
@@ -141,8 +139,9 @@ export async function answerPausedStep(
 ): Promise<{ run: RunRow; handle: StepHandle }> {
   const { agentId } = request;
   const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
-    const pending = await lockPendingApproval(tx, agentId);
-    if (!pending) {
+    const agent = await lockAgentRow(tx, agentId);
+    const pending = agent?.pending_approval;
+    if (!agent || !pending) {
       const previous = await repeatedAnswer(tx, agentId, request.answers);
       if (!previous) throw new HttpError(400, NOTHING_PENDING);
       const run = await getRun(tx, previous.runId);
@@ -163,7 +162,7 @@ export async function answerPausedStep(
         request_config: requestConfig(request),
       },
     });
-    const context = await resolveStepContext(tx, (await getAgentRow(tx, agentId))!);
+    const context = await resolveStepContext(tx, agent);
     return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
   });
   const handle = ctx.temporal.workflow.getHandle<typeof agentStep>(workflowId);

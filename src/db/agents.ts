@@ -100,6 +100,12 @@ export async function getAgentRow(db: Queryable, id: string): Promise<AgentRow |
   return row;
 }
 
+/** The agent's row, locked until the transaction ends (its pending approval changes under this lock). */
+export async function lockAgentRow(tx: Queryable, id: string): Promise<AgentRow | undefined> {
+  const [row] = await tx.query<AgentRow>('SELECT * FROM agents WHERE id = $1 FOR UPDATE', [id]);
+  return row;
+}
+
 export async function agentBlocks(db: Queryable, agentId: string): Promise<BlockRow[]> {
   return db.query<BlockRow>(
     `SELECT b.* FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id

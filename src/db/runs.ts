@@ -18,6 +18,16 @@ export function getRun(db: Queryable, id: string): Promise<RunRow | undefined> {
   return db.query<RunRow>('SELECT * FROM runs WHERE id = $1', [id]).then((rows) => rows[0]);
 }
 
+/** The run's row, locked until the transaction ends. */
+export async function lockRun(tx: Queryable, id: string): Promise<RunRow | undefined> {
+  const [row] = await tx.query<RunRow>('SELECT * FROM runs WHERE id = $1 FOR UPDATE', [id]);
+  return row;
+}
+
+/** A run that has not ended yet. */
+export const isActiveRun = (run: Pick<RunRow, 'status'>) =>
+  run.status === 'created' || run.status === 'running';
+
 export async function markRunRunning(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'created'`, [id]);
 }

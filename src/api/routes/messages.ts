@@ -8,7 +8,7 @@ import { pageQuery } from '../schemas/common';
 import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { getAgentRow } from '../../db/agents';
 import { listMessages, runMessagesAfter } from '../../db/messages';
-import { getRun, listRuns } from '../../db/runs';
+import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { MessageRow, RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
@@ -202,7 +202,7 @@ export function messagesRouter(ctx: ApiContext): Router {
     const body = parseBody(CancelSchema, req);
     const active = body.run_ids?.length
       ? (await Promise.all(body.run_ids.map((id) => getRun(ctx.db, id)))).filter(
-          (r): r is RunRow => r?.agent_id === agentId && (r.status === 'created' || r.status === 'running'),
+          (r): r is RunRow => r?.agent_id === agentId && isActiveRun(r),
         )
       : await listRuns(ctx.db, { agentId, active: true }, { limit: 100, order: 'desc' });
     // A step paused for approval is cancelled too: its pending calls are then denied.

@@ -124,6 +124,10 @@ export async function startAgentStep(
       { key: runIdKey, value: runId },
     ],
     staticSummary: `Agent step of ${request.agentId} (${request.runType})`,
+    // With the agent worker in this process (npm start), the start's response carries the first
+    // workflow task to it: no trip through matching. Without one (--role=api), the SDK's core does
+    // not ask for it, and the task goes through matching as before.
+    requestEagerStart: true,
   });
   return { run, handle };
 }
@@ -140,8 +144,9 @@ export async function answerPausedStep(
   const { agentId } = request;
   const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, agentId);
-    const pending = agent?.pending_approval;
-    if (!agent || !pending) {
+    if (!agent) throw notFound(`Agent ${agentId}`);
+    const pending = agent.pending_approval;
+    if (!pending) {
       const previous = await repeatedAnswer(tx, agentId, request.answers);
       if (!previous) throw new HttpError(400, NOTHING_PENDING);
       const run = await getRun(tx, previous.runId);

@@ -287,11 +287,19 @@ describe('the agent step through the official Letta client', () => {
   });
 
   it('answers errors in Letta shape', async () => {
+    const missing = 'agent-00000000-0000-4000-8000-000000000000';
+    await expect(h.client.agents.retrieve(missing)).rejects.toMatchObject({ status: 404 });
+    // A step's start and an answer both find no agent to lock.
     await expect(
-      h.client.agents.retrieve('agent-00000000-0000-4000-8000-000000000000'),
-    ).rejects.toMatchObject({
-      status: 404,
-    });
+      h.client.agents.messages.create(missing, { messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({ status: 404, error: { detail: `Agent ${missing} not found` } });
+    await expect(
+      h.client.agents.messages.create(missing, {
+        messages: [
+          { type: 'approval', approvals: [{ type: 'approval', tool_call_id: 'call_1', approve: true }] },
+        ],
+      }),
+    ).rejects.toMatchObject({ status: 404 });
     await expect(h.client.agents.create({ name: 'no model' })).rejects.toMatchObject({ status: 400 });
     await expect(h.client.agents.create({ model: 'anthropic/claude-x' })).rejects.toMatchObject({
       status: 400,

@@ -124,9 +124,8 @@ export function messagesRouter(ctx: ApiContext): Router {
     if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
   };
 
-  /** Starts a step, or answers the paused one, as the request's messages say. */
+  /** Starts a step, or answers the paused one, as the request's messages say (both 404 without the agent). */
   const start = async (agentId: string, body: LettaRequest, runType: string, background: boolean) => {
-    await requireAgent(agentId);
     const { answers, messages } = inputOf(body);
     const options = {
       agentId,

@@ -1,13 +1,15 @@
 /**
- * Paused runs at rest: N agent steps paused on a client tool, and what they cost the worker process
+ * Paused runs at rest: N agent steps paused on a client tool, and what they cost the server process
  * while they wait (its resident memory), plus how long a pause and an answer's round trip take.
  *
  *   npm run bench:paused -- [count…]     (default 1000; needs PostgreSQL, as the tests do)
  *
  * `npm run bench` runs it with 1,000 and 10,000 as part of the suite (bench/suite.ts).
  *
- * The API and the worker run as separate processes (`--role=api`, `--role=worker`) on a Temporal dev
- * server of their own; the model is a local OpenAI-compatible stub that always calls the client tool.
+ * The server runs as `npm start` runs it, API and workers in one process (`--role=all`: each step's
+ * first workflow task comes back eagerly with its start), in a process of its own on a Temporal dev
+ * server of its own, so that its memory is the server's alone; the model is a local OpenAI-compatible
+ * stub that always calls the client tool.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -17,14 +19,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startOpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema } from '../test/helpers/postgres';
 import type { StartedProcess } from '../test/helpers/process';
-import {
-  apiUrl,
-  killProcess,
-  serverProcessEnv,
-  startApiProcess,
-  startWorkerProcess,
-} from '../test/helpers/server-processes';
+import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
 import { startTemporalServer } from '../test/helpers/temporal-server';
+import type { MemorySample } from './memory-probe';
 import { inParallel, percentiles } from './stats';
 
 const CLIENT_TOOL = {
@@ -34,10 +31,18 @@ const CLIENT_TOOL = {
 };
 const CONCURRENCY = 16;
 
-const rssMiB = (pid: number) => {
-  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
-  return line ? Math.round(Number(line[1]) / 1024) : NaN;
-};
+/**
+ * The memory of process `pid` after a full garbage collection, which bench/memory-probe.ts (preloaded
+ * there) takes on SIGUSR2 and writes to `file`.
+ */
+async function memoryAfterGc(pid: number, file: string): Promise<MemorySample> {
+  fs.rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
+    if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as MemorySample;
+  }
+  throw new Error(`process ${pid} wrote no memory sample to ${file}`);
+}
 
 /**
  * POSTs JSON to the API over one keep-alive agent: node:http, since fetch (undici) spent about three
@@ -67,8 +72,8 @@ function postJson(base: string) {
 }
 
 /**
- * The worker's resident memory with no run paused and with each of `checkpoints` (ascending counts)
- * paused on a client tool; the time each pause took, and the round trip of 50 answers.
+ * The server's memory with no run paused and with each of `checkpoints` (ascending counts) paused on a
+ * client tool; the time each pause took, and the round trip of 50 answers.
  */
 export async function pausedRunsAtRest(checkpoints: number[]) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
@@ -79,19 +84,22 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
   );
   const { server: temporal } = await startTemporalServer(dataDir);
   const cacheSize = process.env.WORKER_MAX_CACHED_WORKFLOWS;
+  const probeFile = path.join(dataDir, 'memory.json');
   const env = await serverProcessEnv({
     dataDir,
     databaseUrl: schema.url,
     temporalAddress: temporal.address,
     openAiBaseUrl: stub.baseURL,
-    extra: cacheSize ? { WORKER_MAX_CACHED_WORKFLOWS: cacheSize } : {},
+    extra: {
+      NODE_OPTIONS: `--require ${path.join(__dirname, 'memory-probe.js')}`,
+      BENCH_MEMORY_PROBE_FILE: probeFile,
+      ...(cacheSize ? { WORKER_MAX_CACHED_WORKFLOWS: cacheSize } : {}),
+    },
   });
-  const processes: StartedProcess[] = [];
+  let server: StartedProcess | undefined;
   try {
-    const api = await startApiProcess(env);
-    processes.push(api);
-    const worker = await startWorkerProcess(env);
-    processes.push(worker);
+    server = await startApiProcess(env, 'all');
+    const pid = server.child.pid!;
     const post = postJson(apiUrl(env));
     const pause = async () => {
       const agent = await post('/v1/agents/', { model: 'openai/gpt-4o-mini', include_base_tools: false });
@@ -106,12 +114,12 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
     };
 
     await sleep(2_000);
-    const rss: Record<string, number> = { '0': rssMiB(worker.child.pid!) };
+    const memory: Record<string, MemorySample> = { '0': await memoryAfterGc(pid, probeFile) };
     const paused: Awaited<ReturnType<typeof pause>>[] = [];
     for (const count of checkpoints) {
       paused.push(...(await inParallel(count - paused.length, CONCURRENCY, pause)));
       await sleep(2_000);
-      rss[String(count)] = rssMiB(worker.child.pid!);
+      memory[String(count)] = await memoryAfterGc(pid, probeFile);
     }
 
     const answered = await inParallel(Math.min(50, paused.length), CONCURRENCY, async (i) => {
@@ -129,14 +137,14 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
     });
 
     return {
-      worker_rss_mib_by_paused_runs: rss,
+      server_memory_after_gc_by_paused_runs: memory,
       pause_ms: percentiles(paused.map((r) => r.elapsed)),
       answer_round_trip_ms: percentiles(answered),
       requests_in_flight: CONCURRENCY,
       worker_max_cached_workflows: Number(cacheSize ?? 200),
     };
   } finally {
-    for (const proc of processes) await killProcess(proc, 'SIGKILL');
+    if (server) await killProcess(server, 'SIGKILL');
     await temporal.stop();
     await stub.close();
     await schema.drop();

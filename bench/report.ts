@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as prettier from 'prettier';
 import { projectRoot } from '../src/paths';
+import type { MemorySample } from './memory-probe';
 import type { Percentiles } from './stats';
 
 const START = '<!-- bench:start -->';
@@ -23,11 +24,13 @@ function rows(r: Results): string[][] {
   const mcp = (t: string) => r.mcp_tool_call[t];
   const a = r.approval_round_trip;
   const t = r.throughput;
-  const rss = r.paused_runs_at_rest.worker_rss_mib_by_paused_runs as Record<string, number>;
-  const counts = Object.keys(rss);
+  const memory = r.paused_runs_at_rest.server_memory_after_gc_by_paused_runs as Record<string, MemorySample>;
+  const counts = Object.keys(memory);
   // Growth from the first count paused to the last; with one count, from none paused.
-  const from = counts.length > 2 ? counts[1] : counts[0];
-  const growth = rss[counts.at(-1)!] - rss[from];
+  const from = memory[counts.length > 2 ? counts[1] : counts[0]];
+  const to = memory[counts.at(-1)!];
+  const growth = (key: keyof MemorySample) => to[key] - from[key];
+  const signed = (n: number) => `${n >= 0 ? '+' : ''}${n} MiB`;
   return [
     [
       '1. Orchestration overhead per built-in tool call',
@@ -87,11 +90,12 @@ function rows(r: Results): string[][] {
       '',
     ],
     [
-      '6. Worker memory with runs paused',
-      counts.map((c) => `${c}: ${rss[c]} MiB`).join(', '),
-      `${from} → ${counts.at(-1)}: ${growth >= 0 ? '+' : ''}${growth} MiB`,
+      '6. Server memory (API and worker in one process, after a full GC) with runs paused',
+      counts.map((c) => `${c}: ${memory[c].rss_mib} MiB`).join(', '),
+      `${counts.length > 2 ? counts[1] : counts[0]} → ${counts.at(-1)}: RSS ${signed(growth('rss_mib'))}, ` +
+        `JS heap in use ${signed(growth('heap_used_mib'))}`,
       'no growth',
-      verdict(growth <= 20),
+      verdict(growth('rss_mib') <= 20 && growth('heap_used_mib') <= 20),
     ],
   ];
 }

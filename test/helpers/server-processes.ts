@@ -26,8 +26,12 @@ export async function serverProcessEnv(options: {
 
 export const apiUrl = (env: Record<string, string>) => `http://127.0.0.1:${env.PORT}`;
 
-export async function startApiProcess(env: Record<string, string>): Promise<StartedProcess> {
-  const api = startProcess('node', ['dist/src/main.js', '--role=api'], env);
+/** The API alone (`--role=api`), or with the workers in the same process (`all`, as `npm start` runs). */
+export async function startApiProcess(
+  env: Record<string, string>,
+  role: 'api' | 'all' = 'api',
+): Promise<StartedProcess> {
+  const api = startProcess('node', ['dist/src/main.js', `--role=${role}`], env);
   await waitForStatus(`${apiUrl(env)}/v1/health/`, 200, api, 60_000);
   return api;
 }

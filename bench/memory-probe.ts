@@ -1,8 +1,9 @@
 /**
  * Preloaded into the server process by bench/paused-runs.ts (`node --require`): on SIGUSR2 it collects
- * all garbage, then writes the process's memory to the file BENCH_MEMORY_PROBE_FILE names. A sample of
- * RSS alone says little: V8 grows and shrinks its heap in steps of tens of MiB on its own schedule, so
- * samples of one unchanged process differed by ~150 MiB.
+ * the main thread's garbage, then writes the process's RSS and that thread's JS heap in use to the file
+ * BENCH_MEMORY_PROBE_FILE names. A sample of RSS alone says little: V8 grows and shrinks its heap in
+ * steps of tens of MiB on its own schedule, so samples of one unchanged process differed by ~150 MiB.
+ * (Cached workflows live in the SDK's workflow thread, whose heap only the RSS counts.)
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';

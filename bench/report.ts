@@ -27,9 +27,8 @@ function rows(r: Results): string[][] {
   const memory = r.paused_runs_at_rest.server_memory_after_gc_by_paused_runs as Record<string, MemorySample>;
   const counts = Object.keys(memory);
   // Growth from the first count paused to the last; with one count, from none paused.
-  const from = memory[counts.length > 2 ? counts[1] : counts[0]];
-  const to = memory[counts.at(-1)!];
-  const growth = (key: keyof MemorySample) => to[key] - from[key];
+  const [fromCount, toCount] = [counts.length > 2 ? counts[1] : counts[0], counts.at(-1)!];
+  const growth = (key: keyof MemorySample) => memory[toCount][key] - memory[fromCount][key];
   const signed = (n: number) => `${n >= 0 ? '+' : ''}${n} MiB`;
   return [
     [
@@ -92,7 +91,7 @@ function rows(r: Results): string[][] {
     [
       '6. Server memory (API and worker in one process, after a full GC) with runs paused',
       counts.map((c) => `${c}: ${memory[c].rss_mib} MiB`).join(', '),
-      `${counts.length > 2 ? counts[1] : counts[0]} → ${counts.at(-1)}: RSS ${signed(growth('rss_mib'))}, ` +
+      `${fromCount} → ${toCount}: RSS ${signed(growth('rss_mib'))}, ` +
         `JS heap in use ${signed(growth('heap_used_mib'))}`,
       'no growth',
       verdict(growth('rss_mib') <= 20 && growth('heap_used_mib') <= 20),

@@ -153,17 +153,11 @@ async function orchestrationOverhead(bench: Bench) {
     ),
   );
   const script = { tool: 'memory_insert', args };
+  const options = { direct: direct.p50 };
   return {
     direct_call_ms: direct,
-    in_one_reply: await perCallInStep(bench.client, agentId, script, { direct: direct.p50 }),
-    one_per_model_turn: await perCallInStep(
-      bench.client,
-      agentId,
-      { ...script, perTurn: true },
-      {
-        direct: direct.p50,
-      },
-    ),
+    in_one_reply: await perCallInStep(bench.client, agentId, script, options),
+    one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }, options),
   };
 }
 

@@ -33,13 +33,39 @@ const secretsKey = z.string().transform((text, ctx) => {
   return z.NEVER;
 });
 
+/** A comma-separated list; blanks dropped. */
+const list = z
+  .string()
+  .default('')
+  .transform((text) =>
+    text
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
+
+/** Origins as browsers send them (`https://app.example.com`, no path): a trailing slash is dropped. */
+const originList = list.transform((items, ctx) =>
+  items.map((item) => {
+    const origin = URL.canParse(item) ? new URL(item).origin : 'null';
+    if (origin === 'null')
+      ctx.addIssue({ code: 'custom', message: `expected origins like https://app.example.com, not ${item}` });
+    return origin;
+  }),
+);
+
 /** Settings whose value a configuration error must not repeat. */
-const HIDDEN = new Set(['SECRETS_KEY']);
+const HIDDEN = new Set(['SECRETS_KEY', 'LETTA_SERVER_PASSWORD']);
 
 export const ConfigSchema = z.object({
   PORT: port.default(8283),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
+  LETTA_SERVER_PASSWORD: optional(z.string()),
+  ALLOWED_HOSTS: list,
+  CORS_ORIGINS: originList,
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(20),
+  AUTH_FAILURE_WINDOW_MS: milliseconds.default(60_000),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 
   DATABASE_URL: optional(url),

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
@@ -5,6 +6,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { sandboxActivities } from '../activities/sandbox';
 import { mcpActivities } from '../activities/mcp';
+import { isLoopbackHost } from './api/access';
 import { createApp } from './api/app';
 import { RunEvents } from './api/run-events';
 import { providerRegistry } from './llm';
@@ -152,7 +154,7 @@ export async function startServer(
       undo.push(() => runEvents.close());
       const app = createApp({
         db,
-        config,
+        config: { ...config, LETTA_SERVER_PASSWORD: apiPassword(config, log) },
         connection,
         temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
         taskQueues: queues,
@@ -205,6 +207,26 @@ async function ensureSearchAttributes(
       'could not register the custom search attributes: register them with `temporal operator search-attribute create`',
     );
   }
+}
+
+/**
+ * The password the API asks for. Without one it must listen on loopback only; asked to listen beyond
+ * it, it makes one, as Letta's secure mode does, and prints it once on stderr (never into the log).
+ */
+function apiPassword(config: Config, log: Logger): string | undefined {
+  if (config.LETTA_SERVER_PASSWORD || isLoopbackHost(config.HOST)) return config.LETTA_SERVER_PASSWORD;
+  const password = randomBytes(24).toString('base64url');
+  log.warn(
+    { host: config.HOST },
+    'the API listens beyond loopback without LETTA_SERVER_PASSWORD: a password was generated for this run (printed on stderr)',
+  );
+  process.stderr.write(
+    `HOST=${config.HOST} listens beyond loopback and LETTA_SERVER_PASSWORD is not set.\n` +
+      `Every request but GET /v1/health/ must send this run's password, e.g. Authorization: Bearer <password>:\n` +
+      `    ${password}\n` +
+      'Set LETTA_SERVER_PASSWORD to choose one that survives restarts.\n',
+  );
+  return password;
 }
 
 function listen(app: http.RequestListener, port: number, host: string): Promise<http.Server> {

@@ -63,9 +63,12 @@ describe('docker-compose.yml', () => {
     );
   });
 
-  it('wires the Web UI to the Temporal service and publishes it on 8080', () => {
-    expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe(`temporal:${services.temporal.ports![0].split(':')[1]}`);
-    expect(services['temporal-ui'].ports).toContain('8080:8080');
+  it('wires the Web UI to the Temporal service and publishes both, unauthenticated, on loopback only', () => {
+    expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe(
+      `temporal:${services.temporal.ports![0].split(':').at(-1)}`,
+    );
+    expect(services['temporal-ui'].ports).toEqual(['127.0.0.1:8080:8080']);
+    expect(services.temporal.ports).toEqual(['127.0.0.1:7233:7233']);
     expect(env('temporal-init').TEMPORAL_ADDRESS).toBe(env('temporal-ui').TEMPORAL_ADDRESS);
   });
 
@@ -80,6 +83,8 @@ describe('docker-compose.yml', () => {
     expect(server.TEMPORAL_ADDRESS).toBe(env('temporal-ui').TEMPORAL_ADDRESS);
     expect(server.HOST).toBe('0.0.0.0');
     expect(services['letta-temporal'].ports).toContain(`${server.PORT}:${server.PORT}`);
+    // Published beyond loopback, the API asks for a password: the user's, or one made at start-up.
+    expect(server.LETTA_SERVER_PASSWORD).toBe('${LETTA_SERVER_PASSWORD:-}');
     expect(services['letta-temporal'].depends_on).toEqual({
       postgresql: { condition: 'service_healthy' },
       'temporal-init': { condition: 'service_completed_successfully' },

@@ -1,5 +1,6 @@
 import express from 'express';
 import type { NativeConnection } from '@temporalio/worker';
+import { accessControl, corsGrant } from './access';
 import type { ApiContext } from './context';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
@@ -17,10 +18,21 @@ export interface ApiDependencies extends ApiContext {
 export function createApp(deps: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(express.json({ limit: deps.config.MAX_REQUEST_BODY_BYTES }));
+  const { config } = deps;
+  const access = {
+    password: config.LETTA_SERVER_PASSWORD,
+    bindHost: config.HOST,
+    allowedHosts: config.ALLOWED_HOSTS,
+    corsOrigins: config.CORS_ORIGINS,
+    failureLimit: config.AUTH_FAILURE_LIMIT,
+    failureWindowMs: config.AUTH_FAILURE_WINDOW_MS,
+  };
+  app.use(corsGrant(access));
   app.use(
-    healthRouter({ db: deps.db, temporal: deps.connection, timeoutMs: deps.config.HEALTH_CHECK_TIMEOUT_MS }),
+    healthRouter({ db: deps.db, temporal: deps.connection, timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS }),
   );
+  app.use(accessControl(access));
+  app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(agentsRouter(deps));
   app.use(messagesRouter(deps));
   app.use(runsRouter(deps));

@@ -54,8 +54,8 @@ const originList = list.transform((items, ctx) =>
   }),
 );
 
-/** Settings whose value a configuration error must not repeat. */
-const HIDDEN = new Set(['SECRETS_KEY', 'LETTA_SERVER_PASSWORD']);
+/** Settings whose value a configuration error must not repeat: keys, passwords, URLs with credentials. */
+const isHidden = (name: string) => /KEY|PASSWORD|SECRET|TOKEN|DATABASE_URL/.test(name);
 
 export const ConfigSchema = z.object({
   PORT: port.default(8283),
@@ -87,6 +87,7 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(10 * 1024 * 1024),
+  MAX_JSON_DEPTH: z.coerce.number().int().positive().default(64),
   STREAM_POLL_INTERVAL_MS: milliseconds.default(50),
   STREAM_FALLBACK_POLL_MS: milliseconds.default(1_000),
   STREAM_KEEPALIVE_MS: milliseconds.default(20_000),
@@ -172,7 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0]);
-      const value = HIDDEN.has(name) ? '(hidden)' : JSON.stringify(env[name] ?? '');
+      const value = isHidden(name) ? '(hidden)' : JSON.stringify(env[name] ?? '');
       return `${name}=${value}: ${issue.message}`;
     });
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);

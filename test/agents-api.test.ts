@@ -1,4 +1,5 @@
 import Letta from '@letta-ai/letta-client';
+import { getAgent } from '../src/db/agents';
 import { startTestServer, type TestServer } from './helpers/server';
 
 describe('the agents API through the official Letta client', () => {
@@ -66,7 +67,16 @@ describe('the agents API through the official Letta client', () => {
     });
     expect(updated).toMatchObject({ name: 'renamed', tags: ['x', 'y'], system: 'You are terse.' });
     expect(updated.metadata).toEqual({ team: 'blue' });
-    expect(updated.secrets?.map((s) => [s.key, s.value])).toEqual([['C', '3']]);
+    expect(updated.secrets?.map((s) => [s.key, s.value])).toEqual([['C', '****']]);
+
+    // The agent as read, secrets masked, sent back: the secrets keep their values, new ones are taken.
+    const secrets = Object.fromEntries(updated.secrets!.map((s) => [s.key, s.value]));
+    await client.agents.update(agent.id, { secrets: { ...secrets, D: 'four-four-four' } });
+    const stored = (await getAgent(server.db, agent.id))!.secrets.map((s) => [s.key, s.value]);
+    expect(stored.sort()).toEqual([
+      ['C', '3'],
+      ['D', 'four-four-four'],
+    ]);
 
     const rethink = (
       await fetch(`${server.url}/v1/agents/${agent.id}`, { headers: { 'user-agent': 'curl/8' } }).then(

@@ -41,8 +41,8 @@ describe('loadConfig', () => {
     ['PORT', '70000'],
     ['TEMPORAL_UI_PORT', '1.5'],
     ['TEMPORAL_ADDRESS', 'http://temporal:7233'],
-    ['DATABASE_URL', 'not a url'],
     ['LOG_LEVEL', 'loud'],
+    ['CORS_ORIGINS', 'app.example.com'],
     ['SHUTDOWN_TIMEOUT_MS', '-1'],
   ])('rejects %s=%s with one line naming the variable', (name, value) => {
     let error: unknown;
@@ -55,6 +55,34 @@ describe('loadConfig', () => {
     const message = (error as Error).message;
     expect(message).toContain(`${name}=${JSON.stringify(value)}`);
     expect(message).not.toContain('\n');
+  });
+
+  it.each([
+    ['DATABASE_URL', 'hunter2 is not a url'],
+    ['OPENAI_BASE_URL', 'http//no-scheme'],
+    ['SECRETS_KEY', 'hunter2'],
+    ['AUTH_FAILURE_LIMIT', 'hunter2'],
+  ])('names a bad %s without repeating a value that may hold a secret', (name, value) => {
+    const message = (() => {
+      try {
+        loadConfig({ [name]: value });
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    expect(message).toContain(`${name}=`);
+    if (/KEY|DATABASE_URL/.test(name)) expect(message).not.toContain('hunter2');
+    else expect(message).toContain(JSON.stringify(value));
+  });
+
+  it('reads CORS_ORIGINS as origins, a trailing slash dropped, and ALLOWED_HOSTS as a list', () => {
+    const config = loadConfig({
+      CORS_ORIGINS: 'https://app.example.com/, http://localhost:3000',
+      ALLOWED_HOSTS: 'a.example, b',
+    });
+    expect(config.CORS_ORIGINS).toEqual(['https://app.example.com', 'http://localhost:3000']);
+    expect(config.ALLOWED_HOSTS).toEqual(['a.example', 'b']);
+    expect(loadConfig({}).CORS_ORIGINS).toEqual([]);
   });
 
   it('uses E2B only when SANDBOX_TYPE=e2b chooses it, and then requires its key', () => {

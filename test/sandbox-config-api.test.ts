@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import Letta from '@letta-ai/letta-client';
 import { decryptSecret, SecretsKeyError, useSecretsKey } from '../src/secrets';
 import { sandboxEnvironment } from '../src/sandbox/environment';
+import { getAgent } from '../src/db/agents';
 import { startTestServer, type TestServer } from './helpers/server';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -142,14 +143,26 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     expect((await call('DELETE', `/environment-variable/${UNKNOWN_ENV_VAR}`)).status).toBe(404);
   });
 
-  it('sets, lists, changes and deletes env vars, whose values the database holds encrypted', async () => {
+  it('sets, lists, changes and deletes env vars, whose values the database holds encrypted and the API masks', async () => {
     const local = await ok<SandboxConfig>('POST', '/local/default');
     const path = `/${local.id}/environment-variable`;
-    const token = await ok<EnvVar>('POST', path, { key: 'API_TOKEN', value: 'tok-1', description: 'token' });
+    const storedValue = async (id: string) => {
+      const [row] = await server.db.query<{ value: string }>(
+        'SELECT value FROM sandbox_env_vars WHERE id = $1',
+        [id],
+      );
+      expect(row.value).toMatch(/^v1:/);
+      return decryptSecret(row.value, key);
+    };
+    const token = await ok<EnvVar>('POST', path, {
+      key: 'API_TOKEN',
+      value: 'tok-1-abcdefgh',
+      description: 'token',
+    });
     expect(token).toEqual({
       id: expect.stringMatching(new RegExp(`^sandbox-env-${UUID}$`)),
       key: 'API_TOKEN',
-      value: 'tok-1',
+      value: '****efgh',
       description: 'token',
       sandbox_config_id: local.id,
       organization_id: null,
@@ -157,34 +170,33 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
       updated_at: expect.any(String),
     });
     const region = await ok<EnvVar>('POST', path, { key: 'REGION', value: 'eu' });
+    expect(region.value).toBe('****');
 
     // Setting a key the config has replaces its value, keeping the variable (Letta's create-or-update).
-    const again = await ok<EnvVar>('POST', path, { key: 'API_TOKEN', value: 'tok-2' });
-    expect(again).toMatchObject({ id: token.id, value: 'tok-2', description: 'token' });
+    const again = await ok<EnvVar>('POST', path, { key: 'API_TOKEN', value: 'tok-2-abcdefgh' });
+    expect(again).toMatchObject({ id: token.id, value: '****efgh', description: 'token' });
+    expect(await storedValue(token.id)).toBe('tok-2-abcdefgh');
     expect((await ok<EnvVar[]>('GET', path)).map((v) => [v.key, v.value])).toEqual([
-      ['API_TOKEN', 'tok-2'],
-      ['REGION', 'eu'],
+      ['API_TOKEN', '****efgh'],
+      ['REGION', '****'],
     ]);
     expect((await ok<EnvVar[]>('GET', `${path}?limit=1&after=${token.id}`)).map((v) => v.id)).toEqual([
       region.id,
     ]);
+    expect(await storedValues('sandbox_env_vars')).not.toContain('tok-2-abcdefgh');
 
-    const stored = await server.db.query<{ value: string }>(
-      'SELECT value FROM sandbox_env_vars WHERE id = $1',
-      [token.id],
-    );
-    expect(stored[0].value).not.toContain('tok-2');
-    expect(stored[0].value).toMatch(/^v1:/);
-    expect(decryptSecret(stored[0].value, key)).toBe('tok-2');
+    // What a client read, sent back, keeps the secret instead of storing its mask.
+    await ok('POST', path, { key: 'API_TOKEN', value: '****efgh' });
+    await ok('PATCH', `/environment-variable/${token.id}`, { value: '****efgh' });
+    expect(await storedValue(token.id)).toBe('tok-2-abcdefgh');
 
     const patched = await ok<EnvVar>('PATCH', `/environment-variable/${region.id}`, {
       value: 'us',
       description: 'where',
     });
-    expect(patched).toMatchObject({ key: 'REGION', value: 'us', description: 'where' });
-    expect((await ok<EnvVar>('PATCH', `/environment-variable/${region.id}`, { key: 'ZONE' })).value).toBe(
-      'us',
-    );
+    expect(patched).toMatchObject({ key: 'REGION', value: '****', description: 'where' });
+    await ok<EnvVar>('PATCH', `/environment-variable/${region.id}`, { key: 'ZONE' });
+    expect(await storedValue(region.id)).toBe('us');
     expect(await storedValues('sandbox_env_vars')).not.toContain('us');
 
     const duplicate = await call<{ detail: string }>('PATCH', `/environment-variable/${region.id}`, {
@@ -214,7 +226,10 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     expect((await call('GET', `/${e2b.id}/environment-variable`)).status).toBe(404);
   });
 
-  it('stores agent secrets encrypted, and the agents API still returns them', async () => {
+  const storedSecrets = async (agentId: string) =>
+    Object.fromEntries((await getAgent(server.db, agentId))!.secrets.map((s) => [s.key, s.value]));
+
+  it('stores agent secrets encrypted, and the agents API shows them masked', async () => {
     const client = new Letta({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
     const agent = await client.agents.create({
       model: 'openai/gpt-4o-mini',
@@ -228,12 +243,12 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     expect(stored[0].value).not.toContain('ghp-1');
 
     const read = await client.agents.retrieve(agent.id, { include: ['agent.secrets'] });
-    expect(read.secrets?.map((s) => [s.key, s.value])).toEqual([['GITHUB_TOKEN', 'ghp-1']]);
+    expect(read.secrets?.map((s) => [s.key, s.value])).toEqual([['GITHUB_TOKEN', '****']]);
+    expect((await storedSecrets(agent.id)).GITHUB_TOKEN).toBe('ghp-1');
 
     // A value written before encryption came in is read as the plaintext it is.
     await server.db.query(`UPDATE agent_secrets SET value = 'legacy' WHERE agent_id = $1`, [agent.id]);
-    const legacy = await client.agents.retrieve(agent.id, { include: ['agent.secrets'] });
-    expect(legacy.secrets?.map((s) => s.value)).toEqual(['legacy']);
+    expect((await storedSecrets(agent.id)).GITHUB_TOKEN).toBe('legacy');
   });
 
   it('refuses to decrypt with another key, naming SECRETS_KEY', async () => {

@@ -7,6 +7,7 @@ import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
 import { HttpError } from '../api/errors';
 import type { CreateAgent, UpdateAgent } from '../api/schemas/agents';
 import { newId } from '../ids';
+import { unmaskValues } from '../masking';
 import { parseHandle, providerProblem } from '../llm';
 import type { ToolRule } from '../schemas/tool-rules';
 import { BASE_TOOLS } from '../tools/builtin';
@@ -75,6 +76,14 @@ async function resolveTools(db: Queryable, names: string[], ids: string[]): Prom
   return all.filter((tool, i) => all.findIndex((t) => t.id === tool.id) === i);
 }
 
+/** Blocks shared by id must exist (Letta: 404), checked before the foreign key would refuse them. */
+async function checkBlocksExist(db: Queryable, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  const found = await db.query<{ id: string }>('SELECT id FROM blocks WHERE id = ANY($1)', [ids]);
+  const missing = ids.filter((id) => !found.some((b) => b.id === id));
+  if (missing.length) throw new HttpError(404, `Block(s) not found: ${missing.join(', ')}`);
+}
+
 /** Letta adds a requires_approval rule for every attached tool that asks for one by default. */
 function withApprovalRules(rules: ToolRule[], tools: ToolRow[]): ToolRule[] {
   const extra = tools
@@ -134,6 +143,7 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
         );
       }
     }
+    await checkBlocksExist(tx, body.block_ids ?? []);
     await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
     await repo.attachTools(
       tx,
@@ -210,11 +220,13 @@ export async function updateAgent(
       await repo.updateAgentRow(tx, agent.id, { tool_rules: rules });
     }
     if (body.block_ids) {
+      await checkBlocksExist(tx, body.block_ids);
       await tx.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agent.id]);
       await repo.attachBlocks(tx, agent.id, body.block_ids);
     }
     const secrets = body.secrets ?? body.tool_exec_environment_variables;
-    if (secrets) await repo.replaceSecrets(tx, agent.id, secrets);
+    const stored = Object.fromEntries(agent.secrets.map((s) => [s.key, s.value]));
+    if (secrets) await repo.replaceSecrets(tx, agent.id, unmaskValues(secrets, stored));
   });
   return (await repo.getAgent(db, agent.id))!;
 }

@@ -23,6 +23,16 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+/** Whether Intl knows the zone (an IANA name such as `Europe/Berlin`, or `UTC`). */
+export function isTimeZone(name: string): boolean {
+  try {
+    formatterFor(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Python's `strftime("%Y-%m-%d %I:%M:%S %p %Z%z")` in a timezone, as Letta prints times to the model. */
 export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
   const parts = Object.fromEntries(

@@ -2,6 +2,7 @@ import express from 'express';
 import type { NativeConnection } from '@temporalio/worker';
 import { accessControl, corsGrant } from './access';
 import type { ApiContext } from './context';
+import { inputGuard } from './input-guard';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
 import { agentsRouter } from './routes/agents';
@@ -33,6 +34,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   );
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
+  app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));
   app.use(agentsRouter(deps));
   app.use(messagesRouter(deps));
   app.use(runsRouter(deps));

@@ -24,6 +24,22 @@ export function sendError(res: Response, status: number, detail: unknown): void 
 
 export const unknownRoute: RequestHandler = (_req, res) => sendError(res, 404, 'Not Found');
 
+/**
+ * PostgreSQL's refusal of what a request asked to store: a value it cannot take (SQLSTATE class 22,
+ * e.g. a number out of range), a constraint (class 23) or a size limit (54). The transaction rolled
+ * back, so nothing was stored; the client gets a 4xx instead of a 500.
+ */
+function databaseRefusal(error: unknown): HttpError | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: string };
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  if (code.startsWith('22') || code.startsWith('54'))
+    return new HttpError(422, [
+      { type: 'value_refused', loc: ['body'], msg: `a value was refused: ${message}` },
+    ]);
+  if (code.startsWith('23')) return new HttpError(409, `The request conflicts with stored data: ${message}`);
+  return undefined;
+}
+
 /** Last handler: known errors keep their status; body-parser's get theirs; anything else is a logged 500. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
@@ -38,6 +54,12 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
       return sendError(res, error.status, error.message);
+    }
+    const refusal = databaseRefusal(error);
+    if (refusal) {
+      // The edge checks should have caught it: worth a look, but the client's input, not our fault.
+      log.warn({ err: error, method: req.method, path: req.path }, 'the database refused a request');
+      return sendError(res, refusal.status, refusal.detail);
     }
     log.error({ err: error, method: req.method, path: req.path }, 'unhandled error in request');
     // A server misconfiguration the operator must fix; the text names the setting and holds no secret.

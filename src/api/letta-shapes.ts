@@ -1,4 +1,5 @@
 /** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig, MCP server). */
+import { maskSecret } from '../masking';
 import { schemaHealth } from '../tools/schema-health';
 import type {
   AgentRecord,
@@ -90,12 +91,12 @@ export function sandboxConfigShape(row: SandboxConfigRow) {
   };
 }
 
-/** Letta's SandboxEnvironmentVariable, with its value in plaintext as Letta returns it. */
+/** Letta's SandboxEnvironmentVariable, its value masked (Letta returns it in plaintext). */
 export function sandboxEnvVarShape(row: SandboxEnvVarRow) {
   return {
     id: row.id,
     key: row.key,
-    value: row.value,
+    value: maskSecret(row.value),
     description: row.description,
     sandbox_config_id: row.sandbox_config_id,
     organization_id: null,
@@ -129,7 +130,7 @@ export function agentStateShape(
         id: s.id,
         agent_id: s.agent_id,
         key: s.key,
-        value: s.value,
+        value: maskSecret(s.value),
         description: s.description,
       }))
     : [];

@@ -5,16 +5,7 @@
  */
 import type { McpServerConfig, McpServerUpdate } from '../schemas/mcp-server';
 import { HttpError } from '../api/errors';
-
-const SHOWN_TAIL = 4;
-/** Shorter secrets show nothing of themselves. */
-const TAIL_FROM_LENGTH = 12;
-
-export const maskSecret = (value: string) =>
-  `****${value.length >= TAIL_FROM_LENGTH ? value.slice(-SHOWN_TAIL) : ''}`;
-
-const maskValues = (map: Record<string, string> | null | undefined) =>
-  map && Object.fromEntries(Object.entries(map).map(([key, value]) => [key, maskSecret(value)]));
+import { maskSecret, maskValues, unmaskSecret, unmaskValues } from '../masking';
 
 export function maskedConfig(config: McpServerConfig): McpServerConfig {
   if (config.mcp_server_type === 'stdio') return { ...config, env: maskValues(config.env) };
@@ -24,13 +15,6 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
     custom_headers: maskValues(config.custom_headers),
   };
 }
-
-/** `given`, except where it repeats the mask of the stored value. */
-const unmask = (given: string, stored: string | null | undefined) =>
-  stored && given === maskSecret(stored) ? stored : given;
-
-const unmaskValues = (given: Record<string, string>, stored: Record<string, string> | null | undefined) =>
-  Object.fromEntries(Object.entries(given).map(([key, value]) => [key, unmask(value, stored?.[key])]));
 
 /** The config after an update: fields given (not null) replace the stored ones; the type cannot change. */
 export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['config']): McpServerConfig {
@@ -52,7 +36,7 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
     ...stored,
     server_url: update.server_url ?? stored.server_url,
     auth_header: update.auth_header ?? stored.auth_header,
-    auth_token: update.auth_token ? unmask(update.auth_token, stored.auth_token) : stored.auth_token,
+    auth_token: update.auth_token ? unmaskSecret(update.auth_token, stored.auth_token) : stored.auth_token,
     custom_headers: update.custom_headers
       ? unmaskValues(update.custom_headers, stored.custom_headers)
       : stored.custom_headers,

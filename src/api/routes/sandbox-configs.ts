@@ -15,6 +15,7 @@ import {
 import { sandboxConfigShape, sandboxEnvVarShape } from '../letta-shapes';
 import * as repo from '../../db/sandbox-configs';
 import { isUniqueViolation } from '../../db/sql';
+import { unmaskSecret } from '../../masking';
 import {
   LocalSandboxConfigSchema,
   SANDBOX_TYPES,
@@ -98,7 +99,10 @@ export function sandboxConfigsRouter(ctx: ApiContext): Router {
 
   router.post(`${BASE}/:sandboxConfigId/environment-variable`, async (req, res) => {
     const config = await loadConfig(req);
-    const envVar = await repo.upsertSandboxEnvVar(ctx.db, config.id, parseBody(EnvVarCreateSchema, req));
+    const body = parseBody(EnvVarCreateSchema, req);
+    const stored = (await repo.listSandboxEnvVars(ctx.db, config.id)).find((v) => v.key === body.key);
+    const value = unmaskSecret(body.value, stored?.value);
+    const envVar = await repo.upsertSandboxEnvVar(ctx.db, config.id, { ...body, value });
     res.json(sandboxEnvVarShape(envVar));
   });
 
@@ -114,7 +118,10 @@ export function sandboxConfigsRouter(ctx: ApiContext): Router {
     try {
       const updated = await repo.updateSandboxEnvVar(ctx.db, envVar.id, {
         key: patch.key ?? undefined,
-        value: patch.value ?? undefined,
+        value:
+          patch.value === undefined || patch.value === null
+            ? undefined
+            : unmaskSecret(patch.value, envVar.value),
         description: patch.description ?? undefined,
       });
       res.json(sandboxEnvVarShape(updated));

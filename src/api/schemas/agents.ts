@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ToolRuleSchema } from '../../schemas/tool-rules';
+import { isTimeZone } from '../../agent/time';
 
 export const CreateBlockSchema = z.object({
   label: z.string().min(1),
@@ -49,7 +50,10 @@ export const CreateAgentSchema = z.object({
   parallel_tool_calls: z.boolean().nullish(),
   secrets: z.record(z.string(), z.string()).nullish(),
   tool_exec_environment_variables: z.record(z.string(), z.string()).nullish(),
-  timezone: z.string().nullish(),
+  timezone: z
+    .string()
+    .refine(isTimeZone, 'expected an IANA time zone, e.g. America/New_York or UTC')
+    .nullish(),
   /** Beyond Letta: deny pending approvals after this long (null: wait for as long as it takes). */
   approval_timeout_seconds: z.number().int().positive().nullish(),
 });

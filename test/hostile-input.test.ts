@@ -1,0 +1,293 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import type { z } from 'zod';
+import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../src/api/schemas/agents';
+import { CancelSchema, LettaRequestSchema } from '../src/api/schemas/messages';
+import {
+  AgentToolRunSchema,
+  ToolCreateSchema,
+  ToolRunFromSourceSchema,
+  ToolUpdateSchema,
+} from '../src/api/schemas/tools';
+import {
+  EnvVarCreateSchema,
+  EnvVarUpdateSchema,
+  SandboxConfigCreateSchema,
+} from '../src/api/schemas/sandbox-configs';
+import { McpToolRunSchema } from '../src/api/schemas/mcp-servers';
+import { McpServerCreateSchema, McpServerUpdateSchema } from '../src/schemas/mcp-server';
+import { bodyFor, deeplyNested, hostileNumber, hostileString } from './helpers/fuzz';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { startTestServer, type TestServer } from './helpers/server';
+
+/** A route to fuzz: `{name}` in the path is filled with a stored id, an unknown one, or a hostile string. */
+interface FuzzRoute {
+  method: string;
+  path: string;
+  body?: z.ZodType;
+  /** Fields that make a body get past the route's first checks; a generated body has them half the time. */
+  base?: Record<string, unknown>;
+  query?: string[];
+}
+
+const PYTHON_TOOL =
+  'def echo(text: str) -> str:\n    """Echo.\n\n    Args:\n        text: what to echo\n    """\n    return text\n';
+const MODEL = { model: 'openai/gpt-4o-mini' };
+const MESSAGE = { messages: [{ role: 'user', content: 'hi' }] };
+const MCP_SERVER = {
+  server_name: 'fuzz',
+  config: { mcp_server_type: 'streamable_http', server_url: 'http://127.0.0.1:9/mcp' },
+};
+
+const PAGE = ['limit', 'after', 'before', 'order'];
+
+const ROUTES: FuzzRoute[] = [
+  { method: 'POST', path: '/v1/agents/', body: CreateAgentSchema, base: MODEL },
+  { method: 'GET', path: '/v1/agents/', query: [...PAGE, 'name', 'tags', 'match_all_tags', 'include'] },
+  { method: 'GET', path: '/v1/agents/{agent}', query: ['include'] },
+  { method: 'PATCH', path: '/v1/agents/{agent}', body: UpdateAgentSchema },
+  { method: 'PATCH', path: '/v1/agents/{agent}/tools/approval/{toolName}', query: ['requires_approval'] },
+  { method: 'PATCH', path: '/v1/agents/{agent}/tools/attach/{tool}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/tools/detach/{tool}' },
+  { method: 'GET', path: '/v1/agents/{agent}/core-memory/blocks' },
+  { method: 'GET', path: '/v1/agents/{agent}/core-memory/blocks/{label}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/core-memory/blocks/{label}', body: UpdateBlockSchema },
+  { method: 'POST', path: '/v1/agents/{agent}/messages', body: LettaRequestSchema, base: MESSAGE },
+  { method: 'POST', path: '/v1/agents/{agent}/messages/async', body: LettaRequestSchema, base: MESSAGE },
+  {
+    method: 'GET',
+    path: '/v1/agents/{agent}/messages',
+    query: [...PAGE, 'group_id', 'use_assistant_message'],
+  },
+  { method: 'POST', path: '/v1/agents/{agent}/messages/cancel', body: CancelSchema },
+  { method: 'POST', path: '/v1/agents/{agent}/tools/{toolName}/run', body: AgentToolRunSchema },
+  { method: 'GET', path: '/v1/runs/', query: [...PAGE, 'agent_id', 'agent_ids', 'statuses', 'active'] },
+  { method: 'GET', path: '/v1/runs/{run}' },
+  { method: 'GET', path: '/v1/runs/{run}/usage' },
+  { method: 'GET', path: '/v1/runs/{run}/messages', query: PAGE },
+  { method: 'POST', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
+  { method: 'PUT', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
+  { method: 'GET', path: '/v1/tools/', query: [...PAGE, 'name', 'names', 'tool_types', 'search'] },
+  { method: 'GET', path: '/v1/tools/{tool}' },
+  { method: 'PATCH', path: '/v1/tools/{tool}', body: ToolUpdateSchema },
+  {
+    method: 'POST',
+    path: '/v1/tools/run',
+    body: ToolRunFromSourceSchema,
+    base: { source_code: PYTHON_TOOL },
+  },
+  { method: 'POST', path: '/v1/sandbox-config/', body: SandboxConfigCreateSchema, base: { config: {} } },
+  { method: 'POST', path: '/v1/sandbox-config/local', body: SandboxConfigCreateSchema.shape.config },
+  { method: 'PATCH', path: '/v1/sandbox-config/{sandbox}', body: SandboxConfigCreateSchema },
+  { method: 'GET', path: '/v1/sandbox-config/', query: [...PAGE, 'sandbox_type'] },
+  {
+    method: 'POST',
+    path: '/v1/sandbox-config/{sandbox}/environment-variable',
+    body: EnvVarCreateSchema,
+    base: { key: 'K', value: 'v' },
+  },
+  { method: 'GET', path: '/v1/sandbox-config/{sandbox}/environment-variable', query: PAGE },
+  { method: 'PATCH', path: '/v1/sandbox-config/environment-variable/{envVar}', body: EnvVarUpdateSchema },
+  { method: 'POST', path: '/v1/mcp-servers/', body: McpServerCreateSchema, base: MCP_SERVER },
+  { method: 'GET', path: '/v1/mcp-servers/{mcp}' },
+  { method: 'PATCH', path: '/v1/mcp-servers/{mcp}', body: McpServerUpdateSchema },
+  { method: 'PATCH', path: '/v1/mcp-servers/{mcp}/refresh', query: ['agent_id'] },
+  { method: 'GET', path: '/v1/mcp-servers/{mcp}/tools' },
+  { method: 'POST', path: '/v1/mcp-servers/{mcp}/tools/{tool}/run', body: McpToolRunSchema },
+  { method: 'DELETE', path: '/v1/agents/{agent}' },
+  { method: 'DELETE', path: '/v1/tools/{tool}' },
+  { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
+  { method: 'DELETE', path: '/v1/mcp-servers/{mcp}' },
+];
+
+/** Bodies nobody's schema describes: the parser and the edge checks must answer them too. */
+const RAW_BODIES = [
+  deeplyNested(100_000),
+  `{"name":${deeplyNested(5_000)}}`,
+  '{"model":"openai/gpt-4o-mini","memory_blocks":[{"label":"a","value":"x","limit":1e999}]}',
+  '{"model":"openai/gpt-4o-mini","context_window_limit":123456789012345678901234567890}',
+  '{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}}}',
+  '{"model":"openai/gpt-4o-mini","name":"a","name":"b"}',
+  '{"model":"openai/gpt-4o-mini","name":"\\u0000"}',
+  '{"model":"openai/gpt-4o-mini","name":"\\ud800"}',
+  '{"model":"openai/gpt-4o-mini","metadata":{"k\\u0000":"v"}}',
+  '{"messages":[{"role":"user","content":"\\udc00\\u0000"}]}',
+  '"just a string"',
+  'null',
+  '[]',
+  '\xff\xfe\x00',
+];
+
+/** A path value: URL-encoded where it can be (a lone surrogate cannot: it goes as raw UTF-8 bytes). */
+function encoded(value: string): string {
+  try {
+    return encodeURIComponent(value);
+  } catch {
+    return '%ED%A0%80';
+  }
+}
+
+describe('hostile input', () => {
+  let model: OpenAiStub;
+  let server: TestServer;
+  let emptyIndex: string;
+  const stored: Record<string, string> = {};
+
+  /** One request on a connection of its own: a reset then belongs to this request, not an earlier one. */
+  const send = (method: string, url: string, body?: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(
+        `${server.url}${url}`,
+        {
+          method,
+          agent: false,
+          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          timeout: 60_000,
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        },
+      );
+      req.on('error', (error) => reject(new Error(`${method} ${url.slice(0, 200)}: ${error.message}`)));
+      req.end(body);
+    });
+
+  beforeAll(async () => {
+    model = await startOpenAiStub();
+    emptyIndex = fs.mkdtempSync(path.join(os.tmpdir(), 'fuzz-index-'));
+    server = await startTestServer({
+      OPENAI_BASE_URL: model.baseURL,
+      OPENAI_API_KEY: 'test',
+      // No request may leave this machine: package installs point at nothing, MCP servers at loopback.
+      PIP_INDEX_URL: `file://${emptyIndex}`,
+      NPM_REGISTRY_URL: 'http://127.0.0.1:9/',
+      TOOL_TIMEOUT_MS: '5000',
+      MCP_CONNECT_TIMEOUT_MS: '2000',
+    });
+    const created = async (url: string, body: unknown) => {
+      const res = await send('POST', url, JSON.stringify(body));
+      expect(res.status).toBe(200);
+      return JSON.parse(res.text) as { id: string };
+    };
+    const tool = await created('/v1/tools/', {
+      source_code:
+        'def echo(text: str) -> str:\n    """Echo.\n\n    Args:\n        text: what to echo\n    """\n    return text\n',
+    });
+    const agent = await created('/v1/agents/', {
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'x' }],
+      tool_ids: [tool.id],
+    });
+    const sandbox = await created('/v1/sandbox-config/', { config: {} });
+    const envVar = await created(`/v1/sandbox-config/${sandbox.id}/environment-variable`, {
+      key: 'K',
+      value: 'v',
+    });
+    const run = await created(`/v1/agents/${agent.id}/messages/async`, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    Object.assign(stored, {
+      agent: agent.id,
+      tool: tool.id,
+      sandbox: sandbox.id,
+      envVar: envVar.id,
+      run: run.id,
+    });
+    Object.assign(stored, { toolName: 'echo', label: 'human' });
+  });
+  afterAll(async () => {
+    await server?.stopAll();
+    await model?.close();
+    fs.rmSync(emptyIndex, { recursive: true, force: true });
+  });
+
+  /** A filled-in path: mostly stored ids, so that bodies reach the route's work. */
+  const pathFor = (route: FuzzRoute) =>
+    fc
+      .record(
+        Object.fromEntries(
+          [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [
+            name,
+            fc.oneof(
+              {
+                weight: 6,
+                arbitrary: fc.constant(stored[name] ?? `${name}-00000000-0000-4000-8000-000000000000`),
+              },
+              { weight: 1, arbitrary: fc.constant(`${name}-00000000-0000-4000-8000-000000000000`) },
+              { weight: 2, arbitrary: hostileString.filter((s) => s.length < 300).map(encoded) },
+            ),
+          ]),
+        ),
+      )
+      .map((values) => route.path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? ''));
+
+  const queryFor = (route: FuzzRoute) =>
+    fc
+      .dictionary(
+        fc.constantFrom(...(route.query ?? ['x'])),
+        fc.oneof(
+          hostileString.filter((s) => s.length < 300),
+          hostileNumber.map(String),
+        ),
+        { maxKeys: 3 },
+      )
+      .map((params) => {
+        const pairs = Object.entries(params).map(([key, value]) => `${key}=${encoded(value)}`);
+        return pairs.length ? `?${pairs.join('&')}` : '';
+      });
+
+  /** A generated body, over the route's base fields half the time, in text. */
+  const bodyOf = (route: FuzzRoute) =>
+    fc.tuple(bodyFor(route.body!), fc.boolean()).map(([body, onBase]) => {
+      const isObject = body !== null && typeof body === 'object' && !Array.isArray(body);
+      return JSON.stringify(onBase && isObject && route.base ? { ...body, ...route.base } : body);
+    });
+
+  const requestFor = (route: FuzzRoute) =>
+    fc.record({
+      method: fc.constant(route.method),
+      url: fc.tuple(pathFor(route), queryFor(route)).map(([p, q]) => p + q),
+      body: route.body
+        ? fc.oneof(
+            { weight: 20, arbitrary: bodyOf(route) },
+            { weight: 1, arbitrary: fc.constantFrom(...RAW_BODIES) },
+          )
+        : fc.constant(undefined),
+    });
+
+  it('answers thousands of generated requests without a 5xx, and stays healthy', async () => {
+    // Every request is sent, not only those up to the first failure, so that one run lists them all.
+    const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
+    const requests = fc.sample(fc.oneof(...ROUTES.map(requestFor)), {
+      numRuns: Number(process.env.FUZZ_RUNS ?? 3_000),
+      seed,
+    });
+    const failures: string[] = [];
+    for (const { method, url, body } of requests) {
+      const answer = await send(method, url, body);
+      if (answer.status >= 500)
+        failures.push(
+          `${answer.status} ${answer.text.slice(0, 300)} <- ${method} ${url} ${body?.slice(0, 300)}`,
+        );
+    }
+    failures.sort();
+    expect({ seed, failures: failures.slice(0, 30), count: failures.length }).toEqual({
+      seed,
+      failures: [],
+      count: 0,
+    });
+    expect((await send('GET', '/v1/health/')).status).toBe(200);
+    const fresh = await send(
+      'POST',
+      '/v1/agents/',
+      JSON.stringify({ model: 'openai/gpt-4o-mini', name: 'after' }),
+    );
+    expect(fresh.status).toBe(200);
+  }, 600_000);
+});

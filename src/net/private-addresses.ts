@@ -93,7 +93,8 @@ export interface PrivateAllowList {
 export const NO_PRIVATE_ADDRESSES: PrivateAllowList = { hosts: new Set(), addresses: new BlockList() };
 
 const bits = { ipv4: 32, ipv6: 128 };
-const withoutBrackets = (host: string) => host.replace(/^\[(.*)\]$/, '$1');
+/** An IPv6 URL host (`[::1]`) as an address (`::1`). */
+export const withoutBrackets = (host: string) => host.replace(/^\[(.*)\]$/, '$1');
 /** `example.com.` is `example.com`: one name, one decision. */
 const hostKey = (host: string) => host.toLowerCase().replace(/\.$/, '');
 

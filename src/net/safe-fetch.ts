@@ -11,7 +11,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { addAbortSignal, pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
-import { refusal, type PrivateAllowList } from './private-addresses';
+import { refusal, withoutBrackets, type PrivateAllowList } from './private-addresses';
 
 export interface OutboundPolicy {
   /** The whole fetch, from the first lookup to the last byte of the final answer. */
@@ -84,13 +84,11 @@ function redirectTarget(location: string, from: URL): URL {
   }
 }
 
-const bare = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$1');
-
 /** The host's addresses, each allowed by the policy; an OutboundRefused if any is not. */
 async function reachableAddresses(url: URL, options: SafeFetchOptions, signal: AbortSignal) {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new OutboundRefused(`only http and https URLs can be fetched, not ${url.protocol}`);
-  const host = bare(url.hostname);
+  const host = withoutBrackets(url.hostname);
   const addresses = isIP(host)
     ? [host]
     : await untilAborted((options.resolve ?? systemResolver)(host), signal);
@@ -127,7 +125,7 @@ function get(
   signal: AbortSignal,
 ): Promise<IncomingMessage> {
   const request = (url.protocol === 'https:' ? https : http).request({
-    hostname: bare(url.hostname),
+    hostname: withoutBrackets(url.hostname),
     port: url.port || undefined,
     path: `${url.pathname}${url.search}`,
     headers: { ...options.headers, host: url.host, 'accept-encoding': 'gzip, deflate, br' },

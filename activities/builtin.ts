@@ -23,7 +23,7 @@ async function attempt(run: () => Promise<unknown>): Promise<ToolResult> {
   }
 }
 
-export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
+export function builtinActivities({ db, fetchPolicy }: ActivityDeps) {
   return {
     /**
      * Runs a built-in tool once per tool call id: a retry finds the recorded result. A memory edit
@@ -46,7 +46,7 @@ export function builtinActivities({ db, fetchLimits }: ActivityDeps) {
           // On `q`: inside the memory transaction, a second connection could wait on a pool it holds.
           const args = await argumentsFor(q, input, agent, tool);
           return withHeartbeats(
-            executeBuiltinTool({ db: q, agent, fetchLimits, signal }, input.toolName, args),
+            executeBuiltinTool({ db: q, agent, fetchPolicy, signal }, input.toolName, args),
           );
         });
         const stderr =

@@ -14,6 +14,7 @@ import { startServer, type RunningServer } from '../src/server';
 import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
 import { executeBuiltinTool } from '../src/tools/builtin';
+import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { getAgentRow } from '../src/db/agents';
 import { clientToolReturn } from '../test/helpers/approvals';
 import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helpers/env';
@@ -145,7 +146,11 @@ async function orchestrationOverhead(bench: Bench) {
     await timeRuns(REPS * CALLS_PER_STEP, () =>
       bench.server.db.transaction((tx) =>
         executeBuiltinTool(
-          { db: tx, agent, fetchLimits: { timeoutMs: 1000, maxBytes: 1 } },
+          {
+            db: tx,
+            agent,
+            fetchPolicy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
+          },
           'memory_insert',
           args,
         ),

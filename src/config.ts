@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseAllowList } from './net/private-addresses';
 import { parseSecretsKey } from './secrets';
 
 /** Empty strings count as unset, as docker-compose and shells often pass them. */
@@ -53,6 +54,18 @@ const originList = list.transform((items, ctx) =>
     return origin;
   }),
 );
+
+const allowList = z
+  .string()
+  .default('')
+  .transform((text, ctx) => {
+    try {
+      return parseAllowList(text);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
 
 /** Settings whose value a configuration error must not repeat: keys, passwords, URLs with credentials. */
 const isHidden = (name: string) => /KEY|PASSWORD|SECRET|TOKEN|DATABASE_URL/.test(name);
@@ -159,6 +172,8 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(5 * 1024 * 1024),
+  FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce.number().int().min(0).default(10),
+  OUTBOUND_ALLOW_PRIVATE: allowList,
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

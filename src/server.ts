@@ -102,9 +102,11 @@ export async function startServer(
             db,
             log,
             providers: providerRegistry(config),
-            fetchLimits: {
+            fetchPolicy: {
               timeoutMs: config.FETCH_WEBPAGE_TIMEOUT_MS,
               maxBytes: config.FETCH_WEBPAGE_MAX_BYTES,
+              maxRedirects: config.FETCH_WEBPAGE_MAX_REDIRECTS,
+              allow: config.OUTBOUND_ALLOW_PRIVATE,
             },
           }),
       });

@@ -44,6 +44,8 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['CORS_ORIGINS', 'app.example.com'],
     ['SHUTDOWN_TIMEOUT_MS', '-1'],
+    ['OUTBOUND_ALLOW_PRIVATE', '10.0.0.0/8, 127.0.0.1/33'],
+    ['OUTBOUND_ALLOW_PRIVATE', 'http://intranet.example/'],
   ])('rejects %s=%s with one line naming the variable', (name, value) => {
     let error: unknown;
     try {

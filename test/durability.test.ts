@@ -44,7 +44,8 @@ describe('durable pauses across restarts of every component', () => {
       databaseUrl: schema.url,
       temporalAddress: temporal.address,
       openAiBaseUrl: stub.baseURL,
-      extra: { ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000' },
+      // OUTBOUND_ALLOW_PRIVATE: the slow page fetch_webpage reads is on loopback.
+      extra: { ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000', OUTBOUND_ALLOW_PRIVATE: '127.0.0.1' },
     });
     api = await startApiProcess(env);
     worker = await startWorkerProcess(env);

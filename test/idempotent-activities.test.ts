@@ -8,12 +8,15 @@ import { insertMessage } from '../src/db/messages';
 import type { PendingApproval } from '../src/db/rows';
 import { getRun } from '../src/db/runs';
 import { newId } from '../src/ids';
+import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { ensureBuiltinTools } from '../src/tools/builtin';
 import { providerRegistry } from '../src/llm';
 import { silentLogger, testConfig } from './helpers/env';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
+
+const FETCH_POLICY = { timeoutMs: 1000, maxBytes: 1000, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES };
 
 /**
  * Temporal retries an activity whose worker died after it did its work but before it reported back.
@@ -42,7 +45,7 @@ describe('activities retried after doing their work', () => {
       db,
       log: silentLogger(),
       providers: providerRegistry(config),
-      fetchLimits: { timeoutMs: 1000, maxBytes: 1000 },
+      fetchPolicy: FETCH_POLICY,
     });
   });
   afterAll(async () => {
@@ -246,7 +249,7 @@ describe('activities retried after doing their work', () => {
         db: small,
         log: silentLogger(),
         providers: providerRegistry(config),
-        fetchLimits: { timeoutMs: 1000, maxBytes: 1000 },
+        fetchPolicy: FETCH_POLICY,
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {

@@ -34,7 +34,8 @@ async function startSlowSite(delayMs: number) {
 }
 
 describe('tool calls of one model reply', () => {
-  const h = useAgentServer('openai');
+  // The site is on loopback, which fetch_webpage may reach only because the operator allows it.
+  const h = useAgentServer('openai', { OUTBOUND_ALLOW_PRIVATE: '127.0.0.1' });
   const DELAY_MS = 2000;
   let site: Awaited<ReturnType<typeof startSlowSite>>;
 

@@ -1,14 +1,11 @@
 /**
  * Letta's fetch_webpage without Exa: a plain HTTP GET whose HTML is turned into readable text, as
- * Letta's fallback path (trafilatura / html2text) does. Error texts follow Letta's executor.
+ * Letta's fallback path (trafilatura / html2text) does. The model chooses the URL, so the GET goes
+ * through safeFetch: no private addresses, bounded in time and size. Error texts follow Letta's executor.
  */
 import { convert } from 'html-to-text';
+import { OutboundRefused, safeFetch, type OutboundPolicy, type SafeResponse } from '../../net/safe-fetch';
 import { ToolError } from '../tool-error';
-
-export interface FetchWebpageLimits {
-  timeoutMs: number;
-  maxBytes: number;
-}
 
 const HEADERS = {
   'user-agent': 'Mozilla/5.0 (compatible; letta-temporal fetch_webpage)',
@@ -28,55 +25,28 @@ const TEXT_OPTIONS = {
 
 function parseUrl(value: unknown): URL {
   if (typeof value !== 'string') throw new ToolError("missing or invalid argument 'url' (expected a string)");
-  let url: URL;
   try {
-    url = new URL(value);
+    return new URL(value);
   } catch {
     throw new ToolError(`Error fetching webpage: invalid URL ${JSON.stringify(value)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ToolError(
-      `Error fetching webpage: only http and https URLs can be fetched, not ${url.protocol}`,
-    );
-  }
-  return url;
-}
-
-/** Reads at most `maxBytes` of the body, so a huge page cannot exhaust the worker's memory. */
-async function readCapped(response: Response, maxBytes: number): Promise<string> {
-  if (!response.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    chunks.push(chunk.subarray(0, maxBytes - size));
-    size += chunk.length;
-    if (size >= maxBytes) break;
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 export async function fetchWebpage(
   args: Record<string, unknown>,
-  limits: FetchWebpageLimits,
+  policy: OutboundPolicy,
   signal?: AbortSignal,
 ): Promise<string> {
   const url = parseUrl(args.url);
-  const deadline = AbortSignal.timeout(limits.timeoutMs);
-  let response: Response;
-  let body: string;
+  let page: SafeResponse;
   try {
-    response = await fetch(url, {
-      headers: HEADERS,
-      redirect: 'follow',
-      signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
-    });
-    if (!response.ok) throw new ToolError(`HTTP error ${response.status}: ${response.statusText}`);
-    body = await readCapped(response, limits.maxBytes);
+    page = await safeFetch(url, { ...policy, headers: HEADERS, signal });
   } catch (error) {
-    if (error instanceof ToolError) throw error;
-    const cause = (error as Error & { cause?: Error }).cause;
-    throw new ToolError(`Request failed: ${cause?.message ?? (error as Error).message}`);
+    if (error instanceof OutboundRefused) throw new ToolError(`Error fetching webpage: ${error.message}`);
+    throw new ToolError(`Request failed: ${(error as Error).message}`);
   }
-  const type = response.headers.get('content-type') ?? '';
-  return /html|xml/i.test(type) ? convert(body, TEXT_OPTIONS).trim() : body;
+  if (page.status < 200 || page.status > 299)
+    throw new ToolError(`HTTP error ${page.status}: ${page.statusText}`);
+  const body = new TextDecoder().decode(page.body);
+  return /html|xml/i.test(page.headers['content-type'] ?? '') ? convert(body, TEXT_OPTIONS).trim() : body;
 }

@@ -9,7 +9,8 @@ import { newId } from '../../ids';
 import { agentBlocks, attachBlocks, insertBlock, updateBlock } from '../../db/agents';
 import type { BlockRow } from '../../db/rows';
 import { conversationSearch } from './conversation-search';
-import { fetchWebpage, type FetchWebpageLimits } from './fetch-webpage';
+import { fetchWebpage } from './fetch-webpage';
+import type { OutboundPolicy } from '../../net/safe-fetch';
 import {
   coreMemoryAppend,
   coreMemoryReplace,
@@ -162,17 +163,17 @@ async function writeEdit(
 export interface BuiltinToolContext {
   db: Queryable;
   agent: { id: string; timezone: string };
-  fetchLimits: FetchWebpageLimits;
+  fetchPolicy: OutboundPolicy;
   signal?: AbortSignal;
 }
 
 /** Runs a built-in tool; a ToolError is the tool's own failure, anything else an infrastructure fault. */
 export async function executeBuiltinTool(
-  { db, agent, fetchLimits, signal }: BuiltinToolContext,
+  { db, agent, fetchPolicy, signal }: BuiltinToolContext,
   name: BuiltinToolName,
   args: Args,
 ): Promise<unknown> {
   if (name === 'conversation_search') return conversationSearch(db, agent, args);
-  if (name === 'fetch_webpage') return fetchWebpage(args, fetchLimits, signal);
+  if (name === 'fetch_webpage') return fetchWebpage(args, fetchPolicy, signal);
   return editMemory(db, agent.id, name, args);
 }

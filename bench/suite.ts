@@ -13,6 +13,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { startServer, type RunningServer } from '../src/server';
 import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
+import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
 import { executeBuiltinTool } from '../src/tools/builtin';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { getAgentRow } from '../src/db/agents';
@@ -204,7 +205,9 @@ async function mcpCalls(bench: Bench) {
       const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
       const agentId = await newAgent(bench.client, [echo.id!]);
       const engine = await perCallInStep(bench.client, agentId, { tool: 'echo', args: { message: 'hi' } });
-      const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 });
+      // Started as the engine starts it (MCP_STDIO's default, the sandbox).
+      const stdio = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
+      const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 }, stdio);
       const direct = percentiles(
         await timeRuns(REPS * CALLS_PER_STEP, () =>
           sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),

@@ -67,6 +67,14 @@ const allowList = z
     }
   });
 
+/** Absolute paths separated by ":", as in PATH. */
+const pathList = z.string().transform((text, ctx) => {
+  const paths = text.split(':').filter(Boolean);
+  for (const relative of paths.filter((entry) => !path.isAbsolute(entry)))
+    ctx.addIssue({ code: 'custom', message: `expected absolute paths separated by ":", not ${relative}` });
+  return paths.map((entry) => path.resolve(entry));
+});
+
 /** Settings whose value a configuration error must not repeat: keys, passwords, URLs with credentials. */
 const isHidden = (name: string) => /KEY|PASSWORD|SECRET|TOKEN|DATABASE_URL/.test(name);
 
@@ -166,6 +174,19 @@ export const ConfigSchema = z.object({
   MCP_CALL_TIMEOUT_MS: milliseconds.default(60_000),
   MCP_RECONNECT_INITIAL_MS: milliseconds.default(500),
   MCP_RECONNECT_MAX_MS: milliseconds.default(30_000),
+  MCP_STDIO: z.enum(['sandboxed', 'off', 'host']).default('sandboxed'),
+  MCP_STDIO_READ_ONLY_PATHS: optional(pathList),
+  MCP_STDIO_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024 * 1024),
+  MCP_STDIO_MAX_PROCESSES: z.coerce.number().int().positive().default(256),
+  MCP_STDIO_TMP_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(256 * 1024 * 1024),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()

@@ -22,6 +22,7 @@ import { createAgentWorker, createToolWorker } from './temporal/worker';
 import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 import { McpClientPool } from './mcp/client-pool';
+import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
@@ -87,7 +88,9 @@ export async function startServer(
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
     void reportSandbox(sandbox, config, log);
-    const mcp = mcpClientPool(config, db, log);
+    const stdio = mcpStdioLauncher(mcpStdioOptions(config));
+    void reportMcpStdio(stdio, log);
+    const mcp = mcpClientPool(config, stdio, db, log);
     undo.push(() => mcp.close());
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({
@@ -266,10 +269,28 @@ async function reportSandbox(sandbox: ConfiguredSandbox, config: Config, log: Lo
   else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
 }
 
+/** Where stdio MCP servers run, in the log: unconfined only on request, refused when the sandbox fails. */
+async function reportMcpStdio(stdio: McpStdioLauncher, log: Logger): Promise<void> {
+  const problem = await stdio.problem();
+  if (problem)
+    log.error(
+      { mcpStdio: stdio.describe(), problem },
+      'the MCP sandbox does not work here: stdio MCP servers are refused',
+    );
+  else if (stdio.mode === 'off') log.info('stdio MCP servers are turned off (MCP_STDIO=off)');
+  else if (stdio.mode === 'host')
+    log.warn(
+      { mcpStdio: stdio.describe() },
+      "stdio MCP servers run WITHOUT isolation, as this server's user (MCP_STDIO=host): whoever may register an MCP server may run any command on this host",
+    );
+  else log.info({ mcpStdio: stdio.describe() }, 'stdio MCP servers ready');
+}
+
 /** This process's MCP connections; a server's word that its tools changed updates the stored ones. */
-function mcpClientPool(config: Config, db: Database, log: Logger): McpClientPool {
+function mcpClientPool(config: Config, stdio: McpStdioLauncher, db: Database, log: Logger): McpClientPool {
   return new McpClientPool({
     timeouts: { connectMs: config.MCP_CONNECT_TIMEOUT_MS, listMs: config.MCP_LIST_TIMEOUT_MS },
+    stdio,
     reconnectInitialMs: config.MCP_RECONNECT_INITIAL_MS,
     reconnectMaxMs: config.MCP_RECONNECT_MAX_MS,
     log,

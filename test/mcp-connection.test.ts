@@ -1,7 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   connectMcp,
@@ -10,24 +7,25 @@ import {
   McpConnectionError,
   type McpServerConfig,
 } from '../src/mcp/connection';
+import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
 import { schemaHealth } from '../src/tools/schema-health';
 import { strictParameters } from '../src/tools/strict-mode';
-import { freePort } from './helpers/env';
+import { freePort, testConfig } from './helpers/env';
 import { startHttpEverything, stdioConfig } from './helpers/mcp-servers';
 
 const TIMEOUTS = { connectMs: 10_000, listMs: 10_000 };
+/** Stdio servers start as the server starts them by default: in the MCP sandbox. */
+const STDIO = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
 
 describe('connecting to the MCP reference servers', () => {
   const clients: Client[] = [];
   const children: ChildProcess[] = [];
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-connection-'));
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.close()));
     children.forEach((child) => child.kill('SIGKILL'));
-    fs.rmSync(work, { recursive: true, force: true });
   });
   const connect = async (config: McpServerConfig) => {
-    const client = await connectMcp(config, TIMEOUTS);
+    const client = await connectMcp(config, TIMEOUTS, STDIO);
     clients.push(client);
     return client;
   };
@@ -54,6 +52,7 @@ describe('connecting to the MCP reference servers', () => {
     const attempt = connectMcp(
       { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
       TIMEOUTS,
+      STDIO,
     );
     await expect(attempt).rejects.toThrow(McpConnectionError);
     await expect(attempt).rejects.toThrow(/cannot connect to the MCP server/);
@@ -61,10 +60,11 @@ describe('connecting to the MCP reference servers', () => {
   });
 
   it('every tool schema of the reference servers passes the strict transform', async () => {
+    // Their files in the sandbox's own /tmp.
     const servers: McpServerConfig[] = [
       stdioConfig('everything', ['stdio']),
-      stdioConfig('filesystem', [work]),
-      stdioConfig('memory', [], { MEMORY_FILE_PATH: path.join(work, 'memory.jsonl') }),
+      stdioConfig('filesystem', ['/tmp']),
+      stdioConfig('memory', [], { MEMORY_FILE_PATH: '/tmp/memory.jsonl' }),
     ];
     const tools = (
       await Promise.all(servers.map(async (config) => listMcpTools(await connect(config), TIMEOUTS)))

@@ -41,11 +41,14 @@ const killAll = (pids: number[]) =>
  * the `tools-mcp` activity.
  */
 describe('MCP servers', () => {
+  // Shown read-only to stdio servers (they run in the MCP sandbox), for server-filesystem to serve.
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-servers-'));
+  fs.chmodSync(work, 0o755);
   const h = useAgentServer('openai', {
     MCP_CONNECT_TIMEOUT_MS: '5000',
     MCP_RECONNECT_INITIAL_MS: '100',
+    MCP_STDIO_READ_ONLY_PATHS: work,
   });
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-servers-'));
   const children: ChildProcess[] = [];
   // Tool names are unique: a server left registered would keep the next one's tools out.
   afterEach(async () => {
@@ -131,6 +134,7 @@ describe('MCP servers', () => {
 
   it('server-filesystem reads a file of its folder; strict-mode nulls of optional arguments are dropped', async () => {
     const folder = fs.mkdtempSync(path.join(work, 'files-'));
+    fs.chmodSync(folder, 0o755);
     fs.writeFileSync(path.join(folder, 'notes.txt'), 'line one\nline two\n');
     const server = await register('files', stdioConfig('filesystem', [folder]));
     const { toolReturn } = await callThroughModel(server.id!, 'read_text_file', {
@@ -149,15 +153,19 @@ describe('MCP servers', () => {
     expect(denied.func_return).toMatch(/Access denied/);
   });
 
-  it('server-memory keeps what the model tells it in its file', async () => {
-    const memoryFile = path.join(work, 'memory.jsonl');
+  it('server-memory keeps what the model tells it (in a file of its sandbox)', async () => {
+    const memoryFile = '/tmp/memory.jsonl';
     const server = await register('memory', stdioConfig('memory', [], { MEMORY_FILE_PATH: memoryFile }));
     const { toolReturn } = await callThroughModel(server.id!, 'create_entities', {
       entities: [{ name: 'Ada', entityType: 'person', observations: ['wrote the first program'] }],
     });
     expect(toolReturn?.status).toBe('success');
     expect(toolReturn?.tool_return).toContain('Ada');
-    expect(fs.readFileSync(memoryFile, 'utf8')).toContain('wrote the first program');
+    const graph = await h.client.mcpServers.tools.run((await toolOf(server.id!, 'read_graph')).id!, {
+      mcp_server_id: server.id!,
+      args: {},
+    });
+    expect(graph.func_return).toContain('wrote the first program');
   });
 
   it("returns the server's isError results as errors, and runs tools by id", async () => {
@@ -213,7 +221,7 @@ describe('MCP servers', () => {
   });
 
   it('refresh adds, updates and removes stored tools to match the server', async () => {
-    const memoryFile = path.join(work, 'refresh.jsonl');
+    const memoryFile = '/tmp/refresh.jsonl';
     const server = await register(
       'memory-refresh',
       stdioConfig('memory', [], { MEMORY_FILE_PATH: memoryFile }),

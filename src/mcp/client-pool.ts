@@ -17,10 +17,13 @@ import {
   type McpServerConfig,
   type McpTimeouts,
 } from './connection';
+import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { Logger } from '../logger';
 
 export interface McpPoolOptions {
   timeouts: McpTimeouts;
+  /** How stdio servers are started (MCP_STDIO). */
+  stdio: McpStdioLauncher;
   /** The wait before the second connection attempt in a row; it doubles with each failure after. */
   reconnectInitialMs: number;
   reconnectMaxMs: number;
@@ -158,13 +161,15 @@ export class McpClientPool {
       await sleep(Math.min(reconnectInitialMs * 2 ** (failed - 1), reconnectMaxMs));
     }
     try {
-      const client = await connectMcp(server.config, this.options.timeouts, () => this.toolsChanged(server));
+      const { timeouts, stdio } = this.options;
+      const client = await connectMcp(server.config, timeouts, stdio, () => this.toolsChanged(server));
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);
       return client;
     } catch (error) {
-      this.failures.set(server.id, failed + 1);
+      // A server refused to start is not one that failed to connect: no wait before the next answer.
+      if (!(error instanceof McpStdioRefusedError)) this.failures.set(server.id, failed + 1);
       throw error;
     }
   }

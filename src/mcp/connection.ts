@@ -1,7 +1,7 @@
 /**
- * Talking to one MCP server with the MCP TypeScript SDK: connect over its transport (stdio; streamable
- * HTTP, falling back to SSE; or SSE), list its tools, call one. Every step has its own timeout, so an
- * unreachable server is a clear error, never a hang.
+ * Talking to one MCP server with the MCP TypeScript SDK: connect over its transport (stdio, started as
+ * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, falling back to SSE; or SSE), list its tools,
+ * call one. Every step has its own timeout, so an unreachable server is a clear error, never a hang.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -11,6 +11,7 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
+import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 
 export type { McpServerConfig };
 
@@ -19,8 +20,8 @@ export interface McpTimeouts {
   listMs: number;
 }
 
-/** A stdio server sees only the environment its config gives it, plus a PATH to find its command. */
-const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+/** How much of a stdio server's stderr an error that it did not connect quotes. */
+const STDERR_TAIL_CHARS = 1000;
 
 /** The server cannot be reached, or broke off: worth another try later. */
 export class McpConnectionError extends Error {
@@ -56,21 +57,26 @@ function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Re
   return { ...(config.custom_headers ?? {}), ...(value ? { [header]: value } : {}) };
 }
 
-function transportsFor(config: McpServerConfig): (() => Transport)[] {
-  if (config.mcp_server_type === 'stdio') {
-    const env = { PATH: DEFAULT_PATH, ...(config.env ?? {}) };
-    return [
-      () =>
-        new StdioClientTransport({ command: config.command, args: config.args ?? [], env, stderr: 'pipe' }),
-    ];
-  }
+function transportsFor(config: McpServerConfig, stdio: McpStdioLauncher): (() => Promise<Transport>)[] {
+  if (config.mcp_server_type === 'stdio') return [() => stdio.transport(config)];
   const url = new URL(config.server_url);
   const requestInit = { headers: headersOf(config) };
-  const sse = () =>
+  const sse = async () =>
     new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: sseFetch(requestInit.headers) } });
   if (config.mcp_server_type === 'sse') return [sse];
   // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
-  return [() => new StreamableHTTPClientTransport(url, { requestInit }), sse];
+  return [async () => new StreamableHTTPClientTransport(url, { requestInit }), sse];
+}
+
+/**
+ * The end of what a stdio server writes on stderr, for the error when it does not connect. Reading it
+ * also keeps a server that writes much there from blocking on a full pipe.
+ */
+function stderrTail(transport: Transport): () => string {
+  let tail = '';
+  if (transport instanceof StdioClientTransport)
+    transport.stderr?.on('data', (chunk: Buffer) => (tail = (tail + chunk).slice(-STDERR_TAIL_CHARS)));
+  return () => tail.trim().replace(/\s*\n\s*/g, '; ');
 }
 
 /** The SSE stream's GET carries the same headers as the POSTs (the SDK leaves them to eventSourceInit). */
@@ -88,32 +94,38 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 }
 
 /**
- * A connected client. A refusal of the credentials is an McpAuthError and a server too slow to answer an
- * McpTimeoutError, without trying the next transport; anything else an McpConnectionError naming every
- * transport's failure. `onToolsChanged` is called when the server says its tool list changed.
+ * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
+ * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
+ * next transport; anything else an McpConnectionError naming every transport's failure.
+ * `onToolsChanged` is called when the server says its tool list changed.
  */
 export async function connectMcp(
   config: McpServerConfig,
   timeouts: McpTimeouts,
+  stdio: McpStdioLauncher,
   onToolsChanged?: () => void,
 ): Promise<Client> {
   const failures: string[] = [];
-  for (const transport of transportsFor(config)) {
+  for (const transport of transportsFor(config, stdio)) {
     const client = new Client(
       { name: 'letta-temporal', version: '0.1.0' },
       onToolsChanged && {
         listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
       },
     );
+    let stderr = () => '';
     try {
-      await withTimeout(client.connect(transport()), timeouts.connectMs, 'connecting to the MCP server');
+      const started = await transport();
+      stderr = stderrTail(started);
+      await withTimeout(client.connect(started), timeouts.connectMs, 'connecting to the MCP server');
       return client;
     } catch (error) {
       await client.close().catch(() => undefined);
       if (isAuthFailure(error))
         throw new McpAuthError(`the MCP server refused the credentials: ${(error as Error).message}`);
-      if (error instanceof McpTimeoutError) throw error;
-      failures.push((error as Error).message);
+      if (error instanceof McpTimeoutError || error instanceof McpStdioRefusedError) throw error;
+      const said = stderr();
+      failures.push(`${(error as Error).message}${said ? ` (its stderr: ${said})` : ''}`);
     }
   }
   throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);

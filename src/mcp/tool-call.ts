@@ -6,6 +6,7 @@ import { ToolError } from '../tools/tool-error';
 import { stripOptionalNulls } from '../tools/strict-mode';
 import type { McpCallOptions, McpClientPool } from './client-pool';
 import { mcpResultText, McpTimeoutError } from './connection';
+import { McpStdioRefusedError } from './stdio-sandbox';
 import { mcpServerIdOf } from './tool-sync';
 
 export interface McpToolResult {
@@ -24,7 +25,8 @@ export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpSer
 /**
  * Calls the tool with the model's arguments, minus the nulls strict mode makes the model send for
  * optional ones (MCP servers validate their input and refuse a null where a value or nothing goes). The
- * server's `isError` and a call past its timeout are error results; a connection that fails throws.
+ * server's `isError`, a call past its timeout and a stdio server this server will not start (MCP_STDIO)
+ * are error results; a connection that fails throws.
  */
 export async function callMcpTool(
   pool: McpClientPool,
@@ -38,7 +40,13 @@ export async function callMcpTool(
     const result = await pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), options);
     return { status: result.isError ? 'error' : 'success', text: mcpResultText(result) };
   } catch (error) {
-    if (!(error instanceof McpTimeoutError)) throw error;
-    return { status: 'error', text: `Error executing function ${tool.name}: TimeoutError: ${error.message}` };
+    if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);
+    if (error instanceof McpStdioRefusedError) return failed(tool, error.name, error.message);
+    throw error;
   }
 }
+
+const failed = (tool: ToolRow, kind: string, message: string): McpToolResult => ({
+  status: 'error',
+  text: `Error executing function ${tool.name}: ${kind}: ${message}`,
+});

@@ -15,6 +15,8 @@ export interface CgroupLimits {
 
 /** One tool call's cgroup: the process is added once spawned; `remove` kills what is left and deletes it. */
 export interface ToolCgroup {
+  /** Its `cgroup.procs` files: a process joins it by writing its pid to each. */
+  procs: string[];
   add(pid: number): void;
   remove(): Promise<void>;
 }
@@ -70,8 +72,8 @@ function controllers(limits: CgroupLimits): Controller[] {
 }
 
 export interface Cgroups {
-  /** Null where no hierarchy is writable. */
-  create(): ToolCgroup | null;
+  /** Null where no hierarchy is writable. `kind` begins its name, `letta-<kind>-…`. */
+  create(kind?: string): ToolCgroup | null;
   describe(): string;
 }
 
@@ -87,17 +89,19 @@ export function cgroups(limits: CgroupLimits | null): Cgroups {
       available.length
         ? `cgroups at ${available.map((c) => c.dir).join(', ')}`
         : 'no writable cgroup hierarchy (memory and process limits are rlimits only)',
-    create() {
+    create(kind = 'tool') {
       if (!available.length) return null;
-      const name = `letta-tool-${randomBytes(6).toString('hex')}`;
+      const name = `letta-${kind}-${randomBytes(6).toString('hex')}`;
       const dirs = available.map((c) => {
         const dir = path.join(c.dir, name);
         fs.mkdirSync(dir);
         for (const [file, value] of Object.entries(c.files)) fs.writeFileSync(path.join(dir, file), value);
         return dir;
       });
+      const procs = dirs.map((dir) => path.join(dir, 'cgroup.procs'));
       return {
-        add: (pid) => dirs.forEach((dir) => fs.writeFileSync(path.join(dir, 'cgroup.procs'), String(pid))),
+        procs,
+        add: (pid) => procs.forEach((file) => fs.writeFileSync(file, String(pid))),
         remove: async () => {
           await Promise.all(dirs.map(removeCgroup));
         },

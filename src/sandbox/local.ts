@@ -19,6 +19,7 @@ import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from
 import { failure, lines, parsedResult, stoppedResult, type Stop } from './results';
 import { ToolError } from '../tools/tool-error';
 import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
+import { bubblewrapCommand, NOBODY, unprivileged, WORK_DIR, type Command } from './bubblewrap';
 import {
   SandboxUnavailableError,
   type Sandbox,
@@ -28,16 +29,6 @@ import {
 } from './types';
 
 const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
-/** The uid tools run as when the server is root: without root, RLIMIT_NPROC holds and files are safe. */
-const NOBODY = 65534;
-/** What name resolution and TLS need, for tools allowed the network. */
-const NETWORK_FILES = [
-  '/etc/resolv.conf',
-  '/etc/hosts',
-  '/etc/nsswitch.conf',
-  '/etc/ssl',
-  '/etc/ca-certificates',
-];
 
 export interface LocalSandboxOptions {
   isolation: 'bubblewrap' | 'none';
@@ -56,54 +47,13 @@ export interface LocalSandboxOptions {
   node: NodeRuntimeOptions;
 }
 
-export interface Command {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd?: string;
-}
-
-const baseEnv = (job: Pick<ToolJob, 'env'>) => ({ ...job.env, PATH: '/usr/bin:/bin', HOME: '/work' });
+const baseEnv = (job: Pick<ToolJob, 'env'>) => ({ ...job.env, PATH: '/usr/bin:/bin', HOME: WORK_DIR });
 
 export const toolEnv = (job: Pick<ToolJob, 'env'>) => ({
   ...baseEnv(job),
   PYTHONDONTWRITEBYTECODE: '1',
   PYTHONUNBUFFERED: '1',
 });
-
-/** `argv` runs in the sandbox, which sees /usr, its private /tmp and /work, and `mounts`. */
-export function bubblewrapCommand(
-  environment: Record<string, string>,
-  options: LocalSandboxOptions,
-  mounts: string[],
-  argv: string[],
-  network = false,
-): Command {
-  const env = Object.entries(environment);
-  const args = [
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
-    '--symlink', 'usr/bin', '/bin',
-    '--proc', '/proc',
-    '--dev', '/dev',
-    '--size', String(options.tmpBytes), '--tmpfs', '/tmp',
-    '--size', String(options.tmpBytes), '--tmpfs', '/work',
-    ...mounts,
-    '--chdir', '/work',
-    '--unshare-all',
-    ...(network ? ['--share-net', ...NETWORK_FILES.flatMap((file) => ['--ro-bind-try', file, file])] : []),
-    '--die-with-parent',
-    '--new-session',
-    '--cap-drop', 'ALL',
-    '--uid', String(NOBODY),
-    '--gid', String(NOBODY),
-    '--clearenv',
-    ...env.flatMap(([key, value]) => ['--setenv', key, value]),
-    ...argv,
-  ]; // prettier-ignore
-  return { file: options.bwrap, args, env: {} };
-}
 
 /** The Python runner (`script` in /sandbox), on the tool's venv (bound read-only at /venv) if it has one. */
 export function pythonInSandbox(
@@ -115,7 +65,8 @@ export function pythonInSandbox(
 ): Command {
   const mounts = ['--ro-bind', RUNNER_DIR, '/sandbox', ...(venv ? ['--ro-bind', venv.root, '/venv'] : [])];
   const argv = [venv ? '/venv/bin/python' : options.python, '-I', ...script];
-  return bubblewrapCommand(environment, options, mounts, argv, network);
+  const { bwrap, tmpBytes } = options;
+  return bubblewrapCommand({ bwrap, tmpBytes, env: environment, extraArgs: mounts, network }, argv);
 }
 
 function plainCommand(
@@ -130,13 +81,6 @@ function plainCommand(
     env: { ...toolEnv(job), HOME: cwd },
     cwd,
   };
-}
-
-/** As root, drop to nobody before anything of the tool's runs (setpriv execs, so the pid stays ours). */
-export function unprivileged(command: Command): Command {
-  if (process.getuid?.() !== 0) return command;
-  const setpriv = ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--'];
-  return { ...command, file: 'setpriv', args: [...setpriv, command.file, ...command.args] };
 }
 
 /** Collects a stream up to `max` bytes; the rest is counted, not kept. */
@@ -271,7 +215,9 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
       throw new ToolError('TypeScript tools run only in the bubblewrap sandbox (SANDBOX_TYPE=local)');
     const node = await nodeCommand(job, options.node);
     const env = { ...baseEnv(job), ...node.env };
-    const command = bubblewrapCommand(env, options, node.mounts, node.argv, job.network);
+    const { bwrap, tmpBytes } = options;
+    const profile = { bwrap, tmpBytes, env, extraArgs: node.mounts, network: job.network };
+    const command = bubblewrapCommand(profile, node.argv);
     return runProcess(unprivileged(command), job, node.input, options, signal);
   };
 

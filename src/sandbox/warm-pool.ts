@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Cgroups, ToolCgroup } from './cgroups';
-import type { Command } from './local';
+import type { Command } from './bubblewrap';
 import { lines, parsedResult, stoppedResult, type Stop } from './results';
 import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from './types';
 

@@ -1,3 +1,4 @@
+import type { Logger } from '../../src/logger';
 import { startServer, type RunningServer } from '../../src/server';
 import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './env';
 import { createTestSchema, type TestSchema } from './postgres';
@@ -11,7 +12,10 @@ export interface TestServer extends RunningServer {
  * The whole server in this process, on the run's Temporal server and a fresh PostgreSQL schema, with its
  * own task queues (test files share the Temporal server).
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  log: Logger = silentLogger(),
+): Promise<TestServer> {
   const schema: TestSchema = await createTestSchema();
   const server = await startServer(
     testConfig({
@@ -22,7 +26,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       MODEL_RETRY_INITIAL_MS: '100',
       ...env,
     }),
-    silentLogger(),
+    log,
   );
   return {
     ...server,

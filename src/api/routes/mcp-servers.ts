@@ -10,6 +10,7 @@ import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
 import { McpTimeoutError } from '../../mcp/connection';
+import { McpStdioRefusedError } from '../../mcp/stdio-sandbox';
 import { storedMcpTools, syncMcpTools } from '../../mcp/tool-sync';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
@@ -18,13 +19,17 @@ import type { ToolRow } from '../../db/rows';
 
 const BASE = '/v1/mcp-servers';
 
-/** What reaching a server can end in: 408 when it is too slow (as Letta), 502 when it fails otherwise. */
+/**
+ * What reaching a server can end in: 400 for a stdio server this server will not start (MCP_STDIO), 408
+ * when it is too slow (as Letta), 502 when it fails otherwise.
+ */
 async function fromServer<T>(serverName: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
     if (error instanceof HttpError || !(error instanceof Error)) throw error;
     const detail = `MCP server '${serverName}': ${error.message}`;
+    if (error instanceof McpStdioRefusedError) throw new HttpError(400, detail);
     throw new HttpError(error instanceof McpTimeoutError ? 408 : 502, detail);
   }
 }

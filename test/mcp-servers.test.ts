@@ -324,12 +324,12 @@ describe('MCP servers', () => {
     }
   });
 
-  it('answers 502 for a server it cannot reach and 408 for one that does not answer', async () => {
+  it('answers 400 for a config that cannot reach its server and 408 for one that does not answer', async () => {
     const refused = register('nowhere', {
       mcp_server_type: 'streamable_http',
       server_url: `http://127.0.0.1:${await freePort()}/mcp`,
     });
-    await expect(refused).rejects.toMatchObject({ status: 502 });
+    await expect(refused).rejects.toMatchObject({ status: 400 });
     const mute = register('mute', { mcp_server_type: 'stdio', command: 'sleep', args: ['30'] });
     await expect(mute).rejects.toMatchObject({ status: 408 });
     const names = (await h.client.mcpServers.list()).map((s) => s.server_name);

@@ -105,7 +105,7 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
         config: { mcp_server_type: 'stdio', command: 'sh', args: ['-c', `${writes}; exit 1`] },
       }),
     );
-    expect(attempt.status).toBe(502);
+    expect(attempt.status).toBe(400);
     // What the shell said on stderr is in the error: the host's folders are read-only or not there.
     expect(attempt.detail).toMatch(/Read-only file system/);
     expect(attempt.detail).toMatch(/Directory nonexistent|No such file/);

@@ -21,16 +21,17 @@ const BASE = '/v1/mcp-servers';
 
 /**
  * What reaching a server can end in: 400 for a stdio server this server will not start (MCP_STDIO), 408
- * when it is too slow (as Letta), 502 when it fails otherwise.
+ * when it is too slow (as Letta), and otherwise `unreachable`: 400 for a config being registered (the
+ * request's own config does not work), 502 for a stored server that stopped answering.
  */
-async function fromServer<T>(serverName: string, work: () => Promise<T>): Promise<T> {
+async function fromServer<T>(serverName: string, unreachable: 400 | 502, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
     if (error instanceof HttpError || !(error instanceof Error)) throw error;
     const detail = `MCP server '${serverName}': ${error.message}`;
     if (error instanceof McpStdioRefusedError) throw new HttpError(400, detail);
-    throw new HttpError(error instanceof McpTimeoutError ? 408 : 502, detail);
+    throw new HttpError(error instanceof McpTimeoutError ? 408 : unreachable, detail);
   }
 }
 
@@ -45,7 +46,7 @@ export async function runMcpToolNow(
   const server = await serverOfTool(ctx.db, tool).catch((error: unknown) => {
     throw error instanceof ToolError ? new HttpError(404, error.message) : error;
   });
-  const result = await fromServer(server.server_name, () =>
+  const result = await fromServer(server.server_name, 502, () =>
     callMcpTool(ctx.mcp, server, tool, args, { timeoutMs: ctx.config.MCP_CALL_TIMEOUT_MS }),
   );
   // An MCP call has no process output.
@@ -75,7 +76,7 @@ export function mcpServersRouter(ctx: ApiContext): Router {
 
   /** Lists the tools with this config (connecting on the pool's client for this server id). */
   const listTools = (id: string, name: string, config: McpServerConfig) =>
-    fromServer(name, () => ctx.mcp.listTools({ id, config }));
+    fromServer(name, 400, () => ctx.mcp.listTools({ id, config }));
 
   router.post(BASE, async (req, res) => {
     const { server_name, config } = parseBody(McpServerCreateSchema, req);

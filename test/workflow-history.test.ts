@@ -43,6 +43,47 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
 
+  it('carries no secret: agent secrets, sandbox variables and the model key stay out of the history', async () => {
+    const agentSecret = `AGENT-SECRET-${Date.now()}`;
+    const sandboxSecret = `SANDBOX-SECRET-${Date.now()}`;
+    // The 1.x client has no sandbox configs resource: Letta's REST routes, as a 0.x client calls them.
+    const post = (path: string, body: unknown) =>
+      fetch(`${h.server.url}/v1/sandbox-config${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then((res) => res.json() as Promise<{ id: string }>);
+    const sandbox = await post('/', { config: {} });
+    await post(`/${sandbox.id}/environment-variable`, { key: 'SANDBOX_TOKEN', value: sandboxSecret });
+    const tool = await h.client.tools.create({
+      source_code: [
+        'def token_lengths() -> str:',
+        '    """Lengths of the tokens this tool was given."""',
+        '    import os',
+        "    return f\"{len(os.environ['AGENT_TOKEN'])} {len(os.environ['SANDBOX_TOKEN'])}\"",
+        '',
+      ].join('\n'),
+    });
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [tool.id],
+      secrets: { AGENT_TOKEN: agentSecret },
+    });
+    h.stub.enqueue({ toolCalls: [{ name: 'token_lengths' }] }, { text: 'done' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'how long are your tokens?' }],
+    });
+    const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
+    expect(toolReturn).toMatchObject({ tool_return: `${agentSecret.length} ${sandboxSecret.length}` });
+
+    const history = await workflowHistory(
+      temporalClient,
+      stepWorkflowId(agent.id, response.messages[0].run_id!),
+    );
+    const texts = payloadTexts(history).join('\n');
+    for (const secret of [agentSecret, sandboxSecret, 'test-key']) expect(texts).not.toContain(secret);
+  });
+
   it('keeps a 50-step run small: ids and summaries, never the transcript', async () => {
     const agent = await createAgent();
     const longUserText = `USERTEXT ${'the user says a great deal '.repeat(200)}`;

@@ -35,6 +35,7 @@ export interface SandboxActivityDeps {
 const resultOf = (run: ToolRunResult): ToolResult => ({
   status: run.status,
   text: stringifyReturn(run.funcReturn),
+  length: run.returnChars,
   stdout: run.stdout,
   stderr: run.stderr,
 });

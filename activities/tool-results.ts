@@ -4,7 +4,11 @@ import { getMessage } from '../src/db/messages';
 import type { AgentRow, ToolRow } from '../src/db/rows';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
 import { lockAgentMemory } from '../src/tools/builtin';
-import { packageFunctionResponse, truncateReturn } from '../src/agent/tool-returns';
+import {
+  DEFAULT_RETURN_CHAR_LIMIT,
+  packageFunctionResponse,
+  truncateReturn,
+} from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
 import { getTool, getToolVersion } from '../src/db/tools';
@@ -61,6 +65,8 @@ export async function argumentsFor(
 export interface ToolResult {
   status: 'success' | 'error';
   text: string;
+  /** The whole return's length, when `text` is only its head (the sandbox cut it at the tool's limit). */
+  length?: number;
   stdout?: string[] | null;
   stderr?: string[] | null;
 }
@@ -79,7 +85,7 @@ export async function recordResult(
 ): Promise<ToolOutcome> {
   const text =
     result.status === 'success' && !untruncated
-      ? truncateReturn(result.text, tool?.return_char_limit ?? 50_000)
+      ? truncateReturn(result.text, tool?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT, result.length)
       : result.text;
   const execution = await recordToolExecution(q, {
     tool_call_id: input.toolCallId,

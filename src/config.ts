@@ -159,6 +159,16 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  SANDBOX_OUTPUT_KEEP_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
+  SANDBOX_MAX_RESULT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
   SANDBOX_ENV_DIR: optional(z.string()),
   SANDBOX_PIP_PYTHON: optional(z.string()),
   PIP_INDEX_URL: optional(url),

@@ -164,7 +164,7 @@ const OPTIONS: E2BSandboxOptions = {
   template: 'base',
   sandboxTimeoutMs: 300_000,
   reuse: true,
-  maxOutputBytes: 1024 * 1024,
+  outputs: { maxOutputBytes: 1024 * 1024, keepOutputBytes: 1024 * 1024, maxResultBytes: 1024 * 1024 },
 };
 
 const job = (source: string, overrides: Partial<ToolJob> = {}): ToolJob => ({
@@ -173,6 +173,7 @@ const job = (source: string, overrides: Partial<ToolJob> = {}): ToolJob => ({
   args: {},
   env: {},
   timeoutMs: 30_000,
+  returnCharLimit: 50_000,
   ...overrides,
 });
 
@@ -266,10 +267,11 @@ describe('E2B sandbox (fake E2B cloud, real runner)', () => {
     expect(result).toMatchObject({ status: 'success', funcReturn: 'fine', stdout: ['\ufffd\ufffd'] });
   });
 
-  it('caps what the tool prints', async () => {
-    const source = 'def loud():\n    print("x" * 5000)\n';
-    const result = await e2bSandbox({ ...OPTIONS, maxOutputBytes: 100 }, cloud).run(job(source));
-    expect(result.stdout[0]).toBe(`${'x'.repeat(100)}\n[output truncated: 4901 more bytes]`);
+  it('keeps the head and tail of what the tool prints', async () => {
+    const source = 'def loud():\n    print("a" * 2500 + "z" * 2500)\n';
+    const outputs = { ...OPTIONS.outputs, keepOutputBytes: 100 };
+    const result = await e2bSandbox({ ...OPTIONS, outputs }, cloud).run(job(source));
+    expect(result.stdout[0]).toBe(`${'a'.repeat(50)}\n[... 4901 bytes cut ...]\n${'z'.repeat(49)}\n`);
   });
 
   it('stops a tool at its timeout and kills its sandbox', async () => {

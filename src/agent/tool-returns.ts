@@ -10,10 +10,23 @@ export function stringifyReturn(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** Cuts a return at the tool's limit with Letta's note (v3 loop), so the model knows it was cut. */
-export function truncateReturn(text: string, limit: number): string {
-  if (text.length <= limit) return text;
-  return `${text.slice(0, limit)}... [NOTE: function output was truncated since it exceeded the character limit (${text.length} > ${limit})]`;
+/** Letta's return_char_limit of a tool that names none (FUNCTION_RETURN_CHAR_LIMIT). */
+export const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
+
+/**
+ * Cuts a return at the tool's limit with Letta's note (v3 loop), so the model knows it was cut. `length`
+ * is the whole return's, when `text` is only its head (the sandbox sends back no more than the limit).
+ */
+export function truncateReturn(text: string, limit: number, length = text.length): string {
+  if (length <= limit) return text;
+  return `${text.slice(0, limit)}... [NOTE: function output was truncated since it exceeded the character limit (${length} > ${limit})]`;
+}
+
+/** A return as the API shows it: itself while its text fits the limit, else that text cut with Letta's note. */
+export function cappedReturn(value: unknown, limit: number, length?: number): unknown {
+  const text = stringifyReturn(value);
+  const whole = length ?? text.length;
+  return whole > limit ? truncateReturn(text, limit, whole) : value;
 }
 
 /** Letta's `package_function_response`: what the model sees as the tool message. */

@@ -15,7 +15,7 @@ import { maskedConfig } from '../mcp/server-config';
 import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
-import { unpackageFunctionResponse } from '../agent/tool-returns';
+import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
 
@@ -60,13 +60,14 @@ export function toolShape(tool: ToolRow) {
   };
 }
 
-/** Letta's ToolExecutionResult: how a tool run outside an agent step ended. */
+/** Letta's ToolExecutionResult: how a tool run outside an agent step ended, its return cut at `returnCharLimit`. */
 export function toolExecutionShape(
-  result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'stdout' | 'stderr'>,
+  result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'returnChars' | 'stdout' | 'stderr'>,
+  returnCharLimit: number,
 ) {
   return {
     status: result.status,
-    func_return: result.funcReturn,
+    func_return: cappedReturn(result.funcReturn, returnCharLimit, result.returnChars),
     stdout: result.stdout,
     stderr: result.stderr,
     agent_state: null,

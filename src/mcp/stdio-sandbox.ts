@@ -56,10 +56,6 @@ const ETC_FILES = [
   '/etc/timezone',
 ];
 
-/** Joins the cgroup (its cgroup.procs files are the arguments after their count), then runs the rest. */
-const JOIN_CGROUP =
-  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 1; n=$((n - 1)); shift; done; exec "$@"';
-
 const PROBE_TIMEOUT_MS = 15_000;
 
 export interface McpStdioOptions {
@@ -125,14 +121,11 @@ class View {
     ...NETWORK_FILES.map((dir) => ({ dir, shown: true })),
   ];
   private readonly mounts: string[] = [];
-  /**
-   * Made read-only last, once bwrap has made every mount point: hiding folders, and bwrap's own root (a
-   * tmpfs), so the server can write only to /tmp and /work.
-   */
+  /** The hiding folders, made read-only once bwrap has made every mount point (the root follows). */
   private readonly remounts: string[] = [];
 
   get args(): string[] {
-    return [...this.mounts, ...this.remounts, '--remount-ro', '/'];
+    return [...this.mounts, ...this.remounts];
   }
 
   shows(file: string): boolean {
@@ -226,10 +219,7 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
 
   /** Limits set before anything of the server runs: a cgroup it joins first, or rlimits. */
   const limited = (command: Command, cgroup: ToolCgroup | null): Command => {
-    if (cgroup) {
-      const join = ['-c', JOIN_CGROUP, 'sh', String(cgroup.procs.length), ...cgroup.procs];
-      return { ...command, file: '/bin/sh', args: [...join, command.file, ...command.args] };
-    }
+    if (cgroup) return cgroup.join(command);
     // RLIMIT_AS would stop node from starting (V8 reserves address space); RLIMIT_DATA counts what a
     // process writes. RLIMIT_NPROC counts the processes of the uid: of every stdio server together.
     const rlimits = [`--data=${options.memoryBytes}`, `--nproc=${options.maxProcesses}`, '--'];

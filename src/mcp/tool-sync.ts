@@ -12,11 +12,11 @@ import { deleteTool, getToolByName, insertTool, updateTool, type ToolFields } fr
 import { newId } from '../ids';
 import { schemaHealth } from '../tools/schema-health';
 import { strictParameters } from '../tools/strict-mode';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
 /** Letta's MAX_TOOL_NAME_LENGTH. */
 const MAX_NAME_LENGTH = 48;
-const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
 
 export interface McpToolMetadata {
   server_id: string;

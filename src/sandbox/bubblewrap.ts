@@ -1,9 +1,9 @@
 /**
  * The bubblewrap profile custom tools (local.ts) and stdio MCP servers (src/mcp/stdio-sandbox.ts) run
  * in: a read-only view of the host's /usr (with /bin, /lib… as the host lays them out), fresh /proc and
- * /dev, private tmpfs /tmp and /work (the working folder), every namespace unshared (the network too,
- * unless allowed), no capabilities, the nobody uid inside, and only the environment it is given; it dies
- * with its parent.
+ * /dev, a read-only root, private tmpfs /tmp, /work (the working folder) and /dev/shm, the only places
+ * it can write; every namespace unshared (the network too, unless allowed), no capabilities, the nobody
+ * uid inside, and only the environment it is given; it dies with its parent.
  */
 import fs from 'node:fs';
 
@@ -24,7 +24,8 @@ export const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64',
 
 /** The working folder, a private tmpfs as /tmp is. */
 export const WORK_DIR = '/work';
-export const PRIVATE_DIRS = ['/tmp', WORK_DIR];
+/** The only places a sandbox can write: each a tmpfs of its own. */
+export const PRIVATE_DIRS = ['/tmp', WORK_DIR, '/dev/shm'];
 
 export interface Command {
   file: string;
@@ -70,6 +71,9 @@ export function bubblewrapCommand(profile: BubblewrapProfile, argv: string[]): C
     ...tmpfs,
     ...networkFiles,
     ...(profile.extraArgs ?? []),
+    // After every mount: bubblewrap's root and /dev are tmpfs the sandbox could otherwise write to.
+    '--remount-ro', '/dev',
+    '--remount-ro', '/',
     '--chdir', WORK_DIR,
     '--unshare-all',
     ...(profile.network ? ['--share-net'] : []),

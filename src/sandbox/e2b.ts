@@ -22,14 +22,8 @@ import {
 } from 'e2b';
 import { projectRoot } from '../paths';
 import { newResultMarker, splitFramedResult, CorruptResultError } from './result-frame';
-import { failure, lines, stoppedResult } from './results';
-import {
-  SandboxUnavailableError,
-  type RunnerResult,
-  type Sandbox,
-  type ToolJob,
-  type ToolRunResult,
-} from './types';
+import { failure, keptOf, outputLines, parsedResult, stoppedResult, type OutputLimits } from './results';
+import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
 
 /** The part of an E2B sandbox this backend uses; the SDK's instances are one. */
 export interface E2BInstance extends Pick<E2B, 'sandboxId' | 'kill'> {
@@ -53,7 +47,8 @@ export interface E2BSandboxOptions {
   sandboxTimeoutMs: number;
   /** Keep sandboxes for later calls; false kills each one after its call, as Letta does. */
   reuse: boolean;
-  maxOutputBytes: number;
+  /** Of these, E2B applies how much of stdout and stderr is kept (the tool is not stopped for output). */
+  outputs: OutputLimits;
 }
 
 const RUNNER = readFileSync(path.join(projectRoot, 'src', 'sandbox', 'python', 'runner.py'), 'utf8');
@@ -91,7 +86,7 @@ class E2BToolSandbox implements Sandbox {
       if (typeof outcome === 'string') {
         // A tool that overran or was cancelled may still run: its sandbox is not reused.
         await this.kill(sandbox);
-        return { ...stoppedResult(job, outcome, this.options.maxOutputBytes), stdout: [], stderr: [] };
+        return { ...stoppedResult(job, outcome, this.options.outputs), stdout: [], stderr: [] };
       }
       if (!this.options.reuse) await this.kill(sandbox);
       return outcome;
@@ -136,6 +131,7 @@ class E2BToolSandbox implements Sandbox {
     const jobJson = JSON.stringify({
       source: job.source,
       args: job.args,
+      return_char_limit: job.returnCharLimit,
       agent_state: job.agentState,
       agent_id: job.agentId,
       marker,
@@ -176,13 +172,7 @@ class E2BToolSandbox implements Sandbox {
         const message = `the tool exited (code ${output.exitCode}) without a result`;
         return { ...failure(job, 'SandboxError', message), ...captured };
       }
-      const parsed = JSON.parse(result) as RunnerResult;
-      return {
-        status: parsed.status,
-        funcReturn: parsed.func_return,
-        agentState: parsed.agent_state,
-        ...captured,
-      };
+      return { ...parsedResult(job, result, { code: output.exitCode, signal: null }, null), ...captured };
     } catch (error) {
       if (!(error instanceof CorruptResultError)) throw error;
       return { ...failure(job, error.name, error.message), ...this.captured('', output.stderr) };
@@ -190,8 +180,9 @@ class E2BToolSandbox implements Sandbox {
   }
 
   private captured(stdout: string, stderr: string): Pick<ToolRunResult, 'stdout' | 'stderr'> {
-    const max = this.options.maxOutputBytes;
-    return { stdout: lines(capped(stdout, max)), stderr: lines(capped(stderr, max)) };
+    const keep = this.options.outputs.keepOutputBytes;
+    const kept = (text: string) => outputLines(keptOf(Buffer.from(text), keep));
+    return { stdout: kept(stdout), stderr: kept(stderr) };
   }
 
   private async kill(sandbox: E2BInstance): Promise<void> {
@@ -271,10 +262,4 @@ function stopWhen(timeoutMs: number, signal?: AbortSignal) {
     signal?.removeEventListener('abort', onAbort);
   };
   return { stopped, clear };
-}
-
-function capped(text: string, max: number): string {
-  const bytes = Buffer.from(text);
-  if (bytes.length <= max) return text;
-  return `${bytes.subarray(0, max).toString('utf8')}\n[output truncated: ${bytes.length - max} more bytes]`;
 }

@@ -6,6 +6,7 @@ import { localSandbox } from './local';
 import { nodeRuntimeOptions } from './node-runtime';
 import { pythonEnvOptions } from './python-env';
 import { warmPool } from './warm-pool';
+import type { OutputLimits } from './results';
 import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
 export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
@@ -27,6 +28,7 @@ const PROBE: ToolJob = {
   args: {},
   env: {},
   timeoutMs: 15_000,
+  returnCharLimit: 100,
 };
 
 async function probe(sandbox: Sandbox): Promise<string | null> {
@@ -68,6 +70,13 @@ function refusal(job: ToolJob, reason: string): ToolRunResult {
   };
 }
 
+/** What a tool may send back, in every sandbox. */
+const outputLimits = (config: Config): OutputLimits => ({
+  maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+  keepOutputBytes: config.SANDBOX_OUTPUT_KEEP_BYTES,
+  maxResultBytes: config.SANDBOX_MAX_RESULT_BYTES,
+});
+
 /** Whose sandbox config (variables) applies: `local-unsafe` is a local sandbox without isolation. */
 export const sandboxConfigType = (config: Config): SandboxType =>
   config.SANDBOX_TYPE === 'e2b' ? 'e2b' : 'local';
@@ -81,7 +90,7 @@ export function sandboxFor(config: Config): ConfiguredSandbox {
     template: config.E2B_TEMPLATE,
     sandboxTimeoutMs: config.E2B_SANDBOX_TIMEOUT_MS,
     reuse: config.E2B_SANDBOX_REUSE,
-    maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+    outputs: outputLimits(config),
   });
   return {
     run: (job, signal) => sandbox.run(job, signal),
@@ -109,7 +118,7 @@ function localSandboxFor(config: Config): ConfiguredSandbox {
       ? warmPool({
           size: config.SANDBOX_WARM_POOL_SIZE,
           idleMs: config.SANDBOX_WARM_IDLE_MS,
-          maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+          outputs: outputLimits(config),
           cgroups: cgroupLimits,
         })
       : null;
@@ -118,7 +127,7 @@ function localSandboxFor(config: Config): ConfiguredSandbox {
     bwrap: config.SANDBOX_BWRAP_PATH,
     python: config.SANDBOX_PYTHON,
     node: nodeRuntimeOptions(config),
-    maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
+    outputs: outputLimits(config),
     tmpBytes: config.SANDBOX_TMP_BYTES,
     limits,
     cgroups: cgroupLimits,

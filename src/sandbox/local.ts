@@ -1,12 +1,15 @@
 /**
- * The local sandbox: the tool runs in bubblewrap with a read-only view of /usr, private tmpfs work
- * directory and /tmp, no network, a non-root uid, no capabilities and only the environment it is given;
- * it dies with its parent. The runner sets rlimits on itself before the tool's code runs, and a cgroup
- * caps memory and processes where the hierarchy is writable. The job goes in on stdin, the result comes
- * back on fd 3 (runner.py), apart from the tool's own stdout and stderr, which are captured and capped.
+ * The local sandbox: the tool runs in bubblewrap with a read-only view of /usr, a read-only root, private
+ * tmpfs work directory, /tmp and /dev/shm (the only places it can write), its own PID namespace (whose
+ * end kills every process the tool started), no network, a non-root uid, no capabilities and only the
+ * environment it is given; it dies with its parent. The runner sets rlimits on itself before the
+ * tool's code runs, and a cgroup caps memory and processes where the hierarchy is writable. The job
+ * goes in on stdin, the result comes back on fd 3 (runner.py), apart from the tool's own stdout and
+ * stderr, which are captured and capped (OutputLimits).
  *
  * `isolation: 'none'` is the operator's explicit `local-unsafe` choice for hosts where bubblewrap
- * cannot run: the same runner and limits in a plain subprocess, still with a cleared environment.
+ * cannot run: the same runner and limits in a plain subprocess, still with a cleared environment, but
+ * nothing of the isolation above (files, processes and the host's network stay reachable).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,7 +19,17 @@ import { projectRoot } from '../paths';
 import type { Cgroups } from './cgroups';
 import type { WarmPool } from './warm-pool';
 import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from './python-env';
-import { failure, lines, parsedResult, stoppedResult, type Stop } from './results';
+import {
+  bubblewrapEnding,
+  failure,
+  limitHit,
+  outputKeeper,
+  outputLines,
+  parsedResult,
+  stoppedResult,
+  type OutputLimits,
+  type Stop,
+} from './results';
 import { ToolError } from '../tools/tool-error';
 import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
 import { bubblewrapCommand, NOBODY, unprivileged, WORK_DIR, type Command } from './bubblewrap';
@@ -35,8 +48,8 @@ export interface LocalSandboxOptions {
   bwrap: string;
   /** The Python inside the sandbox: the system one under /usr. */
   python: string;
-  maxOutputBytes: number;
-  /** Size of each of the private tmpfs mounts (work directory and /tmp). */
+  outputs: OutputLimits;
+  /** Size of each of the private tmpfs mounts (/work, /tmp and /dev/shm). */
   tmpBytes: number;
   limits: ToolLimits;
   cgroups: Cgroups;
@@ -83,17 +96,16 @@ function plainCommand(
   };
 }
 
-/** Collects a stream up to `max` bytes; the rest is counted, not kept. */
-function capped(max: number) {
+/** Collects a stream up to `max` bytes; past that, `over` is called once and nothing more is kept. */
+function capped(max: number, over: () => void) {
   const chunks: Buffer[] = [];
   let size = 0;
   return {
     add(chunk: Buffer) {
-      if (size < max) chunks.push(chunk.subarray(0, max - size));
+      if (size > max) return;
       size += chunk.length;
-    },
-    get size() {
-      return size;
+      if (size > max) over();
+      else chunks.push(chunk);
     },
     text: () => Buffer.concat(chunks).toString('utf8'),
   };
@@ -105,9 +117,19 @@ const runnerJob = (job: ToolJob, options: LocalSandboxOptions) => ({
   args: job.args,
   env: toolEnv(job),
   limits: options.limits,
+  return_char_limit: job.returnCharLimit,
   agent_state: job.agentState,
   agent_id: job.agentId,
 });
+
+/** What forkserver.py is started with. */
+const forkServerSettings = (options: LocalSandboxOptions) =>
+  JSON.stringify({
+    max_output: options.outputs.maxOutputBytes,
+    keep_output: options.outputs.keepOutputBytes,
+    max_result: options.outputs.maxResultBytes,
+    tmp_bytes: options.tmpBytes,
+  });
 
 /** Runs one job in one process (group); resolves with Letta's result, rejects only when nothing could start. */
 function runProcess(
@@ -119,15 +141,16 @@ function runProcess(
 ): Promise<ToolRunResult> {
   return new Promise((resolve, reject) => {
     const cgroup = options.cgroups.create();
-    const child = spawn(command.file, command.args, {
+    const program = cgroup ? cgroup.join(command) : command;
+    const child = spawn(program.file, program.args, {
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
       detached: true,
       env: command.env,
       cwd: command.cwd,
     });
-    const stdout = capped(options.maxOutputBytes);
-    const stderr = capped(options.maxOutputBytes);
-    const result = capped(options.maxOutputBytes);
+    const { outputs } = options;
+    const stdout = outputKeeper(outputs.keepOutputBytes);
+    const stderr = outputKeeper(outputs.keepOutputBytes);
     let stopped: Stop | undefined;
     // The whole process group: a tool's own children die with it.
     const killGroup = () => {
@@ -141,12 +164,13 @@ function runProcess(
       stopped ??= why;
       killGroup();
     };
-    const onOutput = (stream: ReturnType<typeof capped>) => (chunk: Buffer) => {
+    const onOutput = (stream: ReturnType<typeof outputKeeper>) => (chunk: Buffer) => {
       stream.add(chunk);
-      if (stdout.size + stderr.size > options.maxOutputBytes) kill('output');
+      if (stdout.size + stderr.size > outputs.maxOutputBytes) kill('output');
     };
     child.stdout!.on('data', onOutput(stdout));
     child.stderr!.on('data', onOutput(stderr));
+    const result = capped(outputs.maxResultBytes, () => kill('result'));
     (child.stdio[3] as NodeJS.ReadableStream).on('data', result.add);
     const timer = setTimeout(() => kill('timeout'), job.timeoutMs);
     const onAbort = () => kill('cancelled');
@@ -165,14 +189,16 @@ function runProcess(
     });
     // Once the runner is gone, what it left behind in its group goes too (and releases the pipes).
     child.on('exit', killGroup);
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
+      // The call's own cgroup, fresh: every hit counted is this call's.
+      const cause = cgroup ? limitHit({ memory: 0, processes: 0 }, cgroup.hits()) : null;
       void settle().then(() => {
-        const captured = { stdout: lines(stdout.text()), stderr: lines(stderr.text()) };
-        if (stopped) return resolve({ ...stoppedResult(job, stopped, options.maxOutputBytes), ...captured });
-        resolve({ ...parsedResult(job, result.text(), code), ...captured });
+        const captured = { stdout: outputLines(stdout.kept()), stderr: outputLines(stderr.kept()) };
+        if (stopped) return resolve({ ...stoppedResult(job, stopped, outputs), ...captured });
+        const ending = options.isolation === 'bubblewrap' ? bubblewrapEnding(code, signal) : { code, signal };
+        resolve({ ...parsedResult(job, result.text(), ending, cause), ...captured });
       });
     });
-    if (child.pid) cgroup?.add(child.pid);
     child.stdin!.on('error', () => undefined); // a tool that exits before reading its job
     child.stdin!.end(input);
   });
@@ -183,7 +209,7 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     const { warmPool } = options;
     const payload = runnerJob(job, options);
     if (options.isolation === 'bubblewrap' && warmPool) {
-      const script = ['/sandbox/forkserver.py', String(options.maxOutputBytes)];
+      const script = ['/sandbox/forkserver.py', forkServerSettings(options)];
       const network = Boolean(job.network);
       const command = () =>
         unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script, network));

@@ -52,6 +52,12 @@ export async function nodeCommand(job: ToolJob, options: NodeRuntimeOptions): Pr
     mounts,
     env: {},
     argv: [options.node, `--max-old-space-size=${options.maxOldSpaceMb}`, '/runner/runner.mjs'],
-    input: JSON.stringify({ source: js, name: job.name, args: job.args, param_order: paramOrder }),
+    input: JSON.stringify({
+      source: js,
+      name: job.name,
+      args: job.args,
+      param_order: paramOrder,
+      return_char_limit: job.returnCharLimit,
+    }),
   };
 }

@@ -36,6 +36,8 @@ export interface ToolJob {
   /** The only environment the tool sees (its sandbox config's variables and the agent's secrets). */
   env: Record<string, string>;
   timeoutMs: number;
+  /** The tool's return_char_limit: no more of its return's text leaves the sandbox. */
+  returnCharLimit: number;
   /** The host's network (the sandbox config allows it); none otherwise. */
   network?: boolean;
   pipRequirements?: PipRequirement[];
@@ -49,6 +51,8 @@ export interface ToolJob {
 export interface ToolRunResult {
   status: 'success' | 'error';
   funcReturn: unknown;
+  /** Set when the return's text passed the tool's return_char_limit: `funcReturn` is then its cut text. */
+  returnChars?: number;
   stdout: string[];
   stderr: string[];
   /** The block values after the call, when the tool was given `agent_state`. */
@@ -68,6 +72,8 @@ export class SandboxUnavailableError extends Error {
 export interface RunnerResult {
   status: 'success' | 'error';
   func_return: unknown;
+  /** The return text's whole length, when only its first return_char_limit characters came back. */
+  func_return_chars?: number;
   agent_state?: ToolRunResult['agentState'];
 }
 

@@ -1,15 +1,31 @@
 /**
  * Warm runners: a sandbox started ahead of time per environment (system Python, or one venv) running
- * forkserver.py, which forks a fresh child per job. A call then costs a fork instead of a sandbox and
- * an interpreter start. A runner does one job at a time; a timeout or a cancellation kills the whole
- * runner (sandbox and all) and a fresh one takes its place. Children of one runner share its tmpfs
- * mounts, each in its own work folder that is removed after the call.
+ * forkserver.py, which runs each job as one call in namespaces of its own (a fresh /tmp, /work and
+ * /dev/shm, a PID namespace whose end kills all the call started), set up ahead. A call then costs a
+ * fork instead of a sandbox and an interpreter start, and sees nothing an earlier one left. A runner
+ * does one job at a time; a timeout or a cancellation kills the whole runner (sandbox and all) and a
+ * fresh one takes its place. A runner that dies during a call (its memory or process limit reached,
+ * say) is that call's error, and the next call gets a fresh runner; only a runner that cannot start
+ * at all means the sandbox is unavailable.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { Cgroups, ToolCgroup } from './cgroups';
+import type { Cgroups, LimitHits, ToolCgroup } from './cgroups';
 import type { Command } from './bubblewrap';
-import { lines, parsedResult, stoppedResult, type Stop } from './results';
+import {
+  bubblewrapEnding,
+  describeEnding,
+  failure,
+  limitHit,
+  outputLines,
+  parsedResult,
+  signalName,
+  stoppedResult,
+  type Ending,
+  type KeptOutput,
+  type OutputLimits,
+  type Stop,
+} from './results';
 import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from './types';
 
 export interface WarmPoolOptions {
@@ -17,24 +33,39 @@ export interface WarmPoolOptions {
   size: number;
   /** An idle runner is stopped after this long. */
   idleMs: number;
-  maxOutputBytes: number;
+  outputs: OutputLimits;
   cgroups: Cgroups;
 }
 
 /** What forkserver.py answers per job. */
 interface Reply {
   result: string | null;
-  stdout: string;
-  stderr: string;
-  stopped: 'output' | null;
-  /** Null when the child answered (it is reaped after the reply). */
+  stdout: KeptOutput;
+  stderr: KeptOutput;
+  stopped: 'output' | 'result' | null;
+  /** How the call's process ended; both null when it answered (it is reaped after the reply). */
   code: number | null;
+  signal: number | null;
+}
+
+/** Why the call's own namespaces could not be set up: the runner cannot run calls. */
+interface Unavailable {
+  unavailable: string;
+}
+
+/** forkserver.py's first line, once it could set up its first call. */
+interface Ready {
+  ready: true;
 }
 
 class WarmRunner {
-  private replies: Reply[] = [];
-  private waiting?: (reply: Reply | null) => void;
+  private replies: (Reply | Unavailable)[] = [];
+  private waiting?: (reply: Reply | Unavailable | null) => void;
   private exited = false;
+  private ready = false;
+  private ending?: Ending;
+  /** The cgroup's counters as the runner ended, read before the cgroup goes. */
+  private lastHits?: LimitHits;
   private stderr = '';
   private idleTimer?: NodeJS.Timeout;
 
@@ -43,11 +74,15 @@ class WarmRunner {
     private cgroup: ToolCgroup | null,
   ) {
     const answers = createInterface({ input: child.stdio[3] as NodeJS.ReadableStream });
-    answers.on('line', (line) => this.deliver(JSON.parse(line) as Reply));
+    answers.on('line', (line) => this.deliver(JSON.parse(line) as Reply | Unavailable | Ready));
     child.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk).slice(-2000)));
     child.stdin!.on('error', () => undefined); // a runner that died before reading
-    child.on('exit', () => {
+    child.on('exit', () => (this.exited = true));
+    // Once its output is all read: a reply it sent just before it died is not lost.
+    child.on('close', (code, signal) => {
       this.exited = true;
+      this.ending = bubblewrapEnding(code, signal);
+      this.lastHits = this.cgroup?.hits();
       this.waiting?.(null);
       void this.cgroup?.remove();
     });
@@ -55,12 +90,12 @@ class WarmRunner {
 
   static start(command: Command, cgroups: Cgroups): WarmRunner {
     const cgroup = cgroups.create();
-    const child = spawn(command.file, command.args, {
+    const program = cgroup ? cgroup.join(command) : command;
+    const child = spawn(program.file, program.args, {
       stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
       detached: true,
       env: command.env,
     });
-    if (child.pid) cgroup?.add(child.pid);
     return new WarmRunner(child, cgroup);
   }
 
@@ -68,16 +103,22 @@ class WarmRunner {
     return !this.exited;
   }
 
-  private deliver(reply: Reply) {
-    if (this.waiting) this.waiting(reply);
-    else this.replies.push(reply);
+  /** It could set up a call: a death from now on is a call's, not the sandbox's. */
+  get started() {
+    return this.ready;
+  }
+
+  private deliver(line: Reply | Unavailable | Ready) {
+    if ('ready' in line) this.ready = true;
+    else if (this.waiting) this.waiting(line);
+    else this.replies.push(line);
   }
 
   /** The reply to the job, or null when the runner died first. */
-  send(job: object): Promise<Reply | null> {
+  send(job: object): Promise<Reply | Unavailable | null> {
     clearTimeout(this.idleTimer);
     if (this.exited) return Promise.resolve(null);
-    const reply = new Promise<Reply | null>((resolve) => {
+    const reply = new Promise<Reply | Unavailable | null>((resolve) => {
       this.waiting = (answer) => {
         this.waiting = undefined;
         resolve(answer);
@@ -87,8 +128,19 @@ class WarmRunner {
     return reply;
   }
 
+  hits(): LimitHits | undefined {
+    return this.exited ? this.lastHits : this.cgroup?.hits();
+  }
+
   whyDead() {
     return this.stderr.trim() || 'the warm runner exited';
+  }
+
+  /** How it died, and why when its cgroup says so. */
+  death(before: LimitHits | undefined) {
+    const how = this.ending ? describeEnding(this.ending) : 'died';
+    const cause = limitHit(before, this.hits()) ?? this.stderr.trim().split('\n').at(-1);
+    return `the sandbox runner ${how} during the call${cause ? ` (${cause})` : ''}`;
   }
 
   idleFor(ms: number, onExpiry: () => void) {
@@ -145,15 +197,17 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
     });
   };
 
-  const resultOf = (job: ToolJob, reply: Reply): ToolRunResult => {
-    const captured = { stdout: lines(reply.stdout), stderr: lines(reply.stderr) };
-    if (reply.stopped) return { ...stoppedResult(job, reply.stopped, options.maxOutputBytes), ...captured };
-    return { ...parsedResult(job, reply.result ?? '', reply.code), ...captured };
+  const resultOf = (job: ToolJob, reply: Reply, cause: string | null): ToolRunResult => {
+    const captured = { stdout: outputLines(reply.stdout), stderr: outputLines(reply.stderr) };
+    if (reply.stopped) return { ...stoppedResult(job, reply.stopped, options.outputs), ...captured };
+    const ending = { code: reply.code, signal: signalName(reply.signal) };
+    return { ...parsedResult(job, reply.result ?? '', ending, cause), ...captured };
   };
 
   return {
     async run(key, command, job, payload, signal) {
       const runner = take(key, command);
+      const before = runner.hits();
       let stopped: Stop | undefined;
       const stop = (why: Stop) => {
         stopped ??= why;
@@ -164,12 +218,24 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
       signal?.addEventListener('abort', onAbort);
       try {
         const reply = await runner.send(payload);
-        if (!runner.alive) started.delete(runner);
-        if (stopped)
-          return { ...stoppedResult(job, stopped, options.maxOutputBytes), stdout: [], stderr: [] };
-        if (!reply) throw new SandboxUnavailableError(`the warm sandbox runner died: ${runner.whyDead()}`);
+        if (stopped) {
+          retire(runner);
+          return { ...stoppedResult(job, stopped, options.outputs), stdout: [], stderr: [] };
+        }
+        if (!reply) {
+          started.delete(runner);
+          if (!runner.started)
+            throw new SandboxUnavailableError(`the warm sandbox runner did not start: ${runner.whyDead()}`);
+          return { ...failure(job, 'SandboxError', runner.death(before)), stdout: [], stderr: [] };
+        }
+        if ('unavailable' in reply) {
+          retire(runner);
+          throw new SandboxUnavailableError(
+            `the warm sandbox runner cannot set up a call: ${reply.unavailable}`,
+          );
+        }
         release(key, runner);
-        return resultOf(job, reply);
+        return resultOf(job, reply, limitHit(before, runner.hits()));
       } finally {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);

@@ -56,6 +56,7 @@ export async function customToolJob(
     args,
     env,
     timeoutMs: toolTimeoutMs(tool) ?? defaultTimeoutMs,
+    returnCharLimit: tool.return_char_limit,
     network: sandbox.config?.type === 'local' && sandbox.config.config.allow_network,
     // The local sandbox config's requirements first, then the tool's own (Letta installs both).
     pipRequirements: [

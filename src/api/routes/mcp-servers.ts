@@ -50,7 +50,10 @@ export async function runMcpToolNow(
     callMcpTool(ctx.mcp, server, tool, args, { timeoutMs: ctx.config.MCP_CALL_TIMEOUT_MS }),
   );
   // An MCP call has no process output.
-  return toolExecutionShape({ status: result.status, funcReturn: result.text, stdout: [], stderr: [] });
+  return toolExecutionShape(
+    { status: result.status, funcReturn: result.text, stdout: [], stderr: [] },
+    tool.return_char_limit,
+  );
 }
 
 /**

@@ -22,6 +22,7 @@ import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../../agent/tool-returns';
 
 type ToolRunFromSource = z.infer<typeof ToolRunFromSourceSchema>;
 
@@ -81,8 +82,10 @@ export function toolsRouter(ctx: ApiContext): Router {
       args: body.args,
       env: body.env_vars ?? {},
       timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+      // Letta's ToolRunFromSource names no limit: a tool's default one.
+      returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
     });
-    res.json(toolExecutionShape(result));
+    res.json(toolExecutionShape(result, DEFAULT_RETURN_CHAR_LIMIT));
   });
 
   router.post('/v1/agents/:agentId/tools/:toolName/run', async (req, res) => {
@@ -102,7 +105,7 @@ export function toolsRouter(ctx: ApiContext): Router {
         args,
         ctx.config.TOOL_TIMEOUT_MS,
       );
-      execution = toolExecutionShape(await execute(job));
+      execution = toolExecutionShape(await execute(job), tool.return_char_limit);
     } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
     res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PipRequirementSchema as Requirement } from '../../schemas/sandbox-config';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../../agent/tool-returns';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -24,7 +25,7 @@ const ToolFieldsSchema = z.object({
 
 export const ToolCreateSchema = ToolFieldsSchema.extend({
   source_type: ToolFieldsSchema.shape.source_type.default('python'),
-  return_char_limit: ToolFieldsSchema.shape.return_char_limit.default(50_000),
+  return_char_limit: ToolFieldsSchema.shape.return_char_limit.default(DEFAULT_RETURN_CHAR_LIMIT),
   enable_parallel_execution: ToolFieldsSchema.shape.enable_parallel_execution.default(false),
 }).refine((body) => body.source_type !== 'typescript' || body.json_schema, {
   message: TYPESCRIPT_NEEDS_SCHEMA,

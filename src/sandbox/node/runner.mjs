@@ -1,9 +1,9 @@
 /**
  * Runs one TypeScript tool call (already transpiled to an ES module) with Letta's execution contract.
- * Reads the job as JSON on stdin: {source, name, args, param_order?}; calls the module's export `name`
- * with the arguments by position (in `param_order`, else as given), awaits it, and writes
- * {status, func_return, agent_state: null} as JSON on fd 3, apart from the tool's own stdout and
- * stderr. No dependencies; runs inside the sandbox, where /tmp is the only writable folder.
+ * Reads the job as JSON on stdin: {source, name, args, param_order?, return_char_limit}; calls the
+ * module's export `name` with the arguments by position (in `param_order`, else as given), awaits it,
+ * and writes {status, func_return, func_return_chars?, agent_state: null} as JSON on fd 3, apart from
+ * the tool's own stdout and stderr. No dependencies; runs inside the sandbox, where /tmp is the only writable folder.
  */
 import fs from 'node:fs';
 import process from 'node:process';
@@ -21,6 +21,22 @@ function portable(value) {
   }
 }
 
+/** The return as the server writes it (stringifyReturn in tool-returns.ts): None, strings as they are, else JSON. */
+function returnText(value) {
+  if (value === null || value === undefined) return 'None';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
+ * Letta's result, the return cut to the tool's return_char_limit with its whole length: only that many
+ * characters leave the sandbox (the server adds Letta's truncation note).
+ */
+function outcome(status, value, limit) {
+  const text = returnText(value);
+  if (text.length <= limit) return { status, func_return: value, agent_state: null };
+  return { status, func_return: text.slice(0, limit), func_return_chars: text.length, agent_state: null };
+}
+
 async function call(job) {
   fs.writeFileSync(TOOL_FILE, job.source);
   const tool = (await import(TOOL_FILE))[job.name];
@@ -31,17 +47,16 @@ async function call(job) {
 
 async function run(job) {
   try {
-    const value = await call(job);
-    return { status: 'success', func_return: portable(value), agent_state: null };
+    return outcome('success', portable(await call(job)), job.return_char_limit);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
     const kind = error instanceof Error ? error.name : 'Error';
     const message = error instanceof Error ? error.message : String(error);
-    return {
-      status: 'error',
-      func_return: `Error executing function ${job.name}: ${kind}: ${message}`,
-      agent_state: null,
-    };
+    return outcome(
+      'error',
+      `Error executing function ${job.name}: ${kind}: ${message}`,
+      job.return_char_limit,
+    );
   }
 }
 

@@ -1,9 +1,10 @@
 """
 Runs one tool call (Letta's execution contract). Reads the job as JSON on stdin:
-{"source", "args", "limits"?, "agent_state"?, "agent_id"?, "marker"?}; defines the source's functions,
-calls the last one with the arguments, and writes {"status", "func_return", "agent_state"} as JSON apart
-from the tool's own stdout and stderr: on fd 3, or, where only stdout exists (remote sandboxes), framed
-on stdout as marker + length (8 hex digits) + md5 hex + payload, all ASCII (E2B decodes stdout as text).
+{"source", "args", "return_char_limit", "limits"?, "agent_state"?, "agent_id"?, "marker"?}; defines the
+source's functions, calls the last one with the arguments, and writes {"status", "func_return",
+"func_return_chars"?, "agent_state"} as JSON apart from the tool's own stdout and stderr: on fd 3, or,
+where only stdout exists (remote sandboxes), framed on stdout as marker + length (8 hex digits) + md5
+hex + payload, all ASCII (E2B decodes stdout as text).
 Standard library only; runs inside the sandbox.
 """
 import ast
@@ -86,6 +87,34 @@ def portable(value):
         return str(value)
 
 
+def return_text(value):
+    """The return as the server writes it (stringifyReturn in tool-returns.ts): None, a string, or JSON."""
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def capped(value, limit):
+    """
+    The return as sent back, and its text's length when that passes the tool's return_char_limit: only its
+    first `limit` characters then leave the sandbox (the server adds Letta's truncation note).
+    """
+    text = return_text(value)
+    if len(text) <= limit:
+        return value, None
+    return text[:limit], len(text)
+
+
+def outcome(status, value, job, agent_state):
+    func_return, chars = capped(value, job["return_char_limit"])
+    result = {"status": status, "func_return": func_return, "agent_state": agent_state}
+    if chars is not None:
+        result["func_return_chars"] = chars
+    return result
+
+
 CO_COROUTINE = 0x80
 
 
@@ -121,14 +150,11 @@ def run(job):
         namespace = {"__name__": "__letta_tool__"}
         exec(compile(job["source"], "<tool>", "exec"), namespace)
         value = call(namespace[name], dict(job.get("args", {})), job, agent_state)
-        return {"status": "success", "func_return": portable(value), "agent_state": edited_blocks(agent_state)}
+        return outcome("success", portable(value), job, edited_blocks(agent_state))
     except BaseException as error:  # noqa: BLE001 - every failure of the tool is its result
         traceback.print_exc()
-        return {
-            "status": "error",
-            "func_return": f"Error executing function {name}: {type(error).__name__}: {error}",
-            "agent_state": None,
-        }
+        message = f"Error executing function {name}: {type(error).__name__}: {error}"
+        return outcome("error", message, job, None)
 
 
 def send(result, marker):

@@ -128,7 +128,7 @@ export const ConfigSchema = z.object({
   E2B_API_KEY: optional(z.string()),
   E2B_TEMPLATE: z.string().min(1).default('base'),
   E2B_SANDBOX_TIMEOUT_MS: milliseconds.default(300_000),
-  E2B_SANDBOX_REUSE: flag.default(true),
+  E2B_SANDBOX_REUSE: flag.default(false),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
   SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b']).default('local'),

@@ -96,8 +96,8 @@ describe('loadConfig', () => {
   });
 
   it('reads E2B_SANDBOX_REUSE as true or false', () => {
-    expect(loadConfig({}).E2B_SANDBOX_REUSE).toBe(true);
-    expect(loadConfig({ E2B_SANDBOX_REUSE: 'false' }).E2B_SANDBOX_REUSE).toBe(false);
+    expect(loadConfig({}).E2B_SANDBOX_REUSE).toBe(false);
+    expect(loadConfig({ E2B_SANDBOX_REUSE: 'true' }).E2B_SANDBOX_REUSE).toBe(true);
     expect(() => loadConfig({ E2B_SANDBOX_REUSE: 'no' })).toThrow(
       /E2B_SANDBOX_REUSE="no": expected true or false/,
     );

@@ -1,19 +1,21 @@
 /** One model call: load the context from the database, call the provider, store the reply. */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { isActiveRun, lockRun, markRunRunning } from '../src/db/runs';
+import { isActiveRun, lockRun } from '../src/db/runs';
 import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
 import type { MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
 import { modelContext } from '../src/agent/context';
+import { HistoryInvariantError } from '../src/agent/history-invariant';
 import { parseHandle } from '../src/llm';
 import { llmErrorType, ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
 import { strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
-import { flushToolReturns } from './run-records';
+import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { addUsage, type CallModelInput, type ClientTool, type ModelTurn, type TokenUsage } from './contracts';
 
@@ -79,6 +81,25 @@ function modelFailure(error: unknown): ApplicationFailure {
   });
 }
 
+/** The model's view of the transcript; a broken history invariant fails the step, never retried. */
+function requestMessages(system: string, transcript: MessageRow[]) {
+  try {
+    return modelContext(system, transcript);
+  } catch (error) {
+    if (error instanceof HistoryInvariantError)
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
+    throw error;
+  }
+}
+
+/**
+ * Every tool call gets an id of ours as its reply is stored: executions, returns and approvals are keyed
+ * by it. Providers' ids are not unique: llama.cpp, Ollama and vLLM number calls per request (`call_0`),
+ * so one agent's call could find another's recorded result. The form (`call_` and 24 letters and
+ * digits) is one every provider takes back in the history.
+ */
+const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+
 /** The ids of the reply's calls that wait for an answer (they make it Letta's approval request). */
 const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
   calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
@@ -100,8 +121,8 @@ export function modelActivities({ db, providers }: ActivityDeps) {
 
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
-      // A new step's run is running from its first model call (its context came with the step's input).
-      if (input.step === 0) await markRunRunning(db, input.runId);
+      // A request's run is running from its first model call, which stores the messages it brought.
+      if (input.step === 0) await storeRequestInput(db, input.agentId, input.runId);
       await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       const idempotencyKey = `${input.runId}:model:${input.step}`;
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
@@ -126,13 +147,14 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         previousMessageCount: 0,
         agentCreatedAt: agent.created_at,
       });
+      const messages = requestMessages(system, transcript);
       let reply: ModelReply;
       try {
         reply = await withHeartbeats(
           providers(parsed.provider).complete(
             {
               model: parsed.model,
-              messages: modelContext(system, transcript),
+              messages,
               tools: offeredTools(
                 agent.tools,
                 input.allowedTools,
@@ -148,14 +170,13 @@ export function modelActivities({ db, providers }: ActivityDeps) {
           ),
         );
       } catch (error) {
+        // Cancelled: so the workflow learns, rather than of a provider error.
+        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('the run was cancelled');
         throw modelFailure(error);
       }
       // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
       const toolCalls = (input.parallelToolCalls ? reply.toolCalls : reply.toolCalls.slice(0, 1)).map(
-        (call) => ({
-          ...call,
-          id: call.id || `call_${newId('tool').slice(5, 29)}`,
-        }),
+        (call) => ({ ...call, id: ownToolCallId() }),
       );
       const usage: TokenUsage = {
         promptTokens: reply.usage.promptTokens,

@@ -3,6 +3,8 @@ import { newId } from '../src/ids';
 import { getMessage, insertMessage } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
 import { toolExecutions } from '../src/db/tool-executions';
+import { startRunWithInput } from '../src/db/runs';
+import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import type { RunUsage } from './contracts';
 
@@ -15,6 +17,18 @@ export const usageRecord = (usage: RunUsage) => ({
   cached_input_tokens: usage.cachedInputTokens,
   reasoning_tokens: usage.reasoningTokens,
 });
+
+/**
+ * The return of a call that never finished: its run was cancelled, or failed, while it ran. Every call
+ * gets a return all the same, or the history would break its invariant (src/agent/history-invariant.ts).
+ */
+const unfinished = () =>
+  ({
+    status: 'error',
+    func_return: packageFunctionResponse(false, 'Error: the tool call did not finish: its run ended first'),
+    stdout: null,
+    stderr: null,
+  }) as const;
 
 /**
  * Stores the returns of `toolCallIds` as one tool message, then the user messages that came with the
@@ -30,19 +44,15 @@ export async function flushToolReturns(
   if (toolCallIds.length === 0) return;
   const executions = await toolExecutions(db, toolCallIds);
   const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
-  const returns = toolCallIds.flatMap((id) => {
-    const e = byId.get(id);
-    return e
-      ? [
-          {
-            tool_call_id: id,
-            status: e.status,
-            func_response: e.func_return,
-            stdout: e.stdout,
-            stderr: e.stderr,
-          },
-        ]
-      : [];
+  const returns = toolCallIds.map((id) => {
+    const e = byId.get(id) ?? unfinished();
+    return {
+      tool_call_id: id,
+      status: e.status,
+      func_response: e.func_return,
+      stdout: e.stdout,
+      stderr: e.stderr,
+    };
   });
   await insertMessage(db, {
     id: newId('message'),
@@ -58,7 +68,27 @@ export async function flushToolReturns(
 async function storeFollowUps(db: Queryable, agentId: string, runId: string, approvalMessageId: string) {
   const approval = await getMessage(db, approvalMessageId);
   const followUps = (approval?.metadata?.follow_ups ?? []) as FollowUp[];
-  for (const [i, message] of followUps.entries()) {
+  await storeTextMessages(db, agentId, runId, followUps, `${approvalMessageId}:follow-up`);
+}
+
+/**
+ * The messages a request brought, stored as its step starts (idempotently: a retry finds them). They
+ * waited with the run while the agent's session ran the steps queued before it.
+ */
+export async function storeRequestInput(db: Queryable, agentId: string, runId: string): Promise<void> {
+  const messages = await startRunWithInput(db, runId);
+  await storeTextMessages(db, agentId, runId, messages ?? [], `${runId}:input`);
+}
+
+/** A request's text messages, in order, each once under `keyPrefix` and its position. */
+async function storeTextMessages(
+  db: Queryable,
+  agentId: string,
+  runId: string,
+  messages: FollowUp[],
+  keyPrefix: string,
+) {
+  for (const [i, message] of messages.entries()) {
     await insertMessage(db, {
       id: newId('message'),
       agent_id: agentId,
@@ -67,7 +97,7 @@ async function storeFollowUps(db: Queryable, agentId: string, runId: string, app
       content: [{ type: 'text', text: message.text }],
       name: message.name ?? null,
       otid: message.otid ?? null,
-      idempotency_key: `${approvalMessageId}:follow-up:${i}`,
+      idempotency_key: `${keyPrefix}:${i}`,
     });
   }
 }

@@ -33,6 +33,15 @@ export function runActivities({ db }: ActivityDeps) {
       return resolveStepContext(db, agent);
     },
 
+    /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
+    async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
+      await db.query(
+        `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
+         WHERE id = ANY($1) AND status = 'created'`,
+        [runIds],
+      );
+    },
+
     /** A tool call that does not run (a broken rule, an unknown tool): the model gets `reason` as an error. */
     async rejectToolCall(input: RejectToolCallInput): Promise<ToolOutcome> {
       const agent = await getAgentRow(db, input.agentId);

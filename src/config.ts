@@ -101,6 +101,8 @@ export const ConfigSchema = z.object({
   TEMPORAL_START_TIMEOUT_MS: milliseconds.default(60_000),
   TEMPORAL_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
   TASK_QUEUE_PREFIX: z.string().default(''),
+  AGENT_MAX_QUEUED_MESSAGES: z.coerce.number().int().positive().default(100),
+  AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
 
   MAX_REQUEST_BODY_BYTES: z.coerce

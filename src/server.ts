@@ -18,6 +18,7 @@ import { connectTemporal, errorText } from './temporal/connection';
 import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
+import { loadDeploymentId } from './db/deployment';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
 import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
@@ -84,7 +85,8 @@ export async function startServer(
     undo.push(() => connection.close());
     await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
 
-    const queues = taskQueues(config.TASK_QUEUE_PREFIX);
+    const deploymentId = await loadDeploymentId(db);
+    const queues = taskQueues(config.TASK_QUEUE_PREFIX, deploymentId);
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
     void reportSandbox(sandbox, config, log);
@@ -162,6 +164,7 @@ export async function startServer(
         config: { ...config, LETTA_SERVER_PASSWORD: apiPassword(config, log) },
         connection,
         temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+        deploymentId,
         taskQueues: queues,
         sandbox,
         mcp,

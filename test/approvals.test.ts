@@ -200,6 +200,25 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     expect(history.filter((m) => m.message_type === 'approval_response_message')).toHaveLength(1);
     expect(history.filter((m) => m.message_type === 'tool_return_message')).toHaveLength(1);
 
+    // A different answer to the call already answered conflicts with the first: 409, nothing stored.
+    const conflicting = h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'tool', tool_call_id: callId, tool_return: 'host-2', status: 'success' }],
+        },
+      ],
+    });
+    await expect(conflicting).rejects.toMatchObject({
+      status: 409,
+      error: {
+        detail:
+          'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.',
+      },
+    });
+    expect(h.stub.requests.length).toBe(before);
+    expect((await h.client.agents.messages.list(agent.id)).getPaginatedItems()).toHaveLength(history.length);
+
     // With nothing pending, any other approval is refused.
     await expect(
       h.client.agents.messages.create(agent.id, {
@@ -439,7 +458,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
 
     const temporal = await connectTemporalClient();
     try {
-      const handle = temporal.client.workflow.getHandle(stepWorkflowId(agent.id, request.run_id));
+      const handle = temporal.client.workflow.getHandle(await stepWorkflowId(h.server.db, request.run_id));
       const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toBe(`Waiting for approval of memory_insert (${call})`);
 

@@ -298,14 +298,14 @@ describe('MCP servers', () => {
         },
       });
       expect((updated as StreamableHTTPMcpServer).auth_token).toBe('****6789');
-      const { agent, response, toolReturn } = await callThroughModel(server.id!, 'echo', { message: 'hush' });
+      const { response, toolReturn } = await callThroughModel(server.id!, 'echo', { message: 'hush' });
       expect(toolReturn).toMatchObject({ status: 'success', tool_return: 'Echo: hush' });
 
       const temporal = await connectTemporalClient();
       try {
         const events = await workflowHistory(
           temporal.client,
-          stepWorkflowId(agent.id, response.messages[0].run_id!),
+          await stepWorkflowId(h.server.db, response.messages[0].run_id!),
         );
         expect(payloadTexts(events).filter((text) => /sk-test-token|team-secret/.test(text))).toEqual([]);
       } finally {

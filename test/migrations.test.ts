@@ -41,7 +41,7 @@ describe('migrations on PostgreSQL', () => {
     const others = [connectPostgres(schema.url), connectPostgres(schema.url)];
     try {
       const results = await Promise.all([db, ...others].map((d) => migrate(d)));
-      expect(results.flat().sort()).toEqual(migrations.map((m) => m.version));
+      expect(results.flat().sort((a, b) => a - b)).toEqual(migrations.map((m) => m.version));
     } finally {
       await Promise.all(others.map((d) => d.close()));
     }

@@ -93,7 +93,7 @@ describe('tool calls of one model reply', () => {
     try {
       const events = await workflowHistory(
         temporal.client,
-        stepWorkflowId(agent.id, response.messages[0].run_id!),
+        await stepWorkflowId(h.server.db, response.messages[0].run_id!),
       );
       const tools = scheduledActivities(events).filter((a) => a.type === 'runBuiltinTool');
       expect(tools).toHaveLength(2);

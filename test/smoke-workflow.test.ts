@@ -1,6 +1,7 @@
 import { Client } from '@temporalio/client';
 import { startServer, type RunningServer } from '../src/server';
 import { taskQueues } from '../src/temporal/task-queues';
+import { loadDeploymentId } from '../src/db/deployment';
 import { smokeActivities } from './fixtures/smoke-activities';
 import { smokeWorkflow } from './fixtures/smoke-workflow';
 import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './helpers/env';
@@ -35,7 +36,7 @@ describe('a workflow with an activity, on the real Temporal server and PostgreSQ
       "SELECT value FROM server_metadata WHERE key = 'instance_id'",
     );
     const result = await client.workflow.execute(smokeWorkflow, {
-      taskQueue: taskQueues(prefix).agent,
+      taskQueue: taskQueues(prefix, await loadDeploymentId(server.db)).agent,
       workflowId: `smoke-${uniqueSuffix()}`,
       args: ['hello'],
     });

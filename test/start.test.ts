@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import Letta from '@letta-ai/letta-client';
+import { startOpenAiStub } from './helpers/openai-stub';
 import { freePort, testTemporalAddress } from './helpers/env';
 import { createTestSchema } from './helpers/postgres';
 import {
@@ -89,6 +91,34 @@ describe('starting the server as a user does', () => {
       expect(rows.length).toBeGreaterThan(0);
       expect(await stopAndWait(proc, 'SIGTERM', 'process')).toBe(0);
     } finally {
+      await schema.drop();
+    }
+  });
+
+  it('takes the first message sent the moment a fresh server reports healthy', async () => {
+    const schema = await createTestSchema();
+    const stub = await startOpenAiStub();
+    try {
+      const env = {
+        DATA_DIR: dataDir,
+        DATABASE_URL: schema.url,
+        OPENAI_BASE_URL: stub.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        ...(await ports()),
+      };
+      const proc = startProcess('node', main, env);
+      const url = `http://127.0.0.1:${env.PORT}`;
+      await waitForStatus(`${url}/v1/health/`, 200, proc, 120_000);
+      const client = new Letta({ baseURL: url, apiKey: 'unused', maxRetries: 0 });
+      const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
+      stub.enqueue({ text: 'Ready.' });
+      const response = await client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Are you there?' }],
+      });
+      expect(response.messages.at(-1)).toMatchObject({ content: 'Ready.' });
+      expect(await stopAndWait(proc, 'SIGTERM', 'process')).toBe(0);
+    } finally {
+      await stub.close();
       await schema.drop();
     }
   });

@@ -78,7 +78,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
     const history = await workflowHistory(
       temporalClient,
-      stepWorkflowId(agent.id, response.messages[0].run_id!),
+      await stepWorkflowId(h.server.db, response.messages[0].run_id!),
     );
     const texts = payloadTexts(history).join('\n');
     for (const secret of [agentSecret, sandboxSecret, 'test-key']) expect(texts).not.toContain(secret);
@@ -104,7 +104,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(response.stop_reason.stop_reason).toBe('max_steps');
     expect(response.usage.step_count).toBe(50);
 
-    const workflowId = stepWorkflowId(agent.id, response.messages[0].run_id!);
+    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
     const events = await workflowHistory(temporalClient, workflowId);
     const texts = payloadTexts(events);
     for (const marker of ['USERTEXT', 'MODELTEXT', 'QUERYTEXT']) {
@@ -126,7 +126,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
     const runId = response.messages[0].run_id!;
-    const workflowId = stepWorkflowId(agent.id, runId);
+    const workflowId = await stepWorkflowId(h.server.db, runId);
     expect(workflowId).toContain(agent.id);
     expect(workflowId).toContain(runId);
 
@@ -168,7 +168,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Take your time' }],
     });
-    const handle = temporalClient.workflow.getHandle(stepWorkflowId(agent.id, run.id));
+    const handle = temporalClient.workflow.getHandle(await stepWorkflowId(h.server.db, run.id));
     const details = await eventually(
       async () =>
         (await handle.query<temporal.api.sdk.v1.IWorkflowMetadata>('__temporal_workflow_metadata'))
@@ -190,7 +190,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(response.stop_reason.stop_reason).toBe('end_turn');
     const events = await workflowHistory(
       temporalClient,
-      stepWorkflowId(agent.id, response.messages[0].run_id!),
+      await stepWorkflowId(h.server.db, response.messages[0].run_id!),
     );
     const modelCall = scheduledActivities(events).find((a) => a.type === 'callModel')!;
     const started = events.find(
@@ -207,7 +207,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
-    const workflowId = stepWorkflowId(agent.id, response.messages[0].run_id!);
+    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
     const events = await workflowHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentStepInput;
@@ -216,7 +216,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
     // As an API from before the flag started it: the same input without it, for a run of its own.
     const { agentId, runId } = await agentWithRun(h.server.db);
-    const olderId = stepWorkflowId(agentId, runId);
+    const olderId = await stepWorkflowId(h.server.db, runId);
     const { localActivities: _, context: __, ...olderInput } = input;
     await temporalClient.workflow.execute('agentStep', {
       taskQueue: started.taskQueue!.name!,
@@ -252,7 +252,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
     });
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = stepWorkflowId(agent.id, paused.messages[0].run_id!);
+    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
     const tagged = await eventually(
       () => workflowHistory(temporalClient, workflowId),
       (events) => events.some((e) => e.upsertWorkflowSearchAttributesEventAttributes),

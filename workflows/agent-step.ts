@@ -8,6 +8,7 @@
  * as long as it takes. The answer comes with a new request (a new run), under which the step goes on.
  */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -89,7 +90,11 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
   };
+  // A cancel waits for the call to stop (the provider's request aborted, the sandbox killed), so that
+  // nothing of the run goes on once its cancel has answered.
+  const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
   const model: ActivityOptions = {
+    cancellationType,
     startToCloseTimeout: limits.modelTimeoutMs + 10_000,
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: {
@@ -100,6 +105,7 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
     },
   };
   const tool: ActivityOptions = {
+    cancellationType,
     startToCloseTimeout: limits.toolTimeoutMs + 10_000,
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
@@ -265,12 +271,14 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         });
         request.maxSteps = plan.maxSteps;
         request.clientTools = plan.clientTools;
+        // Set before the calls run: should they fail or be cancelled, the run's end still stores a
+        // return for each call of the reply.
+        outcome.pendingToolCallIds = plan.callIds;
+        outcome.followUpsFrom = request.answer.approvalMessageId;
         const outcomes = await runToolCalls(plan.toRun, context.tools, (call) =>
           runTool(call, toolOf(call.name), plan, runId),
         );
         plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
-        outcome.pendingToolCallIds = plan.callIds;
-        outcome.followUpsFrom = request.answer.approvalMessageId;
         if (plan.toRun.some((call) => isTerminal(rules, call.name)))
           return { ...outcome, stopReason: 'tool_rule' };
       }
@@ -322,6 +330,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
           };
         }
 
+        outcome.pendingToolCallIds = turn.toolCalls.map((call) => call.id);
         const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call) => {
           if (!allowed.includes(call.name)) {
             return acts.run.rejectToolCall({
@@ -334,7 +343,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
           }
           return runTool(call, toolOf(call.name), turn, runId, prefilledArgs(rules, call.name, history));
         });
-        outcome.pendingToolCallIds = turn.toolCalls.map((call) => call.id);
         turn.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
         if (turn.toolCalls.some((call) => isTerminal(rules, call.name)))
           return { ...outcome, stopReason: 'tool_rule' };

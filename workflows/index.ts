@@ -1,3 +1,4 @@
 // The workflows the `agent` worker runs. Workflow code is deterministic and bundled by the worker:
 // it imports no Node APIs and reaches activities only through proxyActivities.
+export { agentSession } from './agent-session';
 export { agentStep } from './agent-step';

@@ -1,8 +1,8 @@
 /**
- * The agent-step workflow's input, result and signal. Shared with the API, which starts the workflow,
- * signals it and reads its result; sandbox-safe (types and a signal definition only).
+ * The agent session's and the agent-step workflow's inputs, results, signal and updates. Shared with the
+ * API, which sends them; sandbox-safe (types and definitions only).
  */
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ClientTool, StepContext } from '../activities/contracts';
 
 export interface AgentStepLimits {
@@ -77,3 +77,35 @@ export interface ApprovalAnswered {
 }
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');
+
+/** A step waiting in its agent's session for its turn. */
+export interface QueuedStep {
+  /** The step's own workflow, a child of the session. */
+  workflowId: string;
+  input: AgentStepInput;
+  /** What the Temporal UI shows of it. */
+  summary: string;
+  /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
+  maxQueued: number;
+}
+
+export interface AgentSessionInput {
+  agentId: string;
+  /** A session ends after this long without a message (the next one starts a new session). */
+  idleMs: number;
+  /** Steps a session runs before it continues as new, to keep its history small. */
+  maxStepsPerRun: number;
+  /** Steps still waiting, carried over when the session continued as new. */
+  queue?: QueuedStep[];
+}
+
+/** A new message: its step waits for its turn. Refused when the queue is full. */
+export const enqueueStepUpdate = defineUpdate<{ queued: number }, [QueuedStep]>('enqueueStep');
+
+/**
+ * Cancels the steps of these workflows (all, when none are named): queued ones never run, the running
+ * one is cancelled. Completes once they have ended.
+ */
+export const cancelStepsUpdate = defineUpdate<{ cancelled: string[] }, [{ workflowIds?: string[] }]>(
+  'cancelSteps',
+);

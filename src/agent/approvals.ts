@@ -10,6 +10,8 @@ import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import type { ApprovalAnswered } from '../../workflows/messages';
 
+export const ALREADY_ANSWERED =
+  'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
 export const NOTHING_PENDING =
   'Cannot process approval response: No tool call is currently awaiting approval. Please send a regular message to interact with the agent.';
 export const PENDING_APPROVAL_TEXT =
@@ -133,25 +135,43 @@ export async function answerFor(
   return message && signalFor(message);
 }
 
+/** What an answer decides, without the fields that may differ between a request and its retry. */
+const decisionOf = (answer: ApprovalAnswer) =>
+  JSON.stringify(
+    answer.type === 'approval'
+      ? [answer.tool_call_id, answer.approve, answer.reason ?? null]
+      : [answer.tool_call_id, answer.status, answer.tool_return],
+  );
+
 /**
- * A client's retry of an answer already accepted: the agent's latest answer, when it covers exactly
- * the same tool calls (Letta's idempotency check looks at the last few messages the same way).
+ * The agent's latest recorded answer to any of the calls `answers` name, if there is one. It `repeats`
+ * when it is the same answer (a client's retry: Letta looks at the last messages the same way); any
+ * other answer to a call already answered conflicts with it.
  */
-export async function repeatedAnswer(
+export async function earlierAnswer(
   db: Queryable,
   agentId: string,
   answers: ApprovalAnswer[],
-): Promise<ApprovalAnswered | undefined> {
+): Promise<{ answered: ApprovalAnswered; repeats: boolean } | undefined> {
   const [latest] = await db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' ORDER BY seq DESC LIMIT 1`,
-    [agentId],
+    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' AND (
+       metadata->>'request_message_id' = ANY($2)
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(approvals) AS a WHERE a->>'tool_call_id' = ANY($2)))
+     ORDER BY seq DESC LIMIT 1`,
+    [agentId, answers.map((a) => a.tool_call_id)],
   );
   if (!latest) return undefined;
-  const previous = signalFor(latest);
-  const ids = answers.map((a) => a.tool_call_id);
-  const same =
-    ids.length === previous.toolCallIds.length && ids.every((id) => previous.toolCallIds.includes(id));
-  return same ? previous : undefined;
+  const answered = signalFor(latest);
+  const recorded = latest.approvals as ApprovalAnswer[];
+  // Letta's legacy form names the one pending call by its approval request's id.
+  const named = answers.map((a) =>
+    a.tool_call_id === answered.requestMessageId && recorded.length === 1
+      ? { ...a, tool_call_id: recorded[0].tool_call_id }
+      : a,
+  );
+  const decisions = new Set(recorded.map(decisionOf));
+  const repeats = named.length === recorded.length && named.every((a) => decisions.has(decisionOf(a)));
+  return { answered, repeats };
 }
 
 /** The text of a client's tool return, as the model gets it. */

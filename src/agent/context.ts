@@ -1,5 +1,6 @@
 import type { MessageRow } from '../db/rows';
 import type { ChatMessage } from '../llm/types';
+import { assertToolCallsPaired } from './history-invariant';
 
 /** The text of a stored content field: a string, or Letta's list of `{type:'text', text}` parts. */
 export function contentText(content: unknown): string {
@@ -38,5 +39,6 @@ export function modelContext(systemPrompt: string, transcript: MessageRow[]): Ch
         break;
     }
   }
+  assertToolCallsPaired(messages);
   return messages;
 }

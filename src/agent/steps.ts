@@ -2,25 +2,37 @@
  * What a messages request does to an agent step: start one (store the input, create the run, start
  * its workflow), or answer a paused one (check the answer, store it, signal the workflow).
  */
-import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { ApiContext } from '../api/context';
 import { HttpError, notFound } from '../api/errors';
 import { lockAgentRow } from '../db/agents';
-import { insertMessage } from '../db/messages';
 import { getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
 import type { ClientTool } from '../../activities/contracts';
 import type { agentStep } from '../../workflows/agent-step';
-import { approvalAnsweredSignal, type AgentStepInput } from '../../workflows/messages';
-import { agentIdKey, runIdKey } from '../../workflows/search-attributes';
+import { QUEUE_FULL, type agentSession } from '../../workflows/agent-session';
 import {
+  approvalAnsweredSignal,
+  cancelStepsUpdate,
+  enqueueStepUpdate,
+  type AgentStepInput,
+  type QueuedStep,
+} from '../../workflows/messages';
+import { agentIdKey } from '../../workflows/search-attributes';
+import {
+  ALREADY_ANSWERED,
   answersMismatch,
   NOTHING_PENDING,
   PENDING_APPROVAL_TEXT,
   recordAnswer,
-  repeatedAnswer,
+  earlierAnswer,
   type ApprovalAnswer,
   type FollowUp,
 } from './approvals';
@@ -44,7 +56,25 @@ export interface AnswerRequest extends RequestOptions {
   followUps: FollowUp[];
 }
 
-export type StepHandle = WorkflowHandle<typeof agentStep>;
+/** Whether the workflow that is to end a run still can: its step runs, or waits for its turn. */
+export type StepLiveness = () => Promise<boolean>;
+
+/** A step's workflow runs; one not started yet waits in its session, if the session runs. */
+function stepLiveness(ctx: ApiContext, agentId: string, workflowId: string): StepLiveness {
+  const running = async (id: string) => {
+    try {
+      return (await ctx.temporal.workflow.getHandle(id).describe()).status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+  };
+  return async () =>
+    (await running(workflowId)) ?? (await running(sessionWorkflowIdFor(ctx.deploymentId, agentId))) ?? false;
+}
+
+/** Steps a session runs before it continues as new (Temporal may suggest it sooner). */
+const SESSION_STEPS_PER_RUN = 500;
 
 /** A run's own settings, read by the workflow when the run continues a paused step. */
 const requestConfig = (request: RequestOptions) => ({
@@ -60,15 +90,46 @@ const pendingApprovalError = (pending: PendingApproval) =>
     pending_request_id: pending.message_id,
   });
 
-/** Workflow ids name the agent and the run, so the Temporal UI lists an agent's steps together. */
-export const workflowIdFor = (agentId: string, runId: string) => `${agentId}/${runId}`;
+/**
+ * Workflow ids carry the deployment (as its task queues do) and name the agent, so the Temporal UI lists
+ * an agent's session and steps together.
+ */
+const scopedId = (deploymentId: string, id: string) => (deploymentId ? `${deploymentId}/${id}` : id);
 
+/** The workflow of one step: its agent and its run. */
+export const workflowIdFor = (deploymentId: string, agentId: string, runId: string) =>
+  scopedId(deploymentId, `${agentId}/${runId}`);
+
+/** The workflow of an agent's session, which runs its steps one at a time (workflows/agent-session.ts). */
+export const sessionWorkflowIdFor = (deploymentId: string, agentId: string) =>
+  scopedId(deploymentId, agentId);
+
+/** The limits a step runs under, from the configuration of the API that queued it. */
+function stepLimits(config: ApiContext['config'], maxSteps: number): AgentStepInput['limits'] {
+  return {
+    maxSteps,
+    modelTimeoutMs: config.MODEL_TIMEOUT_MS,
+    modelMaxAttempts: config.MODEL_MAX_ATTEMPTS,
+    modelRetryInitialMs: config.MODEL_RETRY_INITIAL_MS,
+    toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+    toolMaxAttempts: config.TOOL_MAX_ATTEMPTS,
+    heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
+    mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
+    mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+  };
+}
+
+/**
+ * Queues a step in the agent's session (starting the session if none runs): the run and the messages
+ * it brings are stored first, the messages going into the transcript only when the step's turn comes.
+ * A full queue is a 409, and the run is gone again.
+ */
 export async function startAgentStep(
   ctx: ApiContext,
   request: StepRequest,
-): Promise<{ run: RunRow; handle: StepHandle }> {
+): Promise<{ run: RunRow; alive: StepLiveness }> {
   const runId = newId('run');
-  const workflowId = workflowIdFor(request.agentId, runId);
+  const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
   const { run, context } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, request.agentId);
     if (!agent) throw notFound(`Agent ${request.agentId}`);
@@ -80,56 +141,63 @@ export async function startAgentStep(
       metadata: { run_type: request.runType },
       request_config: requestConfig(request),
       workflow_id: workflowId,
+      input: request.userMessages,
     });
-    for (const message of request.userMessages) {
-      await insertMessage(tx, {
-        id: newId('message'),
-        agent_id: request.agentId,
-        run_id: runId,
-        role: message.role,
-        content: [{ type: 'text', text: message.text }],
-        name: message.name ?? null,
-        otid: message.otid ?? null,
-      });
-    }
     return { run: row, context: await resolveStepContext(tx, agent) };
   });
   const { config } = ctx;
-  const input: AgentStepInput = {
-    agentId: request.agentId,
-    runId,
-    sandboxTaskQueue: ctx.taskQueues.sandbox,
-    mcpTaskQueue: ctx.taskQueues.mcp,
-    clientTools: request.clientTools,
-    localActivities: true,
-    context,
-    limits: {
-      maxSteps: request.maxSteps,
-      modelTimeoutMs: config.MODEL_TIMEOUT_MS,
-      modelMaxAttempts: config.MODEL_MAX_ATTEMPTS,
-      modelRetryInitialMs: config.MODEL_RETRY_INITIAL_MS,
-      toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-      toolMaxAttempts: config.TOOL_MAX_ATTEMPTS,
-      heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
-      mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
-      mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+  const step: QueuedStep = {
+    workflowId,
+    summary: `Agent step of ${request.agentId} (${request.runType})`,
+    maxQueued: config.AGENT_MAX_QUEUED_MESSAGES,
+    input: {
+      agentId: request.agentId,
+      runId,
+      sandboxTaskQueue: ctx.taskQueues.sandbox,
+      mcpTaskQueue: ctx.taskQueues.mcp,
+      clientTools: request.clientTools,
+      localActivities: true,
+      context,
+      limits: stepLimits(config, request.maxSteps),
     },
   };
-  const handle = await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {
+  try {
+    await enqueueStep(ctx, step);
+  } catch (error) {
+    await ctx.db.query('DELETE FROM runs WHERE id = $1', [runId]);
+    throw error;
+  }
+  return { run, alive: stepLiveness(ctx, request.agentId, workflowId) };
+}
+
+/** The step's update to the agent's session, which the update starts if it does not run. */
+async function enqueueStep(ctx: ApiContext, step: QueuedStep): Promise<void> {
+  const { agentId } = step.input;
+  const { config } = ctx;
+  const session = new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
+    workflowId: sessionWorkflowIdFor(ctx.deploymentId, agentId),
     taskQueue: ctx.taskQueues.agent,
-    workflowId,
-    args: [input],
-    typedSearchAttributes: [
-      { key: agentIdKey, value: request.agentId },
-      { key: runIdKey, value: runId },
-    ],
-    staticSummary: `Agent step of ${request.agentId} (${request.runType})`,
-    // With the agent worker in this process (npm start), the start's response carries the first
-    // workflow task to it: no trip through matching. Without one (--role=api), the SDK's core does
-    // not ask for it, and the task goes through matching as before.
-    requestEagerStart: true,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: [{ agentId, idleMs: config.AGENT_SESSION_IDLE_MS, maxStepsPerRun: SESSION_STEPS_PER_RUN }],
+    typedSearchAttributes: [{ key: agentIdKey, value: agentId }],
+    staticSummary: `Session of ${agentId}: its steps, one at a time`,
   });
-  return { run, handle };
+  try {
+    await ctx.temporal.workflow.executeUpdateWithStart(enqueueStepUpdate, {
+      args: [step],
+      updateId: step.input.runId,
+      startWorkflowOperation: session,
+    });
+  } catch (error) {
+    const cause = (error as { cause?: unknown }).cause;
+    if (
+      error instanceof WorkflowUpdateFailedError &&
+      cause instanceof ApplicationFailure &&
+      cause.type === QUEUE_FULL
+    )
+      throw new HttpError(409, cause.message);
+    throw error;
+  }
 }
 
 /**
@@ -140,17 +208,18 @@ export async function startAgentStep(
 export async function answerPausedStep(
   ctx: ApiContext,
   request: AnswerRequest,
-): Promise<{ run: RunRow; handle: StepHandle }> {
+): Promise<{ run: RunRow; alive: StepLiveness }> {
   const { agentId } = request;
   const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, agentId);
     if (!agent) throw notFound(`Agent ${agentId}`);
     const pending = agent.pending_approval;
     if (!pending) {
-      const previous = await repeatedAnswer(tx, agentId, request.answers);
-      if (!previous) throw new HttpError(400, NOTHING_PENDING);
-      const run = await getRun(tx, previous.runId);
-      return { answered: previous, workflowId: run!.workflow_id, repeated: true };
+      const earlier = await earlierAnswer(tx, agentId, request.answers);
+      if (!earlier) throw new HttpError(400, NOTHING_PENDING);
+      if (!earlier.repeats) throw new HttpError(409, ALREADY_ANSWERED);
+      const run = await getRun(tx, earlier.answered.runId);
+      return { answered: earlier.answered, workflowId: run!.workflow_id, repeated: true };
     }
     const answers = withLegacyIds(pending, request.answers);
     const mismatch = answersMismatch(pending, answers);
@@ -177,7 +246,48 @@ export async function answerPausedStep(
     // A repeated answer may find the step long finished: its run tells the outcome.
     if (!(repeated && error instanceof WorkflowNotFoundError)) throw error;
   }
-  return { run: (await getRun(ctx.db, answered.runId))!, handle };
+  return { run: (await getRun(ctx.db, answered.runId))!, alive: stepLiveness(ctx, agentId, workflowId) };
+}
+
+/**
+ * Cancels steps of the agent (those of `workflowIds`, or all) and returns once they have ended: its
+ * session drops queued ones and cancels the running one. A step no session holds (it started before
+ * sessions, or its session is gone) is cancelled directly, and waited for.
+ */
+export async function cancelAgentSteps(
+  ctx: ApiContext,
+  agentId: string,
+  workflowIds: string[],
+  all: boolean,
+): Promise<void> {
+  try {
+    const session = ctx.temporal.workflow.getHandle<typeof agentSession>(
+      sessionWorkflowIdFor(ctx.deploymentId, agentId),
+    );
+    const { cancelled } = await session.executeUpdate(cancelStepsUpdate, {
+      args: [all ? {} : { workflowIds }],
+    });
+    workflowIds = workflowIds.filter((id) => !cancelled.includes(id));
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+  await Promise.all(workflowIds.map((id) => cancelOutsideSession(ctx, id)));
+}
+
+async function cancelOutsideSession(ctx: ApiContext, workflowId: string): Promise<void> {
+  const handle = ctx.temporal.workflow.getHandle(workflowId);
+  try {
+    await handle.cancel();
+    await handle.result().catch(() => undefined);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+  // A run whose step never started (its request failed half-way) ends with nothing stored.
+  await ctx.db.query(
+    `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
+     WHERE workflow_id = $1 AND status = 'created'`,
+    [workflowId],
+  );
 }
 
 /** Letta's legacy form: the one pending call answered by the approval request's message id. */

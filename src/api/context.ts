@@ -12,6 +12,8 @@ export interface ApiContext {
   db: Database;
   config: Config;
   temporal: Client;
+  /** Carried by task queues and workflow ids (src/db/deployment.ts). */
+  deploymentId: string;
   /** Where agent-step workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`), prefixed. */
   taskQueues: TaskQueues;
   /** Where `POST /v1/tools/run` and the agent tool run endpoint run custom tools. */

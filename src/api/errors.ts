@@ -1,3 +1,4 @@
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from '../logger';
 import { SecretsKeyError } from '../secrets';
@@ -40,6 +41,16 @@ function databaseRefusal(error: unknown): HttpError | undefined {
   return undefined;
 }
 
+/** gRPC codes of a Temporal that is there but cannot answer now: DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE. */
+const TRANSIENT_GRPC_CODES = new Set([4, 8, 14]);
+
+/** Temporal unreachable or overloaded, after the client's own retries: a 503 the caller may retry. */
+function temporalUnavailable(error: unknown): HttpError | undefined {
+  const cause = error instanceof ServiceError ? error.cause : error;
+  if (!isGrpcServiceError(cause) || !TRANSIENT_GRPC_CODES.has(cause.code)) return undefined;
+  return new HttpError(503, `Temporal is not answering now (${cause.details}): try again shortly`);
+}
+
 /** Last handler: known errors keep their status; body-parser's get theirs; anything else is a logged 500. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
@@ -54,6 +65,11 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
       return sendError(res, error.status, error.message);
+    }
+    const unavailable = temporalUnavailable(error);
+    if (unavailable) {
+      log.warn({ err: error, method: req.method, path: req.path }, 'Temporal did not answer a request');
+      return sendError(res, unavailable.status, unavailable.detail);
     }
     const refusal = databaseRefusal(error);
     if (refusal) {

@@ -8,10 +8,10 @@ import type { ApiContext } from './context';
 import { runMessagesAfter } from '../db/messages';
 import { getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
-import type { StepHandle } from '../agent/steps';
+import type { StepLiveness } from '../agent/steps';
 import type { AgentStepError } from '../../workflows/messages';
 
-/** How often the workflow itself is asked whether it still runs (a terminated one never stops its run). */
+/** How often the workflows are asked whether they still run (a terminated one never stops its run). */
 const WORKFLOW_CHECK_MS = 1_000;
 
 export interface RunStop {
@@ -35,7 +35,7 @@ function stopOf(run: RunRow): RunStop {
 export async function followRun(
   ctx: ApiContext,
   runId: string,
-  handle: StepHandle,
+  alive: StepLiveness,
   onMessages: ((rows: MessageRow[]) => void) | undefined,
   abandoned: () => boolean = () => false,
 ): Promise<RunStop | undefined> {
@@ -59,7 +59,7 @@ export async function followRun(
       if (run && isStopped(run)) return stopOf(run);
       if (Date.now() - checked >= WORKFLOW_CHECK_MS) {
         checked = Date.now();
-        if (await workflowClosed(handle)) {
+        if (!(await alive())) {
           const last = await getRun(ctx.db, runId);
           await flush();
           if (last && isStopped(last)) return stopOf(last);
@@ -73,9 +73,4 @@ export async function followRun(
   } finally {
     follower.stop();
   }
-}
-
-async function workflowClosed(handle: StepHandle): Promise<boolean> {
-  const description = await handle.describe();
-  return description.status.name !== 'RUNNING';
 }

@@ -159,6 +159,16 @@ export interface RunRow {
   request_config: Record<string, unknown> | null;
   workflow_id: string;
   usage: Record<string, number> | null;
+  /** The request's messages, stored in the transcript when the step starts (null once stored, or none). */
+  input: InputMessage[] | null;
   created_at: Date;
   completed_at: Date | null;
+}
+
+/** A message of a request, as it waits with its run. */
+export interface InputMessage {
+  role: 'user' | 'system' | 'assistant';
+  text: string;
+  name?: string | null;
+  otid?: string | null;
 }

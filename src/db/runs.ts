@@ -4,12 +4,21 @@ import { json, pageByCreatedAt, whereClause, type Page } from './sql';
 
 export async function insertRun(
   db: Queryable,
-  run: Pick<RunRow, 'id' | 'agent_id' | 'background' | 'metadata' | 'request_config' | 'workflow_id'>,
+  run: Pick<RunRow, 'id' | 'agent_id' | 'background' | 'metadata' | 'request_config' | 'workflow_id'> &
+    Partial<Pick<RunRow, 'input'>>,
 ): Promise<RunRow> {
   const [row] = await db.query<RunRow>(
-    `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id)
-     VALUES ($1, $2, 'created', $3, $4, $5, $6) RETURNING *`,
-    [run.id, run.agent_id, run.background, json(run.metadata), json(run.request_config), run.workflow_id],
+    `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id, input)
+     VALUES ($1, $2, 'created', $3, $4, $5, $6, $7) RETURNING *`,
+    [
+      run.id,
+      run.agent_id,
+      run.background,
+      json(run.metadata),
+      json(run.request_config),
+      run.workflow_id,
+      json(run.input ?? null),
+    ],
   );
   return row;
 }
@@ -30,6 +39,19 @@ export const isActiveRun = (run: Pick<RunRow, 'status'>) =>
 
 export async function markRunRunning(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'created'`, [id]);
+}
+
+/**
+ * Marks a run running (unless it ended meanwhile) and returns the messages it brought, which its step
+ * stores as it starts: every time, since an attempt may have failed before storing them.
+ */
+export async function startRunWithInput(db: Queryable, id: string): Promise<RunRow['input']> {
+  const [row] = await db.query<Pick<RunRow, 'input'>>(
+    `UPDATE runs SET status = CASE WHEN status = 'created' THEN 'running' ELSE status END WHERE id = $1
+     RETURNING input`,
+    [id],
+  );
+  return row?.input ?? null;
 }
 
 /** Records how a run ended; an error lands in `metadata.error`, where Letta's runs keep it. */

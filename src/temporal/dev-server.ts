@@ -1,12 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { TypedSearchAttributes } from '@temporalio/common';
 import type { Logger } from '../logger';
 import { connectTemporal, errorText } from './connection';
+import { customSearchAttributes } from '../../workflows/search-attributes';
 
 /**
- * Server settings the agent step relies on: updates (approvals answer through them), update-with-start
- * and eager dispatch (they cut a matching round trip per step and per tool call). The rest is latency:
+ * Server settings the agent step relies on: updates and update-with-start (every message reaches its
+ * agent's session as one, and a burst of them must not hit the default limit of 10 in flight per
+ * workflow) and eager dispatch (it cuts a matching round trip per tool call). The rest is latency:
  * the dev server has one history shard, whose transfer queue (activity and workflow tasks on their way
  * to matching) is read at most `transferProcessorMaxPollRPS` times a second, 20 by default; a task
  * waited ~40 ms for the next read, twice per activity. Task queue partitions spread load over matching
@@ -30,6 +33,7 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
   'matching.numTaskqueueReadPartitions=1',
   'matching.numTaskqueueWritePartitions=1',
   'system.forceSearchAttributesCacheRefreshOnRead=false',
+  'history.maxInFlightUpdates=1000',
 ];
 
 /**
@@ -57,6 +61,17 @@ export const devServerTuningArgs = () => [
   ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
   ...SQLITE_PRAGMAS.flatMap((pragma) => ['--sqlite-pragma', pragma]),
 ];
+
+/**
+ * A fresh dev server creates our search attributes before it serves, so the first step can set them
+ * (added later, they reach the namespace's cache only at its next refresh). An existing db file keeps
+ * the ones it has, and start-up registers any it lacks (src/temporal/search-attributes.ts).
+ */
+const searchAttributeArgs = () =>
+  customSearchAttributes.flatMap((key) => [
+    '--search-attribute',
+    `${key.name}=${TypedSearchAttributes.toMetadataType(key.type)}`,
+  ]);
 
 export interface DevServerOptions {
   binary: string;
@@ -96,6 +111,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     '--namespace', namespace,
     '--log-level', 'warn',
     ...devServerTuningArgs(),
+    ...searchAttributeArgs(),
   ]; // prettier-ignore
   const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) throw new Error(`could not start ${binary}`);

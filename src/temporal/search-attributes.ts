@@ -5,8 +5,9 @@ import { customSearchAttributes } from '../../workflows/search-attributes';
 const { IndexedValueType } = temporal.api.enums.v1;
 
 /**
- * Registers the custom search attributes the namespace lacks. Idempotent: run at every start-up,
- * because the dev server ignores `--search-attribute` once its database file exists.
+ * Registers the custom search attributes the namespace lacks, and returns once steps can set them.
+ * Idempotent: run at every start-up, because the dev server ignores `--search-attribute` once its
+ * database file exists, and a cluster's namespace may lack them.
  */
 export async function registerSearchAttributes(
   connection: NativeConnection,
@@ -25,5 +26,25 @@ export async function registerSearchAttributes(
       ]),
     ),
   });
+  await untilUsable(connection, namespace, missing);
   return missing.map((key) => key.name);
+}
+
+/** Attributes just added reach the namespace's cache at its next refresh (seconds): wait for it. */
+async function untilUsable(
+  connection: NativeConnection,
+  namespace: string,
+  keys: readonly (typeof customSearchAttributes)[number][],
+  timeoutMs = 60_000,
+): Promise<void> {
+  const query = keys.map((key) => `${key.name} = ''`).join(' AND ');
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    try {
+      await connection.workflowService.countWorkflowExecutions({ namespace, query });
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }

@@ -5,6 +5,12 @@ export interface TaskQueues {
   mcp: string;
 }
 
-export function taskQueues(prefix: string): TaskQueues {
-  return { agent: `${prefix}agent`, sandbox: `${prefix}tools-sandbox`, mcp: `${prefix}tools-mcp` };
+/**
+ * Queue names carry the deployment's id (kept in its database, see src/db/deployment.ts): workers of
+ * another deployment on the same namespace poll other queues, and never run this one's steps against
+ * their database. Replicas of one deployment share its queues.
+ */
+export function taskQueues(prefix: string, deploymentId: string): TaskQueues {
+  const name = (mode: string) => `${prefix}${deploymentId ? `${deploymentId}.` : ''}${mode}`;
+  return { agent: name('agent'), sandbox: name('tools-sandbox'), mcp: name('tools-mcp') };
 }

@@ -14,6 +14,13 @@ export interface AgentWorkerOptions {
   maxCachedWorkflows: number;
 }
 
+/**
+ * A cancelled run reaches a running model or tool call with the answer to its next heartbeat, which the
+ * SDK otherwise sends at most every 80% of the heartbeat timeout (16 s by default): a cancel then took
+ * that long to stop a tool. A heartbeat a second is cheap, and only long calls send more than one.
+ */
+const HEARTBEAT_THROTTLE = '1 second';
+
 /** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -23,6 +30,7 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
     workflowsPath: options.workflowsPath ?? require.resolve('../../workflows'),
     activities: options.activities,
     maxCachedWorkflows: options.maxCachedWorkflows,
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
   });
 }
 
@@ -33,5 +41,6 @@ export function createToolWorker(options: Omit<AgentWorkerOptions, 'workflowsPat
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     activities: options.activities,
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
   });
 }

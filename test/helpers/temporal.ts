@@ -1,8 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { testTemporalAddress } from './env';
+import type { Queryable } from '../../src/db';
 
-export { workflowIdFor as stepWorkflowId } from '../../src/agent/steps';
+/** The workflow of a run's step, as the run row names it. */
+export async function stepWorkflowId(db: Queryable, runId: string): Promise<string> {
+  const [run] = await db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [
+    runId,
+  ]);
+  return run.workflow_id;
+}
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 

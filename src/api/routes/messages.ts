@@ -12,7 +12,7 @@ import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { MessageRow, RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
-import { answerPausedStep, startAgentStep, type StepHandle } from '../../agent/steps';
+import { answerPausedStep, cancelAgentSteps, startAgentStep, type StepLiveness } from '../../agent/steps';
 import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
 import { followRun } from '../follow-run';
 
@@ -73,7 +73,7 @@ async function streamRun(
   ctx: ApiContext,
   res: Response,
   run: RunRow,
-  handle: StepHandle,
+  alive: StepLiveness,
   body: LettaRequest,
 ): Promise<void> {
   res.writeHead(200, {
@@ -92,7 +92,7 @@ async function streamRun(
     const stop = await followRun(
       ctx,
       run.id,
-      handle,
+      alive,
       (rows) => outputMessages(rows, body.include_return_message_types).forEach(send),
       () => closed,
     );
@@ -148,16 +148,16 @@ export function messagesRouter(ctx: ApiContext): Router {
     if (!streaming && (body.stream_tokens || !body.include_pings || body.background)) {
       throw new HttpError(422, 'stream_tokens, include_pings=false and background need streaming=true');
     }
-    const { run, handle } = await start(
+    const { run, alive } = await start(
       agentId,
       body,
       streaming ? 'send_message_streaming' : 'send_message',
       false,
     );
-    if (streaming) return streamRun(ctx, res, run, handle, body);
+    if (streaming) return streamRun(ctx, res, run, alive, body);
     let closed = false;
     res.on('close', () => (closed = true));
-    const stop = await followRun(ctx, run.id, handle, undefined, () => closed);
+    const stop = await followRun(ctx, run.id, alive, undefined, () => closed);
     if (!stop) return;
     res.json({
       messages: outputMessages(await runMessagesAfter(ctx.db, run.id, 0), body.include_return_message_types),
@@ -198,30 +198,24 @@ export function messagesRouter(ctx: ApiContext): Router {
     const agentId = req.params.agentId;
     const agent = await getAgentRow(ctx.db, agentId);
     if (!agent) throw notFound(`Agent ${agentId}`);
-    const body = parseBody(CancelSchema, req);
-    const active = body.run_ids?.length
-      ? (await Promise.all(body.run_ids.map((id) => getRun(ctx.db, id)))).filter(
+    const { run_ids: runIds } = parseBody(CancelSchema, req);
+    const active = runIds?.length
+      ? (await Promise.all(runIds.map((id) => getRun(ctx.db, id)))).filter(
           (r): r is RunRow => r?.agent_id === agentId && isActiveRun(r),
         )
-      : await listRuns(ctx.db, { agentId, active: true }, { limit: 100, order: 'desc' });
+      : await listRuns(ctx.db, { agentId, active: true }, { limit: 1000, order: 'asc' });
     // A step paused for approval is cancelled too: its pending calls are then denied.
     const targets = new Map(active.map((run) => [run.id, run.workflow_id]));
     const pending = agent.pending_approval;
-    if (pending && (!body.run_ids?.length || body.run_ids.includes(pending.run_id))) {
+    if (pending && (!runIds?.length || runIds.includes(pending.run_id))) {
       targets.set(pending.run_id, pending.workflow_id);
     }
     if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
-    const outcome: Record<string, string> = {};
-    for (const [runId, workflowId] of targets) {
-      try {
-        await ctx.temporal.workflow.getHandle(workflowId).cancel();
-        outcome[runId] = 'cancelled';
-      } catch (error) {
-        ctx.log.warn({ runId, error: String(error) }, 'could not cancel run');
-        outcome[runId] = 'failed';
-      }
-    }
-    res.json(outcome);
+    // It answers once the runs have ended: cancelled, their tool calls stopped, nothing half-written.
+    await cancelAgentSteps(ctx, agentId, [...new Set(targets.values())], !runIds?.length);
+    const ended = await Promise.all([...targets.keys()].map((id) => getRun(ctx.db, id)));
+    // Each run's status once the cancel is in effect: `cancelled`, or how it ended before the cancel came.
+    res.json(Object.fromEntries(ended.map((run) => [run!.id, run!.status])));
   });
 
   return router;

@@ -15,6 +15,9 @@ import { toolVersions } from './0004-tool-versions';
 import { sandboxConfigs } from './0005-sandbox-configs';
 import { mcpServers } from './0006-mcp-servers';
 import { runEvents } from './0007-run-events';
+import { queuedInput } from './0008-queued-input';
+import { toolCallPairing } from './0009-tool-call-pairing';
+import { deploymentId } from './0010-deployment-id';
 
 export const migrations: Migration[] = [
   initial,
@@ -24,4 +27,7 @@ export const migrations: Migration[] = [
   sandboxConfigs,
   mcpServers,
   runEvents,
+  queuedInput,
+  toolCallPairing,
+  deploymentId,
 ];

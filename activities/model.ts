@@ -3,14 +3,20 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { isActiveRun, lockRun } from '../src/db/runs';
+import { isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
-import type { MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
+import type { InputMessage, MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
 import { compileSystemPrompt } from '../src/agent/system-prompt';
 import { modelContext } from '../src/agent/context';
 import { HistoryInvariantError } from '../src/agent/history-invariant';
 import { parseHandle } from '../src/llm';
-import { llmErrorType, ModelApiError, type FunctionSchema, type ModelReply } from '../src/llm/types';
+import {
+  llmErrorType,
+  ModelApiError,
+  type ChatMessage,
+  type FunctionSchema,
+  type ModelReply,
+} from '../src/llm/types';
 import { strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
@@ -81,10 +87,20 @@ function modelFailure(error: unknown): ApplicationFailure {
   });
 }
 
-/** The model's view of the transcript; a broken history invariant fails the step, never retried. */
-function requestMessages(system: string, transcript: MessageRow[]) {
+/**
+ * The model's view of the transcript, then the messages the request brought (stored with the reply). A
+ * broken history invariant fails the step, never retried.
+ */
+function requestMessages(
+  system: string,
+  transcript: MessageRow[],
+  requestInput: InputMessage[],
+): ChatMessage[] {
   try {
-    return modelContext(system, transcript);
+    return [
+      ...modelContext(system, transcript),
+      ...requestInput.map((message) => ({ role: message.role, content: message.text })),
+    ];
   } catch (error) {
     if (error instanceof HistoryInvariantError)
       throw ApplicationFailure.nonRetryable(error.message, error.name);
@@ -121,8 +137,9 @@ export function modelActivities({ db, providers }: ActivityDeps) {
 
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
-      // A request's run is running from its first model call, which stores the messages it brought.
-      if (input.step === 0) await storeRequestInput(db, input.agentId, input.runId);
+      // A request's run is running from its first model call, which stores the messages it brought
+      // with its reply.
+      const requestInput = input.step === 0 ? ((await startRunWithInput(db, input.runId)) ?? []) : [];
       await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       const idempotencyKey = `${input.runId}:model:${input.step}`;
       const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
@@ -147,7 +164,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         previousMessageCount: 0,
         agentCreatedAt: agent.created_at,
       });
-      const messages = requestMessages(system, transcript);
+      const messages = requestMessages(system, transcript, requestInput);
       let reply: ModelReply;
       try {
         reply = await withHeartbeats(
@@ -202,13 +219,18 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         },
         idempotency_key: idempotencyKey,
       };
+      const store = async (q: Queryable) => {
+        await storeRequestInput(q, agent.id, input.runId, requestInput);
+        return insertMessage(q, replyMessage);
+      };
       const { requestUsage } = input;
-      if (!waiting.length || !requestUsage) return turnOf(await insertMessage(db, replyMessage));
+      if (!waiting.length || !requestUsage)
+        return turnOf(requestInput.length ? await db.transaction(store) : await store(db));
       // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
       // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {
         const run = await lockRun(tx, input.runId);
-        const message = await insertMessage(tx, replyMessage);
+        const message = await store(tx);
         if (message.id !== replyMessage.id)
           return { ...turnOf(message), ...(await pausedBy(tx, message, input)) };
         if (!run || !isActiveRun(run)) return turnOf(message);

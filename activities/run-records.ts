@@ -3,7 +3,7 @@ import { newId } from '../src/ids';
 import { getMessage, insertMessage } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
 import { toolExecutions } from '../src/db/tool-executions';
-import { startRunWithInput } from '../src/db/runs';
+import type { InputMessage } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import type { RunUsage } from './contracts';
@@ -72,12 +72,12 @@ async function storeFollowUps(db: Queryable, agentId: string, runId: string, app
 }
 
 /**
- * The messages a request brought, stored as its step starts (idempotently: a retry finds them). They
- * waited with the run while the agent's session ran the steps queued before it.
+ * The messages a request brought, stored with the step's first reply (idempotently: a retry finds
+ * them). They waited with the run while the agent's session ran the steps queued before it, and a step
+ * whose model call fails leaves none: a client's retries do not pile up copies of them.
  */
-export async function storeRequestInput(db: Queryable, agentId: string, runId: string): Promise<void> {
-  const messages = await startRunWithInput(db, runId);
-  await storeTextMessages(db, agentId, runId, messages ?? [], `${runId}:input`);
+export function storeRequestInput(db: Queryable, agentId: string, runId: string, messages: InputMessage[]) {
+  return storeTextMessages(db, agentId, runId, messages, `${runId}:input`);
 }
 
 /** A request's text messages, in order, each once under `keyPrefix` and its position. */

@@ -218,18 +218,30 @@ describe('the agent step through the official Letta client', () => {
     expect(h.stub.requests.length - before).toBe(3);
   });
 
-  it('stops at once with llm_api_error when the provider refuses the request', async () => {
+  it("stops at once with llm_api_error when the provider refuses the request, answering Letta's status", async () => {
     const agent = await createAgent();
     const before = h.stub.requests.length;
     h.stub.enqueue({ status: 401, body: { error: { message: 'bad key', type: 'invalid_request_error' } } });
-    const response = await h.client.agents.messages.create(agent.id, {
+    const refused = h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
-    expect(response.stop_reason.stop_reason).toBe('llm_api_error');
+    await expect(refused).rejects.toMatchObject({
+      status: 401,
+      error: {
+        error: {
+          type: 'llm_authentication',
+          message: 'Authentication failed with the LLM model provider.',
+          detail: expect.stringContaining('bad key'),
+        },
+      },
+    });
     expect(h.stub.requests.length - before).toBe(1);
     const [run] = (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems();
     expect(run).toMatchObject({ status: 'failed', stop_reason: 'llm_api_error' });
     expect(run.metadata?.error).toMatchObject({ error_type: 'llm_authentication' });
+    // The failed step left the history as it was: a client's retries do not pile up its message.
+    const history = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    expect(history.map((m) => m.message_type)).toEqual(['system_message']);
   });
 
   it('cancels a running step', async () => {

@@ -68,10 +68,13 @@ describe('anthropic/<model> agents through @anthropic-ai/sdk', () => {
       status: 401,
       body: { type: 'error', error: { type: 'authentication_error', message: 'bad key' } },
     });
-    const refused = await h.client.agents.messages.create(agent.id, {
+    const refused = h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
-    expect(refused.stop_reason.stop_reason).toBe('llm_api_error');
+    await expect(refused).rejects.toMatchObject({
+      status: 401,
+      error: { error: { type: 'llm_authentication' } },
+    });
     expect(h.stub.requests.length - before).toBe(1);
   });
 });

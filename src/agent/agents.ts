@@ -8,7 +8,7 @@ import { HttpError } from '../api/errors';
 import type { CreateAgent, UpdateAgent } from '../api/schemas/agents';
 import { newId } from '../ids';
 import { unmaskValues } from '../masking';
-import { parseHandle, providerProblem } from '../llm';
+import { parseHandle, providerEndpoint, providerProblem } from '../llm';
 import type { ToolRule } from '../schemas/tool-rules';
 import { BASE_TOOLS } from '../tools/builtin';
 import {
@@ -43,10 +43,7 @@ function resolveLlmConfig(
   const llmConfig: LlmConfig = {
     model: parsed.model,
     model_endpoint_type: parsed.provider,
-    model_endpoint:
-      parsed.provider === 'openai'
-        ? (config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1')
-        : (config.ANTHROPIC_BASE_URL ?? 'https://api.anthropic.com/v1'),
+    model_endpoint: providerEndpoint(parsed.provider, config),
     context_window: body.context_window_limit ?? defaultContextWindow(parsed.provider, parsed.model),
     handle,
     temperature: DEFAULT_TEMPERATURE,
@@ -63,15 +60,26 @@ function resolveLlmConfig(
   return { handle, llmConfig };
 }
 
+/** Python's repr of a set of strings, as Letta's errors print the names they miss (sorted here). */
+const pythonSet = (items: string[]) =>
+  `{${[...new Set(items)]
+    .sort()
+    .map((item) => `'${item}'`)
+    .join(', ')}}`;
+
+/**
+ * Tools named on an agent, which must all exist: Letta's 400 texts, which clients such as letta-code
+ * match on ("tools not found by name", then `POST /v1/tools/add-base-tools` and a retry).
+ */
 async function resolveTools(db: Queryable, names: string[], ids: string[]): Promise<ToolRow[]> {
   const byName = names.length
     ? await db.query<ToolRow>('SELECT * FROM tools WHERE name = ANY($1)', [names])
     : [];
   const missingNames = names.filter((n) => !byName.some((t) => t.name === n));
-  if (missingNames.length) throw new HttpError(404, `Tool(s) not found: ${missingNames.join(', ')}`);
+  if (missingNames.length) throw new HttpError(400, `Tools not found by name: ${pythonSet(missingNames)}`);
   const byId = ids.length ? await db.query<ToolRow>('SELECT * FROM tools WHERE id = ANY($1)', [ids]) : [];
   const missingIds = ids.filter((id) => !byId.some((t) => t.id === id));
-  if (missingIds.length) throw new HttpError(404, `Tool(s) not found: ${missingIds.join(', ')}`);
+  if (missingIds.length) throw new HttpError(400, `Tools not found by id:   ${pythonSet(missingIds)}`);
   const all = [...byName, ...byId];
   return all.filter((tool, i) => all.findIndex((t) => t.id === tool.id) === i);
 }

@@ -10,6 +10,7 @@ import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
 import { sandboxConfigsRouter } from './routes/sandbox-configs';
 import { mcpServersRouter } from './routes/mcp-servers';
+import { modelsRouter } from './routes/models';
 import { toolsRouter } from './routes/tools';
 
 export interface ApiDependencies extends ApiContext {
@@ -41,6 +42,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(toolsRouter(deps));
   app.use(sandboxConfigsRouter(deps));
   app.use(mcpServersRouter(deps));
+  app.use(modelsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

@@ -32,6 +32,33 @@ function stopOf(run: RunRow): RunStop {
   };
 }
 
+/**
+ * A failed model call as Letta's server answers a request that does not stream (its app.py exception
+ * handlers): the provider's failure in HTTP terms, with its message as the detail.
+ */
+const LLM_FAILURES: Record<string, { status: number; message: string }> = {
+  llm_rate_limit: {
+    status: 429,
+    message: 'Rate limit exceeded for LLM model provider. Please wait before making another request.',
+  },
+  llm_insufficient_credits: {
+    status: 402,
+    message: 'Insufficient credits for LLM request. Please check your account.',
+  },
+  llm_authentication: { status: 401, message: 'Authentication failed with the LLM model provider.' },
+  llm_bad_request: { status: 400, message: 'The request to the LLM model provider was invalid.' },
+  llm_timeout: { status: 504, message: 'The LLM request timed out. Please try again.' },
+  llm_error: { status: 500, message: 'An error occurred with the LLM request.' },
+};
+
+/** Letta's HTTP answer to a step that stopped on a model failure, if `stop` is one. */
+export function modelFailureAnswer(stop: RunStop): { status: number; body: unknown } | undefined {
+  if (stop.stopReason !== 'llm_api_error' || !stop.error) return undefined;
+  const type = stop.error.type in LLM_FAILURES ? stop.error.type : 'llm_error';
+  const { status, message } = LLM_FAILURES[type];
+  return { status, body: { error: { type, message, detail: stop.error.message } } };
+}
+
 export async function followRun(
   ctx: ApiContext,
   runId: string,

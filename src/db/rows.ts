@@ -159,7 +159,7 @@ export interface RunRow {
   request_config: Record<string, unknown> | null;
   workflow_id: string;
   usage: Record<string, number> | null;
-  /** The request's messages, stored in the transcript when the step starts (null once stored, or none). */
+  /** The request's messages, stored in the transcript with the step's first reply. */
   input: InputMessage[] | null;
   created_at: Date;
   completed_at: Date | null;

@@ -43,7 +43,7 @@ export async function markRunRunning(db: Queryable, id: string): Promise<void> {
 
 /**
  * Marks a run running (unless it ended meanwhile) and returns the messages it brought, which its step
- * stores as it starts: every time, since an attempt may have failed before storing them.
+ * sends to the model and stores with the reply: every attempt, since an earlier one may have failed.
  */
 export async function startRunWithInput(db: Queryable, id: string): Promise<RunRow['input']> {
   const [row] = await db.query<Pick<RunRow, 'input'>>(

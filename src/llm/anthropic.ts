@@ -38,6 +38,11 @@ export function anthropicProvider(options: {
         throw new ModelApiError(`Anthropic request failed: ${(error as Error).message}`, true);
       }
     },
+    async listModels() {
+      const ids: string[] = [];
+      for await (const model of client.models.list()) ids.push(model.id);
+      return ids;
+    },
   };
 }
 

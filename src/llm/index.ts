@@ -30,6 +30,14 @@ export function providerProblem(provider: string, config: Config): string | unde
   return `Unknown provider '${provider}': supported providers are openai and anthropic`;
 }
 
+export const PROVIDERS: ProviderName[] = ['openai', 'anthropic'];
+
+/** The base URL a provider's requests go to, as Letta's `model_endpoint` shows it. */
+export const providerEndpoint = (provider: string, config: Config) =>
+  provider === 'openai'
+    ? (config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1')
+    : (config.ANTHROPIC_BASE_URL ?? 'https://api.anthropic.com/v1');
+
 /** One client per provider per process, built on first use. */
 export function providerRegistry(config: Config): (provider: string) => ModelProvider {
   const cache = new Map<string, ModelProvider>();

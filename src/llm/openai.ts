@@ -31,6 +31,11 @@ export function openAiProvider(options: {
         throw asModelApiError(error);
       }
     },
+    async listModels() {
+      const ids: string[] = [];
+      for await (const model of client.models.list()) ids.push(model.id);
+      return ids;
+    },
   };
 }
 

@@ -48,6 +48,8 @@ export interface ModelReply {
 
 export interface ModelProvider {
   complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply>;
+  /** The ids of the models the endpoint serves (its `/models` list). */
+  listModels(): Promise<string[]>;
 }
 
 /**
@@ -70,6 +72,8 @@ export class ModelApiError extends Error {
 export function llmErrorType(error: ModelApiError): string {
   if (error.status === 401 || error.status === 403) return 'llm_authentication';
   if (error.status === 429) return 'llm_rate_limit';
+  if (error.status === 402) return 'llm_insufficient_credits';
+  if (error.status === 400 || error.status === 422) return 'llm_bad_request';
   if (error.status === 408 || /timed? ?out/i.test(error.message)) return 'llm_timeout';
   return 'llm_error';
 }

@@ -38,4 +38,20 @@ export const startAnthropicStub = (): Promise<AnthropicStub> =>
     baseURL: (origin) => origin,
     success: message,
     error: (status) => ({ type: 'error', error: { type: 'api_error', message: `stub error ${status}` } }),
+    models: {
+      path: '/v1/models',
+      body: {
+        data: [
+          {
+            type: 'model',
+            id: 'claude-sonnet-4-5',
+            display_name: 'Claude Sonnet 4.5',
+            created_at: '2025-09-29T00:00:00Z',
+          },
+        ],
+        has_more: false,
+        first_id: 'claude-sonnet-4-5',
+        last_id: 'claude-sonnet-4-5',
+      },
+    },
   });

@@ -36,6 +36,8 @@ export interface WireProtocol<Request> {
   baseURL(origin: string): string;
   success(request: Request, reply: ScriptedReply): unknown;
   error(status: number): unknown;
+  /** `GET` of this path suffix lists the models the stub serves, in the provider's shape. */
+  models: { path: string; body: unknown };
 }
 
 let counter = 0;
@@ -56,6 +58,9 @@ export async function startModelStub<Request>(protocol: WireProtocol<Request>): 
     let raw = '';
     req.on('data', (chunk) => (raw += chunk));
     req.on('end', async () => {
+      if (req.method === 'GET' && req.url?.split('?')[0].endsWith(protocol.models.path)) {
+        return sendJson(res, 200, protocol.models.body);
+      }
       if (req.method !== 'POST' || !req.url?.endsWith(protocol.path)) {
         return sendJson(res, 404, { error: { message: 'not found' } });
       }

@@ -49,4 +49,16 @@ export const startOpenAiStub = (): Promise<OpenAiStub> =>
     baseURL: (origin) => `${origin}/v1`,
     success: completion,
     error: (status) => ({ error: { message: `stub error ${status}`, type: 'server_error' } }),
+    models: {
+      path: '/models',
+      body: {
+        object: 'list',
+        data: ['gpt-4o-mini', 'local-llama', 'text-embedding-3-small'].map((id) => ({
+          id,
+          object: 'model',
+          created: 1_700_000_000,
+          owned_by: 'stub',
+        })),
+      },
+    },
   });

@@ -14,7 +14,7 @@ import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
 import { answerPausedStep, cancelAgentSteps, startAgentStep, type StepLiveness } from '../../agent/steps';
 import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
-import { followRun } from '../follow-run';
+import { followRun, modelFailureAnswer } from '../follow-run';
 
 /** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
@@ -159,6 +159,8 @@ export function messagesRouter(ctx: ApiContext): Router {
     res.on('close', () => (closed = true));
     const stop = await followRun(ctx, run.id, alive, undefined, () => closed);
     if (!stop) return;
+    const failed = modelFailureAnswer(stop);
+    if (failed) return void res.status(failed.status).json(failed.body);
     res.json({
       messages: outputMessages(await runMessagesAfter(ctx.db, run.id, 0), body.include_return_message_types),
       stop_reason: stopReasonShape(stop.stopReason),

@@ -17,6 +17,7 @@ import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../.
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
 import { customToolJob } from '../../tools/custom-tools';
+import { builtinToolNames, ensureBuiltinTools } from '../../tools/builtin';
 import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
@@ -109,6 +110,14 @@ export function toolsRouter(ctx: ApiContext): Router {
     } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
     // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
     res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
+  });
+
+  // Letta's upsert of its built-in tools, which clients call when an agent names one a server lacks.
+  router.post('/v1/tools/add-base-tools', async (_req, res) => {
+    await ensureBuiltinTools(ctx.db);
+    const names = builtinToolNames();
+    const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
+    res.json(tools.map(toolShape));
   });
 
   router.get('/v1/tools', async (req, res) => {

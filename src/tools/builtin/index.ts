@@ -47,6 +47,8 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
 export const BASE_TOOLS: BuiltinToolName[] = ['memory_replace', 'memory_insert', 'conversation_search'];
 
+export const builtinToolNames = () => Object.keys(BUILTIN_TOOLS) as BuiltinToolName[];
+
 export const isBuiltinTool = (name: string): name is BuiltinToolName => name in BUILTIN_TOOLS;
 
 export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;

@@ -1,0 +1,102 @@
+/**
+ * `GET /v1/models/` and `GET /v1/models/embedding`: the models the configured providers serve, as
+ * Letta lists them (routers/v1/llms.py), context windows included. Clients such as letta-code read
+ * them before they create an agent.
+ */
+import { Router } from 'express';
+import type { ApiContext } from '../context';
+import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
+import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
+import { errorText } from '../../temporal/connection';
+
+/** Embedding models' dimensions; one not listed is taken to have OpenAI's smaller size. */
+const EMBEDDING_DIMENSIONS: Record<string, number> = {
+  'text-embedding-3-large': 3072,
+  'text-embedding-3-small': 1536,
+  'text-embedding-ada-002': 1536,
+};
+
+const isEmbeddingModel = (id: string) => /embed/i.test(id);
+
+export function modelsRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const providers = providerRegistry(ctx.config);
+
+  /** Each configured provider's model ids; one that cannot be listed now is left out, with a warning. */
+  async function servedModels(): Promise<{ provider: string; id: string }[]> {
+    const configured = PROVIDERS.filter((provider) => !providerProblem(provider, ctx.config));
+    const lists = await Promise.all(
+      configured.map(async (provider) => {
+        try {
+          return (await providers(provider).listModels()).map((id) => ({ provider, id }));
+        } catch (error) {
+          ctx.log.warn({ provider, error: errorText(error) }, 'could not list the models of a provider');
+          return [];
+        }
+      }),
+    );
+    return lists.flat();
+  }
+
+  router.get('/v1/models', async (_req, res) => {
+    const models = (await servedModels()).filter(({ id }) => !isEmbeddingModel(id));
+    res.json(
+      models.map(({ provider, id }) => llmModelShape(provider, id, providerEndpoint(provider, ctx.config))),
+    );
+  });
+
+  router.get('/v1/models/embedding', async (_req, res) => {
+    const models = (await servedModels()).filter(({ id }) => isEmbeddingModel(id));
+    res.json(
+      models.map(({ provider, id }) => ({
+        ...names(provider, id),
+        model_type: 'embedding',
+        embedding_model: id,
+        embedding_endpoint_type: provider,
+        embedding_endpoint: providerEndpoint(provider, ctx.config),
+        embedding_dim: EMBEDDING_DIMENSIONS[id] ?? 1536,
+        embedding_chunk_size: 300,
+        batch_size: 32,
+      })),
+    );
+  });
+
+  return router;
+}
+
+const names = (provider: string, id: string) => ({
+  handle: `${provider}/${id}`,
+  name: id,
+  display_name: id,
+  provider_type: provider,
+  provider_name: provider,
+  provider_category: 'base',
+});
+
+/** Letta's `Model`: the llm_config an agent of this handle gets, and the model's names. */
+function llmModelShape(provider: string, id: string, endpoint: string) {
+  const contextWindow = defaultContextWindow(provider, id);
+  return {
+    ...names(provider, id),
+    model_type: 'llm',
+    model: id,
+    model_endpoint_type: provider,
+    model_endpoint: endpoint,
+    model_wrapper: null,
+    context_window: contextWindow,
+    max_context_window: contextWindow,
+    put_inner_thoughts_in_kwargs: false,
+    temperature: DEFAULT_TEMPERATURE,
+    max_tokens: null,
+    enable_reasoner: false,
+    reasoning_effort: null,
+    max_reasoning_tokens: 0,
+    frequency_penalty: null,
+    compatibility_type: null,
+    verbosity: null,
+    tier: null,
+    parallel_tool_calls: false,
+    response_format: null,
+    strict: false,
+  };
+}

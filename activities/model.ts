@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
-import { agentTranscript, insertMessage, type NewMessage } from '../src/db/messages';
+import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
+import { insertMessage, runTranscript, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
-import { compileSystemPrompt } from '../src/agent/system-prompt';
+import { compiledPrompt } from '../src/agent/agents';
 import { modelContext } from '../src/agent/context';
 import { HistoryInvariantError } from '../src/agent/history-invariant';
 import { parseHandle } from '../src/llm';
@@ -154,16 +154,9 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const parsed = parseHandle(handle);
       if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
 
-      const transcript = await agentTranscript(db, agent.id);
-      const system = compileSystemPrompt({
-        agentId: agent.id,
-        system: agent.system,
-        blocks: agent.blocks,
-        toolRules: agent.tool_rules,
-        timezone: agent.timezone,
-        previousMessageCount: 0,
-        agentCreatedAt: agent.created_at,
-      });
+      const transcript = await runTranscript(db, agent.id, input.runId);
+      const conversationId = (await getRun(db, input.runId))?.conversation_id ?? null;
+      const system = compiledPrompt(agent, conversationId);
       const messages = requestMessages(system, transcript, requestInput);
       let reply: ModelReply;
       try {

@@ -11,7 +11,8 @@ export type IdPrefix =
   | 'agent-env'
   | 'sandbox'
   | 'sandbox-env'
-  | 'mcp_server';
+  | 'mcp_server'
+  | 'conv';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

@@ -171,8 +171,10 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
   return agent;
 }
 
-export function compiledPrompt(agent: AgentRecord): string {
+/** The agent's system prompt as the model gets it in a conversation (null: the default one). */
+export function compiledPrompt(agent: AgentRecord, conversationId: string | null = null): string {
   return compileSystemPrompt({
+    conversationId,
     agentId: agent.id,
     system: agent.system,
     blocks: agent.blocks,

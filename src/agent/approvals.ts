@@ -5,7 +5,7 @@
  */
 import type { Queryable } from '../db';
 import { insertMessage } from '../db/messages';
-import { insertRun } from '../db/runs';
+import { getRun, insertRun } from '../db/runs';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import type { ApprovalAnswered } from '../../workflows/messages';
@@ -109,7 +109,15 @@ export async function recordAnswer(
 ): Promise<ApprovalAnswered> {
   const { agentId, pending, runId } = input;
   if (input.newRun) {
-    await insertRun(tx, { ...input.newRun, id: runId, agent_id: agentId, workflow_id: pending.workflow_id });
+    // The answer's run continues the paused step in its conversation.
+    const paused = await getRun(tx, pending.run_id);
+    await insertRun(tx, {
+      ...input.newRun,
+      id: runId,
+      agent_id: agentId,
+      workflow_id: pending.workflow_id,
+      conversation_id: paused?.conversation_id ?? null,
+    });
   }
   const message = await insertMessage(tx, {
     id: newId('message'),

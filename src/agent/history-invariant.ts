@@ -3,7 +3,7 @@ import type { ChatMessage } from '../llm/types';
 /**
  * The history invariant: every assistant message with tool calls is followed by exactly its tool
  * results, one per call, before anything else. Providers refuse a request that breaks it, and the agent
- * could not be talked to again. The database keeps it where messages are stored (migration 0009); this
+ * could not be talked to again. The database keeps it where messages are stored (migration 0010); this
  * is the same rule where a model request is built, so a break is named rather than sent.
  */
 export class HistoryInvariantError extends Error {

@@ -40,6 +40,8 @@ import {
 /** What every messages request asks for, whether it starts a step or answers a paused one. */
 interface RequestOptions {
   agentId: string;
+  /** The conversation the step belongs to; null: the agent's default conversation. */
+  conversationId: string | null;
   clientTools: ClientTool[];
   maxSteps: number;
   approvalTimeoutSeconds?: number | null;
@@ -60,7 +62,7 @@ export interface AnswerRequest extends RequestOptions {
 export type StepLiveness = () => Promise<boolean>;
 
 /** A step's workflow runs; one not started yet waits in its session, if the session runs. */
-function stepLiveness(ctx: ApiContext, agentId: string, workflowId: string): StepLiveness {
+function stepLiveness(ctx: ApiContext, sessionId: string, workflowId: string): StepLiveness {
   const running = async (id: string) => {
     try {
       return (await ctx.temporal.workflow.getHandle(id).describe()).status.name === 'RUNNING';
@@ -69,8 +71,7 @@ function stepLiveness(ctx: ApiContext, agentId: string, workflowId: string): Ste
       throw error;
     }
   };
-  return async () =>
-    (await running(workflowId)) ?? (await running(sessionWorkflowIdFor(ctx.deploymentId, agentId))) ?? false;
+  return async () => (await running(workflowId)) ?? (await running(sessionId)) ?? false;
 }
 
 /** Steps a session runs before it continues as new (Temporal may suggest it sooner). */
@@ -100,9 +101,12 @@ const scopedId = (deploymentId: string, id: string) => (deploymentId ? `${deploy
 export const workflowIdFor = (deploymentId: string, agentId: string, runId: string) =>
   scopedId(deploymentId, `${agentId}/${runId}`);
 
-/** The workflow of an agent's session, which runs its steps one at a time (workflows/agent-session.ts). */
-export const sessionWorkflowIdFor = (deploymentId: string, agentId: string) =>
-  scopedId(deploymentId, agentId);
+/**
+ * The workflow of a conversation's session, which runs its steps one at a time
+ * (workflows/agent-session.ts): one for the agent's default conversation, one for each other.
+ */
+export const sessionWorkflowIdFor = (deploymentId: string, agentId: string, conversationId: string | null) =>
+  scopedId(deploymentId, conversationId ? `${agentId}/${conversationId}` : agentId);
 
 /** The limits a step runs under, from the configuration of the API that queued it. */
 function stepLimits(config: ApiContext['config'], maxSteps: number): AgentStepInput['limits'] {
@@ -142,6 +146,7 @@ export async function startAgentStep(
       request_config: requestConfig(request),
       workflow_id: workflowId,
       input: request.userMessages,
+      conversation_id: request.conversationId,
     });
     return { run: row, context: await resolveStepContext(tx, agent) };
   });
@@ -161,21 +166,22 @@ export async function startAgentStep(
       limits: stepLimits(config, request.maxSteps),
     },
   };
+  const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
   try {
-    await enqueueStep(ctx, step);
+    await enqueueStep(ctx, sessionId, step);
   } catch (error) {
     await ctx.db.query('DELETE FROM runs WHERE id = $1', [runId]);
     throw error;
   }
-  return { run, alive: stepLiveness(ctx, request.agentId, workflowId) };
+  return { run, alive: stepLiveness(ctx, sessionId, workflowId) };
 }
 
-/** The step's update to the agent's session, which the update starts if it does not run. */
-async function enqueueStep(ctx: ApiContext, step: QueuedStep): Promise<void> {
+/** The step's update to its conversation's session, which the update starts if it does not run. */
+async function enqueueStep(ctx: ApiContext, sessionId: string, step: QueuedStep): Promise<void> {
   const { agentId } = step.input;
   const { config } = ctx;
   const session = new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
-    workflowId: sessionWorkflowIdFor(ctx.deploymentId, agentId),
+    workflowId: sessionId,
     taskQueue: ctx.taskQueues.agent,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: [{ agentId, idleMs: config.AGENT_SESSION_IDLE_MS, maxStepsPerRun: SESSION_STEPS_PER_RUN }],
@@ -246,23 +252,25 @@ export async function answerPausedStep(
     // A repeated answer may find the step long finished: its run tells the outcome.
     if (!(repeated && error instanceof WorkflowNotFoundError)) throw error;
   }
-  return { run: (await getRun(ctx.db, answered.runId))!, alive: stepLiveness(ctx, agentId, workflowId) };
+  const run = (await getRun(ctx.db, answered.runId))!;
+  const sessionId = sessionWorkflowIdFor(ctx.deploymentId, agentId, run.conversation_id);
+  return { run, alive: stepLiveness(ctx, sessionId, workflowId) };
 }
 
 /**
- * Cancels steps of the agent (those of `workflowIds`, or all) and returns once they have ended: its
- * session drops queued ones and cancels the running one. A step no session holds (it started before
- * sessions, or its session is gone) is cancelled directly, and waited for.
+ * Cancels steps of a conversation (those of `workflowIds`, or all) and returns once they have ended:
+ * its session drops queued ones and cancels the running one. A step no session holds (it started
+ * before sessions, or its session is gone) is cancelled directly, and waited for.
  */
-export async function cancelAgentSteps(
+export async function cancelSteps(
   ctx: ApiContext,
-  agentId: string,
+  conversation: { agentId: string; conversationId: string | null },
   workflowIds: string[],
   all: boolean,
 ): Promise<void> {
   try {
     const session = ctx.temporal.workflow.getHandle<typeof agentSession>(
-      sessionWorkflowIdFor(ctx.deploymentId, agentId),
+      sessionWorkflowIdFor(ctx.deploymentId, conversation.agentId, conversation.conversationId),
     );
     const { cancelled } = await session.executeUpdate(cancelStepsUpdate, {
       args: [all ? {} : { workflowIds }],

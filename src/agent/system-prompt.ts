@@ -32,6 +32,8 @@ export interface SystemPromptInput {
   previousMessageCount: number;
   /** When the agent was created; the prompt's timestamp when no block was edited since. */
   agentCreatedAt: Date;
+  /** The conversation the prompt is for; null: the agent's default conversation. */
+  conversationId?: string | null;
 }
 
 /**
@@ -52,7 +54,7 @@ export function compileSystemPrompt(input: SystemPromptInput): string {
   const metadata = [
     '<memory_metadata>',
     `- AGENT_ID: ${input.agentId}`,
-    '- CONVERSATION_ID: default',
+    `- CONVERSATION_ID: ${input.conversationId ?? 'default'}`,
     `- System prompt last recompiled: ${formatLettaTime(lastEdit, input.timezone)}`,
     `- ${input.previousMessageCount} previous messages between you and the user are stored in recall memory (use tools to access them)`,
     '</memory_metadata>',

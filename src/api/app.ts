@@ -11,6 +11,7 @@ import { runsRouter } from './routes/runs';
 import { sandboxConfigsRouter } from './routes/sandbox-configs';
 import { mcpServersRouter } from './routes/mcp-servers';
 import { modelsRouter } from './routes/models';
+import { conversationsRouter } from './routes/conversations';
 import { toolsRouter } from './routes/tools';
 
 export interface ApiDependencies extends ApiContext {
@@ -43,6 +44,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(sandboxConfigsRouter(deps));
   app.use(mcpServersRouter(deps));
   app.use(modelsRouter(deps));
+  app.use(conversationsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

@@ -4,6 +4,7 @@ import { schemaHealth } from '../tools/schema-health';
 import type {
   AgentRecord,
   BlockRow,
+  ConversationRow,
   MessageRow,
   RunRow,
   SandboxConfigRow,
@@ -275,6 +276,7 @@ export function runShape(run: RunRow) {
   return {
     id: run.id,
     agent_id: run.agent_id,
+    conversation_id: run.conversation_id,
     status: run.status,
     stop_reason: run.stop_reason,
     background: run.background,
@@ -300,5 +302,23 @@ export function usageShape(usage: Record<string, number> | null | undefined) {
     cached_input_tokens: usage?.cached_input_tokens ?? 0,
     cache_write_tokens: null,
     reasoning_tokens: usage?.reasoning_tokens ?? 0,
+  };
+}
+
+/** Letta's Conversation; `in_context_message_ids` only where Letta fills them in (retrieve). */
+export function conversationShape(row: ConversationRow, messageIds: string[] = []) {
+  return {
+    id: row.id,
+    agent_id: row.agent_id,
+    summary: row.summary,
+    in_context_message_ids: messageIds,
+    isolated_block_ids: [],
+    model: row.model,
+    model_settings: row.model_settings,
+    last_message_at: iso(row.last_message_at),
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
   };
 }

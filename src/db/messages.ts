@@ -73,8 +73,14 @@ export async function insertMessage(db: Queryable, message: NewMessage): Promise
 }
 
 /** The agent's whole transcript, oldest first: the model's context (there is no compaction yet). */
-export function agentTranscript(db: Queryable, agentId: string): Promise<MessageRow[]> {
-  return db.query<MessageRow>('SELECT * FROM messages WHERE agent_id = $1 ORDER BY seq', [agentId]);
+/** The transcript a run's step continues: its agent's messages in the run's conversation. */
+export function runTranscript(db: Queryable, agentId: string, runId: string): Promise<MessageRow[]> {
+  return db.query<MessageRow>(
+    `SELECT * FROM messages WHERE agent_id = $1
+       AND conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM runs WHERE id = $2)
+     ORDER BY seq`,
+    [agentId, runId],
+  );
 }
 
 export function getMessage(db: Queryable, id: string): Promise<MessageRow | undefined> {
@@ -83,17 +89,21 @@ export function getMessage(db: Queryable, id: string): Promise<MessageRow | unde
 
 /**
  * One page of messages, selected from the `order` end and returned oldest first within the page, as
- * Letta's list endpoint does. `scope` is the agent's or the run's messages.
+ * Letta's list endpoint does. `scope` is the agent's messages (of one conversation, null the default,
+ * when it names one) or the run's.
  */
 export async function listMessages(
   db: Queryable,
-  scope: { agentId: string } | { runId: string },
+  scope: { agentId: string; conversationId?: string | null } | { runId: string },
   page: Page,
   roles?: MessageRole[],
 ): Promise<MessageRow[]> {
   const where = whereClause();
-  if ('agentId' in scope) where.add('agent_id = ?', scope.agentId);
-  else where.add('run_id = ?', scope.runId);
+  if ('agentId' in scope) {
+    where.add('agent_id = ?', scope.agentId);
+    if (scope.conversationId !== undefined)
+      where.add('conversation_id IS NOT DISTINCT FROM ?', scope.conversationId);
+  } else where.add('run_id = ?', scope.runId);
   if (page.after) where.add('seq > (SELECT seq FROM messages WHERE id = ?)', page.after);
   if (page.before) where.add('seq < (SELECT seq FROM messages WHERE id = ?)', page.before);
   if (roles?.length) where.add('role = ANY(?)', roles);

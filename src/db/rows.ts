@@ -161,6 +161,8 @@ export interface RunRow {
   usage: Record<string, number> | null;
   /** The request's messages, stored in the transcript with the step's first reply. */
   input: InputMessage[] | null;
+  /** Null: the agent's default conversation. */
+  conversation_id: string | null;
   created_at: Date;
   completed_at: Date | null;
 }
@@ -171,4 +173,15 @@ export interface InputMessage {
   text: string;
   name?: string | null;
   otid?: string | null;
+}
+
+export interface ConversationRow {
+  id: string;
+  agent_id: string;
+  summary: string | null;
+  model: string | null;
+  model_settings: Record<string, unknown> | null;
+  last_message_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
 }

@@ -5,11 +5,12 @@ import { json, pageByCreatedAt, whereClause, type Page } from './sql';
 export async function insertRun(
   db: Queryable,
   run: Pick<RunRow, 'id' | 'agent_id' | 'background' | 'metadata' | 'request_config' | 'workflow_id'> &
-    Partial<Pick<RunRow, 'input'>>,
+    Partial<Pick<RunRow, 'input' | 'conversation_id'>>,
 ): Promise<RunRow> {
   const [row] = await db.query<RunRow>(
-    `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id, input)
-     VALUES ($1, $2, 'created', $3, $4, $5, $6, $7) RETURNING *`,
+    `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id, input,
+       conversation_id)
+     VALUES ($1, $2, 'created', $3, $4, $5, $6, $7, $8) RETURNING *`,
     [
       run.id,
       run.agent_id,
@@ -18,6 +19,7 @@ export async function insertRun(
       json(run.request_config),
       run.workflow_id,
       json(run.input ?? null),
+      run.conversation_id ?? null,
     ],
   );
   return row;
@@ -76,6 +78,8 @@ export async function finishRun(
 
 export interface RunFilters {
   agentId?: string;
+  /** A conversation's runs; null: those of the agent's default conversation. */
+  conversationId?: string | null;
   statuses?: RunStatus[];
   background?: boolean;
   stopReason?: string;
@@ -85,6 +89,8 @@ export interface RunFilters {
 export function listRuns(db: Queryable, filters: RunFilters, page: Page): Promise<RunRow[]> {
   const where = whereClause();
   if (filters.agentId) where.add('agent_id = ?', filters.agentId);
+  if (filters.conversationId !== undefined)
+    where.add('conversation_id IS NOT DISTINCT FROM ?', filters.conversationId);
   if (filters.statuses?.length) where.add('status = ANY(?)', filters.statuses);
   if (filters.active) where.add(`status IN ('created', 'running')`);
   if (filters.background !== undefined) where.add('background = ?', filters.background);

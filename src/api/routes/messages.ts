@@ -3,8 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { CancelSchema, LettaRequestSchema, type LettaRequest } from '../schemas/messages';
-import { pageQuery } from '../schemas/common';
+import { AgentMessagesQuery, CancelSchema, LettaRequestSchema, type LettaRequest } from '../schemas/messages';
 import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { getAgentRow } from '../../db/agents';
 import { listMessages, runMessagesAfter } from '../../db/messages';
@@ -12,7 +11,7 @@ import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { MessageRow, RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { lettaDate } from '../../agent/time';
-import { answerPausedStep, cancelAgentSteps, startAgentStep, type StepLiveness } from '../../agent/steps';
+import { answerPausedStep, cancelSteps, startAgentStep, type StepLiveness } from '../../agent/steps';
 import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
 import { followRun, modelFailureAnswer } from '../follow-run';
 
@@ -117,18 +116,19 @@ async function streamRun(
   }
 }
 
-export function messagesRouter(ctx: ApiContext): Router {
-  const router = Router();
+/** Where a request's steps go: an agent's conversation (null: its default one). */
+export interface ConversationRef {
+  agentId: string;
+  conversationId: string | null;
+}
 
-  const requireAgent = async (agentId: string) => {
-    if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
-  };
-
+/** What the messages routes do, for an agent's default conversation and for the others alike. */
+export function messageHandlers(ctx: ApiContext) {
   /** Starts a step, or answers the paused one, as the request's messages say (both 404 without the agent). */
-  const start = async (agentId: string, body: LettaRequest, runType: string, background: boolean) => {
+  const start = async (to: ConversationRef, body: LettaRequest, runType: string, background: boolean) => {
     const { answers, messages } = inputOf(body);
     const options = {
-      agentId,
+      ...to,
       clientTools: (body.client_tools ?? []).map((t) => ({
         name: t.name,
         description: t.description,
@@ -144,16 +144,13 @@ export function messagesRouter(ctx: ApiContext): Router {
       : startAgentStep(ctx, { ...options, userMessages: messages });
   };
 
-  const send = async (agentId: string, body: LettaRequest, res: Response, streaming: boolean) => {
+  /** A blocking request answers once the step has stopped; a streaming one streams it as it runs. */
+  const send = async (to: ConversationRef, body: LettaRequest, res: Response, streaming: boolean) => {
     if (!streaming && (body.stream_tokens || !body.include_pings || body.background)) {
       throw new HttpError(422, 'stream_tokens, include_pings=false and background need streaming=true');
     }
-    const { run, alive } = await start(
-      agentId,
-      body,
-      streaming ? 'send_message_streaming' : 'send_message',
-      false,
-    );
+    const runType = streaming ? 'send_message_streaming' : 'send_message';
+    const { run, alive } = await start(to, body, runType, streaming && body.background);
     if (streaming) return streamRun(ctx, res, run, alive, body);
     let closed = false;
     res.on('close', () => (closed = true));
@@ -170,18 +167,61 @@ export function messagesRouter(ctx: ApiContext): Router {
     });
   };
 
+  /**
+   * Cancels the conversation's active runs (or those of `runIds`), a step paused for approval included
+   * (its pending calls are then denied), and answers once they have ended: cancelled, their tool calls
+   * stopped, nothing half-written. Each run's status is then `cancelled`, or how it ended before.
+   */
+  const cancel = async (to: ConversationRef, runIds: string[] | null | undefined) => {
+    const agent = await getAgentRow(ctx.db, to.agentId);
+    if (!agent) throw notFound(`Agent ${to.agentId}`);
+    const inConversation = (r: RunRow | undefined): r is RunRow =>
+      r?.agent_id === to.agentId && r.conversation_id === to.conversationId;
+    const active = runIds?.length
+      ? (await Promise.all(runIds.map((id) => getRun(ctx.db, id)))).filter(
+          (r): r is RunRow => inConversation(r) && isActiveRun(r),
+        )
+      : await listRuns(
+          ctx.db,
+          { agentId: to.agentId, conversationId: to.conversationId, active: true },
+          { limit: 1000, order: 'asc' },
+        );
+    const targets = new Map(active.map((run) => [run.id, run.workflow_id]));
+    const pending = agent.pending_approval;
+    if (pending && (!runIds?.length || runIds.includes(pending.run_id))) {
+      if (inConversation(await getRun(ctx.db, pending.run_id)))
+        targets.set(pending.run_id, pending.workflow_id);
+    }
+    if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
+    await cancelSteps(ctx, to, [...new Set(targets.values())], !runIds?.length);
+    const ended = await Promise.all([...targets.keys()].map((id) => getRun(ctx.db, id)));
+    return Object.fromEntries(ended.map((run) => [run!.id, run!.status]));
+  };
+
+  return { start, send, cancel };
+}
+
+export function messagesRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const { start, send, cancel } = messageHandlers(ctx);
+  const inDefault = (agentId: string): ConversationRef => ({ agentId, conversationId: null });
+
+  const requireAgent = async (agentId: string) => {
+    if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+  };
+
   router.post('/v1/agents/:agentId/messages', async (req, res) => {
     const body = parseBody(LettaRequestSchema, req);
-    await send(req.params.agentId, body, res, body.streaming);
+    await send(inDefault(req.params.agentId), body, res, body.streaming);
   });
 
   router.post('/v1/agents/:agentId/messages/stream', async (req, res) => {
-    await send(req.params.agentId, parseBody(LettaRequestSchema, req), res, true);
+    await send(inDefault(req.params.agentId), parseBody(LettaRequestSchema, req), res, true);
   });
 
   router.post('/v1/agents/:agentId/messages/async', async (req, res) => {
     const { run } = await start(
-      req.params.agentId,
+      inDefault(req.params.agentId),
       parseBody(LettaRequestSchema, req),
       'send_message_async',
       true,
@@ -191,33 +231,16 @@ export function messagesRouter(ctx: ApiContext): Router {
 
   router.get('/v1/agents/:agentId/messages', async (req, res) => {
     await requireAgent(req.params.agentId);
-    const page = parseQuery(pageQuery(100, 'desc'), req);
-    const rows = await listMessages(ctx.db, { agentId: req.params.agentId }, page);
+    const query = parseQuery(AgentMessagesQuery, req);
+    // `default`: the agent's own conversation; a conversation's id: that one; none: all of them.
+    const conversationId = query.conversation_id === 'default' ? null : query.conversation_id;
+    const rows = await listMessages(ctx.db, { agentId: req.params.agentId, conversationId }, query);
     res.json(rows.flatMap(lettaMessages));
   });
 
   router.post('/v1/agents/:agentId/messages/cancel', async (req, res) => {
-    const agentId = req.params.agentId;
-    const agent = await getAgentRow(ctx.db, agentId);
-    if (!agent) throw notFound(`Agent ${agentId}`);
     const { run_ids: runIds } = parseBody(CancelSchema, req);
-    const active = runIds?.length
-      ? (await Promise.all(runIds.map((id) => getRun(ctx.db, id)))).filter(
-          (r): r is RunRow => r?.agent_id === agentId && isActiveRun(r),
-        )
-      : await listRuns(ctx.db, { agentId, active: true }, { limit: 1000, order: 'asc' });
-    // A step paused for approval is cancelled too: its pending calls are then denied.
-    const targets = new Map(active.map((run) => [run.id, run.workflow_id]));
-    const pending = agent.pending_approval;
-    if (pending && (!runIds?.length || runIds.includes(pending.run_id))) {
-      targets.set(pending.run_id, pending.workflow_id);
-    }
-    if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
-    // It answers once the runs have ended: cancelled, their tool calls stopped, nothing half-written.
-    await cancelAgentSteps(ctx, agentId, [...new Set(targets.values())], !runIds?.length);
-    const ended = await Promise.all([...targets.keys()].map((id) => getRun(ctx.db, id)));
-    // Each run's status once the cancel is in effect: `cancelled`, or how it ended before the cancel came.
-    res.json(Object.fromEntries(ended.map((run) => [run!.id, run!.status])));
+    res.json(await cancel(inDefault(req.params.agentId), runIds));
   });
 
   return router;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageQuery } from './common';
 
 const TextPart = z.object({ type: z.literal('text'), text: z.string() }).loose();
 const Content = z.union([z.string(), z.array(z.union([TextPart, z.object({ type: z.string() }).loose()]))]);
@@ -64,33 +65,45 @@ export const ClientToolSchema = z.object({
   parameters: z.record(z.string(), z.unknown()).nullish(),
 });
 
-export const LettaRequestSchema = z
-  .object({
-    messages: z.array(InputMessage).nullish(),
-    input: Content.nullish(),
-    max_steps: z.number().int().min(1).default(50),
-    client_tools: z.array(ClientToolSchema).nullish(),
-    streaming: z.boolean().default(false),
-    stream_tokens: z.boolean().default(false),
-    include_pings: z.boolean().default(true),
-    background: z.boolean().default(false),
-    include_return_message_types: z.array(z.string()).nullish(),
-    /** Beyond Letta: deny a pause of this request after this long (overrides the agent's setting). */
-    approval_timeout_seconds: z.number().int().positive().nullish(),
-  })
-  .loose()
-  .superRefine((body, ctx) => {
-    const has = (v: unknown) => v !== undefined && v !== null;
-    if (has(body.messages) === has(body.input)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'Exactly one of messages or input must be provided',
-        path: ['messages'],
-      });
-    } else if (body.messages && body.messages.length === 0) {
-      ctx.addIssue({ code: 'custom', message: 'Messages must not be empty', path: ['messages'] });
-    }
-  });
+/** Letta's LettaRequest; a conversation's messages stream unless told not to, an agent's do not. */
+const lettaRequest = (streamingByDefault: boolean) =>
+  z
+    .object({
+      messages: z.array(InputMessage).nullish(),
+      input: Content.nullish(),
+      max_steps: z.number().int().min(1).default(50),
+      client_tools: z.array(ClientToolSchema).nullish(),
+      streaming: z.boolean().default(streamingByDefault),
+      stream_tokens: z.boolean().default(false),
+      include_pings: z.boolean().default(true),
+      background: z.boolean().default(false),
+      include_return_message_types: z.array(z.string()).nullish(),
+      /** Beyond Letta: deny a pause of this request after this long (overrides the agent's setting). */
+      approval_timeout_seconds: z.number().int().positive().nullish(),
+    })
+    .loose()
+    .superRefine((body, ctx) => {
+      const has = (v: unknown) => v !== undefined && v !== null;
+      if (has(body.messages) === has(body.input)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'Exactly one of messages or input must be provided',
+          path: ['messages'],
+        });
+      } else if (body.messages && body.messages.length === 0) {
+        ctx.addIssue({ code: 'custom', message: 'Messages must not be empty', path: ['messages'] });
+      }
+    });
+
+export const LettaRequestSchema = lettaRequest(false);
 export type LettaRequest = z.infer<typeof LettaRequestSchema>;
+
+/** A conversation's messages: the agent's id comes in the body when the conversation is `default`. */
+export const ConversationMessageSchema = z.intersection(
+  lettaRequest(true),
+  z.object({ agent_id: z.string().nullish() }),
+);
+
+export const AgentMessagesQuery = pageQuery(100, 'desc').extend({ conversation_id: z.string().optional() });
 
 export const CancelSchema = z.object({ run_ids: z.array(z.string()).nullish() }).loose();

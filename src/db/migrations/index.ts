@@ -16,8 +16,9 @@ import { sandboxConfigs } from './0005-sandbox-configs';
 import { mcpServers } from './0006-mcp-servers';
 import { runEvents } from './0007-run-events';
 import { queuedInput } from './0008-queued-input';
-import { toolCallPairing } from './0009-tool-call-pairing';
-import { deploymentId } from './0010-deployment-id';
+import { conversations } from './0009-conversations';
+import { toolCallPairing } from './0010-tool-call-pairing';
+import { deploymentId } from './0011-deployment-id';
 
 export const migrations: Migration[] = [
   initial,
@@ -28,6 +29,7 @@ export const migrations: Migration[] = [
   mcpServers,
   runEvents,
   queuedInput,
+  conversations,
   toolCallPairing,
   deploymentId,
 ];

@@ -1,7 +1,7 @@
 import type { Migration } from './index';
 
 /**
- * The history invariant, kept by the database whoever writes: an assistant message with tool calls is
+ * The history invariant, kept by the database whoever writes, in each conversation: an assistant message with tool calls is
  * followed by exactly its tool results (one tool message returning each of its calls) before anything
  * else; an approval's record may stand between, as answers arrive that way. A provider refuses a history
  * that breaks it, and the agent could not be talked to again. Checked after each insert against the
@@ -11,7 +11,7 @@ import type { Migration } from './index';
  * steps were ordered) get the missing results now, as errors, unless they wait for approval or run.
  */
 export const toolCallPairing: Migration = {
-  version: 9,
+  version: 10,
   name: 'tool call pairing',
   sql: `
     CREATE FUNCTION tool_call_ids(calls jsonb, key text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
@@ -24,10 +24,12 @@ export const toolCallPairing: Migration = {
       waiting jsonb;
     BEGIN
       SELECT * INTO previous FROM messages
-        WHERE agent_id = NEW.agent_id AND seq < NEW.seq ORDER BY seq DESC LIMIT 1;
+        WHERE agent_id = NEW.agent_id AND conversation_id IS NOT DISTINCT FROM NEW.conversation_id
+          AND seq < NEW.seq ORDER BY seq DESC LIMIT 1;
       IF previous.role = 'approval' THEN
         SELECT tool_calls INTO waiting FROM messages
-          WHERE agent_id = NEW.agent_id AND seq < previous.seq ORDER BY seq DESC LIMIT 1;
+          WHERE agent_id = NEW.agent_id AND conversation_id IS NOT DISTINCT FROM NEW.conversation_id
+            AND seq < previous.seq ORDER BY seq DESC LIMIT 1;
       ELSIF previous.role = 'assistant' THEN
         waiting := previous.tool_calls;
       END IF;

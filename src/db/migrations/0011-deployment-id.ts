@@ -6,7 +6,7 @@ import type { Migration } from './index';
  * running or paused keeps the names they were started under (an empty id), or they would never resume.
  */
 export const deploymentId: Migration = {
-  version: 10,
+  version: 11,
   name: 'deployment id',
   sql: `
     INSERT INTO server_metadata (key, value)

@@ -1,0 +1,122 @@
+/**
+ * Letta's conversations (routers/v1/conversations.py): message histories of one agent, each with its
+ * own session of steps (one at a time, in arrival order), all sharing the agent's memory blocks. The
+ * agent's own history is the conversation `default`, named with the agent's id alongside.
+ */
+import { Router } from 'express';
+import type { ApiContext } from '../context';
+import { HttpError, notFound } from '../errors';
+import { parseBody, parseQuery } from '../validation';
+import { conversationShape, lettaMessages } from '../letta-shapes';
+import { CancelSchema, ConversationMessageSchema } from '../schemas/messages';
+import {
+  AgentOfDefaultQuery,
+  ConversationMessagesQuery,
+  CreateConversationQuery,
+  CreateConversationSchema,
+  ListConversationsQuery,
+  UpdateConversationSchema,
+} from '../schemas/conversations';
+import { messageHandlers, type ConversationRef } from './messages';
+import { getAgentRow } from '../../db/agents';
+import {
+  conversationMessageIds,
+  deleteConversation,
+  getConversation,
+  insertConversation,
+  listConversations,
+  updateConversation,
+} from '../../db/conversations';
+import { listMessages } from '../../db/messages';
+import { newId } from '../../ids';
+
+export function conversationsRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const { send, cancel } = messageHandlers(ctx);
+
+  const loadConversation = async (id: string) => {
+    const conversation = await getConversation(ctx.db, id);
+    if (!conversation) throw notFound(`Conversation ${id}`);
+    return conversation;
+  };
+
+  /** `default` with the agent's id (or, as Letta still takes it, the agent's id alone), or a conversation's id. */
+  const resolve = async (id: string, agentId: string | null | undefined): Promise<ConversationRef> => {
+    const defaultOf = id === 'default' ? agentId : id.startsWith('agent-') ? id : undefined;
+    if (defaultOf) {
+      if (!(await getAgentRow(ctx.db, defaultOf))) throw notFound(`Agent ${defaultOf}`);
+      return { agentId: defaultOf, conversationId: null };
+    }
+    if (id === 'default') throw new HttpError(422, "The conversation 'default' needs agent_id");
+    return { agentId: (await loadConversation(id)).agent_id, conversationId: id };
+  };
+
+  router.post('/v1/conversations', async (req, res) => {
+    const { agent_id: agentId } = parseQuery(CreateConversationQuery, req);
+    const body = parseBody(CreateConversationSchema, req);
+    if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+    const conversation = await insertConversation(ctx.db, {
+      id: newId('conv'),
+      agent_id: agentId,
+      summary: body.summary ?? null,
+      model: body.model ?? null,
+      model_settings: body.model_settings ?? null,
+    });
+    res.json(conversationShape(conversation));
+  });
+
+  router.get('/v1/conversations', async (req, res) => {
+    const query = parseQuery(ListConversationsQuery, req);
+    const rows = await listConversations(
+      ctx.db,
+      { agentId: query.agent_id, summarySearch: query.summary_search },
+      query,
+    );
+    res.json(rows.map((row) => conversationShape(row)));
+  });
+
+  router.get('/v1/conversations/:id', async (req, res) => {
+    const conversation = await loadConversation(req.params.id);
+    res.json(conversationShape(conversation, await conversationMessageIds(ctx.db, conversation.id)));
+  });
+
+  router.patch('/v1/conversations/:id', async (req, res) => {
+    await loadConversation(req.params.id);
+    const body = parseBody(UpdateConversationSchema, req);
+    const updated = await updateConversation(ctx.db, req.params.id, {
+      summary: body.summary ?? undefined,
+      model: body.model ?? undefined,
+      model_settings: body.model_settings ?? undefined,
+      last_message_at: body.last_message_at ?? undefined,
+    });
+    res.json(conversationShape(updated!));
+  });
+
+  router.delete('/v1/conversations/:id', async (req, res) => {
+    if (!(await deleteConversation(ctx.db, req.params.id))) throw notFound(`Conversation ${req.params.id}`);
+    res.json(null);
+  });
+
+  router.get('/v1/conversations/:id/messages', async (req, res) => {
+    const query = parseQuery(ConversationMessagesQuery, req);
+    const to = await resolve(req.params.id, query.agent_id);
+    const rows = await listMessages(ctx.db, to, query);
+    res.json(rows.flatMap(lettaMessages));
+  });
+
+  router.post('/v1/conversations/:id/messages', async (req, res) => {
+    const body = parseBody(ConversationMessageSchema, req);
+    const to = await resolve(req.params.id, body.agent_id);
+    if (to.conversationId)
+      await updateConversation(ctx.db, to.conversationId, { last_message_at: new Date() });
+    await send(to, body, res, body.streaming);
+  });
+
+  router.post('/v1/conversations/:id/cancel', async (req, res) => {
+    const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
+    const { run_ids: runIds } = parseBody(CancelSchema, req);
+    res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+  });
+
+  return router;
+}

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { pageQuery } from './common';
+
+const ModelHandle = z
+  .string()
+  .regex(/^[^/]+\/.+$/, 'The model handle should be in the format provider/model-name')
+  .nullish();
+
+export const CreateConversationQuery = z.object({ agent_id: z.string().min(1) });
+
+export const CreateConversationSchema = z
+  .object({
+    summary: z.string().nullish(),
+    model: ModelHandle,
+    model_settings: z.record(z.string(), z.unknown()).nullish(),
+    isolated_block_labels: z
+      .array(z.string())
+      .max(0, 'isolated_block_labels: blocks of a conversation of its own are not supported yet')
+      .nullish(),
+  })
+  .loose();
+
+export const UpdateConversationSchema = z
+  .object({
+    summary: z.string().nullish(),
+    model: ModelHandle,
+    model_settings: z.record(z.string(), z.unknown()).nullish(),
+    last_message_at: z.coerce.date().nullish(),
+  })
+  .loose();
+
+export const ListConversationsQuery = pageQuery(50, 'desc').extend({
+  agent_id: z.string().optional(),
+  summary_search: z.string().optional(),
+});
+
+/** Routes that take `default` (the agent's own conversation) name the agent in the query. */
+export const AgentOfDefaultQuery = z.object({ agent_id: z.string().optional() });
+
+export const ConversationMessagesQuery = pageQuery(100, 'desc').extend(AgentOfDefaultQuery.shape);

@@ -1,0 +1,39 @@
+import type { Migration } from './index';
+
+/**
+ * Conversations (Letta's): message histories of one agent, each with its own order of steps, all
+ * sharing the agent's memory blocks. A message belongs to the conversation of its run (set as it is
+ * stored, whoever stores it); one without a conversation is in the agent's default conversation.
+ */
+export const conversations: Migration = {
+  version: 9,
+  name: 'conversations',
+  sql: `
+    CREATE TABLE conversations (
+      id text PRIMARY KEY,
+      agent_id text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+      summary text,
+      model text,
+      model_settings jsonb,
+      last_message_at timestamptz,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX conversations_agent ON conversations (agent_id, created_at);
+
+    ALTER TABLE runs ADD COLUMN conversation_id text REFERENCES conversations(id) ON DELETE CASCADE;
+    ALTER TABLE messages ADD COLUMN conversation_id text REFERENCES conversations(id) ON DELETE CASCADE;
+    CREATE INDEX messages_conversation ON messages (conversation_id, seq) WHERE conversation_id IS NOT NULL;
+
+    CREATE FUNCTION message_conversation() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.run_id IS NOT NULL AND NEW.conversation_id IS NULL THEN
+        SELECT conversation_id INTO NEW.conversation_id FROM runs WHERE id = NEW.run_id;
+      END IF;
+      RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER messages_conversation BEFORE INSERT ON messages
+      FOR EACH ROW EXECUTE FUNCTION message_conversation();
+  `,
+};

@@ -1,0 +1,169 @@
+import { useAgentServer } from './helpers/agent-server';
+import type { ChatRequest } from './helpers/openai-stub';
+
+type ChatMessage = ChatRequest['messages'][number];
+const textOf = (message: ChatMessage | undefined) => String(message?.content ?? '');
+const lastUserText = (request: ChatRequest) =>
+  textOf([...request.messages].reverse().find((m) => m.role === 'user'));
+
+interface Chunk {
+  message_type: string;
+  content?: unknown;
+  stop_reason?: string;
+  tool_call?: { tool_call_id: string; name: string; arguments: string };
+}
+
+describe('conversations', () => {
+  const h = useAgentServer('openai');
+  afterEach(() => h.stub.setDefault(() => ({ text: 'ok' })));
+
+  const collect = async (stream: AsyncIterable<unknown>) => {
+    const chunks: Chunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Chunk);
+    return chunks;
+  };
+  const say = async (conversationId: string, content: string, extra: Record<string, unknown> = {}) =>
+    collect(
+      await h.client.conversations.messages.create(conversationId, {
+        messages: [{ role: 'user', content }],
+        ...extra,
+      }),
+    );
+  const assistantTexts = (chunks: Chunk[]) =>
+    chunks.filter((c) => c.message_type === 'assistant_message').map((c) => c.content);
+
+  it('are created for an agent, listed, retrieved, updated and deleted in Letta’s shapes', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const created = await h.client.conversations.create({ agent_id: agent.id, summary: 'first' });
+    expect(created).toMatchObject({ agent_id: agent.id, summary: 'first', in_context_message_ids: [] });
+    expect(created.id).toMatch(/^conv-/);
+    const other = await h.client.conversations.create({ agent_id: agent.id });
+    expect((await h.client.conversations.list({ agent_id: agent.id })).map((c) => c.id)).toEqual([
+      other.id,
+      created.id,
+    ]);
+    expect(await h.client.conversations.update(created.id, { summary: 'renamed' })).toMatchObject({
+      summary: 'renamed',
+    });
+    await h.client.conversations.delete(other.id);
+    await expect(h.client.conversations.retrieve(other.id)).rejects.toMatchObject({ status: 404 });
+    await expect(h.client.conversations.create({ agent_id: 'agent-nope' })).rejects.toMatchObject({
+      status: 404,
+    });
+  });
+
+  it('keep their own histories, ordered each on its own, and share the agent’s memory', async () => {
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+    });
+    const [a, b] = await Promise.all([
+      h.client.conversations.create({ agent_id: agent.id }),
+      h.client.conversations.create({ agent_id: agent.id }),
+    ]);
+    const before = h.stub.requests.length;
+    h.stub.setDefault((request) => {
+      if (lastUserText(request) === 'a: remember tea')
+        return request.messages.at(-1)!.role === 'user'
+          ? { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] }
+          : { text: 'noted' };
+      return { text: `reply to ${lastUserText(request)}`, delayMs: 5 };
+    });
+    expect(assistantTexts(await say(a.id, 'a: remember tea'))).toEqual(['noted']);
+    const sends = [a, b].flatMap((conversation, c) =>
+      Array.from({ length: 5 }, (_, i) => say(conversation.id, `${'ab'[c]}: message ${i}`)),
+    );
+    const replies = await Promise.all(sends);
+    replies.forEach((chunks, j) =>
+      expect(assistantTexts(chunks)).toEqual([`reply to ${'ab'[Math.floor(j / 5)]}: message ${j % 5}`]),
+    );
+
+    // Each model request saw its own conversation only, and the memory the other one wrote.
+    for (const request of h.stub.requests.slice(before)) {
+      const own = lastUserText(request)[0];
+      const users = request.messages.filter((m) => m.role === 'user').map(textOf);
+      expect(users.every((text) => text.startsWith(`${own}:`))).toBe(true);
+      expect(textOf(request.messages[0])).toContain(`CONVERSATION_ID: ${own === 'a' ? a.id : b.id}`);
+    }
+    const lastOfB = h.stub.requests.filter((r) => lastUserText(r).startsWith('b:')).at(-1)!;
+    expect(textOf(lastOfB.messages[0])).toContain('Likes tea');
+
+    // Stored in turn: each message followed by its own reply, whatever order they arrived in.
+    const history = (await h.client.conversations.messages.list(b.id, { order: 'asc' })).getPaginatedItems();
+    const contents = history.map((m) => String((m as { content?: unknown }).content));
+    expect(contents).toHaveLength(10);
+    for (let i = 0; i < contents.length; i += 2) expect(contents[i + 1]).toBe(`reply to ${contents[i]}`);
+    expect((await h.client.conversations.retrieve(b.id)).in_context_message_ids).toEqual(
+      history.map((m) => m.id),
+    );
+  });
+
+  it('address the agent’s own history as `default`, with the agent in the body', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue({ text: 'Hello from default.' });
+    const chunks = await say('default', 'hi', { agent_id: agent.id });
+    expect(assistantTexts(chunks)).toEqual(['Hello from default.']);
+    const own = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
+    expect(own.map((m) => m.message_type)).toEqual(['system_message', 'user_message', 'assistant_message']);
+    await expect(say('default', 'who?')).rejects.toMatchObject({ status: 422 });
+  });
+
+  it('run a client-side tool: approval request, the client’s return, the continuation', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const conversation = await h.client.conversations.create({ agent_id: agent.id });
+    const clientTools = [
+      { name: 'ShellCommand', description: 'Runs a command', parameters: { type: 'object', properties: {} } },
+    ];
+    h.stub.enqueue({ toolCalls: [{ name: 'ShellCommand', arguments: { command: 'echo hi' } }] });
+    const first = await say(conversation.id, 'run it', { client_tools: clientTools, background: true });
+    expect(first.map((c) => c.message_type)).toEqual([
+      'ping',
+      'approval_request_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    expect(first.at(-2)).toMatchObject({ stop_reason: 'requires_approval' });
+    const call = first[1].tool_call!;
+    h.stub.enqueue((request) => ({ text: `got ${JSON.parse(textOf(request.messages.at(-1))).message}` }));
+    const second = await collect(
+      await h.client.conversations.messages.create(conversation.id, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [
+              {
+                type: 'tool',
+                tool_call_id: call.tool_call_id,
+                tool_return: 'hi',
+                status: 'success',
+                stdout: ['hi'],
+              },
+            ],
+          },
+        ],
+        client_tools: clientTools,
+      }),
+    );
+    expect(assistantTexts(second)).toEqual(['got hi']);
+    const runs = (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems();
+    expect(
+      runs.every((run) => (run as { conversation_id?: string }).conversation_id === conversation.id),
+    ).toBe(true);
+    expect(runs.find((run) => run.stop_reason === 'requires_approval')?.background).toBe(true);
+  });
+
+  it('cancel their own runs', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const conversation = await h.client.conversations.create({ agent_id: agent.id });
+    h.stub.enqueue({ text: 'slow', delayMs: 30_000 });
+    const stream = h.client.conversations.messages.create(conversation.id, {
+      messages: [{ role: 'user', content: 'wait' }],
+    });
+    const chunks = (async () => collect(await stream))();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cancelled = await h.client.conversations.cancel(conversation.id);
+    expect(Object.values(cancelled)).toEqual(['cancelled']);
+    expect((await chunks).at(-2)).toMatchObject({ stop_reason: 'cancelled' });
+    await expect(h.client.conversations.cancel(conversation.id)).rejects.toMatchObject({ status: 409 });
+  });
+});

@@ -152,6 +152,58 @@ describe('conversations', () => {
     expect(runs.find((run) => run.stop_reason === 'requires_approval')?.background).toBe(true);
   });
 
+  it('resume a dropped stream from its last seq_id, through the run or the conversation, without loss or repeats', async () => {
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+    });
+    const conversation = await h.client.conversations.create({ agent_id: agent.id });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { text: 'Noted, and more.', delayMs: 1_000 },
+    );
+    const stream = await h.client.conversations.messages.create(conversation.id, {
+      messages: [{ role: 'user', content: 'remember tea' }],
+      background: true,
+    });
+    const before: Chunk[] = [];
+    for await (const chunk of stream) {
+      before.push(chunk as Chunk);
+      if ((chunk as Chunk).message_type === 'tool_return_message') break; // the connection drops
+    }
+    const seen = before.filter((c) => c.message_type !== 'ping') as (Chunk & {
+      seq_id: number;
+      run_id: string;
+    })[];
+    expect(seen.map((c) => [c.message_type, c.seq_id])).toEqual([
+      ['tool_call_message', 1],
+      ['tool_return_message', 2],
+    ]);
+    const runId = seen[0].run_id;
+    expect((await h.client.runs.retrieve(runId)).background).toBe(true);
+
+    const rest = await collect(await h.client.runs.messages.stream(runId, { starting_after: 2 }));
+    expect(rest.filter((c) => c.message_type !== 'ping').map((c) => c.message_type)).toEqual([
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    expect(rest.find((c) => c.message_type === 'assistant_message')).toMatchObject({
+      content: 'Noted, and more.',
+      seq_id: 3,
+    });
+    // Through the conversation, by the request's run: the whole run again, numbered the same.
+    const again = await collect(
+      await h.client.conversations.messages.stream(conversation.id, { run_id: runId, starting_after: 1 }),
+    );
+    expect(
+      again.filter((c) => c.message_type.endsWith('_message')).map((c) => (c as { seq_id?: number }).seq_id),
+    ).toEqual([2, 3]);
+    await expect(h.client.conversations.messages.stream(conversation.id, {})).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
   it('cancel their own runs', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const conversation = await h.client.conversations.create({ agent_id: agent.id });

@@ -74,6 +74,14 @@ function stepLiveness(ctx: ApiContext, sessionId: string, workflowId: string): S
   return async () => (await running(workflowId)) ?? (await running(sessionId)) ?? false;
 }
 
+/** Whether the workflow that is to end `run` still can (a stream that resumes follows it so). */
+export const runLiveness = (ctx: ApiContext, run: RunRow): StepLiveness =>
+  stepLiveness(
+    ctx,
+    sessionWorkflowIdFor(ctx.deploymentId, run.agent_id, run.conversation_id),
+    run.workflow_id,
+  );
+
 /** Steps a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_STEPS_PER_RUN = 500;
 

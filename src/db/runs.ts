@@ -98,3 +98,25 @@ export function listRuns(db: Queryable, filters: RunFilters, page: Page): Promis
   const tail = pageByCreatedAt(where, 'runs', page);
   return db.query<RunRow>(`SELECT * FROM runs ${where} ${tail}`, where.params);
 }
+
+/**
+ * A run of an agent's conversation (null: its default one) to follow: the one named, the one whose
+ * request carried the message `otid`, or else the newest one still running.
+ */
+export async function conversationRun(
+  db: Queryable,
+  conversation: { agentId: string; conversationId: string | null },
+  which: { runId?: string | null; otid?: string | null },
+): Promise<RunRow | undefined> {
+  const where = whereClause();
+  where.add('agent_id = ?', conversation.agentId);
+  where.add('conversation_id IS NOT DISTINCT FROM ?', conversation.conversationId);
+  if (which.runId) where.add('id = ?', which.runId);
+  else if (which.otid) where.add('input @> ?::jsonb', JSON.stringify([{ otid: which.otid }]));
+  else where.add(`status IN ('created', 'running')`);
+  const [run] = await db.query<RunRow>(
+    `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT 1`,
+    where.params,
+  );
+  return run;
+}

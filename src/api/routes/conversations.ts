@@ -8,7 +8,10 @@ import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { conversationShape, lettaMessages } from '../letta-shapes';
-import { CancelSchema, ConversationMessageSchema } from '../schemas/messages';
+import { CancelSchema, ConversationMessageSchema, RetrieveStreamSchema } from '../schemas/messages';
+import { streamRun } from '../run-stream';
+import { runLiveness } from '../../agent/steps';
+import { conversationRun } from '../../db/runs';
 import {
   AgentOfDefaultQuery,
   ConversationMessagesQuery,
@@ -116,6 +119,21 @@ export function conversationsRouter(ctx: ApiContext): Router {
     const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
     const { run_ids: runIds } = parseBody(CancelSchema, req);
     res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+  });
+
+  /**
+   * A dropped stream of the conversation goes on: the run named, the one whose request carried `otid`,
+   * or else the newest one still running.
+   */
+  router.post('/v1/conversations/:id/stream', async (req, res) => {
+    const body = parseBody(RetrieveStreamSchema, req);
+    const to = await resolve(req.params.id, body.agent_id);
+    const run = await conversationRun(ctx.db, to, { runId: body.run_id, otid: body.otid });
+    if (!run) throw new HttpError(400, 'No active runs found for this conversation.');
+    await streamRun(ctx, res, run, runLiveness(ctx, run), {
+      includePings: body.include_pings,
+      startingAfter: body.starting_after,
+    });
   });
 
   return router;

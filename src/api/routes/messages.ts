@@ -1,5 +1,4 @@
 import { Router, type Response } from 'express';
-import { randomUUID } from 'node:crypto';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
@@ -8,26 +7,12 @@ import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { getAgentRow } from '../../db/agents';
 import { listMessages, runMessagesAfter } from '../../db/messages';
 import { getRun, isActiveRun, listRuns } from '../../db/runs';
-import type { MessageRow, RunRow } from '../../db/rows';
+import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
-import { lettaDate } from '../../agent/time';
-import { answerPausedStep, cancelSteps, startAgentStep, type StepLiveness } from '../../agent/steps';
+import { answerPausedStep, cancelSteps, startAgentStep } from '../../agent/steps';
 import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
 import { followRun, modelFailureAnswer } from '../follow-run';
-
-/** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
-const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
-
-function outputMessages(rows: MessageRow[], types?: string[] | null) {
-  return rows
-    .filter(isOutput)
-    .flatMap(lettaMessages)
-    .filter((m) => !types?.length || types.includes(m.message_type));
-}
-
-function stopReasonShape(stopReason: string) {
-  return { message_type: 'stop_reason', stop_reason: stopReason };
-}
+import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 
 type InputMessage = NonNullable<LettaRequest['messages']>[number];
 
@@ -67,55 +52,6 @@ function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: Fo
   return answers.length ? { answers, messages: plain } : { messages: plain };
 }
 
-/** Streams a run's messages as the workflow stores them, in Letta's SSE framing. */
-async function streamRun(
-  ctx: ApiContext,
-  res: Response,
-  run: RunRow,
-  alive: StepLiveness,
-  body: LettaRequest,
-): Promise<void> {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
-  const ping = () =>
-    send({ id: `ping-${randomUUID()}`, date: lettaDate(new Date()), message_type: 'ping', run_id: run.id });
-  if (body.include_pings) ping();
-  const keepalive = body.include_pings ? setInterval(ping, ctx.config.STREAM_KEEPALIVE_MS) : undefined;
-  let closed = false;
-  res.on('close', () => (closed = true));
-  try {
-    const stop = await followRun(
-      ctx,
-      run.id,
-      alive,
-      (rows) => outputMessages(rows, body.include_return_message_types).forEach(send),
-      () => closed,
-    );
-    if (!stop) return;
-    send(stopReasonShape(stop.stopReason));
-    if (stop.error) {
-      // Letta's error-aware stream: the stop reason, then a named error event the client raises.
-      const error = {
-        message_type: 'error_message',
-        run_id: run.id,
-        error_type: stop.error.type,
-        message: stop.error.message,
-      };
-      res.write(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
-    } else {
-      send(usageShape(stop.run.usage));
-    }
-    res.write('data: [DONE]\n\n');
-  } finally {
-    clearInterval(keepalive);
-    res.end();
-  }
-}
-
 /** Where a request's steps go: an agent's conversation (null: its default one). */
 export interface ConversationRef {
   agentId: string;
@@ -151,7 +87,11 @@ export function messageHandlers(ctx: ApiContext) {
     }
     const runType = streaming ? 'send_message_streaming' : 'send_message';
     const { run, alive } = await start(to, body, runType, streaming && body.background);
-    if (streaming) return streamRun(ctx, res, run, alive, body);
+    if (streaming)
+      return streamRun(ctx, res, run, alive, {
+        includePings: body.include_pings,
+        types: body.include_return_message_types,
+      });
     let closed = false;
     res.on('close', () => (closed = true));
     const stop = await followRun(ctx, run.id, alive, undefined, () => closed);

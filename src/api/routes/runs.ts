@@ -2,7 +2,10 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
-import { parseQuery } from '../validation';
+import { parseBody, parseQuery } from '../validation';
+import { RetrieveStreamSchema } from '../schemas/messages';
+import { streamRun } from '../run-stream';
+import { runLiveness } from '../../agent/steps';
 import { pageQuery, queryBoolean, stringList } from '../schemas/common';
 import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { listMessages } from '../../db/messages';
@@ -13,6 +16,7 @@ import { pendingApprovalView } from '../pending-approval';
 
 const ListRunsQuery = pageQuery(100, 'desc').extend({
   agent_id: z.string().optional(),
+  conversation_id: z.string().optional(),
   statuses: stringList,
   background: queryBoolean,
   stop_reason: z.string().optional(),
@@ -34,6 +38,7 @@ export function runsRouter(ctx: ApiContext): Router {
       ctx.db,
       {
         agentId: query.agent_id,
+        conversationId: query.conversation_id,
         statuses: query.statuses as RunStatus[] | undefined,
         background: query.background,
         stopReason: query.stop_reason,
@@ -59,6 +64,16 @@ export function runsRouter(ctx: ApiContext): Router {
     const run = await loadRun(req.params.runId);
     const page = parseQuery(pageQuery(100, 'asc'), req);
     res.json((await listMessages(ctx.db, { runId: run.id }, page)).flatMap(lettaMessages));
+  });
+
+  // A stream that dropped goes on from the last message its client has (`starting_after`).
+  router.post('/v1/runs/:runId/stream', async (req, res) => {
+    const run = await loadRun(req.params.runId);
+    const body = parseBody(RetrieveStreamSchema, req);
+    await streamRun(ctx, res, run, runLiveness(ctx, run), {
+      includePings: body.include_pings,
+      startingAfter: body.starting_after,
+    });
   });
 
   return router;

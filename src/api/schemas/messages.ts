@@ -107,3 +107,16 @@ export const ConversationMessageSchema = z.intersection(
 export const AgentMessagesQuery = pageQuery(100, 'desc').extend({ conversation_id: z.string().optional() });
 
 export const CancelSchema = z.object({ run_ids: z.array(z.string()).nullish() }).loose();
+
+/** Letta's RetrieveStreamRequest: where a dropped stream goes on from (poll_interval, batch_size: taken, unused). */
+export const RetrieveStreamSchema = z
+  .object({
+    starting_after: z.number().int().min(0).default(0),
+    include_pings: z.boolean().default(true),
+    poll_interval: z.number().nullish(),
+    batch_size: z.number().int().nullish(),
+    agent_id: z.string().nullish(),
+    run_id: z.string().nullish(),
+    otid: z.string().nullish(),
+  })
+  .loose();

@@ -45,6 +45,7 @@ describe('conversations', () => {
     expect(await h.client.conversations.update(created.id, { summary: 'renamed' })).toMatchObject({
       summary: 'renamed',
     });
+    expect(await h.client.conversations.recompile(created.id)).toContain(`CONVERSATION_ID: ${created.id}`);
     await h.client.conversations.delete(other.id);
     await expect(h.client.conversations.retrieve(other.id)).rejects.toMatchObject({ status: 404 });
     await expect(h.client.conversations.create({ agent_id: 'agent-nope' })).rejects.toMatchObject({

@@ -3,6 +3,7 @@ import express from 'express';
 import { healthRouter } from '../src/api/health';
 import { startServer, type RunningServer } from '../src/server';
 import { version } from '../src/paths';
+import { LETTA_API_VERSION } from '../src/api/health';
 import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './helpers/env';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 
@@ -28,7 +29,7 @@ describe('the REST API on a running server', () => {
   it.each(['/v1/health/', '/v1/health'])('answers GET %s with status ok and the version', async (path) => {
     const res = await fetch(`${server.url}${path}`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', version });
+    expect(await res.json()).toEqual({ status: 'ok', version: LETTA_API_VERSION, server_version: version });
   });
 
   it('answers unknown routes with a JSON 404 in Letta shape', async () => {

@@ -25,7 +25,16 @@ async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<
   }
 }
 
-/** `GET /v1/health/` (routes are not strict, so both slash forms match): 200 `{status:"ok",version}` (Letta's shape) only when PostgreSQL and Temporal answer. */
+/**
+ * The Letta server release whose API this one speaks. Clients read `version` as Letta's (letta-code
+ * warns of an outdated server below 0.16.6), so it is this; our own is `server_version`.
+ */
+export const LETTA_API_VERSION = '0.16.8';
+
+/**
+ * `GET /v1/health/` (routes are not strict, so both slash forms match): 200 `{status:"ok",version}`
+ * (Letta's shape) only when PostgreSQL and Temporal answer.
+ */
 export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): Router {
   const router = Router();
   router.get('/v1/health', async (_req, res) => {
@@ -36,7 +45,8 @@ export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): R
     const healthy = database === 'ok' && temporalStatus === 'ok';
     res.status(healthy ? 200 : 503).json({
       status: healthy ? 'ok' : 'unavailable',
-      version,
+      version: LETTA_API_VERSION,
+      server_version: version,
       ...(healthy ? {} : { checks: { database, temporal: temporalStatus } }),
     });
   });

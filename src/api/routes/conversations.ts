@@ -21,7 +21,8 @@ import {
   UpdateConversationSchema,
 } from '../schemas/conversations';
 import { messageHandlers, type ConversationRef } from './messages';
-import { getAgentRow } from '../../db/agents';
+import { getAgent, getAgentRow } from '../../db/agents';
+import { compiledPrompt } from '../../agent/agents';
 import {
   conversationMessageIds,
   deleteConversation,
@@ -119,6 +120,14 @@ export function conversationsRouter(ctx: ApiContext): Router {
     const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
     const { run_ids: runIds } = parseBody(CancelSchema, req);
     res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+  });
+
+  // The system prompt as the conversation's next step gets it: compiled afresh at every step here,
+  // from the agent's current blocks, so there is nothing stored to rewrite (dry_run changes nothing).
+  router.post('/v1/conversations/:id/recompile', async (req, res) => {
+    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
+    const to = await resolve(req.params.id, agentId ?? parseQuery(AgentOfDefaultQuery, req).agent_id);
+    res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, to.conversationId));
   });
 
   /**

@@ -14,6 +14,8 @@ import {
   denialText,
   lockPendingApproval,
   recordAnswer,
+  runScope,
+  setPendingApproval,
   type ApprovalAnswer,
 } from '../src/agent/approvals';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
@@ -78,10 +80,8 @@ export async function enterPause(
     requested_at: now.toISOString(),
     expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
   };
-  await tx.query(
-    `UPDATE agents SET pending_approval = $2, last_stop_reason = 'requires_approval' WHERE id = $1`,
-    [input.agentId, json(pending)],
-  );
+  await setPendingApproval(tx, { agentId: input.agentId, conversationId: run.conversation_id }, pending);
+  await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [input.agentId]);
   await endRunPaused(tx, input);
   return waitOf(pending, input.messageId);
 }
@@ -112,7 +112,7 @@ async function denyPauseOnCancel(
   tx: Queryable,
   input: { agentId: string; runId: string; messageId: string },
 ): Promise<string | null> {
-  const pending = await lockPendingApproval(tx, input.agentId);
+  const pending = await lockPendingApproval(tx, await runScope(tx, input.runId));
   if (pending?.message_id !== input.messageId) {
     return (await answerFor(tx, input.messageId))?.runId ?? null;
   }
@@ -166,7 +166,7 @@ export function approvalActivities({ db }: ActivityDeps) {
      */
     async requestApproval(input: RequestApprovalInput): Promise<ApprovalWait> {
       return db.transaction(async (tx) => {
-        const pending = await lockPendingApproval(tx, input.agentId);
+        const pending = await lockPendingApproval(tx, await runScope(tx, input.runId));
         await tx.query(
           `UPDATE messages SET metadata = coalesce(metadata, '{}'::jsonb) || $2::jsonb WHERE id = $1`,
           [input.messageId, json({ approval_request: { tool_call_ids: input.toolCallIds } })],
@@ -192,7 +192,9 @@ export function approvalActivities({ db }: ActivityDeps) {
      */
     async expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null> {
       return db.transaction(async (tx) => {
-        const pending = await lockPendingApproval(tx, input.agentId);
+        const request = await requiredMessage(tx, input.messageId);
+        const scope = { agentId: input.agentId, conversationId: request.conversation_id };
+        const pending = await lockPendingApproval(tx, scope);
         if (pending?.message_id !== input.messageId) return (await answerFor(tx, input.messageId)) ?? null;
         const previous = await getRun(tx, pending.run_id);
         return recordAnswer(tx, {

@@ -5,7 +5,8 @@ import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { insertMessage, runTranscript, type NewMessage } from '../src/db/messages';
-import type { InputMessage, MessageRow, PendingApproval, ToolRow } from '../src/db/rows';
+import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
+import { pendingApproval } from '../src/agent/approvals';
 import { compiledPrompt } from '../src/agent/agents';
 import { modelContext } from '../src/agent/context';
 import { HistoryInvariantError } from '../src/agent/history-invariant';
@@ -128,11 +129,8 @@ export function modelActivities({ db, providers }: ActivityDeps) {
     input: CallModelInput,
   ): Promise<Partial<ModelTurn>> => {
     if (!input.requestUsage || !stored.metadata?.approval_request) return {};
-    const [agent] = await q.query<{ pending_approval: PendingApproval | null }>(
-      'SELECT pending_approval FROM agents WHERE id = $1',
-      [input.agentId],
-    );
-    return { approvalWait: waitOf(agent?.pending_approval ?? null, stored.id) };
+    const scope = { agentId: input.agentId, conversationId: stored.conversation_id };
+    return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
   };
 
   return {

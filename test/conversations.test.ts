@@ -153,6 +153,32 @@ describe('conversations', () => {
     expect(runs.find((run) => run.stop_reason === 'requires_approval')?.background).toBe(true);
   });
 
+  it('wait for their own approvals: another conversation of the agent goes ahead', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const [a, b] = await Promise.all([
+      h.client.conversations.create({ agent_id: agent.id }),
+      h.client.conversations.create({ agent_id: agent.id }),
+    ]);
+    const clientTools = [{ name: 'ShellCommand', parameters: { type: 'object', properties: {} } }];
+    h.stub.enqueue({ toolCalls: [{ name: 'ShellCommand', arguments: { command: 'ls' } }] });
+    const paused = await say(a.id, 'run it', { client_tools: clientTools });
+    expect(paused.at(-2)).toMatchObject({ stop_reason: 'requires_approval' });
+    await expect(say(a.id, 'and now?')).rejects.toMatchObject({
+      status: 409,
+      error: { detail: { code: 'PENDING_APPROVAL' } },
+    });
+    h.stub.enqueue({ text: 'B is free.' });
+    expect(assistantTexts(await say(b.id, 'hello b'))).toEqual(['B is free.']);
+    // The agent's own history is not held either; cancelling A denies its pending call.
+    h.stub.enqueue({ text: 'Default is free.' });
+    expect(assistantTexts(await say('default', 'hello', { agent_id: agent.id }))).toEqual([
+      'Default is free.',
+    ]);
+    expect(Object.values(await h.client.conversations.cancel(a.id))).toEqual(['cancelled']);
+    const history = (await h.client.conversations.messages.list(a.id, { order: 'asc' })).getPaginatedItems();
+    expect(history.at(-1)).toMatchObject({ message_type: 'tool_return_message', status: 'error' });
+  });
+
   it('resume a dropped stream from its last seq_id, through the run or the conversation, without loss or repeats', async () => {
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',

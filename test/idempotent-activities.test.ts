@@ -222,7 +222,7 @@ describe('activities retried after doing their work', () => {
       const second = await pausedRun();
       const paused = await run(activities.callModel, second.input);
       const answerRun = await db.transaction(async (tx) => {
-        const pending = (await lockPendingApproval(tx, second.agentId))!;
+        const pending = (await lockPendingApproval(tx, { agentId: second.agentId, conversationId: null }))!;
         const answered = await recordAnswer(tx, {
           agentId: second.agentId,
           pending,

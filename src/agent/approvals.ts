@@ -6,6 +6,7 @@
 import type { Queryable } from '../db';
 import { insertMessage } from '../db/messages';
 import { getRun, insertRun } from '../db/runs';
+import { json } from '../db/sql';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import type { ApprovalAnswered } from '../../workflows/messages';
@@ -61,13 +62,47 @@ export interface FollowUp {
 /** How the answer to a request message is keyed: one answer per approval request, ever. */
 const answerKey = (requestMessageId: string) => `${requestMessageId}:answer`;
 
-/** The agent's pending approval, its row locked until the transaction ends. */
-export async function lockPendingApproval(tx: Queryable, agentId: string): Promise<PendingApproval | null> {
-  const [row] = await tx.query<{ pending_approval: PendingApproval | null }>(
-    'SELECT pending_approval FROM agents WHERE id = $1 FOR UPDATE',
-    [agentId],
+/**
+ * Whose pause it is: an agent's conversation (null: the agent's own history). Each conversation waits
+ * for its own approvals, and a message to another conversation of the agent goes ahead.
+ */
+export interface PauseScope {
+  agentId: string;
+  conversationId: string | null;
+}
+
+/** The row a scope's pending approval is kept in: the conversation's, or the agent's for its own history. */
+const holder = (scope: PauseScope) =>
+  scope.conversationId
+    ? { table: 'conversations', id: scope.conversationId }
+    : { table: 'agents', id: scope.agentId };
+
+/** The scope's pending approval; `lock`: its row locked until the transaction ends. */
+export async function pendingApproval(
+  q: Queryable,
+  scope: PauseScope,
+  lock: 'lock' | 'read' = 'read',
+): Promise<PendingApproval | null> {
+  const { table, id } = holder(scope);
+  const [row] = await q.query<{ pending_approval: PendingApproval | null }>(
+    `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR UPDATE' : ''}`,
+    [id],
   );
   return row?.pending_approval ?? null;
+}
+
+export const lockPendingApproval = (tx: Queryable, scope: PauseScope) => pendingApproval(tx, scope, 'lock');
+
+export async function setPendingApproval(q: Queryable, scope: PauseScope, pending: PendingApproval | null) {
+  const { table, id } = holder(scope);
+  await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
+}
+
+/** The scope a run's step pauses in. */
+export async function runScope(q: Queryable, runId: string): Promise<PauseScope> {
+  const run = await getRun(q, runId);
+  if (!run) throw new Error(`run ${runId} does not exist`);
+  return { agentId: run.agent_id, conversationId: run.conversation_id };
 }
 
 /** The calls `answers` leave unanswered or answer without being asked: Letta's exact-cover check. */
@@ -108,15 +143,15 @@ export async function recordAnswer(
   },
 ): Promise<ApprovalAnswered> {
   const { agentId, pending, runId } = input;
+  // The answer's run continues the paused step in its conversation.
+  const scope = await runScope(tx, pending.run_id);
   if (input.newRun) {
-    // The answer's run continues the paused step in its conversation.
-    const paused = await getRun(tx, pending.run_id);
     await insertRun(tx, {
       ...input.newRun,
       id: runId,
       agent_id: agentId,
       workflow_id: pending.workflow_id,
-      conversation_id: paused?.conversation_id ?? null,
+      conversation_id: scope.conversationId,
     });
   }
   const message = await insertMessage(tx, {
@@ -128,7 +163,7 @@ export async function recordAnswer(
     metadata: { request_message_id: pending.message_id, follow_ups: input.followUps },
     idempotency_key: answerKey(pending.message_id),
   });
-  await tx.query('UPDATE agents SET pending_approval = NULL WHERE id = $1', [agentId]);
+  await setPendingApproval(tx, scope, null);
   return signalFor(message);
 }
 

@@ -33,6 +33,7 @@ import {
   PENDING_APPROVAL_TEXT,
   recordAnswer,
   earlierAnswer,
+  lockPendingApproval,
   type ApprovalAnswer,
   type FollowUp,
 } from './approvals';
@@ -145,7 +146,8 @@ export async function startAgentStep(
   const { run, context } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, request.agentId);
     if (!agent) throw notFound(`Agent ${request.agentId}`);
-    if (agent.pending_approval) throw pendingApprovalError(agent.pending_approval);
+    const pending = await lockPendingApproval(tx, request);
+    if (pending) throw pendingApprovalError(pending);
     const row = await insertRun(tx, {
       id: runId,
       agent_id: request.agentId,
@@ -227,7 +229,7 @@ export async function answerPausedStep(
   const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, agentId);
     if (!agent) throw notFound(`Agent ${agentId}`);
-    const pending = agent.pending_approval;
+    const pending = await lockPendingApproval(tx, request);
     if (!pending) {
       const earlier = await earlierAnswer(tx, agentId, request.answers);
       if (!earlier) throw new HttpError(400, NOTHING_PENDING);

@@ -133,6 +133,8 @@ export interface MessageRow {
   id: string;
   agent_id: string;
   run_id: string | null;
+  /** Set from its run as it is stored; null: the agent's own history. */
+  conversation_id: string | null;
   step_id: string | null;
   role: MessageRole;
   content: unknown;
@@ -182,6 +184,7 @@ export interface ConversationRow {
   model: string | null;
   model_settings: Record<string, unknown> | null;
   last_message_at: Date | null;
+  pending_approval: PendingApproval | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -10,7 +10,7 @@ import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { answerPausedStep, cancelSteps, startAgentStep } from '../../agent/steps';
-import type { ApprovalAnswer, FollowUp } from '../../agent/approvals';
+import { pendingApproval, type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 
@@ -127,10 +127,9 @@ export function messageHandlers(ctx: ApiContext) {
           { limit: 1000, order: 'asc' },
         );
     const targets = new Map(active.map((run) => [run.id, run.workflow_id]));
-    const pending = agent.pending_approval;
+    const pending = await pendingApproval(ctx.db, to);
     if (pending && (!runIds?.length || runIds.includes(pending.run_id))) {
-      if (inConversation(await getRun(ctx.db, pending.run_id)))
-        targets.set(pending.run_id, pending.workflow_id);
+      targets.set(pending.run_id, pending.workflow_id);
     }
     if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
     await cancelSteps(ctx, to, [...new Set(targets.values())], !runIds?.length);

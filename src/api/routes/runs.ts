@@ -11,8 +11,8 @@ import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { listMessages } from '../../db/messages';
 import { getRun, listRuns } from '../../db/runs';
 import type { RunStatus } from '../../db/rows';
-import { getAgentRow } from '../../db/agents';
 import { pendingApprovalView } from '../pending-approval';
+import { pendingApproval } from '../../agent/approvals';
 
 const ListRunsQuery = pageQuery(100, 'desc').extend({
   agent_id: z.string().optional(),
@@ -51,7 +51,8 @@ export function runsRouter(ctx: ApiContext): Router {
 
   router.get('/v1/runs/:runId', async (req, res) => {
     const run = await loadRun(req.params.runId);
-    const pending = (await getAgentRow(ctx.db, run.agent_id))?.pending_approval;
+    const scope = { agentId: run.agent_id, conversationId: run.conversation_id };
+    const pending = await pendingApproval(ctx.db, scope);
     const waiting = pending?.run_id === run.id ? await pendingApprovalView(ctx.db, pending) : null;
     res.json({ ...runShape(run), pending_approval: waiting });
   });

@@ -16,6 +16,9 @@ export const conversations: Migration = {
       model text,
       model_settings jsonb,
       last_message_at timestamptz,
+      -- The approval this conversation's paused step waits for (the agent's own history keeps its
+      -- in agents.pending_approval).
+      pending_approval jsonb,
       created_at timestamptz NOT NULL DEFAULT now(),
       updated_at timestamptz NOT NULL DEFAULT now()
     );

@@ -167,6 +167,10 @@ describe('conversations', () => {
       status: 409,
       error: { detail: { code: 'PENDING_APPROVAL' } },
     });
+    // What letta-code reads to find what waits: the conversation's last message, by its id.
+    const lastId = (await h.client.conversations.retrieve(a.id)).in_context_message_ids!.at(-1);
+    const last = await fetch(`${h.server.url}/v1/messages/${lastId}`).then((r) => r.json());
+    expect(last).toEqual([expect.objectContaining({ message_type: 'approval_request_message' })]);
     h.stub.enqueue({ text: 'B is free.' });
     expect(assistantTexts(await say(b.id, 'hello b'))).toEqual(['B is free.']);
     // The agent's own history is not held either; cancelling A denies its pending call.

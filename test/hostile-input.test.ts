@@ -5,7 +5,13 @@ import path from 'node:path';
 import fc from 'fast-check';
 import type { z } from 'zod';
 import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../src/api/schemas/agents';
-import { CancelSchema, LettaRequestSchema } from '../src/api/schemas/messages';
+import {
+  CancelSchema,
+  ConversationMessageSchema,
+  LettaRequestSchema,
+  RetrieveStreamSchema,
+} from '../src/api/schemas/messages';
+import { CreateConversationSchema, UpdateConversationSchema } from '../src/api/schemas/conversations';
 import {
   AgentToolRunSchema,
   ToolCreateSchema,
@@ -68,6 +74,30 @@ const ROUTES: FuzzRoute[] = [
   { method: 'GET', path: '/v1/runs/{run}' },
   { method: 'GET', path: '/v1/runs/{run}/usage' },
   { method: 'GET', path: '/v1/runs/{run}/messages', query: PAGE },
+  { method: 'POST', path: '/v1/runs/{run}/stream', body: RetrieveStreamSchema },
+  { method: 'GET', path: '/v1/messages/{message}' },
+  { method: 'GET', path: '/v1/models/' },
+  { method: 'GET', path: '/v1/models/embedding' },
+  { method: 'POST', path: '/v1/tools/add-base-tools' },
+  { method: 'POST', path: '/v1/conversations/', body: CreateConversationSchema, query: ['agent_id'] },
+  { method: 'GET', path: '/v1/conversations/', query: [...PAGE, 'agent_id', 'summary_search'] },
+  { method: 'GET', path: '/v1/conversations/{conversation}' },
+  { method: 'PATCH', path: '/v1/conversations/{conversation}', body: UpdateConversationSchema },
+  { method: 'GET', path: '/v1/conversations/{conversation}/messages', query: [...PAGE, 'agent_id'] },
+  {
+    method: 'POST',
+    path: '/v1/conversations/{conversation}/messages',
+    body: ConversationMessageSchema,
+    base: { ...MESSAGE, streaming: false },
+  },
+  {
+    method: 'POST',
+    path: '/v1/conversations/{conversation}/cancel',
+    body: CancelSchema,
+    query: ['agent_id'],
+  },
+  { method: 'POST', path: '/v1/conversations/{conversation}/recompile', query: ['agent_id', 'dry_run'] },
+  { method: 'POST', path: '/v1/conversations/{conversation}/stream', body: RetrieveStreamSchema },
   { method: 'POST', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'PUT', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'GET', path: '/v1/tools/', query: [...PAGE, 'name', 'names', 'tool_types', 'search'] },
@@ -101,6 +131,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
   { method: 'DELETE', path: '/v1/mcp-servers/{mcp}' },
+  { method: 'DELETE', path: '/v1/conversations/{conversation}' },
 ];
 
 /** Bodies nobody's schema describes: the parser and the edge checks must answer them too. */
@@ -192,7 +223,13 @@ describe('hostile input', () => {
     const run = await created(`/v1/agents/${agent.id}/messages/async`, {
       messages: [{ role: 'user', content: 'hi' }],
     });
+    const conversation = await created(`/v1/conversations/?agent_id=${agent.id}`, {});
+    const [message] = (
+      JSON.parse((await send('GET', `/v1/agents/${agent.id}/messages`)).text) as { id: string }[]
+    ).slice(-1);
     Object.assign(stored, {
+      conversation: conversation.id,
+      message: message.id,
       agent: agent.id,
       tool: tool.id,
       sandbox: sandbox.id,

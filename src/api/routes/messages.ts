@@ -5,7 +5,7 @@ import { parseBody, parseQuery } from '../validation';
 import { AgentMessagesQuery, CancelSchema, LettaRequestSchema, type LettaRequest } from '../schemas/messages';
 import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { getAgentRow } from '../../db/agents';
-import { listMessages, runMessagesAfter } from '../../db/messages';
+import { getMessage, listMessages, runMessagesAfter } from '../../db/messages';
 import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
@@ -175,6 +175,13 @@ export function messagesRouter(ctx: ApiContext): Router {
     const conversationId = query.conversation_id === 'default' ? null : query.conversation_id;
     const rows = await listMessages(ctx.db, { agentId: req.params.agentId, conversationId }, query);
     res.json(rows.flatMap(lettaMessages));
+  });
+
+  // One stored message in Letta's forms (a row may be several: reasoning, then a tool call).
+  router.get('/v1/messages/:messageId', async (req, res) => {
+    const row = await getMessage(ctx.db, req.params.messageId);
+    if (!row) throw notFound(`Message ${req.params.messageId}`);
+    res.json(lettaMessages(row));
   });
 
   router.post('/v1/agents/:agentId/messages/cancel', async (req, res) => {

@@ -4,7 +4,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
-import { insertMessage, runTranscript, type NewMessage } from '../src/db/messages';
+import { conversationContext, insertMessage, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
 import { pendingApproval } from '../src/agent/approvals';
 import { compiledPrompt } from '../src/agent/agents';
@@ -93,13 +93,12 @@ function modelFailure(error: unknown): ApplicationFailure {
  * broken history invariant fails the step, never retried.
  */
 function requestMessages(
-  system: string,
-  transcript: MessageRow[],
+  context: { system: string; summary: string | null; transcript: MessageRow[] },
   requestInput: InputMessage[],
 ): ChatMessage[] {
   try {
     return [
-      ...modelContext(system, transcript),
+      ...modelContext(context.system, context.transcript, context.summary),
       ...requestInput.map((message) => ({ role: message.role, content: message.text })),
     ];
   } catch (error) {
@@ -152,10 +151,10 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const parsed = parseHandle(handle);
       if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
 
-      const transcript = await runTranscript(db, agent.id, input.runId);
       const conversationId = (await getRun(db, input.runId))?.conversation_id ?? null;
+      const { summary, transcript } = await conversationContext(db, { agentId: agent.id, conversationId });
       const system = compiledPrompt(agent, conversationId);
-      const messages = requestMessages(system, transcript, requestInput);
+      const messages = requestMessages({ system, summary, transcript }, requestInput);
       let reply: ModelReply;
       try {
         reply = await withHeartbeats(

@@ -235,6 +235,50 @@ describe('conversations', () => {
     });
   });
 
+  it('compact: a summary by the agent’s model replaces what came before the latest user turn in its context', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const conversation = await h.client.conversations.create({ agent_id: agent.id });
+    const summarizer: ChatRequest[] = [];
+    h.stub.setDefault((request) => {
+      if (textOf(request.messages[0]).startsWith('Your job is to summarize')) {
+        summarizer.push(request);
+        return { text: 'We talked about tea, twice.' };
+      }
+      return { text: `reply to ${lastUserText(request)}` };
+    });
+    for (const text of ['tea one', 'tea two', 'what now']) await say(conversation.id, text);
+    await expect(
+      h.client.conversations.messages.compact('default', { agent_id: agent.id }),
+    ).rejects.toMatchObject({
+      status: 400,
+    });
+
+    const compacted = await h.client.conversations.messages.compact(conversation.id, {});
+    expect(compacted).toEqual({
+      summary: 'We talked about tea, twice.',
+      num_messages_before: 6,
+      num_messages_after: 2,
+    });
+    expect(textOf(summarizer[0].messages[1])).toContain('user: tea one');
+    expect(textOf(summarizer[0].messages[1])).not.toContain('what now');
+
+    const before = h.stub.requests.length;
+    await say(conversation.id, 'and next?');
+    const next = h.stub.requests[before];
+    expect(
+      next.messages.map((m) => (m.role === 'system' ? 'system' : `${m.role}: ${textOf(m).slice(0, 40)}`)),
+    ).toEqual([
+      'system',
+      'user: Note: prior messages have been hidden fr',
+      'user: what now',
+      'assistant: reply to what now',
+      'user: and next?',
+    ]);
+    expect(textOf(next.messages[1])).toContain('We talked about tea, twice.');
+    // Nothing is deleted: the conversation still lists every message.
+    expect((await h.client.conversations.messages.list(conversation.id)).getPaginatedItems()).toHaveLength(8);
+  });
+
   it('cancel their own runs', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const conversation = await h.client.conversations.create({ agent_id: agent.id });

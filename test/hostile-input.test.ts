@@ -11,7 +11,11 @@ import {
   LettaRequestSchema,
   RetrieveStreamSchema,
 } from '../src/api/schemas/messages';
-import { CreateConversationSchema, UpdateConversationSchema } from '../src/api/schemas/conversations';
+import {
+  AgentOfDefaultQuery,
+  CreateConversationSchema,
+  UpdateConversationSchema,
+} from '../src/api/schemas/conversations';
 import {
   AgentToolRunSchema,
   ToolCreateSchema,
@@ -97,6 +101,7 @@ const ROUTES: FuzzRoute[] = [
     query: ['agent_id'],
   },
   { method: 'POST', path: '/v1/conversations/{conversation}/recompile', query: ['agent_id', 'dry_run'] },
+  { method: 'POST', path: '/v1/conversations/{conversation}/compact', body: AgentOfDefaultQuery },
   { method: 'POST', path: '/v1/conversations/{conversation}/stream', body: RetrieveStreamSchema },
   { method: 'POST', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'PUT', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },

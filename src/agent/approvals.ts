@@ -7,6 +7,7 @@ import type { Queryable } from '../db';
 import { insertMessage } from '../db/messages';
 import { getRun, insertRun } from '../db/runs';
 import { json } from '../db/sql';
+import { conversationHolder, type ConversationRef } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import type { ApprovalAnswered } from '../../workflows/messages';
@@ -63,27 +64,15 @@ export interface FollowUp {
 const answerKey = (requestMessageId: string) => `${requestMessageId}:answer`;
 
 /**
- * Whose pause it is: an agent's conversation (null: the agent's own history). Each conversation waits
- * for its own approvals, and a message to another conversation of the agent goes ahead.
+ * The pending approval of a conversation (each waits for its own: a message to another conversation
+ * of the agent goes ahead); `lock`: its row locked until the transaction ends.
  */
-export interface PauseScope {
-  agentId: string;
-  conversationId: string | null;
-}
-
-/** The row a scope's pending approval is kept in: the conversation's, or the agent's for its own history. */
-const holder = (scope: PauseScope) =>
-  scope.conversationId
-    ? { table: 'conversations', id: scope.conversationId }
-    : { table: 'agents', id: scope.agentId };
-
-/** The scope's pending approval; `lock`: its row locked until the transaction ends. */
 export async function pendingApproval(
   q: Queryable,
-  scope: PauseScope,
+  scope: ConversationRef,
   lock: 'lock' | 'read' = 'read',
 ): Promise<PendingApproval | null> {
-  const { table, id } = holder(scope);
+  const { table, id } = conversationHolder(scope);
   const [row] = await q.query<{ pending_approval: PendingApproval | null }>(
     `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR UPDATE' : ''}`,
     [id],
@@ -91,15 +80,20 @@ export async function pendingApproval(
   return row?.pending_approval ?? null;
 }
 
-export const lockPendingApproval = (tx: Queryable, scope: PauseScope) => pendingApproval(tx, scope, 'lock');
+export const lockPendingApproval = (tx: Queryable, scope: ConversationRef) =>
+  pendingApproval(tx, scope, 'lock');
 
-export async function setPendingApproval(q: Queryable, scope: PauseScope, pending: PendingApproval | null) {
-  const { table, id } = holder(scope);
+export async function setPendingApproval(
+  q: Queryable,
+  scope: ConversationRef,
+  pending: PendingApproval | null,
+) {
+  const { table, id } = conversationHolder(scope);
   await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
 }
 
-/** The scope a run's step pauses in. */
-export async function runScope(q: Queryable, runId: string): Promise<PauseScope> {
+/** The conversation a run's step belongs to. */
+export async function runScope(q: Queryable, runId: string): Promise<ConversationRef> {
   const run = await getRun(q, runId);
   if (!run) throw new Error(`run ${runId} does not exist`);
   return { agentId: run.agent_id, conversationId: run.conversation_id };

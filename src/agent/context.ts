@@ -13,13 +13,23 @@ export function contentText(content: unknown): string {
   return '';
 }
 
+/** How the model is told of the messages a compaction took out of its context (Letta's words). */
+export const summaryText = (summary: string) =>
+  `Note: prior messages have been hidden from view due to conversation memory constraints.\nThe following is a summary of the previous messages:\n ${summary}`;
+
 /**
- * The model's view of the transcript: the freshly compiled system prompt, then every stored message
+ * The model's view of the transcript: the freshly compiled system prompt, the summary of what a
+ * compaction took out of the context (if one did), then every stored message
  * (the stored system message is only the transcript's record of it). Tool messages become one entry per
  * return; a trailing assistant turn whose tool calls were never answered is dropped.
  */
-export function modelContext(systemPrompt: string, transcript: MessageRow[]): ChatMessage[] {
+export function modelContext(
+  systemPrompt: string,
+  transcript: MessageRow[],
+  summary: string | null = null,
+): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt }];
+  if (summary) messages.push({ role: 'user', content: summaryText(summary) });
   const answered = new Set(transcript.flatMap((m) => (m.tool_returns ?? []).map((r) => r.tool_call_id)));
   for (const message of transcript) {
     switch (message.role) {

@@ -51,12 +51,17 @@ const LLM_FAILURES: Record<string, { status: number; message: string }> = {
   llm_error: { status: 500, message: 'An error occurred with the LLM request.' },
 };
 
+/** Letta's HTTP answer to a model failure of Letta's `errorType`, with the provider's words as detail. */
+export function llmFailureAnswer(errorType: string, detail: string): { status: number; body: unknown } {
+  const type = errorType in LLM_FAILURES ? errorType : 'llm_error';
+  const { status, message } = LLM_FAILURES[type];
+  return { status, body: { error: { type, message, detail } } };
+}
+
 /** Letta's HTTP answer to a step that stopped on a model failure, if `stop` is one. */
 export function modelFailureAnswer(stop: RunStop): { status: number; body: unknown } | undefined {
   if (stop.stopReason !== 'llm_api_error' || !stop.error) return undefined;
-  const type = stop.error.type in LLM_FAILURES ? stop.error.type : 'llm_error';
-  const { status, message } = LLM_FAILURES[type];
-  return { status, body: { error: { type, message, detail: stop.error.message } } };
+  return llmFailureAnswer(stop.error.type, stop.error.message);
 }
 
 export async function followRun(

@@ -2,6 +2,21 @@ import type { Queryable } from './database';
 import type { ConversationRow } from './rows';
 import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
 
+/** One of an agent's conversations; null: the agent's own history (Letta's `default`). */
+export interface ConversationRef {
+  agentId: string;
+  conversationId: string | null;
+}
+
+/**
+ * The row that keeps a conversation's state (its pending approval, its context window): the
+ * conversation's own, or the agent's for its own history. Table names come from here, never a request.
+ */
+export const conversationHolder = (ref: ConversationRef) =>
+  ref.conversationId
+    ? { table: 'conversations', id: ref.conversationId }
+    : { table: 'agents', id: ref.agentId };
+
 export type ConversationFields = Pick<ConversationRow, 'summary' | 'model' | 'model_settings'>;
 
 export async function insertConversation(

@@ -2,6 +2,7 @@ import type { Queryable } from './database';
 import type { MessageRole, MessageRow, StoredToolReturn } from './rows';
 import type { ToolCall } from '../llm/types';
 import { json, whereClause, type Page } from './sql';
+import { conversationHolder, type ConversationRef } from './conversations';
 
 export interface NewMessage {
   id: string;
@@ -73,14 +74,40 @@ export async function insertMessage(db: Queryable, message: NewMessage): Promise
 }
 
 /** The agent's whole transcript, oldest first: the model's context (there is no compaction yet). */
-/** The transcript a run's step continues: its agent's messages in the run's conversation. */
-export function runTranscript(db: Queryable, agentId: string, runId: string): Promise<MessageRow[]> {
-  return db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1
-       AND conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM runs WHERE id = $2)
-     ORDER BY seq`,
-    [agentId, runId],
+/**
+ * What of a conversation the model sees: the summary of what a compaction took out of its context, and
+ * the messages since.
+ */
+export async function conversationContext(
+  db: Queryable,
+  ref: ConversationRef,
+): Promise<{ summary: string | null; transcript: MessageRow[] }> {
+  const { table, id } = conversationHolder(ref);
+  const [window] = await db.query<{ context_start_seq: string; context_summary: string | null }>(
+    `SELECT context_start_seq, context_summary FROM ${table} WHERE id = $1`,
+    [id],
   );
+  const transcript = await db.query<MessageRow>(
+    `SELECT * FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 AND seq >= $3
+     ORDER BY seq`,
+    [ref.agentId, ref.conversationId, window?.context_start_seq ?? 0],
+  );
+  return { summary: window?.context_summary ?? null, transcript };
+}
+
+/** A compaction: the model's context starts at message `startSeq`, after `summary`. */
+export async function setContextWindow(
+  db: Queryable,
+  ref: ConversationRef,
+  startSeq: number,
+  summary: string,
+) {
+  const { table, id } = conversationHolder(ref);
+  await db.query(`UPDATE ${table} SET context_start_seq = $2, context_summary = $3 WHERE id = $1`, [
+    id,
+    startSeq,
+    summary,
+  ]);
 }
 
 export function getMessage(db: Queryable, id: string): Promise<MessageRow | undefined> {

@@ -20,9 +20,13 @@ import {
   ListConversationsQuery,
   UpdateConversationSchema,
 } from '../schemas/conversations';
-import { messageHandlers, type ConversationRef } from './messages';
+import { messageHandlers } from './messages';
 import { getAgent, getAgentRow } from '../../db/agents';
 import { compiledPrompt } from '../../agent/agents';
+import { compactConversation, CompactionRefused } from '../../agent/compaction';
+import { providerRegistry } from '../../llm';
+import { llmErrorType, ModelApiError } from '../../llm/types';
+import { llmFailureAnswer } from '../follow-run';
 import {
   conversationMessageIds,
   deleteConversation,
@@ -30,6 +34,7 @@ import {
   insertConversation,
   listConversations,
   updateConversation,
+  type ConversationRef,
 } from '../../db/conversations';
 import { listMessages } from '../../db/messages';
 import { newId } from '../../ids';
@@ -37,6 +42,7 @@ import { newId } from '../../ids';
 export function conversationsRouter(ctx: ApiContext): Router {
   const router = Router();
   const { send, cancel } = messageHandlers(ctx);
+  const providers = providerRegistry(ctx.config);
 
   const loadConversation = async (id: string) => {
     const conversation = await getConversation(ctx.db, id);
@@ -120,6 +126,19 @@ export function conversationsRouter(ctx: ApiContext): Router {
     const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
     const { run_ids: runIds } = parseBody(CancelSchema, req);
     res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+  });
+
+  router.post('/v1/conversations/:id/compact', async (req, res) => {
+    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
+    const to = await resolve(req.params.id, agentId);
+    try {
+      res.json(await compactConversation(ctx.db, providers, (await getAgent(ctx.db, to.agentId))!, to));
+    } catch (error) {
+      if (error instanceof CompactionRefused) throw new HttpError(error.status, error.message);
+      if (!(error instanceof ModelApiError)) throw error;
+      const failed = llmFailureAnswer(llmErrorType(error), error.message);
+      res.status(failed.status).json(failed.body);
+    }
   });
 
   // The system prompt as the conversation's next step gets it: compiled afresh at every step here,

@@ -11,6 +11,7 @@ import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { answerPausedStep, cancelSteps, startAgentStep } from '../../agent/steps';
 import { pendingApproval, type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
+import type { ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 
@@ -50,12 +51,6 @@ function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: Fo
   const answers = messages.flatMap(answersOf);
   const plain = messages.flatMap((m) => (m.type === 'message' ? [followUpOf(m)] : []));
   return answers.length ? { answers, messages: plain } : { messages: plain };
-}
-
-/** Where a request's steps go: an agent's conversation (null: its default one). */
-export interface ConversationRef {
-  agentId: string;
-  conversationId: string | null;
 }
 
 /** What the messages routes do, for an agent's default conversation and for the others alike. */

@@ -3,7 +3,8 @@ import type { Migration } from './index';
 /**
  * Conversations (Letta's): message histories of one agent, each with its own order of steps, all
  * sharing the agent's memory blocks. A message belongs to the conversation of its run (set as it is
- * stored, whoever stores it); one without a conversation is in the agent's default conversation.
+ * stored, whoever stores it); one without a conversation is in the agent's default conversation. Each
+ * keeps its own pending approval and context window (the default one on the agent's row).
  */
 export const conversations: Migration = {
   version: 9,
@@ -19,10 +20,15 @@ export const conversations: Migration = {
       -- The approval this conversation's paused step waits for (the agent's own history keeps its
       -- in agents.pending_approval).
       pending_approval jsonb,
+      -- The model's context: messages from this seq on, after a summary of those before (compaction).
+      context_start_seq bigint NOT NULL DEFAULT 0,
+      context_summary text,
       created_at timestamptz NOT NULL DEFAULT now(),
       updated_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX conversations_agent ON conversations (agent_id, created_at);
+
+    ALTER TABLE agents ADD COLUMN context_start_seq bigint NOT NULL DEFAULT 0, ADD COLUMN context_summary text;
 
     ALTER TABLE runs ADD COLUMN conversation_id text REFERENCES conversations(id) ON DELETE CASCADE;
     ALTER TABLE messages ADD COLUMN conversation_id text REFERENCES conversations(id) ON DELETE CASCADE;

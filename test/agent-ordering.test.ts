@@ -47,6 +47,17 @@ def echo_back(text: str) -> str:
     return "echo:" + text
 `;
 
+/**
+ * A model that answers a user message with a call of echo_back on its text, under the same tool-call
+ * id every time (as servers that number calls per request do), and a tool's return with `done: …`.
+ */
+const echoingModel = (callId: string) => (request: ChatRequest) => {
+  const last = request.messages.at(-1)!;
+  if (last.role === 'user')
+    return { toolCalls: [{ id: callId, name: 'echo_back', arguments: { text: textOf(last) } }] };
+  return { text: `done: ${JSON.parse(textOf(last)).message}` };
+};
+
 describe('one agent, one step at a time', () => {
   const h = useAgentServer('openai');
   afterEach(() => h.stub.setDefault(() => ({ text: 'ok' })));
@@ -109,12 +120,7 @@ describe('one agent, one step at a time', () => {
       [0, 1].map(() => h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] })),
     );
     const before = h.stub.requests.length;
-    h.stub.setDefault((request) => {
-      const last = request.messages.at(-1)!;
-      if (last.role === 'user')
-        return { toolCalls: [{ id: 'call_1', name: 'echo_back', arguments: { text: textOf(last) } }] };
-      return { text: `done: ${JSON.parse(textOf(last)).message}` };
-    });
+    h.stub.setDefault(echoingModel('call_1'));
     for (let round = 0; round < 2; round++) {
       const responses = await Promise.all(
         agents.map((agent, i) =>
@@ -139,12 +145,7 @@ describe('one agent, one step at a time', () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
     const before = h.stub.requests.length;
     // Like llama.cpp, the model numbers its calls per request: every step's call is `call_0`.
-    h.stub.setDefault((request) => {
-      const last = request.messages.at(-1)!;
-      if (last.role === 'user')
-        return { toolCalls: [{ id: 'call_0', name: 'echo_back', arguments: { text: textOf(last) } }] };
-      return { text: `done: ${JSON.parse(textOf(last)).message}` };
-    });
+    h.stub.setDefault(echoingModel('call_0'));
     const texts = Array.from({ length: 10 }, (_, i) => `tool step ${i}`);
     const responses = await Promise.all(
       texts.map((content) =>

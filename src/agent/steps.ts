@@ -11,6 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ApiContext } from '../api/context';
 import { HttpError, notFound } from '../api/errors';
 import { lockAgentRow } from '../db/agents';
+import type { ConversationRef } from '../db/conversations';
 import { getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
@@ -274,7 +275,7 @@ export async function answerPausedStep(
  */
 export async function cancelSteps(
   ctx: ApiContext,
-  conversation: { agentId: string; conversationId: string | null },
+  conversation: ConversationRef,
   workflowIds: string[],
   all: boolean,
 ): Promise<void> {

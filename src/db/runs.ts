@@ -1,6 +1,7 @@
 import type { Queryable } from './database';
 import type { RunRow, RunStatus } from './rows';
 import { json, pageByCreatedAt, whereClause, type Page } from './sql';
+import type { ConversationRef } from './conversations';
 
 export async function insertRun(
   db: Queryable,
@@ -105,7 +106,7 @@ export function listRuns(db: Queryable, filters: RunFilters, page: Page): Promis
  */
 export async function conversationRun(
   db: Queryable,
-  conversation: { agentId: string; conversationId: string | null },
+  conversation: ConversationRef,
   which: { runId?: string | null; otid?: string | null },
 ): Promise<RunRow | undefined> {
   const where = whereClause();

@@ -1,5 +1,6 @@
-// ESLint flat config: typescript-eslint's recommended rules, plus the workflow sandbox's constraint
-// that workflow code imports no Node built-ins (they fail to bundle and would break determinism).
+// ESLint flat config: typescript-eslint's recommended rules, plus the import rules of the code map
+// (README): the core never imports the HTTP layer, and workflow code imports no Node built-ins and
+// nothing that does I/O (they fail to bundle, or would break determinism).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -17,15 +18,62 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
-    files: ['workflows/**/*.ts'],
+    // The core (everything but the HTTP layer, its wiring in server.ts and main.ts, and tests) knows
+    // no HTTP: it throws its own errors (src/errors.ts) and never imports src/api.
+    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts'],
+    ignores: ['src/api/**', 'src/server.ts', 'src/main.ts'],
     rules: {
-      'no-restricted-imports': [
+      '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['node:*', 'fs', 'path', 'child_process', 'net', 'crypto', 'os'],
+              regex: '^(\\.\\.?/)+(src/)?api(/|$)',
+              message: 'The core knows no HTTP: throw an error of src/errors.ts, and let src/api answer it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Workflow code runs in the deterministic sandbox: no Node built-ins and nothing that does I/O.
+    // It reaches activities through proxies, so it may import their types, never their code.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['node:*', 'fs', 'path', 'child_process', 'net', 'crypto', 'os', 'http', 'https'],
               message: 'Workflow code runs in the deterministic sandbox: no Node built-ins.',
+            },
+            {
+              group: [
+                'pg',
+                '@electric-sql/*',
+                'express',
+                'openai',
+                '@anthropic-ai/*',
+                'e2b',
+                '@modelcontextprotocol/*',
+              ],
+              message: 'Workflow code does no I/O: call an activity.',
+            },
+            {
+              group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
+              message: 'Workflow code uses @temporalio/workflow (and @temporalio/common) only.',
+            },
+            {
+              // activities/contracts.ts is the one module both sides share: types and pure functions.
+              regex: '^(\\.\\./)+(activities|src)(/(?!contracts$)|$)',
+              allowTypeImports: true,
+              message: 'Workflow code may import the types of activities and schemas, not their code.',
+            },
+            {
+              regex: '^(\\.\\.?/)+(src/)?api(/|$)',
+              message: 'The core knows no HTTP: throw an error of src/errors.ts, and let src/api answer it.',
             },
           ],
         },

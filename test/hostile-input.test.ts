@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import type { z } from 'zod';
-import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../src/api/schemas/agents';
+import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../src/schemas/agents';
 import {
   CancelSchema,
   ConversationMessageSchema,
@@ -21,7 +21,7 @@ import {
   ToolCreateSchema,
   ToolRunFromSourceSchema,
   ToolUpdateSchema,
-} from '../src/api/schemas/tools';
+} from '../src/schemas/tools';
 import {
   EnvVarCreateSchema,
   EnvVarUpdateSchema,

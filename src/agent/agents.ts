@@ -4,8 +4,8 @@ import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
 import { insertMessage } from '../db/messages';
 import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
-import { HttpError } from '../api/errors';
-import type { CreateAgent, UpdateAgent } from '../api/schemas/agents';
+import { DomainError, invalid } from '../errors';
+import type { CreateAgent, UpdateAgent } from '../schemas/agents';
 import { newId } from '../ids';
 import { unmaskValues } from '../masking';
 import { parseHandle, providerEndpoint, providerProblem } from '../llm';
@@ -26,19 +26,16 @@ function resolveLlmConfig(
   body: Pick<CreateAgent, 'model' | 'llm_config' | 'context_window_limit' | 'parallel_tool_calls'>,
   config: Config,
 ): { handle: string; llmConfig: LlmConfig } {
-  if (!body.model && !body.llm_config) throw new HttpError(400, 'Must specify either model or llm_config');
+  if (!body.model && !body.llm_config) throw invalid('Must specify either model or llm_config');
   const handle =
     body.model ??
     body.llm_config!.handle ??
     `${body.llm_config!.model_endpoint_type}/${body.llm_config!.model}`;
   const parsed = parseHandle(handle);
   if (!parsed)
-    throw new HttpError(
-      400,
-      `Invalid model handle '${handle}': expected provider/model, e.g. openai/gpt-4o-mini`,
-    );
+    throw invalid(`Invalid model handle '${handle}': expected provider/model, e.g. openai/gpt-4o-mini`);
   const problem = providerProblem(parsed.provider, config);
-  if (problem) throw new HttpError(400, problem);
+  if (problem) throw invalid(problem);
   const given = body.llm_config ?? undefined;
   const llmConfig: LlmConfig = {
     model: parsed.model,
@@ -76,10 +73,10 @@ async function resolveTools(db: Queryable, names: string[], ids: string[]): Prom
     ? await db.query<ToolRow>('SELECT * FROM tools WHERE name = ANY($1)', [names])
     : [];
   const missingNames = names.filter((n) => !byName.some((t) => t.name === n));
-  if (missingNames.length) throw new HttpError(400, `Tools not found by name: ${pythonSet(missingNames)}`);
+  if (missingNames.length) throw invalid(`Tools not found by name: ${pythonSet(missingNames)}`);
   const byId = ids.length ? await db.query<ToolRow>('SELECT * FROM tools WHERE id = ANY($1)', [ids]) : [];
   const missingIds = ids.filter((id) => !byId.some((t) => t.id === id));
-  if (missingIds.length) throw new HttpError(400, `Tools not found by id:   ${pythonSet(missingIds)}`);
+  if (missingIds.length) throw invalid(`Tools not found by id:   ${pythonSet(missingIds)}`);
   const all = [...byName, ...byId];
   return all.filter((tool, i) => all.findIndex((t) => t.id === tool.id) === i);
 }
@@ -89,7 +86,7 @@ async function checkBlocksExist(db: Queryable, ids: string[]): Promise<void> {
   if (!ids.length) return;
   const found = await db.query<{ id: string }>('SELECT id FROM blocks WHERE id = ANY($1)', [ids]);
   const missing = ids.filter((id) => !found.some((b) => b.id === id));
-  if (missing.length) throw new HttpError(404, `Block(s) not found: ${missing.join(', ')}`);
+  if (missing.length) throw new DomainError('not_found', `Block(s) not found: ${missing.join(', ')}`);
 }
 
 /** Letta adds a requires_approval rule for every attached tool that asks for one by default. */
@@ -145,8 +142,7 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
         }),
       );
       if (block.value.length > (block.limit ?? DEFAULT_BLOCK_LIMIT)) {
-        throw new HttpError(
-          400,
+        throw invalid(
           `Edit failed: Exceeds ${block.limit ?? DEFAULT_BLOCK_LIMIT} character limit (requested ${block.value.length})`,
         );
       }

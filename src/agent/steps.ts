@@ -8,8 +8,11 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ApiContext } from '../api/context';
-import { HttpError, notFound } from '../api/errors';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Database } from '../db';
+import type { TaskQueues } from '../temporal/task-queues';
+import { conflict, invalid, notFound } from '../errors';
 import { lockAgentRow } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
 import { getRun, insertRun } from '../db/runs';
@@ -39,6 +42,17 @@ import {
   type FollowUp,
 } from './approvals';
 
+/** What starting, answering and cancelling steps works with: the database, Temporal, where steps run. */
+export interface StepServices {
+  db: Database;
+  config: Config;
+  temporal: Client;
+  /** Carried by task queues and workflow ids (src/db/deployment.ts). */
+  deploymentId: string;
+  /** Where agent-step workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`). */
+  taskQueues: TaskQueues;
+}
+
 /** What every messages request asks for, whether it starts a step or answers a paused one. */
 interface RequestOptions {
   agentId: string;
@@ -64,7 +78,7 @@ export interface AnswerRequest extends RequestOptions {
 export type StepLiveness = () => Promise<boolean>;
 
 /** A step's workflow runs; one not started yet waits in its session, if the session runs. */
-function stepLiveness(ctx: ApiContext, sessionId: string, workflowId: string): StepLiveness {
+function stepLiveness(ctx: StepServices, sessionId: string, workflowId: string): StepLiveness {
   const running = async (id: string) => {
     try {
       return (await ctx.temporal.workflow.getHandle(id).describe()).status.name === 'RUNNING';
@@ -77,7 +91,7 @@ function stepLiveness(ctx: ApiContext, sessionId: string, workflowId: string): S
 }
 
 /** Whether the workflow that is to end `run` still can (a stream that resumes follows it so). */
-export const runLiveness = (ctx: ApiContext, run: RunRow): StepLiveness =>
+export const runLiveness = (ctx: StepServices, run: RunRow): StepLiveness =>
   stepLiveness(
     ctx,
     sessionWorkflowIdFor(ctx.deploymentId, run.agent_id, run.conversation_id),
@@ -95,7 +109,7 @@ const requestConfig = (request: RequestOptions) => ({
 });
 
 const pendingApprovalError = (pending: PendingApproval) =>
-  new HttpError(409, {
+  conflict({
     code: 'PENDING_APPROVAL',
     message: PENDING_APPROVAL_TEXT,
     pending_request_id: pending.message_id,
@@ -119,7 +133,7 @@ export const sessionWorkflowIdFor = (deploymentId: string, agentId: string, conv
   scopedId(deploymentId, conversationId ? `${agentId}/${conversationId}` : agentId);
 
 /** The limits a step runs under, from the configuration of the API that queued it. */
-function stepLimits(config: ApiContext['config'], maxSteps: number): AgentStepInput['limits'] {
+function stepLimits(config: StepServices['config'], maxSteps: number): AgentStepInput['limits'] {
   return {
     maxSteps,
     modelTimeoutMs: config.MODEL_TIMEOUT_MS,
@@ -139,7 +153,7 @@ function stepLimits(config: ApiContext['config'], maxSteps: number): AgentStepIn
  * A full queue is a 409, and the run is gone again.
  */
 export async function startAgentStep(
-  ctx: ApiContext,
+  ctx: StepServices,
   request: StepRequest,
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const runId = newId('run');
@@ -188,7 +202,7 @@ export async function startAgentStep(
 }
 
 /** The step's update to its conversation's session, which the update starts if it does not run. */
-async function enqueueStep(ctx: ApiContext, sessionId: string, step: QueuedStep): Promise<void> {
+async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedStep): Promise<void> {
   const { agentId } = step.input;
   const { config } = ctx;
   const session = new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
@@ -212,7 +226,7 @@ async function enqueueStep(ctx: ApiContext, sessionId: string, step: QueuedStep)
       cause instanceof ApplicationFailure &&
       cause.type === QUEUE_FULL
     )
-      throw new HttpError(409, cause.message);
+      throw conflict(cause.message);
     throw error;
   }
 }
@@ -223,7 +237,7 @@ async function enqueueStep(ctx: ApiContext, sessionId: string, step: QueuedStep)
  * answer sent again finds the first one and signals again, which the workflow ignores.
  */
 export async function answerPausedStep(
-  ctx: ApiContext,
+  ctx: StepServices,
   request: AnswerRequest,
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const { agentId } = request;
@@ -233,14 +247,14 @@ export async function answerPausedStep(
     const pending = await lockPendingApproval(tx, request);
     if (!pending) {
       const earlier = await earlierAnswer(tx, agentId, request.answers);
-      if (!earlier) throw new HttpError(400, NOTHING_PENDING);
-      if (!earlier.repeats) throw new HttpError(409, ALREADY_ANSWERED);
+      if (!earlier) throw invalid(NOTHING_PENDING);
+      if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
       const run = await getRun(tx, earlier.answered.runId);
       return { answered: earlier.answered, workflowId: run!.workflow_id, repeated: true };
     }
     const answers = withLegacyIds(pending, request.answers);
     const mismatch = answersMismatch(pending, answers);
-    if (mismatch) throw new HttpError(400, mismatch);
+    if (mismatch) throw invalid(mismatch);
     const recorded = await recordAnswer(tx, {
       agentId,
       pending,
@@ -274,7 +288,7 @@ export async function answerPausedStep(
  * before sessions, or its session is gone) is cancelled directly, and waited for.
  */
 export async function cancelSteps(
-  ctx: ApiContext,
+  ctx: StepServices,
   conversation: ConversationRef,
   workflowIds: string[],
   all: boolean,
@@ -293,7 +307,7 @@ export async function cancelSteps(
   await Promise.all(workflowIds.map((id) => cancelOutsideSession(ctx, id)));
 }
 
-async function cancelOutsideSession(ctx: ApiContext, workflowId: string): Promise<void> {
+async function cancelOutsideSession(ctx: StepServices, workflowId: string): Promise<void> {
   const handle = ctx.temporal.workflow.getHandle(workflowId);
   try {
     await handle.cancel();

@@ -2,6 +2,7 @@ import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from '../logger';
 import { SecretsKeyError } from '../secrets';
+import { DomainError, notFound, type DomainErrorKind } from '../errors';
 
 /**
  * An error with an HTTP status, answered as Letta (FastAPI) does: `{"detail": ...}`. The TS client
@@ -16,7 +17,10 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (what: string) => new HttpError(404, `${what} not found`);
+/** The core's errors (src/errors.ts), as HTTP answers. */
+const DOMAIN_STATUS: Record<DomainErrorKind, number> = { invalid: 400, not_found: 404, conflict: 409 };
+
+export { notFound };
 
 export function sendError(res: Response, status: number, detail: unknown): void {
   if (status === 409 || status === 422) res.setHeader('x-should-retry', 'false');
@@ -55,6 +59,7 @@ function temporalUnavailable(error: unknown): HttpError | undefined {
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     if (error instanceof HttpError) return sendError(res, error.status, error.detail);
+    if (error instanceof DomainError) return sendError(res, DOMAIN_STATUS[error.kind], error.detail);
     if (error?.type === 'entity.parse.failed') {
       return sendError(res, 422, [
         { type: 'json_invalid', loc: ['body'], msg: `JSON decode error: ${error.message}` },

@@ -4,7 +4,7 @@
  * stored secret, so a client may PATCH with what it read.
  */
 import type { McpServerConfig, McpServerUpdate } from '../schemas/mcp-server';
-import { HttpError } from '../api/errors';
+import { invalid } from '../errors';
 import { maskSecret, maskValues, unmaskSecret, unmaskValues } from '../masking';
 
 export function maskedConfig(config: McpServerConfig): McpServerConfig {
@@ -19,8 +19,7 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
 /** The config after an update: fields given (not null) replace the stored ones; the type cannot change. */
 export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['config']): McpServerConfig {
   if (update.mcp_server_type && update.mcp_server_type !== stored.mcp_server_type) {
-    throw new HttpError(
-      400,
+    throw invalid(
       `The server's type is ${stored.mcp_server_type}: delete it and register it again to change its type`,
     );
   }

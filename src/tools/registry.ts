@@ -6,9 +6,9 @@
 import type { Database } from '../db';
 import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
 import type { ToolRow } from '../db/rows';
-import { HttpError } from '../api/errors';
+import { conflict, invalid } from '../errors';
 import { checkToolTimeout } from './tool-timeout';
-import type { ToolCreate, ToolUpdate } from '../api/schemas/tools';
+import type { ToolCreate, ToolUpdate } from '../schemas/tools';
 import { newId } from '../ids';
 import {
   pythonSignature,
@@ -51,24 +51,20 @@ async function deriveSchema(body: ToolCreate, options: PythonSchemaOptions): Pro
     if (body.args_json_schema) return await schemaFromArgs(body.source_code, body.args_json_schema, options);
     return (await schemaFromPython(body.source_code, options)) as unknown as JsonSchema;
   } catch (error) {
-    if (error instanceof ToolSchemaError) throw new HttpError(400, error.message);
+    if (error instanceof ToolSchemaError) throw invalid(error.message);
     throw error;
   }
 }
 
 /** The schema's name and health; a schema that cannot make a tool is a 400 with the reasons. */
 export function checkSchema(schema: JsonSchema): { name: string; health: SchemaHealth } {
-  if (typeof schema.name !== 'string' || !schema.name)
-    throw new HttpError(400, 'The tool schema has no name');
+  if (typeof schema.name !== 'string' || !schema.name) throw invalid('The tool schema has no name');
   if (schema.name.length > MAX_NAME_LENGTH) {
-    throw new HttpError(
-      400,
-      `Tool name '${schema.name}' exceeds the maximum length of ${MAX_NAME_LENGTH} characters`,
-    );
+    throw invalid(`Tool name '${schema.name}' exceeds the maximum length of ${MAX_NAME_LENGTH} characters`);
   }
   const health = schemaHealth(schema.parameters);
   if (health.status === 'INVALID') {
-    throw new HttpError(400, `Invalid tool schema for '${schema.name}': ${health.reasons.join('; ')}`);
+    throw invalid(`Invalid tool schema for '${schema.name}': ${health.reasons.join('; ')}`);
   }
   return { name: schema.name, health };
 }
@@ -79,7 +75,7 @@ function checkTypeScript(body: ToolCreate, name: string): void {
   try {
     transpileTool(body.source_code, name);
   } catch (error) {
-    if (error instanceof TypeScriptSourceError) throw new HttpError(400, error.message);
+    if (error instanceof TypeScriptSourceError) throw invalid(error.message);
     throw error;
   }
 }
@@ -116,10 +112,7 @@ export async function createOrUpdateTool(
   return db.transaction(async (tx) => {
     const existing = await getToolByName(tx, name);
     if (existing && existing.tool_type !== 'custom') {
-      throw new HttpError(
-        409,
-        `Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`,
-      );
+      throw conflict(`Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`);
     }
     const fields = fieldsOf(body, schema, name);
     return existing ? updateTool(tx, existing.id, fields) : insertTool(tx, newId('tool'), fields);
@@ -138,7 +131,7 @@ export async function modifyTool(
 ): Promise<ToolRow> {
   if (tool.tool_type === MCP_TOOL_TYPE) return modifyMcpTool(db, tool, patch);
   if (tool.tool_type !== 'custom')
-    throw new HttpError(409, `Tool '${tool.name}' is a ${tool.tool_type} tool of the server`);
+    throw conflict(`Tool '${tool.name}' is a ${tool.tool_type} tool of the server`);
   const body: ToolCreate = {
     source_code: patch.source_code ?? tool.source_code ?? '',
     source_type: patch.source_type ?? (tool.source_type as ToolCreate['source_type']) ?? 'python',
@@ -164,7 +157,7 @@ export async function modifyTool(
   checkTypeScript(body, name);
   checkToolTimeout(body.metadata_);
   if (name !== tool.name && (await getToolByName(db, name))) {
-    throw new HttpError(409, `A tool named '${name}' already exists`);
+    throw conflict(`A tool named '${name}' already exists`);
   }
   return updateTool(db, tool.id, fieldsOf(body, schema, name));
 }
@@ -183,8 +176,7 @@ function modifyMcpTool(db: Database, tool: ToolRow, patch: ToolUpdate): Promise<
       !(MCP_TOOL_SETTINGS as readonly string[]).includes(key) && patch[key as keyof ToolUpdate] != null,
   );
   if (fixed.length) {
-    throw new HttpError(
-      400,
+    throw invalid(
       `Tool '${tool.name}' comes from an MCP server, which sets its ${fixed.join(', ')}; only ${MCP_TOOL_SETTINGS.join(', ')} can change`,
     );
   }

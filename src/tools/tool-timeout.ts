@@ -3,7 +3,7 @@
  * tool_sandbox_timeout). It bounds the tool's run and, with a margin, its activity's start-to-close
  * timeout; without it, TOOL_TIMEOUT_MS applies.
  */
-import { HttpError } from '../api/errors';
+import { invalid } from '../errors';
 
 export const TIMEOUT_KEY = 'timeout_seconds';
 
@@ -15,5 +15,5 @@ export function toolTimeoutMs(tool: { metadata?: Record<string, unknown> | null 
 /** Refuses a `timeout_seconds` that is not a positive number (400), at creation and on update. */
 export function checkToolTimeout(metadata: Record<string, unknown> | null | undefined): void {
   if (metadata?.[TIMEOUT_KEY] === undefined || toolTimeoutMs({ metadata }) !== undefined) return;
-  throw new HttpError(400, `metadata.${TIMEOUT_KEY} must be a positive number of seconds`);
+  throw invalid(`metadata.${TIMEOUT_KEY} must be a positive number of seconds`);
 }

@@ -1,5 +1,5 @@
 import { createAgent } from '../../src/agent/agents';
-import { CreateAgentSchema, type CreateAgent } from '../../src/api/schemas/agents';
+import { CreateAgentSchema, type CreateAgent } from '../../src/schemas/agents';
 import type { Database } from '../../src/db';
 import { insertRun } from '../../src/db/runs';
 import { newId } from '../../src/ids';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../schemas/agents';
+import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../../schemas/agents';
 import { pageQuery, queryBoolean, queryList, stringList } from '../schemas/common';
 import {
   AGENT_RELATIONSHIPS,

@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
 import type { ApiContext } from '../context';
+import { DomainError } from '../../errors';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
 import { McpServerParams, McpToolParams, McpToolRunSchema, RefreshQuery } from '../schemas/mcp-servers';
@@ -28,7 +29,7 @@ async function fromServer<T>(serverName: string, unreachable: 400 | 502, work: (
   try {
     return await work();
   } catch (error) {
-    if (error instanceof HttpError || !(error instanceof Error)) throw error;
+    if (error instanceof HttpError || error instanceof DomainError || !(error instanceof Error)) throw error;
     const detail = `MCP server '${serverName}': ${error.message}`;
     if (error instanceof McpStdioRefusedError) throw new HttpError(400, detail);
     throw new HttpError(error instanceof McpTimeoutError ? 408 : unreachable, detail);

@@ -9,7 +9,7 @@ import {
   ToolCreateSchema,
   ToolRunFromSourceSchema,
   ToolUpdateSchema,
-} from '../schemas/tools';
+} from '../../schemas/tools';
 import { toolExecutionShape, toolShape } from '../letta-shapes';
 import { deleteTool, getTool, listTools } from '../../db/tools';
 import { createOrUpdateTool, modifyTool } from '../../tools/registry';

@@ -12,12 +12,10 @@ import {
   CANCEL_DENIAL_REASON,
   clientReturnText,
   denialText,
-  lockPendingApproval,
   recordAnswer,
-  runScope,
-  setPendingApproval,
   type ApprovalAnswer,
 } from '../src/agent/approvals';
+import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ApprovalAnswered } from '../workflows/messages';
 import type { ActivityDeps } from './deps';

@@ -1,6 +1,6 @@
 /**
  * What the agent-step workflow and its activities pass each other: ids and short summaries only.
- * Transcripts, tool arguments and tool returns stay in the database (see DESIGN.md, small histories).
+ * Transcripts, tool arguments and tool returns stay in the database (small histories: the Temporal UI shows ids and summaries).
  */
 import type { ToolRule } from '../src/schemas/tool-rules';
 

@@ -6,7 +6,7 @@ import { getAgent } from '../src/db/agents';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { conversationContext, insertMessage, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
-import { pendingApproval } from '../src/agent/approvals';
+import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
 import { modelContext } from '../src/agent/context';
 import { HistoryInvariantError } from '../src/agent/history-invariant';

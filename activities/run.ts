@@ -3,7 +3,7 @@ import { newId } from '../src/ids';
 import { getAgentRow } from '../src/db/agents';
 import { resolveStepContext } from '../src/agent/step-context';
 import { insertMessage } from '../src/db/messages';
-import { finishRun as storeRunOutcome, markRunRunning } from '../src/db/runs';
+import { finishRun as storeRunOutcome, markRunRunning, cancelUnstartedRuns } from '../src/db/runs';
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
@@ -35,11 +35,7 @@ export function runActivities({ db }: ActivityDeps) {
 
     /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
-      await db.query(
-        `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
-         WHERE id = ANY($1) AND status = 'created'`,
-        [runIds],
-      );
+      await cancelUnstartedRuns(db, { ids: runIds });
     },
 
     /** A tool call that does not run (a broken rule, an unknown tool): the model gets `reason` as an error. */

@@ -1,6 +1,6 @@
 /**
  * Custom tools, run in the sandbox: the activities of the `tools-sandbox` task queue, whose worker pool
- * can live apart from the agent workers (see DESIGN.md).
+ * can live apart from the agent workers.
  */
 import { Context } from '@temporalio/activity';
 import type { Database } from '../src/db';

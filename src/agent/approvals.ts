@@ -5,9 +5,8 @@
  */
 import type { Queryable } from '../db';
 import { insertMessage } from '../db/messages';
-import { getRun, insertRun } from '../db/runs';
-import { json } from '../db/sql';
-import { conversationHolder, type ConversationRef } from '../db/conversations';
+import { insertRun } from '../db/runs';
+import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import type { ApprovalAnswered } from '../../workflows/messages';
@@ -62,42 +61,6 @@ export interface FollowUp {
 
 /** How the answer to a request message is keyed: one answer per approval request, ever. */
 const answerKey = (requestMessageId: string) => `${requestMessageId}:answer`;
-
-/**
- * The pending approval of a conversation (each waits for its own: a message to another conversation
- * of the agent goes ahead); `lock`: its row locked until the transaction ends.
- */
-export async function pendingApproval(
-  q: Queryable,
-  scope: ConversationRef,
-  lock: 'lock' | 'read' = 'read',
-): Promise<PendingApproval | null> {
-  const { table, id } = conversationHolder(scope);
-  const [row] = await q.query<{ pending_approval: PendingApproval | null }>(
-    `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR UPDATE' : ''}`,
-    [id],
-  );
-  return row?.pending_approval ?? null;
-}
-
-export const lockPendingApproval = (tx: Queryable, scope: ConversationRef) =>
-  pendingApproval(tx, scope, 'lock');
-
-export async function setPendingApproval(
-  q: Queryable,
-  scope: ConversationRef,
-  pending: PendingApproval | null,
-) {
-  const { table, id } = conversationHolder(scope);
-  await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
-}
-
-/** The conversation a run's step belongs to. */
-export async function runScope(q: Queryable, runId: string): Promise<ConversationRef> {
-  const run = await getRun(q, runId);
-  if (!run) throw new Error(`run ${runId} does not exist`);
-  return { agentId: run.agent_id, conversationId: run.conversation_id };
-}
 
 /** The calls `answers` leave unanswered or answer without being asked: Letta's exact-cover check. */
 export function answersMismatch(pending: PendingApproval, answers: ApprovalAnswer[]): string | undefined {

@@ -15,7 +15,7 @@ import type { TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
 import { lockAgentRow } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
-import { getRun, insertRun } from '../db/runs';
+import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
@@ -37,10 +37,10 @@ import {
   PENDING_APPROVAL_TEXT,
   recordAnswer,
   earlierAnswer,
-  lockPendingApproval,
   type ApprovalAnswer,
   type FollowUp,
 } from './approvals';
+import { lockPendingApproval } from '../db/conversations';
 
 /** What starting, answering and cancelling steps works with: the database, Temporal, where steps run. */
 export interface StepServices {
@@ -195,7 +195,7 @@ export async function startAgentStep(
   try {
     await enqueueStep(ctx, sessionId, step);
   } catch (error) {
-    await ctx.db.query('DELETE FROM runs WHERE id = $1', [runId]);
+    await deleteRun(ctx.db, runId);
     throw error;
   }
   return { run, alive: stepLiveness(ctx, sessionId, workflowId) };
@@ -316,11 +316,7 @@ async function cancelOutsideSession(ctx: StepServices, workflowId: string): Prom
     if (!(error instanceof WorkflowNotFoundError)) throw error;
   }
   // A run whose step never started (its request failed half-way) ends with nothing stored.
-  await ctx.db.query(
-    `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
-     WHERE workflow_id = $1 AND status = 'created'`,
-    [workflowId],
-  );
+  await cancelUnstartedRuns(ctx.db, { workflowId });
 }
 
 /** Letta's legacy form: the one pending call answered by the approval request's message id. */

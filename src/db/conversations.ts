@@ -1,5 +1,5 @@
 import type { Queryable } from './database';
-import type { ConversationRow } from './rows';
+import type { ConversationRow, PendingApproval, RunRow } from './rows';
 import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
 
 /** One of an agent's conversations; null: the agent's own history (Letta's `default`). */
@@ -79,4 +79,43 @@ export async function conversationMessageIds(db: Queryable, id: string): Promise
     [id],
   );
   return rows.map((row) => row.id);
+}
+
+/**
+ * The pending approval of a conversation (each waits for its own: a message to another conversation
+ * of the agent goes ahead); `lock`: its row locked until the transaction ends.
+ */
+export async function pendingApproval(
+  q: Queryable,
+  scope: ConversationRef,
+  lock: 'lock' | 'read' = 'read',
+): Promise<PendingApproval | null> {
+  const { table, id } = conversationHolder(scope);
+  const [row] = await q.query<{ pending_approval: PendingApproval | null }>(
+    `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR UPDATE' : ''}`,
+    [id],
+  );
+  return row?.pending_approval ?? null;
+}
+
+export const lockPendingApproval = (tx: Queryable, scope: ConversationRef) =>
+  pendingApproval(tx, scope, 'lock');
+
+export async function setPendingApproval(
+  q: Queryable,
+  scope: ConversationRef,
+  pending: PendingApproval | null,
+) {
+  const { table, id } = conversationHolder(scope);
+  await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
+}
+
+/** The conversation a run's step belongs to. */
+export async function runScope(q: Queryable, runId: string): Promise<ConversationRef> {
+  const [run] = await q.query<Pick<RunRow, 'agent_id' | 'conversation_id'>>(
+    'SELECT agent_id, conversation_id FROM runs WHERE id = $1',
+    [runId],
+  );
+  if (!run) throw new Error(`run ${runId} does not exist`);
+  return { agentId: run.agent_id, conversationId: run.conversation_id };
 }

@@ -121,3 +121,24 @@ export async function conversationRun(
   );
   return run;
 }
+
+/**
+ * Ends runs whose steps never started (dropped from their queue, or whose request failed half-way)
+ * `cancelled`, having stored nothing; `which` names them by id or by their step's workflow.
+ */
+export async function cancelUnstartedRuns(
+  db: Queryable,
+  which: { ids: string[] } | { workflowId: string },
+): Promise<void> {
+  const [column, value] =
+    'ids' in which ? ['id = ANY($1)', which.ids] : ['workflow_id = $1', which.workflowId];
+  await db.query(
+    `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
+     WHERE ${column} AND status = 'created'`,
+    [value],
+  );
+}
+
+export async function deleteRun(db: Queryable, id: string): Promise<void> {
+  await db.query('DELETE FROM runs WHERE id = $1', [id]);
+}

@@ -1,4 +1,4 @@
-/** The task queues, one per execution mode, so each can get its own worker pool (see DESIGN.md). */
+/** The task queues, one per execution mode, so each can get its own worker pool. */
 export interface TaskQueues {
   agent: string;
   sandbox: string;

@@ -10,8 +10,8 @@ import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
 import { answerPausedStep, cancelSteps, startAgentStep } from '../../agent/steps';
-import { pendingApproval, type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
-import type { ConversationRef } from '../../db/conversations';
+import { type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
+import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 

@@ -12,7 +12,7 @@ import { listMessages } from '../../db/messages';
 import { getRun, listRuns } from '../../db/runs';
 import type { RunStatus } from '../../db/rows';
 import { pendingApprovalView } from '../pending-approval';
-import { pendingApproval } from '../../agent/approvals';
+import { pendingApproval } from '../../db/conversations';
 
 const ListRunsQuery = pageQuery(100, 'desc').extend({
   agent_id: z.string().optional(),

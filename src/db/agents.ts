@@ -4,16 +4,7 @@ import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
 
-export interface NewBlock {
-  label: string;
-  value: string;
-  char_limit: number;
-  description: string | null;
-  read_only: boolean;
-  hidden: boolean | null;
-  metadata: Record<string, unknown> | null;
-  tags: string[] | null;
-}
+export type NewBlock = Omit<BlockRow, 'id' | 'created_at' | 'updated_at'>;
 
 export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval'>;
 

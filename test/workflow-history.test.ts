@@ -9,6 +9,8 @@ import { useAgentServer } from './helpers/agent-server';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import { agentWithRun } from './helpers/runs';
+import { sessionWorkflowIdFor } from '../src/agent/steps';
+import { loadDeploymentId } from '../src/db/deployment';
 import {
   connectTemporalClient,
   localActivityTypes,
@@ -285,5 +287,41 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     ]);
     expect(localActivityTypes(older.events)).toEqual(['startRun', 'startRun', 'applyApprovalAnswer']);
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, older);
+  });
+  it("replays an agent's session: two steps in turn, the first paused for a client tool and answered", async () => {
+    const agent = await createAgent();
+    const clientTools = [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }];
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'ask_user', arguments: {} }] },
+      { text: 'Thanks.' },
+      { text: 'Hi.' },
+    );
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask me' }],
+      client_tools: clientTools,
+    });
+    const call = paused.messages.find((m) => m.message_type === 'approval_request_message') as {
+      tool_call: { tool_call_id: string };
+    };
+    await h.client.agents.messages.create(agent.id, {
+      messages: [clientToolReturn(call.tool_call.tool_call_id, 'yes')],
+    });
+    await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'Hello' }] });
+
+    const sessionId = sessionWorkflowIdFor(await loadDeploymentId(h.server.db), agent.id, null);
+    const events = await eventually(
+      () => workflowHistory(temporalClient, sessionId),
+      (history) => history.filter((e) => e.childWorkflowExecutionCompletedEventAttributes).length === 2,
+    );
+    const workflowsPath = require.resolve('../workflows');
+    await Worker.runReplayHistory({ workflowsPath }, { events }, sessionId);
+
+    // Recorded from the first version of sessions: the same two steps, replayed by this one.
+    const recorded = temporal.api.history.v1.History.decode(
+      fs.readFileSync(path.join(__dirname, 'fixtures/histories/session-two-steps.binpb')),
+    );
+    expect(recorded.events.filter((e) => e.childWorkflowExecutionCompletedEventAttributes)).toHaveLength(2);
+    expect(recorded.events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(2);
+    await Worker.runReplayHistory({ workflowsPath }, recorded);
   });
 });

@@ -8,7 +8,6 @@
  * as long as it takes. The answer comes with a new request (a new run), under which the step goes on.
  */
 import {
-  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -25,8 +24,6 @@ import {
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { sandboxActivities } from '../activities/sandbox';
-import type { mcpActivities } from '../activities/mcp';
 import {
   addUsage,
   noUsage,
@@ -47,6 +44,7 @@ import {
   type ApprovalAnswered,
 } from './messages';
 import { stopReasonKey } from './search-attributes';
+import { cancellationType, toolExecutors } from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -59,8 +57,6 @@ import {
 } from './tool-rules';
 
 type Activities = ReturnType<typeof createActivities>;
-type SandboxActivities = ReturnType<typeof sandboxActivities>;
-type McpActivities = ReturnType<typeof mcpActivities>;
 type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
@@ -83,16 +79,14 @@ const LOCAL_ACTIVITIES_PATCH = 'local-activities';
  * through the server (a workflow task, a dispatch, a completion). They are idempotent like every
  * activity here, since a local activity runs again if its workflow task fails before the worker
  * reports it. The model and every tool that leaves the process stay regular activities: they may take
- * minutes, heartbeat, and run on their own task queues.
+ * minutes, heartbeat, and run on their own task queues. Tool calls run through the executor of their
+ * mode (workflows/tool-executors.ts).
  */
 function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }, local: boolean) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
   };
-  // A cancel waits for the call to stop (the provider's request aborted, the sandbox killed), so that
-  // nothing of the run goes on once its cancel has answered.
-  const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
   const model: ActivityOptions = {
     cancellationType,
     startToCloseTimeout: limits.modelTimeoutMs + 10_000,
@@ -104,19 +98,9 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
       maximumAttempts: limits.modelMaxAttempts,
     },
   };
-  const tool: ActivityOptions = {
-    cancellationType,
-    startToCloseTimeout: limits.toolTimeoutMs + 10_000,
-    heartbeatTimeout: limits.heartbeatTimeoutMs,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
-  };
-  const localTool: LocalActivityOptions = {
-    startToCloseTimeout: tool.startToCloseTimeout,
-    retry: tool.retry,
-  };
   // Calls that name themselves in the Temporal UI pass these options again with a summary.
   return {
-    local,
+    tools: toolExecutors(limits, queues, local),
     run: local ? proxyLocalActivities<Activities>(bookkeeping) : proxyActivities<Activities>(bookkeeping),
     // Marking the run stopped lets the API answer; the search attribute set just before must be stored
     // by then. A regular activity starts only once the workflow task that tags the workflow is stored;
@@ -125,14 +109,6 @@ function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp
     runEnd: proxyActivities<Activities>(bookkeeping),
     model: proxyActivities<Activities>(model),
     modelOptions: model,
-    tool: proxyActivities<Activities>(tool),
-    toolOptions: tool,
-    localTool: proxyLocalActivities<Activities>(localTool),
-    localToolOptions: localTool,
-    sandbox: proxyActivities<SandboxActivities>({ ...tool, taskQueue: queues.sandbox }),
-    sandboxOptions: { ...tool, taskQueue: queues.sandbox },
-    mcp: proxyActivities<McpActivities>({ ...tool, taskQueue: queues.mcp }),
-    mcpOptions: { ...tool, taskQueue: queues.mcp },
   };
 }
 
@@ -209,38 +185,11 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolName: call.name,
       prefilledArgs: prefilled,
     };
-    if (tool?.mode === 'builtin') {
-      const summary = `${call.name} (built-in)`;
+    const executor = tool && acts.tools[tool.mode];
+    if (executor) {
+      const summary = `${call.name} (${executor.label})`;
       setCurrentDetails(`Running tool ${summary}`);
-      return acts.local && tool.local
-        ? acts.localTool.runBuiltinTool.executeWithOptions({ ...acts.localToolOptions, summary }, [callInput])
-        : acts.tool.runBuiltinTool.executeWithOptions({ ...acts.toolOptions, summary }, [callInput]);
-    }
-    if (tool?.mode === 'sandbox' || tool?.mode === 'mcp') {
-      const { execute, options, label, timeoutMs } =
-        tool.mode === 'sandbox'
-          ? {
-              execute: acts.sandbox.runSandboxTool,
-              options: acts.sandboxOptions,
-              label: 'sandbox',
-              timeoutMs: tool.timeoutMs,
-            }
-          : {
-              execute: acts.mcp.runMcpTool,
-              options: acts.mcpOptions,
-              label: 'MCP',
-              // The call may first have to connect to its server.
-              timeoutMs: (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs,
-            };
-      setCurrentDetails(`Running tool ${call.name} (${label})`);
-      return execute.executeWithOptions(
-        {
-          ...options,
-          ...(timeoutMs ? { startToCloseTimeout: timeoutMs + 10_000 } : {}),
-          summary: `${call.name} (${label})`,
-        },
-        [{ ...callInput, toolId: tool.id, toolVersion: tool.version }],
-      );
+      return executor.run(callInput, tool, summary);
     }
     const reason = tool
       ? `Error executing function ${call.name}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server yet`

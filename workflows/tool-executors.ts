@@ -1,0 +1,116 @@
+/**
+ * How a tool call runs, by its tool's execution mode: one executor per mode, each with its activity,
+ * task queue, timeouts and retry policy, in one table the agent step dispatches through. A new mode is
+ * an executor here and a row in `toolExecutors`; the step's loop does not change. (Client-side tools
+ * never run on the server: the step pauses for them, workflows/agent-step.ts.)
+ */
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { sandboxActivities } from '../activities/sandbox';
+import type { mcpActivities } from '../activities/mcp';
+import type {
+  StoredToolCallInput,
+  StepTool,
+  ToolCallInput,
+  ToolMode,
+  ToolOutcome,
+} from '../activities/contracts';
+import type { AgentStepLimits } from './messages';
+
+/** Runs calls of one execution mode. */
+export interface ToolExecutor {
+  /** What the Temporal UI shows after a call's tool name, e.g. `search (MCP)`. */
+  label: string;
+  /** Runs one call, as an activity the Temporal UI names by `summary`. */
+  run(call: ToolCallInput, tool: StepTool, summary: string): Promise<ToolOutcome>;
+}
+
+/** The modes that run on the server, each with its executor. */
+export type ToolExecutors = Partial<Record<ToolMode, ToolExecutor>>;
+
+/**
+ * A cancel waits for the call to stop (the provider's request aborted, the sandbox killed), so that
+ * nothing of the run goes on once its cancel has answered.
+ */
+export const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
+
+/** A tool call's activity options: the step's tool timeout (or the tool's own), plus a margin. */
+export function toolOptions(limits: AgentStepLimits, timeoutMs?: number): ActivityOptions {
+  return {
+    cancellationType,
+    startToCloseTimeout: (timeoutMs ?? limits.toolTimeoutMs) + 10_000,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
+  };
+}
+
+type Activities = ReturnType<typeof createActivities>;
+type SandboxActivities = ReturnType<typeof sandboxActivities>;
+type McpActivities = ReturnType<typeof mcpActivities>;
+
+const storedCall = (call: ToolCallInput, tool: StepTool): StoredToolCallInput => ({
+  ...call,
+  toolId: tool.id,
+  toolVersion: tool.version,
+});
+
+/**
+ * The executors of the server-side modes. Built-in tools that work on the database alone run as local
+ * activities (`local`), in the workflow task that asks for them: milliseconds instead of a round trip
+ * through the server; the others, and every tool that leaves the process, are regular activities that
+ * heartbeat and may run on task queues of their own.
+ */
+export function toolExecutors(
+  limits: AgentStepLimits,
+  queues: { sandbox: string; mcp: string },
+  local: boolean,
+): ToolExecutors {
+  const options = toolOptions(limits);
+  const localOptions: LocalActivityOptions = {
+    startToCloseTimeout: options.startToCloseTimeout,
+    retry: options.retry,
+  };
+  const builtin = proxyActivities<Activities>(options).runBuiltinTool;
+  const localBuiltin = proxyLocalActivities<Activities>(localOptions).runBuiltinTool;
+  const sandbox = proxyActivities<SandboxActivities>({
+    ...options,
+    taskQueue: queues.sandbox,
+  }).runSandboxTool;
+  const mcp = proxyActivities<McpActivities>({ ...options, taskQueue: queues.mcp }).runMcpTool;
+  return {
+    builtin: {
+      label: 'built-in',
+      run: (call, tool, summary) =>
+        local && tool.local
+          ? localBuiltin.executeWithOptions({ ...localOptions, summary }, [call])
+          : builtin.executeWithOptions({ ...options, summary }, [call]),
+    },
+    sandbox: {
+      label: 'sandbox',
+      run: (call, tool, summary) =>
+        sandbox.executeWithOptions(
+          { ...toolOptions(limits, tool.timeoutMs), taskQueue: queues.sandbox, summary },
+          [storedCall(call, tool)],
+        ),
+    },
+    mcp: {
+      label: 'MCP',
+      // The call may first have to connect to its server.
+      run: (call, tool, summary) =>
+        mcp.executeWithOptions(
+          {
+            ...toolOptions(limits, (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs),
+            taskQueue: queues.mcp,
+            summary,
+          },
+          [storedCall(call, tool)],
+        ),
+    },
+  };
+}

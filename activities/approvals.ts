@@ -2,7 +2,6 @@
 import { getAgentRow } from '../src/db/agents';
 import { getMessage } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
-import { json } from '../src/db/sql';
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
 import type { Queryable } from '../src/db';
@@ -17,7 +16,8 @@ import {
 } from '../src/agent/approvals';
 import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
-import type { ApprovalAnswered } from '../workflows/messages';
+import type { ApprovalAnswered, RecordedAnswer } from '../workflows/messages';
+import { resolveStepContext } from '../src/agent/step-context';
 import type { ActivityDeps } from './deps';
 import {
   noUsage,
@@ -155,58 +155,45 @@ export async function releaseCancelledPause(tx: Queryable, agentId: string, runI
   }
 }
 
+/** Denies the calls `messageId` waits on for a timeout under a new run, or finds the answer that came first. */
+async function expireOrFindAnswer(
+  tx: Queryable,
+  input: { agentId: string; messageId: string },
+): Promise<RecordedAnswer | null> {
+  const request = await requiredMessage(tx, input.messageId);
+  const pending = await lockPendingApproval(tx, {
+    agentId: input.agentId,
+    conversationId: request.conversation_id,
+  });
+  if (pending?.message_id !== input.messageId) return (await answerFor(tx, input.messageId)) ?? null;
+  const previous = await getRun(tx, pending.run_id);
+  return recordAnswer(tx, {
+    agentId: input.agentId,
+    pending,
+    answers: denyAll(pending, timeoutReason(pending)),
+    followUps: [],
+    runId: newId('run'),
+    newRun: {
+      background: true,
+      metadata: { run_type: 'approval_timeout' },
+      request_config: previous?.request_config ?? null,
+    },
+  });
+}
+
 export function approvalActivities({ db }: ActivityDeps) {
   return {
-    /**
-     * Enters the pause for a reply stored without entering it (by a model call scheduled before
-     * replies entered their pause as they were stored): marks its calls as waiting and does what
-     * enterPause does. A retry keeps the first start of the wait.
-     */
-    async requestApproval(input: RequestApprovalInput): Promise<ApprovalWait> {
-      return db.transaction(async (tx) => {
-        const pending = await lockPendingApproval(tx, await runScope(tx, input.runId));
-        await tx.query(
-          `UPDATE messages SET metadata = coalesce(metadata, '{}'::jsonb) || $2::jsonb WHERE id = $1`,
-          [input.messageId, json({ approval_request: { tool_call_ids: input.toolCallIds } })],
-        );
-        const answered = await answerFor(tx, input.messageId);
-        if (!answered && pending?.message_id !== input.messageId) {
-          const agent = await getAgentRow(tx, input.agentId);
-          const run = await getRun(tx, input.runId);
-          if (!run) throw new Error(`run ${input.runId} does not exist`);
-          return enterPause(tx, input, run, agent?.approval_timeout_seconds ?? null);
-        }
-        await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [
-          input.agentId,
-        ]);
-        await endRunPaused(tx, input);
-        return waitOf(pending, input.messageId);
-      });
-    },
-
     /**
      * The wait ran out: denies the pending calls under a new run, unless an answer got there first
      * (then that answer is returned, its signal being on the way).
      */
     async expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null> {
       return db.transaction(async (tx) => {
-        const request = await requiredMessage(tx, input.messageId);
-        const scope = { agentId: input.agentId, conversationId: request.conversation_id };
-        const pending = await lockPendingApproval(tx, scope);
-        if (pending?.message_id !== input.messageId) return (await answerFor(tx, input.messageId)) ?? null;
-        const previous = await getRun(tx, pending.run_id);
-        return recordAnswer(tx, {
-          agentId: input.agentId,
-          pending,
-          answers: denyAll(pending, timeoutReason(pending)),
-          followUps: [],
-          runId: newId('run'),
-          newRun: {
-            background: true,
-            metadata: { run_type: 'approval_timeout' },
-            request_config: previous?.request_config ?? null,
-          },
-        });
+        const answered = await expireOrFindAnswer(tx, input);
+        const agent = await getAgentRow(tx, input.agentId);
+        if (!answered || !agent) return null;
+        // The request it continues the step with works with the agent's tools and rules as they are now.
+        return { ...answered, context: await resolveStepContext(tx, agent) };
       });
     },
 

@@ -55,12 +55,8 @@ export interface CallModelInput {
   pendingToolCallIds: string[];
   /** An approval whose follow-up user messages go after those returns. */
   followUpsFrom?: string;
-  /**
-   * What the request's earlier model calls used. With it, a reply whose calls wait for an answer
-   * enters the pause as it is stored (see ModelTurn.approvalWait); calls scheduled before the model
-   * call did that lack it, and their steps enter the pause with the requestApproval activity.
-   */
-  requestUsage?: RunUsage;
+  /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
+  requestUsage: RunUsage;
 }
 
 export interface ModelTurn {

@@ -127,7 +127,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
     stored: MessageRow,
     input: CallModelInput,
   ): Promise<Partial<ModelTurn>> => {
-    if (!input.requestUsage || !stored.metadata?.approval_request) return {};
+    if (!stored.metadata?.approval_request) return {};
     const scope = { agentId: input.agentId, conversationId: stored.conversation_id };
     return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
   };
@@ -214,8 +214,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
         return insertMessage(q, replyMessage);
       };
       const { requestUsage } = input;
-      if (!waiting.length || !requestUsage)
-        return turnOf(requestInput.length ? await db.transaction(store) : await store(db));
+      if (!waiting.length) return turnOf(requestInput.length ? await db.transaction(store) : await store(db));
       // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
       // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {

@@ -1,14 +1,13 @@
-/** Bookkeeping of a run: its start, its end, and the calls that do not run. */
+/** Bookkeeping of a run: its end, queued runs cancelled, and the calls that do not run. */
 import { newId } from '../src/ids';
 import { getAgentRow } from '../src/db/agents';
-import { resolveStepContext } from '../src/agent/step-context';
 import { insertMessage } from '../src/db/messages';
-import { finishRun as storeRunOutcome, markRunRunning, cancelUnstartedRuns } from '../src/db/runs';
+import { cancelUnstartedRuns, finishRun as storeRunOutcome } from '../src/db/runs';
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
-import type { FinishRunInput, RejectToolCallInput, StepContext, ToolOutcome } from './contracts';
+import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from './contracts';
 import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
 
@@ -22,17 +21,6 @@ export function runStatusFor(stopReason: string): RunStatus {
 
 export function runActivities({ db }: ActivityDeps) {
   return {
-    /**
-     * Marks the run running and resolves the agent's tools and rules as they are now, for the whole
-     * request: one that continues a paused step (the API resolves a new step's in its input).
-     */
-    async startRun({ agentId, runId }: { agentId: string; runId: string }): Promise<StepContext> {
-      const agent = await getAgentRow(db, agentId);
-      if (!agent) throw new Error(`agent ${agentId} no longer exists`);
-      await markRunRunning(db, runId);
-      return resolveStepContext(db, agent);
-    },
-
     /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
       await cancelUnstartedRuns(db, { ids: runIds });

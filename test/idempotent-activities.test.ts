@@ -80,6 +80,7 @@ describe('activities retried after doing their work', () => {
       clientTools: [],
       approvalTools: [],
       pendingToolCallIds,
+      requestUsage: noUsage(),
     });
     const requestsBefore = stub.requests.length;
     stub.enqueue({
@@ -118,7 +119,7 @@ describe('activities retried after doing their work', () => {
     expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
   });
 
-  /** A model call offering the client tool ask_user, as a step scheduled before requestUsage asks for it. */
+  /** A model call offering the client tool ask_user. */
   const clientToolTurn = (agentId: string, runId: string, step: number): CallModelInput => ({
     agentId,
     runId,
@@ -129,6 +130,7 @@ describe('activities retried after doing their work', () => {
     clientTools: [{ name: 'ask_user' }],
     approvalTools: ['ask_user'],
     pendingToolCallIds: [],
+    requestUsage: noUsage(),
   });
 
   it('enter the pause once as they store a reply that waits, and report the same wait again', async () => {
@@ -162,31 +164,11 @@ describe('activities retried after doing their work', () => {
     expect((stored!.usage as { prompt_tokens: number }).prompt_tokens).toBeGreaterThan(100);
   });
 
-  it('leave the pause to requestApproval when scheduled without the usage of the request', async () => {
-    const { agentId, runId } = await agentWithRun(db);
-    const input = clientToolTurn(agentId, runId, 0);
-    stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
-    const turn = await run(activities.callModel, input);
-    expect(turn.approvalWait).toBeUndefined();
-    expect(await getAgentRow(db, agentId)).toMatchObject({ pending_approval: null });
-    const pause = {
-      agentId,
-      runId,
-      messageId: turn.messageId,
-      toolCallIds: turn.toolCalls.map((c) => c.id),
-      usage: { ...noUsage(), stepCount: 1 },
-    };
-    expect(await run(activities.requestApproval, pause)).toEqual({ timeoutMs: null });
-    expect(await run(activities.requestApproval, pause)).toEqual({ timeoutMs: null });
-    expect((await getAgentRow(db, agentId))!.pending_approval).toMatchObject({ message_id: turn.messageId });
-    expect(await getRun(db, runId)).toMatchObject({ stop_reason: 'requires_approval' });
-  });
-
   describe('racing a cancel, which does not stop a running model call at once', () => {
     const pausedRun = async () => {
       const ids = await agentWithRun(db);
       stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
-      const input = { ...clientToolTurn(ids.agentId, ids.runId, 0), requestUsage: noUsage() };
+      const input = clientToolTurn(ids.agentId, ids.runId, 0);
       return { ...ids, input };
     };
     const cancelled = (agentId: string, runId: string) => ({

@@ -8,7 +8,6 @@ import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attribu
 import { useAgentServer } from './helpers/agent-server';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
-import { agentWithRun } from './helpers/runs';
 import { sessionWorkflowIdFor } from '../src/agent/steps';
 import { loadDeploymentId } from '../src/db/deployment';
 import {
@@ -202,10 +201,10 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(started.lastFailure?.message).toMatch(/503/);
   });
 
-  it('versions local activities and the step context by its input; a step started without them decides by the patch and resolves its tools', async () => {
+  it('carries the step context in its input, runs database-only tools as local activities, and sets no patch', async () => {
     const agent = await createAgent();
     const note = { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'x' } }] };
-    h.stub.enqueue(note, { text: 'Noted.' }, note, { text: 'Noted again.' });
+    h.stub.enqueue(note, { text: 'Noted.' });
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
@@ -213,40 +212,14 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const events = await workflowHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentStepInput;
-    expect(input.localActivities).toBe(true);
-    expect(input.context!.tools.map((t) => t.name)).toContain('memory_insert');
-
-    // As an API from before the flag started it: the same input without it, for a run of its own.
-    const { agentId, runId } = await agentWithRun(h.server.db);
-    const olderId = await stepWorkflowId(h.server.db, runId);
-    const { localActivities: _, context: __, ...olderInput } = input;
-    await temporalClient.workflow.execute('agentStep', {
-      taskQueue: started.taskQueue!.name!,
-      workflowId: olderId,
-      args: [{ ...olderInput, agentId, runId }],
-    });
-    const olderEvents = await workflowHistory(temporalClient, olderId);
-
-    const patchMarkers = (history: HistoryEvent[]) =>
-      history.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
-    const changeVersionUpserts = (history: HistoryEvent[]) =>
-      history.filter(
-        (e) =>
-          e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
-            ?.TemporalChangeVersion,
-      ).length;
-    expect([patchMarkers(events), changeVersionUpserts(events)]).toEqual([0, 0]);
-    expect(patchMarkers(olderEvents)).toBe(1);
+    expect(input.context.tools.map((t) => t.name)).toContain('memory_insert');
+    const patchMarkers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+    expect(patchMarkers).toEqual([]);
     expect(localActivityTypes(events)).toEqual(['runBuiltinTool']);
-    // The older step resolves its tools with the startRun local activity; a new one has them in its input.
-    expect(localActivityTypes(olderEvents)).toEqual(['startRun', ...localActivityTypes(events)]);
-
-    const workflowsPath = require.resolve('../workflows');
-    await Worker.runReplayHistory({ workflowsPath }, { events }, workflowId);
-    await Worker.runReplayHistory({ workflowsPath }, { events: olderEvents }, olderId);
+    await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
 
-  it('pauses in the model call and resumes with the tools the answer brought; a step paused the older way replays', async () => {
+  it('pauses in the model call and resumes with the tools the answer brought', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'Thanks.' });
     const paused = await h.client.agents.messages.create(agent.id, {
@@ -270,23 +243,11 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     await temporalClient.workflow.getHandle(workflowId).result();
     const events = await workflowHistory(temporalClient, workflowId);
-    // No startRun: the new step's tools came in its input, the resumed request's with the answer.
+    // The new step's tools came in its input, the resumed request's with the answer.
     expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
     expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel', 'finishRun']);
 
-    // Recorded from the version before (History, protobuf-encoded): the model call stored the reply
-    // and the requestApproval activity paused the step; then it was answered and went on to the end.
-    const older = temporal.api.history.v1.History.decode(
-      fs.readFileSync(path.join(__dirname, 'fixtures/histories/paused-by-request-approval.binpb')),
-    );
-    expect(scheduledActivities(older.events).map((a) => a.type)).toEqual([
-      'callModel',
-      'requestApproval',
-      'callModel',
-      'finishRun',
-    ]);
-    expect(localActivityTypes(older.events)).toEqual(['startRun', 'startRun', 'applyApprovalAnswer']);
-    await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, older);
+    await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
   it("replays an agent's session: two steps in turn, the first paused for a client tool and answered", async () => {
     const agent = await createAgent();

@@ -8,22 +8,14 @@
  * as long as it takes. The answer comes with a new request (a new run), under which the step goes on.
  */
 import {
-  ActivityFailure,
-  ApplicationFailure,
   CancellationScope,
   condition,
   isCancellation,
   log,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
-  type ActivityOptions,
-  type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
 import {
   addUsage,
   noUsage,
@@ -39,12 +31,11 @@ import {
   approvalAnsweredSignal,
   type AgentStepError,
   type AgentStepInput,
-  type AgentStepLimits,
   type AgentStepResult,
   type ApprovalAnswered,
 } from './messages';
 import { stopReasonKey } from './search-attributes';
-import { cancellationType, toolExecutors } from './tool-executors';
+import { stepActivities, stopFor } from './step-activities';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -56,77 +47,10 @@ import {
   type ToolCallRecord,
 } from './tool-rules';
 
-type Activities = ReturnType<typeof createActivities>;
 type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
   `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
-
-/** Longest error message kept in the workflow's result (the history stays small). */
-const ERROR_MESSAGE_CHARS = 500;
-
-/**
- * Steps started before bookkeeping and database-only built-in tools became local activities replay
- * with regular ones: their histories hold ActivityTaskScheduled events where new steps hold markers.
- * Steps started since say which in their input (`localActivities`): a patch costs every step a marker
- * and a TemporalChangeVersion upsert, a visibility write the dev server spends ~4 ms of CPU on.
- */
-const LOCAL_ACTIVITIES_PATCH = 'local-activities';
-
-/**
- * `local`: the run's bookkeeping (but `runEnd`) and the database-only built-in tools run as local
- * activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip
- * through the server (a workflow task, a dispatch, a completion). They are idempotent like every
- * activity here, since a local activity runs again if its workflow task fails before the worker
- * reports it. The model and every tool that leaves the process stay regular activities: they may take
- * minutes, heartbeat, and run on their own task queues. Tool calls run through the executor of their
- * mode (workflows/tool-executors.ts).
- */
-function activityProxies(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }, local: boolean) {
-  const bookkeeping: ActivityOptions & LocalActivityOptions = {
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
-  };
-  const model: ActivityOptions = {
-    cancellationType,
-    startToCloseTimeout: limits.modelTimeoutMs + 10_000,
-    heartbeatTimeout: limits.heartbeatTimeoutMs,
-    retry: {
-      initialInterval: limits.modelRetryInitialMs,
-      backoffCoefficient: 2,
-      maximumInterval: '60 seconds',
-      maximumAttempts: limits.modelMaxAttempts,
-    },
-  };
-  // Calls that name themselves in the Temporal UI pass these options again with a summary.
-  return {
-    tools: toolExecutors(limits, queues, local),
-    run: local ? proxyLocalActivities<Activities>(bookkeeping) : proxyActivities<Activities>(bookkeeping),
-    // Marking the run stopped lets the API answer; the search attribute set just before must be stored
-    // by then. A regular activity starts only once the workflow task that tags the workflow is stored;
-    // a local one would run before. (A pause is marked by the model call that meets it: the pause is
-    // the step's hot path, and the tag follows in the next workflow task.)
-    runEnd: proxyActivities<Activities>(bookkeeping),
-    model: proxyActivities<Activities>(model),
-    modelOptions: model,
-  };
-}
-
-function describe(error: unknown): string {
-  const cause = error instanceof ActivityFailure ? error.cause : undefined;
-  return `${(error as Error)?.message ?? String(error)}${cause ? `: ${cause.message}` : ''}`;
-}
-
-/** A failure's stop reason and Letta error: the model provider's refusal, or an error of ours. */
-function stopFor(error: unknown): { stopReason: string; error: AgentStepError } {
-  const cause = error instanceof ActivityFailure ? error.cause : error;
-  const message = describe(error).slice(0, ERROR_MESSAGE_CHARS);
-  if (cause instanceof ApplicationFailure && cause.type === 'LlmApiError') {
-    const type = typeof cause.details?.[0] === 'string' ? cause.details[0] : 'llm_error';
-    return { stopReason: 'llm_api_error', error: { type, message } };
-  }
-  return { stopReason: 'error', error: { type: 'internal_error', message } };
-}
 
 /** One request's share of the step: its run, and what it asked for. */
 interface Request {
@@ -135,8 +59,8 @@ interface Request {
   clientTools: ClientTool[];
   /** The answer this request brought to a paused step. */
   answer?: ApprovalAnswered;
-  /** Its tools and rules, when they came with it (AgentStepInput.context, ApprovalAnswered.context). */
-  context?: StepContext;
+  /** Its tools and rules, as they came with it (AgentStepInput.context, ApprovalAnswered.context). */
+  context: StepContext;
 }
 
 /** How a request ended, and what is still to be stored for it. */
@@ -148,18 +72,14 @@ interface RequestOutcome {
   error?: AgentStepError;
   /**
    * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
-   * call entered (none in steps whose model call was scheduled before model calls did that).
+   * call entered (none when a cancel ended the run first: the cancel is on its way).
    */
   pause?: { messageId: string; calls: Call[]; wait?: ApprovalWait };
 }
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
-  const acts = activityProxies(
-    limits,
-    { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue },
-    input.localActivities ?? patched(LOCAL_ACTIVITIES_PATCH),
-  );
+  const acts = stepActivities(limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue });
 
   // Answers by the approval request they answer; the first one counts (a client's retry repeats it).
   // Kept whenever they come: after a worker crash, the signal can be delivered in the same activation
@@ -203,7 +123,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const outcome: RequestOutcome = { stopReason: 'end_turn', usage: noUsage(), pendingToolCallIds: [] };
     const history: ToolCallRecord[] = [];
     try {
-      const context = request.context ?? (await acts.run.startRun({ agentId, runId }));
+      const { context } = request;
       const rules = context.toolRules;
       const available = context.tools.map((t) => t.name);
       const toolOf = (name: string) => context.tools.find((t) => t.name === name);
@@ -350,15 +270,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     const { pause } = outcome;
     setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
     upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
-    const { timeoutMs } =
-      pause.wait ??
-      (await acts.runEnd.requestApproval({
-        agentId,
-        runId: request.runId,
-        messageId: pause.messageId,
-        toolCallIds: pause.calls.map((c) => c.id),
-        usage: outcome.usage,
-      }));
+    const timeoutMs = pause.wait?.timeoutMs ?? null;
+
     let answered: ApprovalAnswered;
     try {
       answered = await waitForAnswer(pause, timeoutMs);

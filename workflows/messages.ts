@@ -28,16 +28,8 @@ export interface AgentStepInput {
   mcpTaskQueue: string;
   clientTools: ClientTool[];
   limits: AgentStepLimits;
-  /**
-   * Bookkeeping and database-only built-in tools as local activities. Set by every API that knows it;
-   * a step started without it (by an older API) decides by the `local-activities` patch instead.
-   */
-  localActivities?: boolean;
-  /**
-   * The agent's tools and rules, resolved by the API as it started the step. A step started without
-   * them (by an older API) resolves them with the startRun local activity.
-   */
-  context?: StepContext;
+  /** The agent's tools and rules, resolved by the API as it started the step. */
+  context: StepContext;
 }
 
 /** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
@@ -62,18 +54,19 @@ export interface AgentStepResult {
  * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
  * ids only (the tool returns live in the database), so the history shows which calls were answered.
  */
-export interface ApprovalAnswered {
+export interface ApprovalAnswered extends RecordedAnswer {
+  /** The agent's tools and rules as the answer came, for the request it continues the step with. */
+  context: StepContext;
+}
+
+/** An answer as the database records it. */
+export interface RecordedAnswer {
   /** The run of the request that brought the answer; the step continues under it. */
   runId: string;
   approvalMessageId: string;
   /** The assistant message whose tool calls were waiting. */
   requestMessageId: string;
   toolCallIds: string[];
-  /**
-   * The agent's tools and rules as the answer came, for the request it continues the step with; an
-   * answer without them (an expired wait's, an older API's) has them resolved by startRun.
-   */
-  context?: StepContext;
 }
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');

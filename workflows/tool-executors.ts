@@ -62,14 +62,13 @@ const storedCall = (call: ToolCallInput, tool: StepTool): StoredToolCallInput =>
 
 /**
  * The executors of the server-side modes. Built-in tools that work on the database alone run as local
- * activities (`local`), in the workflow task that asks for them: milliseconds instead of a round trip
- * through the server; the others, and every tool that leaves the process, are regular activities that
- * heartbeat and may run on task queues of their own.
+ * activities, in the workflow task that asks for them: milliseconds instead of a round trip through the
+ * server; the others, and every tool that leaves the process, are regular activities that heartbeat
+ * and may run on task queues of their own.
  */
 export function toolExecutors(
   limits: AgentStepLimits,
   queues: { sandbox: string; mcp: string },
-  local: boolean,
 ): ToolExecutors {
   const options = toolOptions(limits);
   const localOptions: LocalActivityOptions = {
@@ -87,7 +86,7 @@ export function toolExecutors(
     builtin: {
       label: 'built-in',
       run: (call, tool, summary) =>
-        local && tool.local
+        tool.local
           ? localBuiltin.executeWithOptions({ ...localOptions, summary }, [call])
           : builtin.executeWithOptions({ ...options, summary }, [call]),
     },

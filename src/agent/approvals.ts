@@ -9,7 +9,7 @@ import { insertRun } from '../db/runs';
 import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
-import type { ApprovalAnswered } from '../../workflows/messages';
+import type { RecordedAnswer } from '../../workflows/messages';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
@@ -73,7 +73,7 @@ export function answersMismatch(pending: PendingApproval, answers: ApprovalAnswe
   return same ? undefined : invalidIdsText(expected, received);
 }
 
-const signalFor = (message: MessageRow): ApprovalAnswered => {
+const signalFor = (message: MessageRow): RecordedAnswer => {
   const meta = message.metadata as { request_message_id: string };
   return {
     runId: message.run_id!,
@@ -98,7 +98,7 @@ export async function recordAnswer(
     runId: string;
     newRun?: Pick<RunRow, 'background' | 'metadata' | 'request_config'>;
   },
-): Promise<ApprovalAnswered> {
+): Promise<RecordedAnswer> {
   const { agentId, pending, runId } = input;
   // The answer's run continues the paused step in its conversation.
   const scope = await runScope(tx, pending.run_id);
@@ -128,7 +128,7 @@ export async function recordAnswer(
 export async function answerFor(
   db: Queryable,
   requestMessageId: string,
-): Promise<ApprovalAnswered | undefined> {
+): Promise<RecordedAnswer | undefined> {
   const [message] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
     answerKey(requestMessageId),
   ]);
@@ -152,7 +152,7 @@ export async function earlierAnswer(
   db: Queryable,
   agentId: string,
   answers: ApprovalAnswer[],
-): Promise<{ answered: ApprovalAnswered; repeats: boolean } | undefined> {
+): Promise<{ answered: RecordedAnswer; repeats: boolean } | undefined> {
   const [latest] = await db.query<MessageRow>(
     `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' AND (
        metadata->>'request_message_id' = ANY($2)

@@ -186,7 +186,6 @@ export async function startAgentStep(
       sandboxTaskQueue: ctx.taskQueues.sandbox,
       mcpTaskQueue: ctx.taskQueues.mcp,
       clientTools: request.clientTools,
-      localActivities: true,
       context,
       limits: stepLimits(config, request.maxSteps),
     },
@@ -250,7 +249,8 @@ export async function answerPausedStep(
       if (!earlier) throw invalid(NOTHING_PENDING);
       if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
       const run = await getRun(tx, earlier.answered.runId);
-      return { answered: earlier.answered, workflowId: run!.workflow_id, repeated: true };
+      const answered = { ...earlier.answered, context: await resolveStepContext(tx, agent) };
+      return { answered, workflowId: run!.workflow_id, repeated: true };
     }
     const answers = withLegacyIds(pending, request.answers);
     const mismatch = answersMismatch(pending, answers);

@@ -40,10 +40,6 @@ export async function lockRun(tx: Queryable, id: string): Promise<RunRow | undef
 export const isActiveRun = (run: Pick<RunRow, 'status'>) =>
   run.status === 'created' || run.status === 'running';
 
-export async function markRunRunning(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'created'`, [id]);
-}
-
 /**
  * Marks a run running (unless it ended meanwhile) and returns the messages it brought, which its step
  * sends to the model and stores with the reply: every attempt, since an earlier one may have failed.

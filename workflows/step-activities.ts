@@ -1,0 +1,73 @@
+/**
+ * The activities of an agent step other than its tool calls (workflows/tool-executors.ts), with their
+ * options, and how a failed one becomes the step's stop reason.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { AgentStepError, AgentStepLimits } from './messages';
+import { cancellationType, toolExecutors } from './tool-executors';
+
+type Activities = ReturnType<typeof createActivities>;
+
+/** Longest error message kept in the workflow's result (the history stays small). */
+const ERROR_MESSAGE_CHARS = 500;
+
+/**
+ * The run's bookkeeping (but `runEnd`) runs as local activities, in the workflow task that asks for
+ * them: a few milliseconds each instead of a round trip through the server (a workflow task, a
+ * dispatch, a completion). They are idempotent like every activity here, since a local activity runs
+ * again if its workflow task fails before the worker reports it. The model call stays a regular
+ * activity: it may take minutes and heartbeats. Tool calls run through the executor of their mode.
+ */
+export function stepActivities(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }) {
+  const bookkeeping: ActivityOptions & LocalActivityOptions = {
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
+  };
+  const model: ActivityOptions = {
+    cancellationType,
+    startToCloseTimeout: limits.modelTimeoutMs + 10_000,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    retry: {
+      initialInterval: limits.modelRetryInitialMs,
+      backoffCoefficient: 2,
+      maximumInterval: '60 seconds',
+      maximumAttempts: limits.modelMaxAttempts,
+    },
+  };
+  return {
+    tools: toolExecutors(limits, queues),
+    run: proxyLocalActivities<Activities>(bookkeeping),
+    // Marking the run stopped lets the API answer; the search attribute set just before must be stored
+    // by then. A regular activity starts only once the workflow task that tags the workflow is stored;
+    // a local one would run before. (A pause is marked by the model call that meets it: the pause is
+    // the step's hot path, and the tag follows in the next workflow task.)
+    runEnd: proxyActivities<Activities>(bookkeeping),
+    model: proxyActivities<Activities>(model),
+    // The model call names itself in the Temporal UI: it passes these options again with a summary.
+    modelOptions: model,
+  };
+}
+
+function describe(error: unknown): string {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  return `${(error as Error)?.message ?? String(error)}${cause ? `: ${cause.message}` : ''}`;
+}
+
+/** A failure's stop reason and Letta error: the model provider's refusal, or an error of ours. */
+export function stopFor(error: unknown): { stopReason: string; error: AgentStepError } {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  const message = describe(error).slice(0, ERROR_MESSAGE_CHARS);
+  if (cause instanceof ApplicationFailure && cause.type === 'LlmApiError') {
+    const type = typeof cause.details?.[0] === 'string' ? cause.details[0] : 'llm_error';
+    return { stopReason: 'llm_api_error', error: { type, message } };
+  }
+  return { stopReason: 'error', error: { type: 'internal_error', message } };
+}

@@ -59,10 +59,16 @@ export interface CallModelInput {
   requestUsage: RunUsage;
 }
 
+/** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
+export interface StepCall {
+  id: string;
+  name: string;
+}
+
 export interface ModelTurn {
   messageId: string;
   stepId: string;
-  toolCalls: { id: string; name: string }[];
+  toolCalls: StepCall[];
   finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
   usage: TokenUsage;
   /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
@@ -155,7 +161,7 @@ export interface ResumePlan {
   stepId: string;
   /** Every call of the paused reply, in order: their returns make up one tool message. */
   callIds: string[];
-  toRun: { id: string; name: string }[];
+  toRun: StepCall[];
   clientTools: ClientTool[];
   maxSteps: number;
 }

@@ -20,22 +20,21 @@ import {
   addUsage,
   noUsage,
   type ClientTool,
-  type ApprovalWait,
   type ModelTurn,
-  type RunUsage,
   type StepContext,
   type StepTool,
   type ToolOutcome,
+  type StepCall,
 } from '../activities/contracts';
 import {
   approvalAnsweredSignal,
-  type AgentStepError,
   type AgentStepInput,
   type AgentStepResult,
   type ApprovalAnswered,
 } from './messages';
 import { stopReasonKey } from './search-attributes';
-import { stepActivities, stopFor } from './step-activities';
+import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
+import { dispatchToolCall, runToolCalls } from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -46,8 +45,6 @@ import {
   uncalledRequiredTools,
   type ToolCallRecord,
 } from './tool-rules';
-
-type Call = { id: string; name: string };
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
   `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
@@ -63,20 +60,6 @@ interface Request {
   context: StepContext;
 }
 
-/** How a request ended, and what is still to be stored for it. */
-interface RequestOutcome {
-  stopReason: string;
-  usage: RunUsage;
-  pendingToolCallIds: string[];
-  followUpsFrom?: string;
-  error?: AgentStepError;
-  /**
-   * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
-   * call entered (none when a cancel ended the run first: the cancel is on its way).
-   */
-  pause?: { messageId: string; calls: Call[]; wait?: ApprovalWait };
-}
-
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
   const acts = stepActivities(limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue });
@@ -90,7 +73,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
   });
 
   const runTool = (
-    call: Call,
+    call: StepCall,
     tool: StepTool | undefined,
     turn: Pick<ModelTurn, 'messageId' | 'stepId'>,
     runId: string,
@@ -105,16 +88,9 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolName: call.name,
       prefilledArgs: prefilled,
     };
-    const executor = tool && acts.tools[tool.mode];
-    if (executor) {
-      const summary = `${call.name} (${executor.label})`;
-      setCurrentDetails(`Running tool ${summary}`);
-      return executor.run(callInput, tool, summary);
-    }
-    const reason = tool
-      ? `Error executing function ${call.name}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server yet`
-      : 'Tool not found';
-    return acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason });
+    return dispatchToolCall(acts.tools, callInput, tool, (reason) =>
+      acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
+    );
   };
 
   /** Runs one request's model → tools loop; an answer to a pause first runs the calls it allows. */
@@ -236,24 +212,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     return answers.get(pause.messageId)!;
   };
 
-  const finish = async (runId: string, outcome: RequestOutcome): Promise<AgentStepResult> => {
-    const { stopReason, usage, error } = outcome;
-    setCurrentDetails(`Stopped: ${stopReason}`);
-    // Before the run is marked stopped: whoever sees the run stopped finds the workflow tagged too.
-    upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
-    await CancellationScope.nonCancellable(() =>
-      acts.runEnd.finishRun({
-        agentId,
-        runId,
-        stopReason,
-        usage,
-        pendingToolCallIds: outcome.pendingToolCallIds,
-        followUpsFrom: outcome.followUpsFrom,
-        error,
-      }),
-    );
-    return { stopReason, ...(error ? { error } : {}), usage };
-  };
+  const finish = (runId: string, outcome: RequestOutcome) => finishRequest(acts, agentId, runId, outcome);
 
   let request: Request = {
     runId: input.runId,
@@ -293,21 +252,4 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       context: answered.context,
     };
   }
-}
-
-/**
- * Runs calls of one reply: concurrently when every one of them allows parallel execution, otherwise in
- * order. Outcomes keep the calls' order.
- */
-async function runToolCalls(
-  calls: Call[],
-  tools: StepTool[],
-  run: (call: Call) => Promise<ToolOutcome>,
-): Promise<ToolOutcome[]> {
-  const parallel =
-    calls.length > 1 && calls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
-  if (parallel) return Promise.all(calls.map(run));
-  const outcomes: ToolOutcome[] = [];
-  for (const call of calls) outcomes.push(await run(call));
-  return outcomes;
 }

@@ -5,13 +5,18 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   proxyActivities,
+  setCurrentDetails,
+  upsertSearchAttributes,
   proxyLocalActivities,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { AgentStepError, AgentStepLimits } from './messages';
+import type { ApprovalWait, RunUsage, StepCall } from '../activities/contracts';
+import type { AgentStepError, AgentStepLimits, AgentStepResult } from './messages';
+import { stopReasonKey } from './search-attributes';
 import { cancellationType, toolExecutors } from './tool-executors';
 
 type Activities = ReturnType<typeof createActivities>;
@@ -70,4 +75,47 @@ export function stopFor(error: unknown): { stopReason: string; error: AgentStepE
     return { stopReason: 'llm_api_error', error: { type, message } };
   }
   return { stopReason: 'error', error: { type: 'internal_error', message } };
+}
+
+/** How a request ended, and what is still to be stored for it. */
+export interface RequestOutcome {
+  stopReason: string;
+  usage: RunUsage;
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
+  error?: AgentStepError;
+  /**
+   * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
+   * call entered (none when a cancel ended the run first: the cancel is on its way).
+   */
+  pause?: { messageId: string; calls: StepCall[]; wait?: ApprovalWait };
+}
+
+export type StepActivities = ReturnType<typeof stepActivities>;
+
+/**
+ * Ends a request's run: the workflow is tagged with the stop reason first (whoever sees the run
+ * stopped finds the workflow tagged too), then the run is marked stopped, even while cancelling.
+ */
+export async function finishRequest(
+  acts: StepActivities,
+  agentId: string,
+  runId: string,
+  outcome: RequestOutcome,
+): Promise<AgentStepResult> {
+  const { stopReason, usage, error } = outcome;
+  setCurrentDetails(`Stopped: ${stopReason}`);
+  upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
+  await CancellationScope.nonCancellable(() =>
+    acts.runEnd.finishRun({
+      agentId,
+      runId,
+      stopReason,
+      usage,
+      pendingToolCallIds: outcome.pendingToolCallIds,
+      followUpsFrom: outcome.followUpsFrom,
+      error,
+    }),
+  );
+  return { stopReason, ...(error ? { error } : {}), usage };
 }

@@ -8,6 +8,7 @@ import {
   ActivityCancellationType,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
@@ -20,6 +21,7 @@ import type {
   ToolCallInput,
   ToolMode,
   ToolOutcome,
+  StepCall,
 } from '../activities/contracts';
 import type { AgentStepLimits } from './messages';
 
@@ -112,4 +114,44 @@ export function toolExecutors(
         ),
     },
   };
+}
+
+/**
+ * Runs calls of one reply: concurrently when every one of them allows parallel execution, otherwise in
+ * order. Outcomes keep the calls' order.
+ */
+export async function runToolCalls(
+  calls: StepCall[],
+  tools: StepTool[],
+  run: (call: StepCall) => Promise<ToolOutcome>,
+): Promise<ToolOutcome[]> {
+  const parallel =
+    calls.length > 1 && calls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
+  if (parallel) return Promise.all(calls.map(run));
+  const outcomes: ToolOutcome[] = [];
+  for (const call of calls) outcomes.push(await run(call));
+  return outcomes;
+}
+
+/**
+ * Runs a call through the executor of its tool's mode; a call of a tool the step does not have, or of
+ * a mode no executor runs here, is refused with the error the model sees (`reject`).
+ */
+export function dispatchToolCall(
+  executors: ToolExecutors,
+  call: ToolCallInput,
+  tool: StepTool | undefined,
+  reject: (reason: string) => Promise<ToolOutcome>,
+): Promise<ToolOutcome> {
+  const executor = tool && executors[tool.mode];
+  if (!executor) {
+    return reject(
+      tool
+        ? `Error executing function ${call.toolName}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server yet`
+        : 'Tool not found',
+    );
+  }
+  const summary = `${call.toolName} (${executor.label})`;
+  setCurrentDetails(`Running tool ${summary}`);
+  return executor.run(call, tool, summary);
 }

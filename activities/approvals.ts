@@ -1,6 +1,6 @@
 /** The pause of an agent step for approvals or client tools: entering it, its timeout, its answer. */
-import { getAgentRow } from '../src/db/agents';
-import { getMessage } from '../src/db/messages';
+import { getAgentRow, setLastStopReason } from '../src/db/agents';
+import { getMessage, latestApprovalRequest } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
@@ -79,7 +79,7 @@ export async function enterPause(
     expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
   };
   await setPendingApproval(tx, { agentId: input.agentId, conversationId: run.conversation_id }, pending);
-  await tx.query(`UPDATE agents SET last_stop_reason = 'requires_approval' WHERE id = $1`, [input.agentId]);
+  await setLastStopReason(tx, input.agentId, 'requires_approval');
   await endRunPaused(tx, input);
   return waitOf(pending, input.messageId);
 }
@@ -140,10 +140,7 @@ async function denyPauseOnCancel(
  * leaves a run that is no longer active unpaused.
  */
 export async function releaseCancelledPause(tx: Queryable, agentId: string, runId: string): Promise<void> {
-  const [paused] = await tx.query<{ id: string }>(
-    `SELECT id FROM messages WHERE run_id = $1 AND metadata ? 'approval_request' ORDER BY seq DESC LIMIT 1`,
-    [runId],
-  );
+  const paused = await latestApprovalRequest(tx, runId);
   if (!paused) return;
   const answeredRun = await denyPauseOnCancel(tx, { agentId, runId, messageId: paused.id });
   if (answeredRun && answeredRun !== runId) {

@@ -4,7 +4,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
-import { conversationContext, insertMessage, type NewMessage } from '../src/db/messages';
+import { conversationContext, insertMessage, messageByKey, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
@@ -139,9 +139,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const requestInput = input.step === 0 ? ((await startRunWithInput(db, input.runId)) ?? []) : [];
       await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
       const idempotencyKey = `${input.runId}:model:${input.step}`;
-      const [stored] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
-        idempotencyKey,
-      ]);
+      const stored = await messageByKey(db, idempotencyKey);
       if (stored) return { ...turnOf(stored), ...(await pausedBy(db, stored, input)) };
 
       const agent = await getAgent(db, input.agentId);

@@ -1,6 +1,6 @@
 /** Bookkeeping of a run: its end, queued runs cancelled, and the calls that do not run. */
 import { newId } from '../src/ids';
-import { getAgentRow } from '../src/db/agents';
+import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
 import { cancelUnstartedRuns, finishRun as storeRunOutcome } from '../src/db/runs';
 import { recordToolExecution } from '../src/db/tool-executions';
@@ -78,10 +78,7 @@ export function runActivities({ db }: ActivityDeps) {
         });
         if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
         await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
-        await tx.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [
-          input.agentId,
-          input.stopReason,
-        ]);
+        await setLastStopReason(tx, input.agentId, input.stopReason);
       });
     },
   };

@@ -2,6 +2,7 @@
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
+import { toolsWhere } from '../db/tools';
 import { insertMessage } from '../db/messages';
 import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
 import { DomainError, invalid } from '../errors';
@@ -69,12 +70,10 @@ const pythonSet = (items: string[]) =>
  * match on ("tools not found by name", then `POST /v1/tools/add-base-tools` and a retry).
  */
 async function resolveTools(db: Queryable, names: string[], ids: string[]): Promise<ToolRow[]> {
-  const byName = names.length
-    ? await db.query<ToolRow>('SELECT * FROM tools WHERE name = ANY($1)', [names])
-    : [];
+  const byName = names.length ? await toolsWhere(db, 'name', names) : [];
   const missingNames = names.filter((n) => !byName.some((t) => t.name === n));
   if (missingNames.length) throw invalid(`Tools not found by name: ${pythonSet(missingNames)}`);
-  const byId = ids.length ? await db.query<ToolRow>('SELECT * FROM tools WHERE id = ANY($1)', [ids]) : [];
+  const byId = ids.length ? await toolsWhere(db, 'id', ids) : [];
   const missingIds = ids.filter((id) => !byId.some((t) => t.id === id));
   if (missingIds.length) throw invalid(`Tools not found by id:   ${pythonSet(missingIds)}`);
   const all = [...byName, ...byId];
@@ -84,8 +83,8 @@ async function resolveTools(db: Queryable, names: string[], ids: string[]): Prom
 /** Blocks shared by id must exist (Letta: 404), checked before the foreign key would refuse them. */
 async function checkBlocksExist(db: Queryable, ids: string[]): Promise<void> {
   if (!ids.length) return;
-  const found = await db.query<{ id: string }>('SELECT id FROM blocks WHERE id = ANY($1)', [ids]);
-  const missing = ids.filter((id) => !found.some((b) => b.id === id));
+  const found = await repo.existingBlockIds(db, ids);
+  const missing = ids.filter((id) => !found.includes(id));
   if (missing.length) throw new DomainError('not_found', `Block(s) not found: ${missing.join(', ')}`);
 }
 
@@ -214,7 +213,7 @@ export async function updateAgent(
     });
     if (body.tool_ids || body.tools) {
       const tools = await resolveTools(tx, body.tools ?? [], body.tool_ids ?? []);
-      await tx.query('DELETE FROM agent_tools WHERE agent_id = $1', [agent.id]);
+      await repo.detachTools(tx, agent.id);
       await repo.attachTools(
         tx,
         agent.id,
@@ -227,7 +226,7 @@ export async function updateAgent(
     }
     if (body.block_ids) {
       await checkBlocksExist(tx, body.block_ids);
-      await tx.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agent.id]);
+      await repo.detachAllBlocks(tx, agent.id);
       await repo.attachBlocks(tx, agent.id, body.block_ids);
     }
     const secrets = body.secrets ?? body.tool_exec_environment_variables;
@@ -246,5 +245,5 @@ export async function attachTool(db: Database, agent: AgentRecord, tool: ToolRow
 }
 
 export async function detachTool(db: Database, agentId: string, toolId: string): Promise<void> {
-  await db.query('DELETE FROM agent_tools WHERE agent_id = $1 AND tool_id = $2', [agentId, toolId]);
+  await repo.detachTools(db, agentId, [toolId]);
 }

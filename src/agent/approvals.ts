@@ -4,7 +4,7 @@
  * caller see. Used by the API (answers from people and clients) and by activities (timeouts, cancel).
  */
 import type { Queryable } from '../db';
-import { insertMessage } from '../db/messages';
+import { insertMessage, latestAnswerNaming, messageByKey } from '../db/messages';
 import { insertRun } from '../db/runs';
 import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
@@ -129,9 +129,7 @@ export async function answerFor(
   db: Queryable,
   requestMessageId: string,
 ): Promise<RecordedAnswer | undefined> {
-  const [message] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
-    answerKey(requestMessageId),
-  ]);
+  const message = await messageByKey(db, answerKey(requestMessageId));
   return message && signalFor(message);
 }
 
@@ -153,12 +151,10 @@ export async function earlierAnswer(
   agentId: string,
   answers: ApprovalAnswer[],
 ): Promise<{ answered: RecordedAnswer; repeats: boolean } | undefined> {
-  const [latest] = await db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' AND (
-       metadata->>'request_message_id' = ANY($2)
-       OR EXISTS (SELECT 1 FROM jsonb_array_elements(approvals) AS a WHERE a->>'tool_call_id' = ANY($2)))
-     ORDER BY seq DESC LIMIT 1`,
-    [agentId, answers.map((a) => a.tool_call_id)],
+  const latest = await latestAnswerNaming(
+    db,
+    agentId,
+    answers.map((a) => a.tool_call_id),
   );
   if (!latest) return undefined;
   const answered = signalFor(latest);

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Database } from '../db';
+import { pingDatabase, type Database } from '../db';
 import { errorText } from '../temporal/connection';
 import { version } from '../paths';
 
@@ -39,7 +39,7 @@ export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): R
   const router = Router();
   router.get('/v1/health', async (_req, res) => {
     const [database, temporalStatus] = await Promise.all([
-      check(() => db.query('SELECT 1'), timeoutMs),
+      check(() => pingDatabase(db), timeoutMs),
       check(() => temporal.workflowService.getSystemInfo({}), timeoutMs),
     ]);
     const healthy = database === 'ok' && temporalStatus === 'ok';

@@ -60,6 +60,29 @@ export async function attachBlocks(db: Queryable, agentId: string, blockIds: str
   }
 }
 
+/** Detaches tools from the agent: those named, or all of them. */
+export async function detachTools(db: Queryable, agentId: string, toolIds?: string[]): Promise<void> {
+  await db.query(
+    `DELETE FROM agent_tools WHERE agent_id = $1 ${toolIds ? 'AND tool_id = ANY($2)' : ''}`,
+    toolIds ? [agentId, toolIds] : [agentId],
+  );
+}
+
+export async function detachAllBlocks(db: Queryable, agentId: string): Promise<void> {
+  await db.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agentId]);
+}
+
+/** Which of `ids` are stored blocks. */
+export async function existingBlockIds(db: Queryable, ids: string[]): Promise<string[]> {
+  const rows = await db.query<{ id: string }>('SELECT id FROM blocks WHERE id = ANY($1)', [ids]);
+  return rows.map((row) => row.id);
+}
+
+/** How the agent's last run stopped (`last_stop_reason`, as Letta shows it). */
+export async function setLastStopReason(db: Queryable, agentId: string, stopReason: string): Promise<void> {
+  await db.query('UPDATE agents SET last_stop_reason = $2 WHERE id = $1', [agentId, stopReason]);
+}
+
 export async function attachTools(db: Queryable, agentId: string, toolIds: string[]): Promise<void> {
   for (const toolId of toolIds) {
     await db.query('INSERT INTO agent_tools (agent_id, tool_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [

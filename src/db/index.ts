@@ -6,6 +6,7 @@ import { migrate } from './migrate';
 import { loadSecretsKey, useSecretsKey } from '../secrets';
 
 export type { Database, Queryable, Subscription } from './database';
+import type { Queryable } from './database';
 
 /**
  * `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out, with
@@ -37,4 +38,9 @@ function redactUrl(raw: string): string {
   const url = new URL(raw);
   if (url.password) url.password = '***';
   return url.toString();
+}
+
+/** Whether the database answers (the health check's question). */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
 }

@@ -67,13 +67,48 @@ export async function insertMessage(db: Queryable, message: NewMessage): Promise
     ],
   );
   if (inserted) return inserted;
-  const [existing] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [
-    message.idempotency_key,
-  ]);
-  return existing;
+  return (await messageByKey(db, message.idempotency_key!))!;
 }
 
-/** The agent's whole transcript, oldest first: the model's context (there is no compaction yet). */
+/** The message stored under an idempotency key (by whichever attempt stored it first). */
+export async function messageByKey(db: Queryable, key: string): Promise<MessageRow | undefined> {
+  const [row] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [key]);
+  return row;
+}
+
+/** The ids of an agent's messages, oldest first. */
+export async function agentMessageIds(db: Queryable, agentId: string): Promise<string[]> {
+  const rows = await db.query<{ id: string }>('SELECT id FROM messages WHERE agent_id = $1 ORDER BY seq', [
+    agentId,
+  ]);
+  return rows.map((row) => row.id);
+}
+
+/** The latest reply of a run whose calls waited for an answer. */
+export async function latestApprovalRequest(db: Queryable, runId: string): Promise<MessageRow | undefined> {
+  const [row] = await db.query<MessageRow>(
+    `SELECT * FROM messages WHERE run_id = $1 AND metadata ? 'approval_request' ORDER BY seq DESC LIMIT 1`,
+    [runId],
+  );
+  return row;
+}
+
+/** The agent's latest recorded answer that names one of `ids` (a tool call's, or its request message's). */
+export async function latestAnswerNaming(
+  db: Queryable,
+  agentId: string,
+  ids: string[],
+): Promise<MessageRow | undefined> {
+  const [row] = await db.query<MessageRow>(
+    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'approval' AND (
+       metadata->>'request_message_id' = ANY($2)
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(approvals) AS a WHERE a->>'tool_call_id' = ANY($2)))
+     ORDER BY seq DESC LIMIT 1`,
+    [agentId, ids],
+  );
+  return row;
+}
+
 /**
  * What of a conversation the model sees: the summary of what a compaction took out of its context, and
  * the messages since.

@@ -1,4 +1,5 @@
 import type { Queryable } from './database';
+import { newId } from '../ids';
 import type { ToolRow } from './rows';
 import { json, pageByCreatedAt, whereClause, type Page } from './sql';
 
@@ -93,4 +94,39 @@ export function listTools(db: Queryable, filters: ToolFilters, page: Page): Prom
   if (filters.search) where.add(`name ILIKE ?`, `%${filters.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   const tail = pageByCreatedAt(where, 'tools', page);
   return db.query<ToolRow>(`SELECT * FROM tools ${where} ${tail}`, where.params);
+}
+
+/** The tools whose `column` is one of `values`. */
+export function toolsWhere(db: Queryable, column: 'id' | 'name', values: string[]): Promise<ToolRow[]> {
+  return db.query<ToolRow>(`SELECT * FROM tools WHERE ${column} = ANY($1)`, [values]);
+}
+
+/** The tools an MCP server gave, oldest first. */
+export function toolsOfMcpServer(db: Queryable, serverId: string): Promise<ToolRow[]> {
+  return db.query<ToolRow>(
+    `SELECT * FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1 ORDER BY created_at, id`,
+    [serverId],
+  );
+}
+
+/** A built-in tool as this version of the server defines it, inserted or brought up to date by name. */
+export async function upsertBuiltinTool(
+  db: Queryable,
+  tool: Pick<ToolRow, 'name' | 'tool_type' | 'description' | 'json_schema' | 'enable_parallel_execution'>,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO tools (id, name, tool_type, description, source_type, json_schema, tags, enable_parallel_execution)
+     VALUES ($1, $2, $3, $4, 'python', $5, $6, $7)
+     ON CONFLICT (name) DO UPDATE SET tool_type = $3, description = $4, json_schema = $5, tags = $6,
+       enable_parallel_execution = $7, updated_at = now()`,
+    [
+      newId('tool'),
+      tool.name,
+      tool.tool_type,
+      tool.description,
+      JSON.stringify(tool.json_schema),
+      [tool.tool_type],
+      tool.enable_parallel_execution,
+    ],
+  );
 }

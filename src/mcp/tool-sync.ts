@@ -5,10 +5,17 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Database, Queryable } from '../db';
+import type { Database } from '../db';
 import { getMcpServer, type McpServerRow } from '../db/mcp-servers';
 import type { ToolRow } from '../db/rows';
-import { deleteTool, getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
+import {
+  deleteTool,
+  getToolByName,
+  insertTool,
+  toolsOfMcpServer,
+  updateTool,
+  type ToolFields,
+} from '../db/tools';
 import { newId } from '../ids';
 import { schemaHealth } from '../tools/schema-health';
 import { strictParameters } from '../tools/strict-mode';
@@ -88,13 +95,6 @@ const unchanged = (existing: ToolRow, fields: ToolFields) =>
     [fields.json_schema, fields.description, fields.tags, fields.metadata],
   );
 
-export function storedMcpTools(db: Queryable, serverId: string): Promise<ToolRow[]> {
-  return db.query<ToolRow>(
-    `SELECT * FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1 ORDER BY created_at, id`,
-    [serverId],
-  );
-}
-
 /**
  * Makes the server's stored tools match `listed`, in one transaction holding the server's row (syncs of
  * one server take turns). A tool whose name another tool already has is skipped, not taken over. A
@@ -105,7 +105,7 @@ export function syncMcpTools(db: Database, serverId: string, listed: Tool[]): Pr
     const summary: SyncSummary = { added: [], updated: [], deleted: [], skipped: [] };
     const server = await getMcpServer(tx, serverId, true);
     if (!server) return summary;
-    const stored = new Map((await storedMcpTools(tx, serverId)).map((tool) => [tool.name, tool]));
+    const stored = new Map((await toolsOfMcpServer(tx, serverId)).map((tool) => [tool.name, tool]));
     const kept = new Set<string>();
     for (const tool of listed) {
       const schema = schemaOf(tool);

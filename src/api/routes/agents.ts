@@ -15,6 +15,7 @@ import {
 import * as repo from '../../db/agents';
 import { attachTool, createAgent, detachTool, updateAgent } from '../../agent/agents';
 import { getTool } from '../../db/tools';
+import { agentMessageIds } from '../../db/messages';
 import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
 import { pendingApprovalView } from '../pending-approval';
@@ -55,14 +56,6 @@ const ApprovalSettingBody = z
   .strict();
 const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 
-async function messageIds(ctx: ApiContext, agentId: string): Promise<string[]> {
-  const rows = await ctx.db.query<{ id: string }>(
-    'SELECT id FROM messages WHERE agent_id = $1 ORDER BY seq',
-    [agentId],
-  );
-  return rows.map((r) => r.id);
-}
-
 /** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
 export function agentsRouter(ctx: ApiContext): Router {
   const router = Router();
@@ -70,7 +63,7 @@ export function agentsRouter(ctx: ApiContext): Router {
     agentStateShape(
       agent,
       {
-        message_ids: await messageIds(ctx, agent.id),
+        message_ids: await agentMessageIds(ctx.db, agent.id),
         pending_approval: await pendingApprovalView(ctx.db, agent.pending_approval),
       },
       include,

@@ -12,7 +12,8 @@ import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
 import { McpTimeoutError } from '../../mcp/connection';
 import { McpStdioRefusedError } from '../../mcp/stdio-sandbox';
-import { storedMcpTools, syncMcpTools } from '../../mcp/tool-sync';
+import { syncMcpTools } from '../../mcp/tool-sync';
+import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
 import { ToolError } from '../../tools/tool-error';
@@ -73,7 +74,7 @@ export function mcpServersRouter(ctx: ApiContext): Router {
 
   const loadTool = async (req: Request) => {
     const { mcpServerId, toolId } = parseParams(McpToolParams, req);
-    const tool = (await storedMcpTools(ctx.db, mcpServerId)).find((t) => t.id === toolId);
+    const tool = (await toolsOfMcpServer(ctx.db, mcpServerId)).find((t) => t.id === toolId);
     if (!tool) throw notFound(`Tool ${toolId} of MCP server ${mcpServerId}`);
     return tool;
   };
@@ -140,7 +141,7 @@ export function mcpServersRouter(ctx: ApiContext): Router {
 
   router.get(`${BASE}/:mcpServerId/tools`, async (req, res) => {
     const server = await loadServer(req);
-    res.json((await storedMcpTools(ctx.db, server.id)).map(toolShape));
+    res.json((await toolsOfMcpServer(ctx.db, server.id)).map(toolShape));
   });
 
   router.get(`${BASE}/:mcpServerId/tools/:toolId`, async (req, res) => {

@@ -5,8 +5,8 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import { newId } from '../../ids';
-import { agentBlocks, attachBlocks, insertBlock, updateBlock } from '../../db/agents';
+import { agentBlocks, attachBlocks, insertBlock, lockAgentRow, updateBlock } from '../../db/agents';
+import { upsertBuiltinTool } from '../../db/tools';
 import type { BlockRow } from '../../db/rows';
 import { conversationSearch } from './conversation-search';
 import { fetchWebpage } from './fetch-webpage';
@@ -57,21 +57,13 @@ export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOL
 export async function ensureBuiltinTools(db: Database): Promise<void> {
   for (const [name, tool] of Object.entries(BUILTIN_TOOLS) as [BuiltinToolName, BuiltinTool][]) {
     const schema = schemas[name];
-    await db.query(
-      `INSERT INTO tools (id, name, tool_type, description, source_type, json_schema, tags, enable_parallel_execution)
-       VALUES ($1, $2, $3, $4, 'python', $5, $6, $7)
-       ON CONFLICT (name) DO UPDATE SET tool_type = $3, description = $4, json_schema = $5, tags = $6,
-         enable_parallel_execution = $7, updated_at = now()`,
-      [
-        newId('tool'),
-        name,
-        tool.toolType,
-        schema.description,
-        JSON.stringify(schema),
-        [tool.toolType],
-        tool.parallel,
-      ],
-    );
+    await upsertBuiltinTool(db, {
+      name,
+      tool_type: tool.toolType,
+      description: schema.description,
+      json_schema: schema,
+      enable_parallel_execution: tool.parallel,
+    });
   }
 }
 
@@ -133,7 +125,7 @@ async function editMemory(tx: Queryable, agentId: string, name: string, args: Ar
 export const editsMemory = (name: string) => name in EDITS;
 
 export async function lockAgentMemory(tx: Queryable, agentId: string): Promise<void> {
-  await tx.query('SELECT id FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
+  await lockAgentRow(tx, agentId);
 }
 
 async function writeEdit(

@@ -292,5 +292,17 @@ describe('conversations', () => {
     expect(Object.values(cancelled)).toEqual(['cancelled']);
     expect((await chunks).at(-2)).toMatchObject({ stop_reason: 'cancelled' });
     await expect(h.client.conversations.cancel(conversation.id)).rejects.toMatchObject({ status: 409 });
+
+    // Deleted while a step of it runs: the step ends first, and the conversation is gone.
+    h.stub.enqueue({ text: 'never stored', delayMs: 30_000 });
+    const running = await h.client.conversations.messages.create(conversation.id, {
+      messages: [{ role: 'user', content: 'wait again' }],
+      background: true,
+    });
+    const ended = collect(running);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await h.client.conversations.delete(conversation.id);
+    await expect(h.client.conversations.retrieve(conversation.id)).rejects.toMatchObject({ status: 404 });
+    expect((await ended).at(-2)).toMatchObject({ stop_reason: 'cancelled' });
   });
 });

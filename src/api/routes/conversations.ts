@@ -10,7 +10,7 @@ import { parseBody, parseQuery } from '../validation';
 import { conversationShape, lettaMessages } from '../letta-shapes';
 import { CancelSchema, ConversationMessageSchema, RetrieveStreamSchema } from '../schemas/messages';
 import { streamRun } from '../run-stream';
-import { runLiveness } from '../../agent/steps';
+import { cancelSteps, runLiveness } from '../../agent/steps';
 import { conversationRun } from '../../db/runs';
 import {
   AgentOfDefaultQuery,
@@ -102,8 +102,12 @@ export function conversationsRouter(ctx: ApiContext): Router {
     res.json(conversationShape(updated!));
   });
 
+  // Its steps end first (cancelled, as a cancel ends them): none goes on storing into a history that is gone.
   router.delete('/v1/conversations/:id', async (req, res) => {
-    if (!(await deleteConversation(ctx.db, req.params.id))) throw notFound(`Conversation ${req.params.id}`);
+    const conversation = await loadConversation(req.params.id);
+    await cancelSteps(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
+    if (!(await deleteConversation(ctx.db, conversation.id)))
+      throw notFound(`Conversation ${conversation.id}`);
     res.json(null);
   });
 

@@ -23,7 +23,7 @@ import {
   noUsage,
   type ApprovalWait,
   type ClientTool,
-  type RequestApprovalInput,
+  type EnterPauseInput,
   type ResumePlan,
 } from './contracts';
 import { flushToolReturns, usageRecord } from './run-records';
@@ -50,7 +50,7 @@ export function waitOf(pending: PendingApproval | null, messageId: string): Appr
   return { timeoutMs: expiresAt ? Math.max(0, Date.parse(expiresAt) - Date.now()) : null };
 }
 
-const endRunPaused = (tx: Queryable, input: Pick<RequestApprovalInput, 'runId' | 'usage'>) =>
+const endRunPaused = (tx: Queryable, input: Pick<EnterPauseInput, 'runId' | 'usage'>) =>
   storeRunOutcome(tx, input.runId, {
     status: 'completed',
     stopReason: 'requires_approval',
@@ -63,7 +63,7 @@ const endRunPaused = (tx: Queryable, input: Pick<RequestApprovalInput, 'runId' |
  */
 export async function enterPause(
   tx: Queryable,
-  input: RequestApprovalInput,
+  input: EnterPauseInput,
   run: RunRow,
   agentTimeoutSeconds: number | null,
 ): Promise<ApprovalWait> {

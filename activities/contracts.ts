@@ -141,7 +141,7 @@ export interface FinishRunInput {
 /** Longest tool output carried in workflow state for conditional rules. */
 export const SHORT_OUTPUT_CHARS = 256;
 
-export interface RequestApprovalInput {
+export interface EnterPauseInput {
   agentId: string;
   runId: string;
   /** The assistant message whose tool calls wait. */

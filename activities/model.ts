@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
-import { conversationContext, insertMessage, messageByKey, type NewMessage } from '../src/db/messages';
+import { isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
+import { insertMessage, messageByKey, runContext, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
@@ -149,8 +149,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const parsed = parseHandle(handle);
       if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
 
-      const conversationId = (await getRun(db, input.runId))?.conversation_id ?? null;
-      const { summary, transcript } = await conversationContext(db, { agentId: agent.id, conversationId });
+      const { conversationId, summary, transcript } = await runContext(db, input.runId);
       const system = compiledPrompt(agent, conversationId);
       const messages = requestMessages({ system, summary, transcript }, requestInput);
       let reply: ModelReply;

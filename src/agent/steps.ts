@@ -6,9 +6,9 @@ import {
   WithStartWorkflowOperation,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Database } from '../db';
 import type { TaskQueues } from '../temporal/task-queues';
@@ -284,8 +284,9 @@ export async function answerPausedStep(
 
 /**
  * Cancels steps of a conversation (those of `workflowIds`, or all) and returns once they have ended:
- * its session drops queued ones and cancels the running one. A step no session holds (it started
- * before sessions, or its session is gone) is cancelled directly, and waited for.
+ * its session drops queued ones and cancels the running one. A step no session holds (one started on
+ * its own, as steps were before sessions, or one whose session is gone) is cancelled directly, and
+ * waited for.
  */
 export async function cancelSteps(
   ctx: StepServices,

@@ -5,7 +5,7 @@
 import type { ToolRule } from '../src/schemas/tool-rules';
 
 /** How a tool call is executed; it chooses the activity and its task queue. */
-export type ToolMode = 'builtin' | 'sandbox' | 'mcp' | 'client' | 'unknown';
+export type ToolMode = 'builtin' | 'sandbox' | 'mcp' | 'client';
 
 export interface StepTool {
   id: string;
@@ -84,10 +84,7 @@ export interface ToolCallInput {
   toolName: string;
   /** Arguments tool rules fix for this call; they override the model's. */
   prefilledArgs?: Record<string, unknown>;
-}
-
-/** A custom tool's call: which tool, at the version the step resolved at its start. */
-export interface StoredToolCallInput extends ToolCallInput {
+  /** The called tool, at the version the step resolved at its start. */
   toolId: string;
   toolVersion: number;
 }

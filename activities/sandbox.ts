@@ -1,27 +1,16 @@
 /**
- * Custom tools, run in the sandbox: the activities of the `tools-sandbox` task queue, whose worker pool
+ * Custom tools, run in the sandbox: the activity of the `tools-sandbox` task queue, whose worker pool
  * can live apart from the agent workers.
  */
-import { Context } from '@temporalio/activity';
 import type { Database } from '../src/db';
-import { getAgent } from '../src/db/agents';
-import { findToolExecution } from '../src/db/tool-executions';
-import type { AgentRecord, ToolRow } from '../src/db/rows';
+import { agentBlocks, agentSecrets } from '../src/db/agents';
 import { stringifyReturn } from '../src/agent/tool-returns';
-import type { Sandbox, ToolJob, ToolRunResult } from '../src/sandbox';
+import type { Sandbox, ToolRunResult } from '../src/sandbox';
+import { sandboxEnvironment } from '../src/sandbox/environment';
 import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
-import type { StoredToolCallInput, ToolOutcome } from './contracts';
-import { withHeartbeats } from './heartbeat';
-import {
-  argumentsFor,
-  outcomeOf,
-  recordOnceWithMemory,
-  recordResult,
-  type ToolResult,
-  toolAtVersion,
-} from './tool-results';
+import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 
 export interface SandboxActivityDeps {
   db: Database;
@@ -40,52 +29,44 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
   stderr: run.stderr,
 });
 
-export function sandboxActivities({ db, sandbox, toolTimeoutMs, sandboxType }: SandboxActivityDeps) {
-  const jobFor = async (input: StoredToolCallInput, agent: AgentRecord, tool: ToolRow | undefined) => {
-    if (!tool?.source_code) throw new ToolError(`Tool ${input.toolName} has no source code to run`);
-    const args = await argumentsFor(db, input, agent, tool);
-    return customToolJob(db, sandboxType, agent, tool, args, toolTimeoutMs);
-  };
-
-  /** The call's record and the tool's memory edits commit together, once, under the agent's memory lock. */
-  const record = (
-    input: StoredToolCallInput,
-    agent: AgentRecord,
-    tool: ToolRow | undefined,
-    job: ToolJob,
-    run: ToolRunResult,
-  ) =>
-    recordOnceWithMemory(db, input, async (tx) => {
-      let result = resultOf(run);
-      try {
-        if (run.status === 'success') await writeBackMemory(tx, input.agentId, job, run);
-      } catch (error) {
-        if (!(error instanceof ToolError)) throw error;
-        result = { ...result, status: 'error', text: error.message };
-      }
-      return recordResult(tx, input, agent, tool, result);
-    });
-
+/**
+ * Runs a custom tool at the version the step resolved when it started. The tool's own failure is its
+ * result; a sandbox that cannot run fails the activity, which retries. The block values the tool
+ * changed in its `agent_state` are written back with the call's record.
+ */
+export function sandboxExecutor({
+  db,
+  sandbox,
+  toolTimeoutMs,
+  sandboxType,
+}: SandboxActivityDeps): ToolExecutor {
   return {
-    /**
-     * Runs a custom tool once per tool call id, at the version the step resolved when it started. The
-     * tool's own failure is its result; a sandbox that cannot run fails the activity, which retries.
-     */
-    async runSandboxTool(input: StoredToolCallInput): Promise<ToolOutcome> {
-      const done = await findToolExecution(db, input.toolCallId);
-      if (done) return outcomeOf(done);
-      const agent = await getAgent(db, input.agentId);
-      if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-      const tool = await toolAtVersion(db, input);
-      let job: ToolJob;
-      try {
-        job = await jobFor(input, agent, tool);
-      } catch (error) {
-        if (!(error instanceof ToolError)) throw error;
-        return recordResult(db, input, agent, tool, { status: 'error', text: error.message });
-      }
-      const run = await withHeartbeats(sandbox.run(job, Context.current().cancellationSignal));
-      return record(input, agent, tool, job, run);
+    async execute({ agent, tool, args, signal }) {
+      if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
+      const [blocks, secrets, environment] = await Promise.all([
+        agentBlocks(db, agent.id),
+        agentSecrets(db, agent.id),
+        sandboxEnvironment(db, sandboxType),
+      ]);
+      const job = customToolJob(environment, { ...agent, blocks, secrets }, tool, args, toolTimeoutMs);
+      const run = await sandbox.run(job, signal);
+      const result = resultOf(run);
+      if (run.status !== 'success') return result;
+      return {
+        async writeMemory(tx) {
+          try {
+            await writeBackMemory(tx, agent.id, job, run);
+            return result;
+          } catch (error) {
+            if (!(error instanceof ToolError)) throw error;
+            return { ...result, status: 'error', text: error.message };
+          }
+        },
+      };
     },
   };
+}
+
+export function sandboxActivities(deps: SandboxActivityDeps) {
+  return { runSandboxTool: toolCallActivity(deps.db, sandboxExecutor(deps)) };
 }

@@ -8,6 +8,7 @@ import { getAgentRow } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
 import type { PendingApproval } from '../src/db/rows';
 import { getRun } from '../src/db/runs';
+import { getToolByName } from '../src/db/tools';
 import { newId } from '../src/ids';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { ensureBuiltinTools } from '../src/tools/builtin';
@@ -55,6 +56,12 @@ describe('activities retried after doing their work', () => {
     await schema?.drop();
   });
 
+  /** The built-in tool the calls here run, as a step resolves it. */
+  const memoryInsert = async () => {
+    const tool = (await getToolByName(db, 'memory_insert'))!;
+    return { toolId: tool.id, toolVersion: tool.version };
+  };
+
   const count = async (sql: string, params: unknown[]) =>
     Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${sql}`, params))[0].n);
 
@@ -99,6 +106,7 @@ describe('activities retried after doing their work', () => {
       messageId: first.messageId,
       toolCallId: call.id,
       toolName: call.name,
+      ...(await memoryInsert()),
     };
     const results = await Promise.all([
       run(activities.runBuiltinTool, toolInput),
@@ -258,6 +266,7 @@ describe('activities retried after doing their work', () => {
             messageId,
             toolCallId,
             toolName: 'memory_insert',
+            ...(await memoryInsert()),
           };
         }),
       );

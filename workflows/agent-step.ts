@@ -34,7 +34,7 @@ import {
 } from './messages';
 import { stopReasonKey } from './search-attributes';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
-import { dispatchToolCall, runToolCalls } from './tool-executors';
+import { dispatchToolCall, runsOnClient, runToolCalls } from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -48,6 +48,15 @@ import {
 
 const REQUIRED_TOOL_ALERT = (names: string[]) =>
   `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
+
+/** A client tool as the step sees it: its calls run on the client, which returns their results. */
+const clientStepTool = ({ name }: ClientTool): StepTool => ({
+  id: name,
+  name,
+  mode: 'client',
+  parallel: false,
+  version: 0,
+});
 
 /** One request's share of the step: its run, and what it asked for. */
 interface Request {
@@ -88,7 +97,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolName: call.name,
       prefilledArgs: prefilled,
     };
-    return dispatchToolCall(acts.tools, callInput, tool, (reason) =>
+    return dispatchToolCall(acts.runTool, callInput, tool, (reason) =>
       acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
     );
   };
@@ -102,9 +111,13 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       const { context } = request;
       const rules = context.toolRules;
       const available = context.tools.map((t) => t.name);
-      const toolOf = (name: string) => context.tools.find((t) => t.name === name);
+      // A client tool of the request stands for a server tool of its name.
+      const tools = () => [...request.clientTools.map(clientStepTool), ...context.tools];
+      const toolOf = (name: string) => tools().find((t) => t.name === name);
       const approvalTools = () => [
-        ...request.clientTools.map((t) => t.name),
+        ...tools()
+          .filter(runsOnClient)
+          .map((t) => t.name),
         ...approvalRequiredTools(rules),
       ];
 

@@ -17,7 +17,7 @@ import type { createActivities } from '../activities';
 import type { ApprovalWait, RunUsage, StepCall } from '../activities/contracts';
 import type { AgentStepError, AgentStepLimits, AgentStepResult } from './messages';
 import { stopReasonKey } from './search-attributes';
-import { cancellationType, toolExecutors } from './tool-executors';
+import { cancellationType, toolRunner, type ToolQueues } from './tool-executors';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -31,7 +31,7 @@ const ERROR_MESSAGE_CHARS = 500;
  * again if its workflow task fails before the worker reports it. The model call stays a regular
  * activity: it may take minutes and heartbeats. Tool calls run through the executor of their mode.
  */
-export function stepActivities(limits: AgentStepLimits, queues: { sandbox: string; mcp: string }) {
+export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
@@ -48,7 +48,7 @@ export function stepActivities(limits: AgentStepLimits, queues: { sandbox: strin
     },
   };
   return {
-    tools: toolExecutors(limits, queues),
+    runTool: toolRunner(limits, queues),
     run: proxyLocalActivities<Activities>(bookkeeping),
     // Marking the run stopped lets the API answer; the search attribute set just before must be stored
     // by then. A regular activity starts only once the workflow task that tags the workflow is stored;

@@ -1,8 +1,8 @@
 /**
- * How a tool call runs, by its tool's execution mode: one executor per mode, each with its activity,
- * task queue, timeouts and retry policy, in one table the agent step dispatches through. A new mode is
- * an executor here and a row in `toolExecutors`; the step's loop does not change. (Client-side tools
- * never run on the server: the step pauses for them, workflows/agent-step.ts.)
+ * How a tool call runs, by its tool's execution mode: one row per mode in `EXECUTORS`, with the
+ * activity that runs its calls (activities/builtin.ts, sandbox.ts, mcp.ts), the task queue it runs
+ * on and how long a call may take. The agent step dispatches through this table; a new mode is an
+ * executor on the activity side and a row here, and the step's loop does not change.
  */
 import {
   ActivityCancellationType,
@@ -10,31 +10,58 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   type ActivityOptions,
-  type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
+import type { builtinActivities } from '../activities/builtin';
 import type { sandboxActivities } from '../activities/sandbox';
 import type { mcpActivities } from '../activities/mcp';
-import type {
-  StoredToolCallInput,
-  StepTool,
-  ToolCallInput,
-  ToolMode,
-  ToolOutcome,
-  StepCall,
-} from '../activities/contracts';
+import type { StepTool, ToolCallInput, ToolMode, ToolOutcome, StepCall } from '../activities/contracts';
 import type { AgentStepLimits } from './messages';
 
-/** Runs calls of one execution mode. */
-export interface ToolExecutor {
-  /** What the Temporal UI shows after a call's tool name, e.g. `search (MCP)`. */
-  label: string;
-  /** Runs one call, as an activity the Temporal UI names by `summary`. */
-  run(call: ToolCallInput, tool: StepTool, summary: string): Promise<ToolOutcome>;
+type ToolActivities = ReturnType<typeof builtinActivities> &
+  ReturnType<typeof sandboxActivities> &
+  ReturnType<typeof mcpActivities>;
+
+/** The task queues of the modes whose workers can live apart from the agent's. */
+export interface ToolQueues {
+  sandbox: string;
+  mcp: string;
 }
 
-/** The modes that run on the server, each with its executor. */
-export type ToolExecutors = Partial<Record<ToolMode, ToolExecutor>>;
+interface ExecutorRow {
+  /** What the Temporal UI shows after a call's tool name, e.g. `search (MCP)`. */
+  label: string;
+  /** The activity that runs the mode's calls; none when the client runs them: the step pauses for their returns. */
+  activity?: keyof ToolActivities;
+  /** The task queue its calls run on; the agent's own when unset. */
+  queue?: keyof ToolQueues;
+  /** How long one call may take (the activity adds a margin): the step's tool timeout when unset. */
+  timeoutMs?: (limits: AgentStepLimits, tool: StepTool) => number | undefined;
+}
+
+export const EXECUTORS: Partial<Record<ToolMode, ExecutorRow>> = {
+  // Those that work on the database alone run as local activities (StepTool.local).
+  builtin: { label: 'built-in', activity: 'runBuiltinTool' },
+  sandbox: {
+    label: 'sandbox',
+    activity: 'runSandboxTool',
+    queue: 'sandbox',
+    timeoutMs: (_, tool) => tool.timeoutMs,
+  },
+  // The call may first have to connect to its server.
+  mcp: {
+    label: 'MCP',
+    activity: 'runMcpTool',
+    queue: 'mcp',
+    timeoutMs: (limits, tool) => (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs,
+  },
+  client: { label: 'client-side' },
+};
+
+/** Whether a call of `tool` waits for its return from the client instead of running here. */
+export function runsOnClient(tool: StepTool | undefined): boolean {
+  const row = tool && EXECUTORS[tool.mode];
+  return row !== undefined && !row.activity;
+}
 
 /**
  * A cancel waits for the call to stop (the provider's request aborted, the sandbox killed), so that
@@ -42,77 +69,38 @@ export type ToolExecutors = Partial<Record<ToolMode, ToolExecutor>>;
  */
 export const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
-/** A tool call's activity options: the step's tool timeout (or the tool's own), plus a margin. */
-export function toolOptions(limits: AgentStepLimits, timeoutMs?: number): ActivityOptions {
+/** A tool call's activity options: its timeout plus a margin, heartbeats, retries. */
+function toolOptions(limits: AgentStepLimits, timeoutMs: number): ActivityOptions {
   return {
     cancellationType,
-    startToCloseTimeout: (timeoutMs ?? limits.toolTimeoutMs) + 10_000,
+    startToCloseTimeout: timeoutMs + 10_000,
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
   };
 }
 
-type Activities = ReturnType<typeof createActivities>;
-type SandboxActivities = ReturnType<typeof sandboxActivities>;
-type McpActivities = ReturnType<typeof mcpActivities>;
+/** Runs one call through its mode's activity, as the Temporal UI names it by `summary`. */
+export type ToolRunner = (call: ToolCallInput, tool: StepTool, summary: string) => Promise<ToolOutcome>;
 
-const storedCall = (call: ToolCallInput, tool: StepTool): StoredToolCallInput => ({
-  ...call,
-  toolId: tool.id,
-  toolVersion: tool.version,
-});
-
-/**
- * The executors of the server-side modes. Built-in tools that work on the database alone run as local
- * activities, in the workflow task that asks for them: milliseconds instead of a round trip through the
- * server; the others, and every tool that leaves the process, are regular activities that heartbeat
- * and may run on task queues of their own.
- */
-export function toolExecutors(
-  limits: AgentStepLimits,
-  queues: { sandbox: string; mcp: string },
-): ToolExecutors {
-  const options = toolOptions(limits);
-  const localOptions: LocalActivityOptions = {
-    startToCloseTimeout: options.startToCloseTimeout,
-    retry: options.retry,
-  };
-  const builtin = proxyActivities<Activities>(options).runBuiltinTool;
-  const localBuiltin = proxyLocalActivities<Activities>(localOptions).runBuiltinTool;
-  const sandbox = proxyActivities<SandboxActivities>({
-    ...options,
-    taskQueue: queues.sandbox,
-  }).runSandboxTool;
-  const mcp = proxyActivities<McpActivities>({ ...options, taskQueue: queues.mcp }).runMcpTool;
-  return {
-    builtin: {
-      label: 'built-in',
-      run: (call, tool, summary) =>
-        tool.local
-          ? localBuiltin.executeWithOptions({ ...localOptions, summary }, [call])
-          : builtin.executeWithOptions({ ...options, summary }, [call]),
-    },
-    sandbox: {
-      label: 'sandbox',
-      run: (call, tool, summary) =>
-        sandbox.executeWithOptions(
-          { ...toolOptions(limits, tool.timeoutMs), taskQueue: queues.sandbox, summary },
-          [storedCall(call, tool)],
-        ),
-    },
-    mcp: {
-      label: 'MCP',
-      // The call may first have to connect to its server.
-      run: (call, tool, summary) =>
-        mcp.executeWithOptions(
-          {
-            ...toolOptions(limits, (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs),
-            taskQueue: queues.mcp,
-            summary,
-          },
-          [storedCall(call, tool)],
-        ),
-    },
+export function toolRunner(limits: AgentStepLimits, queues: ToolQueues): ToolRunner {
+  const base = toolOptions(limits, limits.toolTimeoutMs);
+  const remote = proxyActivities<ToolActivities>(base);
+  const local = proxyLocalActivities<ToolActivities>({
+    startToCloseTimeout: base.startToCloseTimeout,
+    retry: base.retry,
+  });
+  return (call, tool, summary) => {
+    const row = EXECUTORS[tool.mode]!;
+    const activity = row.activity!;
+    const options = toolOptions(limits, row.timeoutMs?.(limits, tool) ?? limits.toolTimeoutMs);
+    if (tool.local) {
+      const { startToCloseTimeout, retry } = options;
+      return local[activity].executeWithOptions({ startToCloseTimeout, retry, summary }, [call]);
+    }
+    const taskQueue = row.queue && queues[row.queue];
+    return remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
+      call,
+    ]);
   };
 }
 
@@ -135,23 +123,23 @@ export async function runToolCalls(
 
 /**
  * Runs a call through the executor of its tool's mode; a call of a tool the step does not have, or of
- * a mode no executor runs here, is refused with the error the model sees (`reject`).
+ * a mode no activity runs, is refused with the error the model sees (`reject`).
  */
 export function dispatchToolCall(
-  executors: ToolExecutors,
-  call: ToolCallInput,
+  run: ToolRunner,
+  call: Omit<ToolCallInput, 'toolId' | 'toolVersion'>,
   tool: StepTool | undefined,
   reject: (reason: string) => Promise<ToolOutcome>,
 ): Promise<ToolOutcome> {
-  const executor = tool && executors[tool.mode];
-  if (!executor) {
+  const row = tool && EXECUTORS[tool.mode];
+  if (!tool || !row?.activity) {
     return reject(
       tool
-        ? `Error executing function ${call.toolName}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server yet`
+        ? `Error executing function ${call.toolName}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server`
         : 'Tool not found',
     );
   }
-  const summary = `${call.toolName} (${executor.label})`;
+  const summary = `${call.toolName} (${row.label})`;
   setCurrentDetails(`Running tool ${summary}`);
-  return executor.run(call, tool, summary);
+  return run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary);
 }

@@ -9,11 +9,14 @@ import type { SandboxConfigRow } from '../db/rows';
 import { getSandboxConfigByType, listSandboxEnvVars } from '../db/sandbox-configs';
 import type { SandboxType } from '../schemas/sandbox-config';
 
-/** The config of `type` (null if none was ever made) and its variables, decrypted. */
-export async function sandboxEnvironment(
-  db: Queryable,
-  type: SandboxType,
-): Promise<{ config: SandboxConfigRow | null; env: Record<string, string> }> {
+/** A sandbox config (null if none of its type was ever made) and its variables, decrypted. */
+export interface SandboxEnvironment {
+  config: SandboxConfigRow | null;
+  env: Record<string, string>;
+}
+
+/** The config of `type` and its variables. */
+export async function sandboxEnvironment(db: Queryable, type: SandboxType): Promise<SandboxEnvironment> {
   const config = await getSandboxConfigByType(db, type);
   if (!config) return { config: null, env: {} };
   const vars = await listSandboxEnvVars(db, config.id);

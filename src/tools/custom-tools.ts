@@ -8,12 +8,14 @@ import { agentBlocks, updateBlock } from '../db/agents';
 import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
 import type { AgentStateSnapshot, PipRequirement, ToolJob, ToolRunResult } from '../sandbox';
 import { runtimeFields } from '../sandbox/node-runtime';
-import { sandboxEnvironment, toolEnvironment } from '../sandbox/environment';
-import type { SandboxType } from '../schemas/sandbox-config';
+import { toolEnvironment, type SandboxEnvironment } from '../sandbox/environment';
 import { ToolError } from './tool-error';
 import { toolTimeoutMs } from './tool-timeout';
 
-function snapshot(agent: AgentRecord): AgentStateSnapshot {
+/** What a tool's run sees of its agent. */
+type ToolAgent = Pick<AgentRecord, 'id' | 'name' | 'blocks' | 'secrets'>;
+
+function snapshot(agent: ToolAgent): AgentStateSnapshot {
   return {
     id: agent.id,
     name: agent.name,
@@ -34,15 +36,13 @@ function snapshot(agent: AgentRecord): AgentStateSnapshot {
  * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
  * and the network only when its local sandbox config allows it.
  */
-export async function customToolJob(
-  db: Queryable,
-  sandboxType: SandboxType,
-  agent: AgentRecord,
+export function customToolJob(
+  sandbox: SandboxEnvironment,
+  agent: ToolAgent,
   tool: ToolRow,
   args: Record<string, unknown>,
   defaultTimeoutMs: number,
-): Promise<ToolJob> {
-  const sandbox = await sandboxEnvironment(db, sandboxType);
+): ToolJob {
   const env = toolEnvironment({
     sandboxVars: sandbox.env,
     agentSecrets: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),

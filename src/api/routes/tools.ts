@@ -20,6 +20,7 @@ import { customToolJob } from '../../tools/custom-tools';
 import { builtinToolNames, ensureBuiltinTools } from '../../tools/builtin';
 import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
+import { sandboxEnvironment } from '../../sandbox/environment';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
@@ -98,9 +99,8 @@ export function toolsRouter(ctx: ApiContext): Router {
     let execution: { status: string; func_return: unknown };
     if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
     else if (tool.tool_type === 'custom') {
-      const job = await customToolJob(
-        ctx.db,
-        sandboxConfigType(ctx.config),
+      const job = customToolJob(
+        await sandboxEnvironment(ctx.db, sandboxConfigType(ctx.config)),
         agent,
         tool,
         args,

@@ -1,0 +1,151 @@
+/**
+ * One tool call, whatever its execution mode: what it needs is read once, its mode's executor runs it,
+ * its result is recorded once. Each server-side mode is a `ToolExecutor` in a file of its own
+ * (activities/builtin.ts, sandbox.ts, mcp.ts); `toolCallActivity` makes it the activity its task
+ * queue's worker runs. The workflow side of each mode (task queue, timeouts, retries) is its row in
+ * workflows/tool-executors.ts.
+ */
+import { Context } from '@temporalio/activity';
+import type { Database, Queryable } from '../src/db';
+import type { AgentRow, ToolRow } from '../src/db/rows';
+import { readToolCall, type ToolCallRead } from '../src/db/tool-calls';
+import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { lockAgentMemory } from '../src/tools/builtin';
+import {
+  DEFAULT_RETURN_CHAR_LIMIT,
+  friendlyError,
+  packageFunctionResponse,
+  truncateReturn,
+} from '../src/agent/tool-returns';
+import { stripOptionalNulls } from '../src/tools/strict-mode';
+import { ToolError } from '../src/tools/tool-error';
+import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
+import { withHeartbeats } from './heartbeat';
+
+/** A call as its executor gets it. */
+export interface ToolCall {
+  input: ToolCallInput;
+  agent: AgentRow;
+  tool: ToolRow;
+  /** The model's arguments without `request_heartbeat`, rule-fixed ones on top, strict-mode nulls dropped. */
+  args: Record<string, unknown>;
+  /** Aborted when the run is cancelled: the executor stops the tool. */
+  signal: AbortSignal;
+}
+
+export interface ToolResult {
+  status: 'success' | 'error';
+  text: string;
+  /** The whole return's length, when `text` is only its head (the sandbox cut it at the tool's limit). */
+  length?: number;
+  stdout?: string[] | null;
+  stderr?: string[] | null;
+  /** Kept whole: the tool pages through its results itself. */
+  untruncated?: boolean;
+}
+
+/**
+ * The effect of a call that writes memory: applied in the transaction that records the result, under
+ * the agent's memory lock, and only if no other attempt recorded it first, so it is never applied twice.
+ * It must use `tx` alone: a second connection could wait on a pool that transactions like it hold.
+ */
+export interface MemoryWrite {
+  writeMemory(tx: Queryable): Promise<ToolResult>;
+}
+
+/** Runs calls of one execution mode. */
+export interface ToolExecutor {
+  /**
+   * Runs one call. The tool's own failure is a ToolError, which becomes its error result; any other
+   * error fails the activity, which retries.
+   */
+  execute(call: ToolCall): Promise<ToolResult | MemoryWrite>;
+}
+
+export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
+  return {
+    status: execution.status,
+    ...(text !== undefined && text.length <= SHORT_OUTPUT_CHARS ? { output: text } : {}),
+  };
+}
+
+/** The arguments the tool gets, from the model's JSON text. */
+function argumentsOf(read: ToolCallRead, input: ToolCallInput, agent: AgentRow, tool: ToolRow) {
+  if (read.arguments === undefined)
+    throw new Error(`tool call ${input.toolCallId} is not in message ${input.messageId}`);
+  let args: Record<string, unknown>;
+  try {
+    const parsed = JSON.parse(read.arguments || '{}');
+    args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
+  } catch (error) {
+    throw new ToolError(`the arguments are not valid JSON (${(error as Error).message})`);
+  }
+  delete args.request_heartbeat;
+  args = { ...args, ...(input.prefilledArgs ?? {}) };
+  const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
+  return agent.llm_config.strict ? stripOptionalNulls(args, parameters) : args;
+}
+
+/** What `run` gives, or the tool's own failure as its error result. */
+async function resultOf<T>(toolName: string, run: () => Promise<T>): Promise<T | ToolResult> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    return {
+      status: 'error',
+      text: error.message,
+      stderr: [friendlyError(toolName, 'ValueError', error.message)],
+    };
+  }
+}
+
+/** Records a call's result once (a retry keeps the first), packaged as the model sees it. */
+async function recordResult(
+  q: Queryable,
+  input: ToolCallInput,
+  agent: AgentRow,
+  tool: ToolRow | undefined,
+  result: ToolResult,
+): Promise<ToolOutcome> {
+  const text =
+    result.status === 'success' && !result.untruncated
+      ? truncateReturn(result.text, tool?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT, result.length)
+      : result.text;
+  const execution = await recordToolExecution(q, {
+    tool_call_id: input.toolCallId,
+    run_id: input.runId,
+    agent_id: input.agentId,
+    tool_name: input.toolName,
+    status: result.status,
+    func_return: packageFunctionResponse(result.status === 'success', text, agent.timezone),
+    stdout: result.stdout ?? null,
+    stderr: result.stderr ?? null,
+  });
+  return outcomeOf(execution, text);
+}
+
+/** The activity that runs `executor`'s calls, once per tool call id. */
+export function toolCallActivity(db: Database, executor: ToolExecutor) {
+  return async (input: ToolCallInput): Promise<ToolOutcome> => {
+    const read = await readToolCall(db, input);
+    if (read.done) return outcomeOf(read.done);
+    const { agent, tool } = read;
+    if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
+    if (!tool) return recordResult(db, input, agent, tool, { status: 'error', text: 'Tool not found' });
+    const signal = Context.current().cancellationSignal;
+    const ran = await resultOf(input.toolName, () =>
+      withHeartbeats(
+        executor.execute({ input, agent, tool, args: argumentsOf(read, input, agent, tool), signal }),
+      ),
+    );
+    if (!('writeMemory' in ran)) return recordResult(db, input, agent, tool, ran);
+    return db.transaction(async (tx) => {
+      await lockAgentMemory(tx, input.agentId);
+      const recorded = await findToolExecution(tx, input.toolCallId);
+      if (recorded) return outcomeOf(recorded);
+      const result = await resultOf(input.toolName, () => ran.writeMemory(tx));
+      return recordResult(tx, input, agent, tool, result);
+    });
+  };
+}

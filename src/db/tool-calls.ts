@@ -1,0 +1,50 @@
+/** What running one tool call reads: everything in one statement, before the tool runs. */
+import type { Queryable } from './database';
+import type { AgentRow, ToolRow } from './rows';
+import type { ToolExecution } from './tool-executions';
+
+export interface ToolCallKey {
+  agentId: string;
+  messageId: string;
+  toolCallId: string;
+  toolId: string;
+  /** The version the step resolved at its start (tool_versions); the current tool if it is gone. */
+  toolVersion: number;
+}
+
+export interface ToolCallRead {
+  /** The result an earlier attempt recorded: the call is not run again. */
+  done?: ToolExecution;
+  agent?: AgentRow;
+  tool?: ToolRow;
+  /** The model's arguments as it sent them (JSON text); undefined when the call is not in its message. */
+  arguments?: string;
+}
+
+type Row = Partial<AgentRow> & {
+  call_done: ToolExecution | null;
+  call_tool: ToolRow | null;
+  call_arguments: string | null;
+};
+
+/** The call's recorded result, its agent, its tool at the step's version and its arguments. */
+export async function readToolCall(db: Queryable, key: ToolCallKey): Promise<ToolCallRead> {
+  const [row] = await db.query<Row>(
+    `SELECT a.*,
+       (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
+       coalesce(
+         (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
+         (SELECT to_jsonb(t) FROM tools t WHERE t.id = $3)) AS call_tool,
+       (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
+         WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments
+     FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2`,
+    [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId],
+  );
+  const { call_done, call_tool, call_arguments, ...agent } = row;
+  return {
+    done: call_done ?? undefined,
+    agent: agent.id ? (agent as AgentRow) : undefined,
+    tool: call_tool ?? undefined,
+    arguments: call_arguments ?? undefined,
+  };
+}

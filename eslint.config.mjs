@@ -66,10 +66,17 @@ export default tseslint.config(
               message: 'Workflow code uses @temporalio/workflow (and @temporalio/common) only.',
             },
             {
-              // activities/contracts.ts is the one module both sides share: types and pure functions.
-              regex: '^(\\.\\./)+(activities|src)(/(?!contracts$)|$)',
+              // Their contracts (activities/contracts.ts) included: zod stays out of the workflow bundle.
+              regex: '^(\\.\\./)+(activities|src)(/|$)',
               allowTypeImports: true,
-              message: 'Workflow code may import the types of activities and schemas, not their code.',
+              message:
+                'Workflow code may import the types of activities, contracts and schemas, not their code.',
+            },
+            {
+              group: ['zod'],
+              allowTypeImports: true,
+              message:
+                'Workflow code uses the types of the schemas (activities/contracts.ts), not zod itself.',
             },
             {
               regex: '^(\\.\\.?/)+(src/)?api(/|$)',

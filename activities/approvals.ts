@@ -16,15 +16,16 @@ import {
 } from '../src/agent/approvals';
 import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
-import type { ApprovalAnswered, RecordedAnswer } from '../workflows/messages';
 import { resolveStepContext } from '../src/agent/step-context';
 import type { ActivityDeps } from './deps';
-import {
-  noUsage,
-  type ApprovalWait,
-  type ClientTool,
-  type EnterPauseInput,
-  type ResumePlan,
+import { noUsage } from '../workflows/usage';
+import type {
+  ApprovalAnswered,
+  ApprovalWait,
+  ClientTool,
+  EnterPauseInput,
+  RecordedAnswer,
+  ResumePlan,
 } from './contracts';
 import { flushToolReturns, usageRecord } from './run-records';
 

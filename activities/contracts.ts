@@ -1,164 +1,244 @@
 /**
- * What the agent-step workflow and its activities pass each other: ids and short summaries only.
- * Transcripts, tool arguments and tool returns stay in the database (small histories: the Temporal UI shows ids and summaries).
+ * What the API, the workflows and their activities pass each other, as zod schemas: the one source of
+ * these types. Ids and short summaries only: transcripts, tool arguments and tool returns stay in the
+ * database (small histories; the Temporal UI shows ids and summaries). Workflow code imports the types
+ * alone, so zod stays out of its bundle.
  */
-import type { ToolRule } from '../src/schemas/tool-rules';
+import { z } from 'zod';
+import { ToolRuleSchema } from '../src/schemas/tool-rules';
+import { ClientToolSchema } from '../src/schemas/tools';
 
-/** How a tool call is executed; it chooses the activity and its task queue. */
-export type ToolMode = 'builtin' | 'sandbox' | 'mcp' | 'client';
+export type ClientTool = z.infer<typeof ClientToolSchema>;
 
-export interface StepTool {
-  id: string;
-  name: string;
-  mode: ToolMode;
-  parallel: boolean;
+/** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
+export const ToolModeSchema = z.enum(['builtin', 'sandbox', 'mcp', 'client']);
+export type ToolMode = z.infer<typeof ToolModeSchema>;
+
+export const StepToolSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  mode: ToolModeSchema,
+  parallel: z.boolean(),
   /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
-  version: number;
+  version: z.number().int(),
   /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
-  timeoutMs?: number;
+  timeoutMs: z.number().optional(),
   /** A built-in tool that works on the database alone: it runs as a local activity. */
-  local?: boolean;
-}
+  local: z.boolean().optional(),
+});
+export type StepTool = z.infer<typeof StepToolSchema>;
 
-export interface ClientTool {
-  name: string;
-  description?: string | null;
-  parameters?: Record<string, unknown> | null;
-}
-
-export interface StepContext {
-  tools: StepTool[];
-  toolRules: ToolRule[];
+/** The agent's tools and rules as a request of a step works with them. */
+export const StepContextSchema = z.object({
+  tools: z.array(StepToolSchema),
+  toolRules: z.array(ToolRuleSchema),
   /** llm_config.parallel_tool_calls, and no rules other than requires_approval (Letta's condition). */
-  parallelToolCalls: boolean;
-  model: string;
-}
+  parallelToolCalls: z.boolean(),
+  model: z.string(),
+});
+export type StepContext = z.infer<typeof StepContextSchema>;
 
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-  cachedInputTokens: number;
-  reasoningTokens: number;
-}
-
-export interface CallModelInput {
-  agentId: string;
-  runId: string;
-  step: number;
-  allowedTools: string[];
-  toolChoice: 'auto' | 'required' | { name: string };
-  parallelToolCalls: boolean;
-  clientTools: ClientTool[];
-  /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
-  approvalTools: string[];
-  /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
-  pendingToolCallIds: string[];
-  /** An approval whose follow-up user messages go after those returns. */
-  followUpsFrom?: string;
-  /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
-  requestUsage: RunUsage;
-}
-
-/** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
-export interface StepCall {
-  id: string;
-  name: string;
-}
-
-export interface ModelTurn {
-  messageId: string;
-  stepId: string;
-  toolCalls: StepCall[];
-  finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
-  usage: TokenUsage;
-  /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
-  approvalWait?: ApprovalWait;
-}
-
-export interface ToolCallInput {
-  agentId: string;
-  runId: string;
-  stepId: string;
-  messageId: string;
-  toolCallId: string;
-  toolName: string;
-  /** Arguments tool rules fix for this call; they override the model's. */
-  prefilledArgs?: Record<string, unknown>;
-  /** The called tool, at the version the step resolved at its start. */
-  toolId: string;
-  toolVersion: number;
-}
-
-export interface ToolOutcome {
-  status: 'success' | 'error';
-  /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
-  output?: string;
-}
-
-export interface RejectToolCallInput {
-  agentId: string;
-  runId: string;
-  toolCallId: string;
-  toolName: string;
-  /** The error text the model sees instead of a result. */
-  reason: string;
-}
+export const TokenUsageSchema = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  cachedInputTokens: z.number(),
+  reasoningTokens: z.number(),
+});
+export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
 /** What one run (one request) used: its model calls' tokens and their number. */
-export type RunUsage = TokenUsage & { stepCount: number };
+export const RunUsageSchema = TokenUsageSchema.extend({ stepCount: z.number().int() });
+export type RunUsage = z.infer<typeof RunUsageSchema>;
 
-export const noUsage = (): RunUsage => ({
-  promptTokens: 0,
-  completionTokens: 0,
-  cachedInputTokens: 0,
-  reasoningTokens: 0,
-  stepCount: 0,
+export const CallModelInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  step: z.number().int(),
+  allowedTools: z.array(z.string()),
+  toolChoice: z.union([z.enum(['auto', 'required']), z.object({ name: z.string() })]),
+  parallelToolCalls: z.boolean(),
+  clientTools: z.array(ClientToolSchema),
+  /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
+  approvalTools: z.array(z.string()),
+  /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
+  pendingToolCallIds: z.array(z.string()),
+  /** An approval whose follow-up user messages go after those returns. */
+  followUpsFrom: z.string().optional(),
+  /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
+  requestUsage: RunUsageSchema,
 });
+export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 
-/** `total` and one more model call. */
-export const addUsage = (total: RunUsage, more: TokenUsage): RunUsage => ({
-  promptTokens: total.promptTokens + more.promptTokens,
-  completionTokens: total.completionTokens + more.completionTokens,
-  cachedInputTokens: total.cachedInputTokens + more.cachedInputTokens,
-  reasoningTokens: total.reasoningTokens + more.reasoningTokens,
-  stepCount: total.stepCount + 1,
+/** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
+export const StepCallSchema = z.object({ id: z.string(), name: z.string() });
+export type StepCall = z.infer<typeof StepCallSchema>;
+
+export const ApprovalWaitSchema = z.object({
+  /** How long to wait before the pending calls are denied; null: for as long as it takes. */
+  timeoutMs: z.number().nullable(),
 });
+export type ApprovalWait = z.infer<typeof ApprovalWaitSchema>;
 
-export interface FinishRunInput {
-  agentId: string;
-  runId: string;
-  stopReason: string;
-  usage: RunUsage;
-  pendingToolCallIds: string[];
-  followUpsFrom?: string;
-  /** Why the step failed, for `error` and `llm_api_error`. */
-  error?: { type: string; message: string };
-}
+export const ModelTurnSchema = z.object({
+  messageId: z.string(),
+  stepId: z.string(),
+  toolCalls: z.array(StepCallSchema),
+  finishReason: z.enum(['stop', 'tool_calls', 'length', 'other']),
+  usage: TokenUsageSchema,
+  /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
+  approvalWait: ApprovalWaitSchema.optional(),
+});
+export type ModelTurn = z.infer<typeof ModelTurnSchema>;
+
+export const ToolCallInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  stepId: z.string(),
+  messageId: z.string(),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  /** Arguments tool rules fix for this call; they override the model's. */
+  prefilledArgs: z.record(z.string(), z.unknown()).optional(),
+  /** The called tool, at the version the step resolved at its start. */
+  toolId: z.string(),
+  toolVersion: z.number().int(),
+});
+export type ToolCallInput = z.infer<typeof ToolCallInputSchema>;
+
+export const ToolOutcomeSchema = z.object({
+  status: z.enum(['success', 'error']),
+  /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
+  output: z.string().optional(),
+});
+export type ToolOutcome = z.infer<typeof ToolOutcomeSchema>;
 
 /** Longest tool output carried in workflow state for conditional rules. */
 export const SHORT_OUTPUT_CHARS = 256;
 
-export interface EnterPauseInput {
-  agentId: string;
-  runId: string;
-  /** The assistant message whose tool calls wait. */
-  messageId: string;
-  toolCallIds: string[];
-  usage: RunUsage;
-}
+export const RejectToolCallInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  /** The error text the model sees instead of a result. */
+  reason: z.string(),
+});
+export type RejectToolCallInput = z.infer<typeof RejectToolCallInputSchema>;
 
-export interface ApprovalWait {
-  /** How long to wait before the pending calls are denied; null: for as long as it takes. */
-  timeoutMs: number | null;
-}
+/** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
+export const AgentStepErrorSchema = z.object({ type: z.string(), message: z.string() });
+export type AgentStepError = z.infer<typeof AgentStepErrorSchema>;
+
+export const FinishRunInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  stopReason: z.string(),
+  usage: RunUsageSchema,
+  pendingToolCallIds: z.array(z.string()),
+  followUpsFrom: z.string().optional(),
+  /** Why the step failed, for `error` and `llm_api_error`. */
+  error: AgentStepErrorSchema.optional(),
+});
+export type FinishRunInput = z.infer<typeof FinishRunInputSchema>;
+
+export const EnterPauseInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  /** The assistant message whose tool calls wait. */
+  messageId: z.string(),
+  toolCallIds: z.array(z.string()),
+  usage: RunUsageSchema,
+});
+export type EnterPauseInput = z.infer<typeof EnterPauseInputSchema>;
 
 /** What the step does with an answer: the calls to run now (approved or never in question). */
-export interface ResumePlan {
-  messageId: string;
-  stepId: string;
+export const ResumePlanSchema = z.object({
+  messageId: z.string(),
+  stepId: z.string(),
   /** Every call of the paused reply, in order: their returns make up one tool message. */
-  callIds: string[];
-  toRun: StepCall[];
-  clientTools: ClientTool[];
-  maxSteps: number;
-}
+  callIds: z.array(z.string()),
+  toRun: z.array(StepCallSchema),
+  clientTools: z.array(ClientToolSchema),
+  maxSteps: z.number().int(),
+});
+export type ResumePlan = z.infer<typeof ResumePlanSchema>;
+
+export const AgentStepLimitsSchema = z.object({
+  maxSteps: z.number().int(),
+  modelTimeoutMs: z.number(),
+  modelMaxAttempts: z.number().int(),
+  modelRetryInitialMs: z.number(),
+  toolTimeoutMs: z.number(),
+  toolMaxAttempts: z.number().int(),
+  /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
+  heartbeatTimeoutMs: z.number(),
+  /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */
+  mcpCallTimeoutMs: z.number(),
+  mcpConnectTimeoutMs: z.number(),
+});
+export type AgentStepLimits = z.infer<typeof AgentStepLimitsSchema>;
+
+export const AgentStepInputSchema = z.object({
+  agentId: z.string(),
+  runId: z.string(),
+  /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
+  sandboxTaskQueue: z.string(),
+  /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
+  mcpTaskQueue: z.string(),
+  clientTools: z.array(ClientToolSchema),
+  limits: AgentStepLimitsSchema,
+  /** The agent's tools and rules, resolved by the API as it started the step. */
+  context: StepContextSchema,
+});
+export type AgentStepInput = z.infer<typeof AgentStepInputSchema>;
+
+export const AgentStepResultSchema = z.object({
+  stopReason: z.string(),
+  error: AgentStepErrorSchema.optional(),
+  usage: RunUsageSchema,
+});
+export type AgentStepResult = z.infer<typeof AgentStepResultSchema>;
+
+/** An answer to a paused step as the database records it. */
+export const RecordedAnswerSchema = z.object({
+  /** The run of the request that brought the answer; the step continues under it. */
+  runId: z.string(),
+  approvalMessageId: z.string(),
+  /** The assistant message whose tool calls were waiting. */
+  requestMessageId: z.string(),
+  toolCallIds: z.array(z.string()),
+});
+export type RecordedAnswer = z.infer<typeof RecordedAnswerSchema>;
+
+/**
+ * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
+ * ids only (the tool returns live in the database), so the history shows which calls were answered.
+ */
+export const ApprovalAnsweredSchema = RecordedAnswerSchema.extend({
+  /** The agent's tools and rules as the answer came, for the request it continues the step with. */
+  context: StepContextSchema,
+});
+export type ApprovalAnswered = z.infer<typeof ApprovalAnsweredSchema>;
+
+/** A step waiting in its agent's session for its turn. */
+export const QueuedStepSchema = z.object({
+  /** The step's own workflow, a child of the session. */
+  workflowId: z.string(),
+  input: AgentStepInputSchema,
+  /** What the Temporal UI shows of it. */
+  summary: z.string(),
+  /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
+  maxQueued: z.number().int(),
+});
+export type QueuedStep = z.infer<typeof QueuedStepSchema>;
+
+export const AgentSessionInputSchema = z.object({
+  agentId: z.string(),
+  /** A session ends after this long without a message (the next one starts a new session). */
+  idleMs: z.number(),
+  /** Steps a session runs before it continues as new, to keep its history small. */
+  maxStepsPerRun: z.number().int(),
+  /** Steps still waiting, carried over when the session continued as new. */
+  queue: z.array(QueuedStepSchema).optional(),
+});
+export type AgentSessionInput = z.infer<typeof AgentSessionInputSchema>;

@@ -24,7 +24,8 @@ import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
-import { addUsage, type CallModelInput, type ClientTool, type ModelTurn, type TokenUsage } from './contracts';
+import { addUsage } from '../workflows/usage';
+import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
 
 /** A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on. */
 function serverToolSchema(tool: ToolRow, strict: boolean): FunctionSchema {

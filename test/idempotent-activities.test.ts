@@ -1,6 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities';
-import { noUsage, type CallModelInput, type ToolCallInput } from '../activities/contracts';
+import type { CallModelInput, ToolCallInput } from '../activities/contracts';
+import { noUsage } from '../workflows/usage';
 import { openDatabase, type Database } from '../src/db';
 import { CANCEL_DENIAL_REASON, recordAnswer } from '../src/agent/approvals';
 import { lockPendingApproval } from '../src/db/conversations';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import type { AgentStepInput } from '../workflows/messages';
+import type { AgentStepInput } from '../activities/contracts';
 import { agentIdKey, runIdKey, stopReasonKey } from '../workflows/search-attributes';
 import { useAgentServer } from './helpers/agent-server';
 import { clientToolReturn } from './helpers/approvals';

@@ -25,7 +25,8 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import { agentStep } from './agent-step';
-import { cancelStepsUpdate, enqueueStepUpdate, type AgentSessionInput, type QueuedStep } from './messages';
+import type { AgentSessionInput, QueuedStep } from '../activities/contracts';
+import { cancelStepsUpdate, enqueueStepUpdate } from './messages';
 import { agentIdKey, runIdKey } from './search-attributes';
 
 type Activities = ReturnType<typeof createActivities>;

@@ -16,25 +16,22 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import {
-  addUsage,
-  noUsage,
-  type ClientTool,
-  type ModelTurn,
-  type StepContext,
-  type StepTool,
-  type ToolOutcome,
-  type StepCall,
+import type {
+  AgentStepInput,
+  AgentStepResult,
+  ApprovalAnswered,
+  ClientTool,
+  ModelTurn,
+  StepContext,
+  StepTool,
+  ToolOutcome,
+  StepCall,
 } from '../activities/contracts';
-import {
-  approvalAnsweredSignal,
-  type AgentStepInput,
-  type AgentStepResult,
-  type ApprovalAnswered,
-} from './messages';
+import { approvalAnsweredSignal } from './messages';
 import { stopReasonKey } from './search-attributes';
+import { addUsage, noUsage } from './usage';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
-import { dispatchToolCall, runsOnClient, runToolCalls } from './tool-executors';
+import { dispatchToolCall, runsOnClient, runToolCalls, withClientTools } from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -42,21 +39,10 @@ import {
   isTerminal,
   mustCallTool,
   prefilledArgs,
+  requiredToolAlert,
   uncalledRequiredTools,
   type ToolCallRecord,
 } from './tool-rules';
-
-const REQUIRED_TOOL_ALERT = (names: string[]) =>
-  `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
-
-/** A client tool as the step sees it: its calls run on the client, which returns their results. */
-const clientStepTool = ({ name }: ClientTool): StepTool => ({
-  id: name,
-  name,
-  mode: 'client',
-  parallel: false,
-  version: 0,
-});
 
 /** One request's share of the step: its run, and what it asked for. */
 interface Request {
@@ -111,8 +97,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       const { context } = request;
       const rules = context.toolRules;
       const available = context.tools.map((t) => t.name);
-      // A client tool of the request stands for a server tool of its name.
-      const tools = () => [...request.clientTools.map(clientStepTool), ...context.tools];
+      const tools = () => withClientTools(request.clientTools, context.tools);
       const toolOf = (name: string) => tools().find((t) => t.name === name);
       const approvalTools = () => [
         ...tools()
@@ -170,7 +155,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         if (turn.toolCalls.length === 0) {
           const uncalled = uncalledRequiredTools(rules, available, history);
           if (uncalled.length && step + 1 < request.maxSteps) {
-            await acts.run.appendUserMessage({ agentId, runId, step, text: REQUIRED_TOOL_ALERT(uncalled) });
+            await acts.run.appendUserMessage({ agentId, runId, step, text: requiredToolAlert(uncalled) });
             continue;
           }
           return {

@@ -14,8 +14,14 @@ import {
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { ApprovalWait, RunUsage, StepCall } from '../activities/contracts';
-import type { AgentStepError, AgentStepLimits, AgentStepResult } from './messages';
+import type {
+  AgentStepError,
+  AgentStepLimits,
+  AgentStepResult,
+  ApprovalWait,
+  RunUsage,
+  StepCall,
+} from '../activities/contracts';
 import { stopReasonKey } from './search-attributes';
 import { cancellationType, toolRunner, type ToolQueues } from './tool-executors';
 

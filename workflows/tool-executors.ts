@@ -14,8 +14,15 @@ import {
 import type { builtinActivities } from '../activities/builtin';
 import type { sandboxActivities } from '../activities/sandbox';
 import type { mcpActivities } from '../activities/mcp';
-import type { StepTool, ToolCallInput, ToolMode, ToolOutcome, StepCall } from '../activities/contracts';
-import type { AgentStepLimits } from './messages';
+import type {
+  AgentStepLimits,
+  ClientTool,
+  StepTool,
+  ToolCallInput,
+  ToolMode,
+  ToolOutcome,
+  StepCall,
+} from '../activities/contracts';
 
 type ToolActivities = ReturnType<typeof builtinActivities> &
   ReturnType<typeof sandboxActivities> &
@@ -61,6 +68,21 @@ export const EXECUTORS: Partial<Record<ToolMode, ExecutorRow>> = {
 export function runsOnClient(tool: StepTool | undefined): boolean {
   const row = tool && EXECUTORS[tool.mode];
   return row !== undefined && !row.activity;
+}
+
+/**
+ * The step's tools with the request's client tools: their calls run on the client, which returns
+ * their results. A client tool stands for a server tool of its name.
+ */
+export function withClientTools(clientTools: ClientTool[], tools: StepTool[]): StepTool[] {
+  const client = clientTools.map(({ name }): StepTool => ({
+    id: name,
+    name,
+    mode: 'client',
+    parallel: false,
+    version: 0,
+  }));
+  return [...client, ...tools];
 }
 
 /**

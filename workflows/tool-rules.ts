@@ -95,6 +95,10 @@ export const isTerminal = (rules: ToolRule[], name: string) =>
 export const approvalRequiredTools = (rules: ToolRule[]) =>
   rulesOf(rules, 'requires_approval').map((r) => r.tool_name);
 
+/** What the model is told when it ends its turn before calling `names`, which the rules require. */
+export const requiredToolAlert = (names: string[]) =>
+  `[This is an automated system message hidden from the user] ToolRuleViolated: You must call ${names.join(', ')} at least once to exit the loop.`;
+
 /** Tools a `required_before_exit` rule names that are attached and not yet called in this request. */
 export function uncalledRequiredTools(
   rules: ToolRule[],

@@ -19,16 +19,10 @@ import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
 import type { PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
-import type { ClientTool } from '../../activities/contracts';
+import type { AgentStepInput, ClientTool, QueuedStep } from '../../activities/contracts';
 import type { agentStep } from '../../workflows/agent-step';
 import { QUEUE_FULL, type agentSession } from '../../workflows/agent-session';
-import {
-  approvalAnsweredSignal,
-  cancelStepsUpdate,
-  enqueueStepUpdate,
-  type AgentStepInput,
-  type QueuedStep,
-} from '../../workflows/messages';
+import { approvalAnsweredSignal, cancelStepsUpdate, enqueueStepUpdate } from '../../workflows/messages';
 import { agentIdKey } from '../../workflows/search-attributes';
 import {
   ALREADY_ANSWERED,

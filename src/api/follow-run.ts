@@ -9,7 +9,7 @@ import { runMessagesAfter } from '../db/messages';
 import { getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepLiveness } from '../agent/steps';
-import type { AgentStepError } from '../../workflows/messages';
+import type { AgentStepError } from '../../activities/contracts';
 
 /** How often the workflows are asked whether they still run (a terminated one never stops its run). */
 const WORKFLOW_CHECK_MS = 1_000;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageQuery } from './common';
+import { ClientToolSchema } from '../../schemas/tools';
 
 const TextPart = z.object({ type: z.literal('text'), text: z.string() }).loose();
 const Content = z.union([z.string(), z.array(z.union([TextPart, z.object({ type: z.string() }).loose()]))]);
@@ -58,12 +59,6 @@ const InputMessage = z.preprocess(
     ToolReturnCreateSchema,
   ]),
 );
-
-export const ClientToolSchema = z.object({
-  name: z.string().min(1),
-  description: z.string().nullish(),
-  parameters: z.record(z.string(), z.unknown()).nullish(),
-});
 
 /** Letta's LettaRequest; a conversation's messages stream unless told not to, an agent's do not. */
 const lettaRequest = (streamingByDefault: boolean) =>

@@ -1,5 +1,6 @@
 /** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig, MCP server). */
 import { maskSecret } from '../masking';
+import type { TypedSandboxConfig } from '../schemas/sandbox-config';
 import { schemaHealth } from '../tools/schema-health';
 import type {
   AgentRecord,
@@ -17,10 +18,22 @@ import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
+import type {
+  AgentState,
+  Block,
+  Conversation,
+  LettaMessage,
+  Run,
+  SandboxConfig,
+  SandboxEnvVar,
+  Tool,
+  ToolExecutionResult,
+  UsageStatistics,
+} from './schemas/responses';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
 
-export function blockShape(block: BlockRow) {
+export function blockShape(block: BlockRow): Block {
   return {
     id: block.id,
     label: block.label,
@@ -37,7 +50,7 @@ export function blockShape(block: BlockRow) {
   };
 }
 
-export function toolShape(tool: ToolRow) {
+export function toolShape(tool: ToolRow): Tool {
   return {
     id: tool.id,
     tool_type: tool.tool_type,
@@ -65,7 +78,7 @@ export function toolShape(tool: ToolRow) {
 export function toolExecutionShape(
   result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'returnChars' | 'stdout' | 'stderr'>,
   returnCharLimit: number,
-) {
+): ToolExecutionResult {
   return {
     status: result.status,
     func_return: cappedReturn(result.funcReturn, returnCharLimit, result.returnChars),
@@ -82,19 +95,20 @@ export function mcpServerShape(server: McpServerRow) {
 }
 
 /** Letta's SandboxConfig; there are no organizations here. */
-export function sandboxConfigShape(row: SandboxConfigRow) {
+export function sandboxConfigShape(row: SandboxConfigRow): SandboxConfig {
+  const { id, type, config } = row;
+  const typed = { type, config } as TypedSandboxConfig;
   return {
-    id: row.id,
-    type: row.type,
+    id,
+    ...typed,
     organization_id: null,
-    config: row.config,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
 }
 
 /** Letta's SandboxEnvironmentVariable, its value masked (Letta returns it in plaintext). */
-export function sandboxEnvVarShape(row: SandboxEnvVarRow) {
+export function sandboxEnvVarShape(row: SandboxEnvVarRow): SandboxEnvVar {
   return {
     id: row.id,
     key: row.key,
@@ -125,7 +139,7 @@ export function agentStateShape(
   agent: AgentRecord,
   extra: { message_ids?: string[]; pending_approval?: unknown } = {},
   include: ReadonlySet<AgentRelationship> = ALL_RELATIONSHIPS,
-) {
+): AgentState {
   const blocks = include.has('agent.blocks') ? agent.blocks.map(blockShape) : [];
   const secrets = include.has('agent.secrets')
     ? agent.secrets.map((s) => ({
@@ -172,8 +186,6 @@ export function otidFor(messageId: string, index: number): string {
   const last = parseInt(uuid.slice(-2), 16);
   return uuid.slice(0, -2) + ((last & 0x80) | (index & 0x7f)).toString(16).padStart(2, '0');
 }
-
-type LettaMessage = Record<string, unknown> & { id: string; message_type: string };
 
 /** One stored message → its Letta messages (an assistant reply may be reasoning, text and tool calls). */
 export function lettaMessages(row: MessageRow): LettaMessage[] {
@@ -256,7 +268,7 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
     }
     case 'tool': {
       const returns = (row.tool_returns ?? []).map((r) => ({
-        type: 'tool',
+        type: 'tool' as const,
         tool_return: unpackageFunctionResponse(r.func_response),
         status: r.status,
         tool_call_id: r.tool_call_id,
@@ -272,7 +284,7 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
   }
 }
 
-export function runShape(run: RunRow) {
+export function runShape(run: RunRow): Run {
   return {
     id: run.id,
     agent_id: run.agent_id,
@@ -291,7 +303,7 @@ export function runShape(run: RunRow) {
   };
 }
 
-export function usageShape(usage: Record<string, number> | null | undefined) {
+export function usageShape(usage: Record<string, number> | null | undefined): UsageStatistics {
   return {
     message_type: 'usage_statistics',
     completion_tokens: usage?.completion_tokens ?? 0,
@@ -306,7 +318,7 @@ export function usageShape(usage: Record<string, number> | null | undefined) {
 }
 
 /** Letta's Conversation; `in_context_message_ids` only where Letta fills them in (retrieve). */
-export function conversationShape(row: ConversationRow, messageIds: string[] = []) {
+export function conversationShape(row: ConversationRow, messageIds: string[] = []): Conversation {
   return {
     id: row.id,
     agent_id: row.agent_id,

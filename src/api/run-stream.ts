@@ -4,6 +4,7 @@
  * the same way every time, because they are read back from the database in order: a client whose
  * connection dropped asks again with `starting_after` and gets the rest, without loss or repeats.
  */
+import type { LettaMessage, StopReason } from './schemas/responses';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { ApiContext } from './context';
@@ -19,11 +20,11 @@ const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === '
 const wanted = (types: string[] | null | undefined) => (message: { message_type: string }) =>
   !types?.length || types.includes(message.message_type);
 
-export function outputMessages(rows: MessageRow[], types?: string[] | null) {
+export function outputMessages(rows: MessageRow[], types?: string[] | null): LettaMessage[] {
   return rows.filter(isOutput).flatMap(lettaMessages).filter(wanted(types));
 }
 
-export function stopReasonShape(stopReason: string) {
+export function stopReasonShape(stopReason: string): StopReason {
   return { message_type: 'stop_reason', stop_reason: stopReason };
 }
 

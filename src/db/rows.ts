@@ -1,4 +1,6 @@
 /** Rows as the repositories return them: the stored shape, before the API turns it into Letta's. */
+import type { z } from 'zod';
+import type { LlmConfigSchema } from '../schemas/agents';
 import type { ToolRule } from '../schemas/tool-rules';
 import type { ToolCall } from '../llm/types';
 import type { TypedSandboxConfig } from '../schemas/sandbox-config';
@@ -97,18 +99,7 @@ export interface PendingApproval {
   expires_at: string | null;
 }
 
-export interface LlmConfig {
-  model: string;
-  model_endpoint_type: string;
-  model_endpoint?: string | null;
-  context_window: number;
-  handle?: string | null;
-  temperature?: number | null;
-  max_tokens?: number | null;
-  parallel_tool_calls?: boolean | null;
-  strict?: boolean | null;
-  [key: string]: unknown;
-}
+export type LlmConfig = z.infer<typeof LlmConfigSchema>;
 
 /** An agent with what it owns. */
 export interface AgentRecord extends AgentRow {

@@ -31,8 +31,11 @@ export type SandboxType = (typeof SANDBOX_TYPES)[number];
 const SCHEMAS = { local: LocalSandboxConfigSchema, e2b: E2BSandboxConfigSchema };
 
 /** A sandbox config as stored: its type and its fields, with Letta's defaults and without nulls. */
-export type TypedSandboxConfig =
-  { type: 'local'; config: LocalSandboxConfig } | { type: 'e2b'; config: E2BSandboxConfig };
+export const TypedSandboxConfigSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('local'), config: LocalSandboxConfigSchema }),
+  z.object({ type: z.literal('e2b'), config: E2BSandboxConfigSchema }),
+]);
+export type TypedSandboxConfig = z.infer<typeof TypedSandboxConfigSchema>;
 
 /** Letta stores `model_dump(exclude_none=True)`. */
 const withoutNulls = <T extends object>(fields: T): T =>

@@ -1,4 +1,5 @@
 import { Router, type Response } from 'express';
+import type { LettaResponse } from '../schemas/responses';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
@@ -93,13 +94,14 @@ export function messageHandlers(ctx: ApiContext) {
     if (!stop) return;
     const failed = modelFailureAnswer(stop);
     if (failed) return void res.status(failed.status).json(failed.body);
-    res.json({
+    const answer: LettaResponse = {
       messages: outputMessages(await runMessagesAfter(ctx.db, run.id, 0), body.include_return_message_types),
       stop_reason: stopReasonShape(stop.stopReason),
       usage: usageShape(stop.run.usage),
       logprobs: null,
       turns: null,
-    });
+    };
+    res.json(answer);
   };
 
   /**

@@ -1,0 +1,281 @@
+/**
+ * Letta's response shapes, as this server sends them: the one source of their types (the shape
+ * functions of src/api/letta-shapes.ts return these). Named with `meta({ id })` after Letta's schemas.
+ */
+import { z } from 'zod';
+import { LlmConfigSchema } from '../../schemas/agents';
+import { ToolRuleSchema } from '../../schemas/tool-rules';
+import { TypedSandboxConfigSchema } from '../../schemas/sandbox-config';
+
+const JsonObject = z.record(z.string(), z.unknown());
+/** An ISO 8601 time; null where the row has none. */
+const Time = z.string().nullable();
+
+export const BlockSchema = z
+  .object({
+    id: z.string(),
+    label: z.string(),
+    value: z.string(),
+    limit: z.number().int(),
+    description: z.string().nullable(),
+    read_only: z.boolean(),
+    hidden: z.boolean().nullable(),
+    metadata: JsonObject,
+    tags: z.array(z.string()).nullable(),
+    is_template: z.boolean(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'Block' });
+export type Block = z.infer<typeof BlockSchema>;
+
+export const ToolSchema = z
+  .object({
+    id: z.string(),
+    tool_type: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    source_type: z.string().nullable(),
+    source_code: z.string().nullable(),
+    json_schema: JsonObject,
+    args_json_schema: JsonObject.nullable(),
+    tags: z.array(z.string()),
+    return_char_limit: z.number().int(),
+    pip_requirements: z.array(z.unknown()).nullable(),
+    npm_requirements: z.array(z.unknown()).nullable(),
+    default_requires_approval: z.boolean().nullable(),
+    enable_parallel_execution: z.boolean(),
+    metadata_: JsonObject,
+    version: z.number().int(),
+    /** Whether the schema is one a model can use (Letta's schema health check). */
+    health: z.object({ status: z.string(), reasons: z.array(z.string()) }),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'Tool' });
+export type Tool = z.infer<typeof ToolSchema>;
+
+export const ToolExecutionResultSchema = z
+  .object({
+    status: z.enum(['success', 'error']),
+    func_return: z.unknown(),
+    stdout: z.array(z.string()).nullable(),
+    stderr: z.array(z.string()).nullable(),
+    agent_state: z.null(),
+    sandbox_config_fingerprint: z.null(),
+  })
+  .meta({ id: 'ToolExecutionResult' });
+export type ToolExecutionResult = z.infer<typeof ToolExecutionResultSchema>;
+
+export const SandboxConfigSchema = z
+  .intersection(
+    TypedSandboxConfigSchema,
+    z.object({ id: z.string(), organization_id: z.null(), created_at: Time, updated_at: Time }),
+  )
+  .meta({ id: 'SandboxConfig' });
+export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
+
+export const SandboxEnvVarSchema = z
+  .object({
+    id: z.string(),
+    key: z.string(),
+    /** Masked: the plaintext never leaves the server. */
+    value: z.string(),
+    description: z.string().nullable(),
+    sandbox_config_id: z.string(),
+    organization_id: z.null(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'SandboxEnvironmentVariable' });
+export type SandboxEnvVar = z.infer<typeof SandboxEnvVarSchema>;
+
+export const AgentSecretSchema = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    key: z.string(),
+    /** Masked. */
+    value: z.string(),
+    description: z.string().nullable(),
+  })
+  .meta({ id: 'AgentEnvironmentVariable' });
+
+export const AgentStateSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    agent_type: z.string(),
+    description: z.string().nullable(),
+    system: z.string(),
+    model: z.string().nullable(),
+    llm_config: LlmConfigSchema,
+    embedding_config: JsonObject.nullable(),
+    blocks: z.array(BlockSchema),
+    memory: z.object({
+      agent_type: z.string(),
+      blocks: z.array(BlockSchema),
+      file_blocks: z.array(z.unknown()),
+      prompt_template: z.null(),
+    }),
+    tools: z.array(ToolSchema),
+    tool_rules: z.array(ToolRuleSchema),
+    sources: z.array(z.unknown()),
+    tags: z.array(z.string()),
+    metadata: JsonObject.nullable(),
+    secrets: z.array(AgentSecretSchema),
+    tool_exec_environment_variables: z.array(AgentSecretSchema),
+    identities: z.array(z.unknown()),
+    identity_ids: z.array(z.string()),
+    timezone: z.string(),
+    last_stop_reason: z.string().nullable(),
+    approval_timeout_seconds: z.number().nullable(),
+    message_ids: z.array(z.string()),
+    pending_approval: z.unknown(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'AgentState' });
+export type AgentState = z.infer<typeof AgentStateSchema>;
+
+const messageFields = {
+  id: z.string(),
+  date: z.string(),
+  name: z.string().nullable(),
+  otid: z.string().nullable(),
+  sender_id: z.string().nullable(),
+  step_id: z.string().nullable(),
+  is_err: z.boolean().nullable(),
+  /** The message's place in its run's stream (streams only). */
+  seq_id: z.number().int().nullable(),
+  run_id: z.string().nullable(),
+};
+
+const ToolCallSchema = z.object({ name: z.string(), arguments: z.string(), tool_call_id: z.string() });
+
+const ToolReturnSchema = z.object({
+  type: z.literal('tool'),
+  tool_return: z.string(),
+  status: z.enum(['success', 'error']),
+  tool_call_id: z.string(),
+  stdout: z.array(z.string()).nullable(),
+  stderr: z.array(z.string()).nullable(),
+});
+
+const ApprovalSchema = z.object({
+  type: z.string(),
+  tool_call_id: z.string(),
+  approve: z.boolean().optional(),
+  reason: z.string().nullish(),
+});
+
+/** Letta's LettaMessage: one part of a stored message, by `message_type`. */
+export const LettaMessageSchema = z
+  .discriminatedUnion('message_type', [
+    z.object({ ...messageFields, message_type: z.literal('system_message'), content: z.string() }),
+    z.object({ ...messageFields, message_type: z.literal('user_message'), content: z.string() }),
+    z.object({
+      ...messageFields,
+      message_type: z.literal('reasoning_message'),
+      reasoning: z.string(),
+      source: z.literal('reasoner_model'),
+      signature: z.string().nullable(),
+    }),
+    z.object({ ...messageFields, message_type: z.literal('assistant_message'), content: z.string() }),
+    z.object({
+      ...messageFields,
+      message_type: z.literal('tool_call_message'),
+      tool_call: ToolCallSchema,
+      tool_calls: z.array(ToolCallSchema),
+    }),
+    z.object({
+      ...messageFields,
+      message_type: z.literal('approval_request_message'),
+      tool_call: ToolCallSchema,
+      tool_calls: z.array(ToolCallSchema),
+    }),
+    z.object({
+      ...messageFields,
+      message_type: z.literal('approval_response_message'),
+      approvals: z.array(ApprovalSchema),
+      approve: z.boolean().nullable(),
+      approval_request_id: z.string().nullable(),
+      reason: z.string().nullable(),
+    }),
+    z.object({
+      ...messageFields,
+      message_type: z.literal('tool_return_message'),
+      ...ToolReturnSchema.omit({ type: true }).shape,
+      tool_returns: z.array(ToolReturnSchema),
+    }),
+  ])
+  .meta({ id: 'LettaMessage' });
+export type LettaMessage = z.infer<typeof LettaMessageSchema>;
+
+export const RunSchema = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    conversation_id: z.string().nullable(),
+    status: z.enum(['created', 'running', 'completed', 'failed', 'cancelled']),
+    stop_reason: z.string().nullable(),
+    background: z.boolean(),
+    metadata: JsonObject,
+    request_config: JsonObject.nullable(),
+    callback_url: z.null(),
+    created_at: Time,
+    completed_at: Time,
+    total_duration_ns: z.number().nullable(),
+  })
+  .meta({ id: 'Run' });
+export type Run = z.infer<typeof RunSchema>;
+
+export const UsageStatisticsSchema = z
+  .object({
+    message_type: z.literal('usage_statistics'),
+    completion_tokens: z.number(),
+    prompt_tokens: z.number(),
+    total_tokens: z.number(),
+    step_count: z.number(),
+    run_ids: z.null(),
+    cached_input_tokens: z.number(),
+    cache_write_tokens: z.null(),
+    reasoning_tokens: z.number(),
+  })
+  .meta({ id: 'LettaUsageStatistics' });
+export type UsageStatistics = z.infer<typeof UsageStatisticsSchema>;
+
+export const ConversationSchema = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    summary: z.string().nullable(),
+    in_context_message_ids: z.array(z.string()),
+    isolated_block_ids: z.array(z.string()),
+    model: z.string().nullable(),
+    model_settings: JsonObject.nullable(),
+    last_message_at: Time,
+    created_by_id: z.null(),
+    last_updated_by_id: z.null(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'Conversation' });
+export type Conversation = z.infer<typeof ConversationSchema>;
+
+export const StopReasonSchema = z
+  .object({ message_type: z.literal('stop_reason'), stop_reason: z.string() })
+  .meta({ id: 'LettaStopReason' });
+export type StopReason = z.infer<typeof StopReasonSchema>;
+
+/** What a request that does not stream answers with. */
+export const LettaResponseSchema = z
+  .object({
+    messages: z.array(LettaMessageSchema),
+    stop_reason: StopReasonSchema,
+    usage: UsageStatisticsSchema,
+    logprobs: z.null(),
+    turns: z.null(),
+  })
+  .meta({ id: 'LettaResponse' });
+export type LettaResponse = z.infer<typeof LettaResponseSchema>;

@@ -11,7 +11,7 @@ import { ClientToolSchema } from '../src/schemas/tools';
 export type ClientTool = z.infer<typeof ClientToolSchema>;
 
 /** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
-export const ToolModeSchema = z.enum(['builtin', 'sandbox', 'mcp', 'client']);
+export const ToolModeSchema = z.enum(['builtin', 'code', 'sandbox', 'mcp', 'client']);
 export type ToolMode = z.infer<typeof ToolModeSchema>;
 
 export const StepToolSchema = z.object({

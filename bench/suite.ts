@@ -150,7 +150,10 @@ async function orchestrationOverhead(bench: Bench) {
           {
             db: tx,
             agent,
-            fetchPolicy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
+            web: {
+              policy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
+              exa: { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 },
+            },
           },
           'memory_insert',
           args,

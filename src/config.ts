@@ -131,6 +131,7 @@ export const ConfigSchema = z.object({
   E2B_TEMPLATE: z.string().min(1).default('base'),
   E2B_SANDBOX_TIMEOUT_MS: milliseconds.default(300_000),
   E2B_SANDBOX_REUSE: flag.default(false),
+  E2B_CODE_TEMPLATE: optional(z.string().min(1)),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
   SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b']).default('local'),
@@ -207,6 +208,9 @@ export const ConfigSchema = z.object({
     .default(5 * 1024 * 1024),
   FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce.number().int().min(0).default(10),
   OUTBOUND_ALLOW_PRIVATE: allowList,
+  EXA_API_KEY: optional(z.string()),
+  EXA_BASE_URL: z.string().url().default('https://api.exa.ai'),
+  EXA_TIMEOUT_MS: milliseconds.default(60_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

@@ -5,6 +5,9 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { sandboxActivities } from '../activities/sandbox';
+import { runCodeActivities } from '../activities/run-code';
+import { codeInterpreterFor } from './sandbox/e2b-code';
+import { webSettings } from './tools/builtin/web-settings';
 import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost } from './api/access';
 import { createApp } from './api/app';
@@ -107,24 +110,27 @@ export async function startServer(
             db,
             log,
             providers: providerRegistry(config),
-            fetchPolicy: {
-              timeoutMs: config.FETCH_WEBPAGE_TIMEOUT_MS,
-              maxBytes: config.FETCH_WEBPAGE_MAX_BYTES,
-              maxRedirects: config.FETCH_WEBPAGE_MAX_REDIRECTS,
-              allow: config.OUTBOUND_ALLOW_PRIVATE,
-            },
+            web: webSettings(config),
           }),
       });
       const sandboxWorker = await createToolWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
-        activities: sandboxActivities({
-          db,
-          sandbox,
-          toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-          sandboxType: sandboxConfigType(config),
-        }),
+        activities: {
+          ...sandboxActivities({
+            db,
+            sandbox,
+            toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+            sandboxType: sandboxConfigType(config),
+          }),
+          ...runCodeActivities({
+            db,
+            sandbox,
+            interpreter: codeInterpreterFor(config),
+            timeoutMs: config.TOOL_TIMEOUT_MS,
+          }),
+        },
       });
       const mcpWorker = await createToolWorker({
         connection,

@@ -19,7 +19,10 @@ import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
 
-const FETCH_POLICY = { timeoutMs: 1000, maxBytes: 1000, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES };
+const WEB = {
+  policy: { timeoutMs: 1000, maxBytes: 1000, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
+  exa: { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 },
+};
 
 /**
  * Temporal retries an activity whose worker died after it did its work but before it reported back.
@@ -48,7 +51,7 @@ describe('activities retried after doing their work', () => {
       db,
       log: silentLogger(),
       providers: providerRegistry(config),
-      fetchPolicy: FETCH_POLICY,
+      web: WEB,
     });
   });
   afterAll(async () => {
@@ -241,7 +244,7 @@ describe('activities retried after doing their work', () => {
         db: small,
         log: silentLogger(),
         providers: providerRegistry(config),
-        fetchPolicy: FETCH_POLICY,
+        web: WEB,
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {

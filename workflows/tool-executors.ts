@@ -12,6 +12,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { builtinActivities } from '../activities/builtin';
+import type { runCodeActivities } from '../activities/run-code';
 import type { sandboxActivities } from '../activities/sandbox';
 import type { mcpActivities } from '../activities/mcp';
 import type {
@@ -25,6 +26,7 @@ import type {
 } from '../activities/contracts';
 
 type ToolActivities = ReturnType<typeof builtinActivities> &
+  ReturnType<typeof runCodeActivities> &
   ReturnType<typeof sandboxActivities> &
   ReturnType<typeof mcpActivities>;
 
@@ -48,6 +50,8 @@ interface ExecutorRow {
 export const EXECUTORS: Partial<Record<ToolMode, ExecutorRow>> = {
   // Those that work on the database alone run as local activities (StepTool.local).
   builtin: { label: 'built-in', activity: 'runBuiltinTool' },
+  // run_code: the model's own code, in the custom tools' sandbox.
+  code: { label: 'sandbox', activity: 'runCode', queue: 'sandbox' },
   sandbox: {
     label: 'sandbox',
     activity: 'runSandboxTool',

@@ -2,18 +2,18 @@
 import { agentTools } from '../db/agents';
 import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
-import { runsLocally } from '../tools/builtin';
+import { runsCode, runsLocally } from '../tools/builtin';
 import { toolTimeoutMs } from '../tools/tool-timeout';
 import type { StepContext, ToolMode } from '../../activities/contracts';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
-export function toolMode(tool: Pick<ToolRow, 'tool_type'>): ToolMode {
+export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
   switch (tool.tool_type) {
     case 'letta_core':
     case 'letta_memory_core':
     case 'letta_sleeptime_core':
     case 'letta_builtin':
-      return 'builtin';
+      return runsCode(tool.name) ? 'code' : 'builtin';
     case 'external_mcp':
       return 'mcp';
     default:

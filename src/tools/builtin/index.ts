@@ -5,11 +5,20 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import { agentBlocks, attachBlocks, insertBlock, lockAgentRow, updateBlock } from '../../db/agents';
+import {
+  agentBlocks,
+  agentSecrets,
+  attachBlocks,
+  insertBlock,
+  lockAgentRow,
+  updateBlock,
+} from '../../db/agents';
 import { upsertBuiltinTool } from '../../db/tools';
 import type { BlockRow } from '../../db/rows';
 import { conversationSearch } from './conversation-search';
-import { fetchWebpage } from './fetch-webpage';
+import { fetchWebpageOrContents } from './fetch-webpage';
+import { exaClient, type ExaSettings } from './exa';
+import { webSearch } from './web-search';
 import type { OutboundPolicy } from '../../net/safe-fetch';
 import {
   coreMemoryAppend,
@@ -29,9 +38,12 @@ export type BuiltinToolName = keyof typeof schemas;
 
 interface BuiltinTool {
   toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin';
+  /** Letta's LETTA_PARALLEL_SAFE_TOOLS. */
   parallel: boolean;
   /** Works on the database alone, in milliseconds: the step runs it as a local activity. */
   local: boolean;
+  /** Runs model-written code: the `code` execution mode runs it in a sandbox, not this process. */
+  runsCode?: boolean;
 }
 
 const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
@@ -42,6 +54,8 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   core_memory_append: { toolType: 'letta_memory_core', parallel: false, local: true },
   core_memory_replace: { toolType: 'letta_memory_core', parallel: false, local: true },
   fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false },
+  web_search: { toolType: 'letta_builtin', parallel: true, local: false },
+  run_code: { toolType: 'letta_builtin', parallel: true, local: false, runsCode: true },
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
@@ -52,6 +66,8 @@ export const builtinToolNames = () => Object.keys(BUILTIN_TOOLS) as BuiltinToolN
 export const isBuiltinTool = (name: string): name is BuiltinToolName => name in BUILTIN_TOOLS;
 
 export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;
+
+export const runsCode = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].runsCode === true;
 
 /** Makes the built-in tools exist in the tools table, as they are in this version of the server. */
 export async function ensureBuiltinTools(db: Database): Promise<void> {
@@ -153,21 +169,47 @@ async function writeEdit(
   await attachBlocks(tx, agentId, [id]);
 }
 
+/** Where the web tools may go: the page fetch's limits, and Exa. */
+export interface WebSettings {
+  policy: OutboundPolicy;
+  exa: ExaSettings;
+}
+
 /** What a built-in tool runs against: for memory edits, a transaction holding `lockAgentMemory`. */
 export interface BuiltinToolContext {
   db: Queryable;
   agent: { id: string; timezone: string };
-  fetchPolicy: OutboundPolicy;
+  web: WebSettings;
   signal?: AbortSignal;
+}
+
+/** Exa with the agent's own key (its secret EXA_API_KEY) or the server's. */
+async function agentExa({ db, agent, web }: BuiltinToolContext) {
+  const secret = (await agentSecrets(db, agent.id)).find((s) => s.key === 'EXA_API_KEY');
+  return exaClient(web.exa, secret?.value);
 }
 
 /** Runs a built-in tool; a ToolError is the tool's own failure, anything else an infrastructure fault. */
 export async function executeBuiltinTool(
-  { db, agent, fetchPolicy, signal }: BuiltinToolContext,
+  context: BuiltinToolContext,
   name: BuiltinToolName,
   args: Args,
 ): Promise<unknown> {
-  if (name === 'conversation_search') return conversationSearch(db, agent, args);
-  if (name === 'fetch_webpage') return fetchWebpage(args, fetchPolicy, signal);
-  return editMemory(db, agent.id, name, args);
+  const { db, agent, web, signal } = context;
+  switch (name) {
+    case 'conversation_search':
+      return conversationSearch(db, agent, args);
+    case 'web_search':
+      return webSearch(await agentExa(context), web.exa, args, signal);
+    case 'fetch_webpage':
+      return fetchWebpageOrContents(
+        args,
+        { ...web, exa: await agentExa(context), exaSettings: web.exa },
+        signal,
+      );
+    case 'run_code':
+      throw new Error('run_code runs in the code execution mode (activities/run-code.ts)');
+    default:
+      return editMemory(db, agent.id, name, args);
+  }
 }

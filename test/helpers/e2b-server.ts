@@ -197,6 +197,14 @@ function readLines(stream: Readable, onLine: (line: string) => void) {
   stream.on('end', () => buffer && onLine(buffer));
 }
 
+function parseReport(line: string): OutputMessage | undefined {
+  try {
+    return JSON.parse(line) as OutputMessage;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Kills a process group: an execution and whatever it started. */
 function killGroup(pgid: number) {
   try {
@@ -270,7 +278,11 @@ function run(sandbox: FakeSandbox, program: Program, envs: Record<string, string
   readLines(child.stdout!, (text) => send(res, { type: 'stdout', text }));
   readLines(child.stderr!, (text) => send(res, { type: 'stderr', text }));
   const reports: OutputMessage[] = [];
-  readLines(child.stdio[3] as Readable, (line) => reports.push(JSON.parse(line) as OutputMessage));
+  readLines(child.stdio[3] as Readable, (line) => {
+    // A cell that writes to fd 3 itself must not crash the test process.
+    const report = parseReport(line);
+    if (report) reports.push(report);
+  });
   // The SDK's timeoutMs never reaches the server: on timeout it aborts the request, so a closed
   // response is the signal to stop the cell.
   res.on('close', () => isRunning(child) && child.pid !== undefined && killGroup(child.pid));
@@ -353,8 +365,9 @@ export async function startE2BServer(apiKey = 'e2b_test'): Promise<E2BServer> {
     if (!sandbox) return res.writeHead(502).end('The sandbox was not found');
     if (req.method === 'GET' && route === '/health') return sendJson(res, 204);
     if (req.headers['x-access-token'] !== sandbox.accessToken) return sendJson(res, 401, 'Unauthorized');
-    if (req.method === 'POST' && route === '/execute')
+    if (req.method === 'POST' && route === '/execute') {
       return execute(sandbox, (body ?? {}) as ExecuteRequest, res);
+    }
     sendJson(res, 404, { error: `not served by the fake: ${req.method} ${route}` });
   }
 

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { useAgentServer } from './helpers/agent-server';
+import { startE2BServer, type E2BServer } from './helpers/e2b-server';
 
 interface ToolReturn {
   message_type: string;
@@ -74,5 +75,56 @@ describe('run_code in the local sandbox', () => {
     expect(text).toBe(
       'run_code cannot run r in the local sandbox (python, js and ts only): set E2B_API_KEY to run it on E2B',
     );
+  });
+});
+
+/** With E2B_API_KEY, E2B's own SDK runs every language, against a server that speaks E2B's API. */
+describe('run_code on E2B', () => {
+  let e2b: E2BServer;
+  const env: Record<string, string> = {};
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    e2b = await startE2BServer();
+    // The SDK reads where E2B is from the environment, as it does for a self-hosted E2B.
+    Object.assign(process.env, e2b.env);
+    env.E2B_API_KEY = e2b.apiKey;
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await e2b?.close();
+  });
+  const h = useAgentServer('openai', env);
+
+  it('runs the code in a fresh sandbox per call, killed after it, and answers as Letta does', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tools: ['run_code'] });
+    h.stub.enqueue(
+      {
+        toolCalls: [
+          { name: 'run_code', arguments: { code: 'console.log("on e2b"); 6 * 7', language: 'js' } },
+        ],
+      },
+      {
+        toolCalls: [
+          { name: 'run_code', arguments: { code: 'raise ValueError("nope")', language: 'python' } },
+        ],
+      },
+      { text: 'done' },
+    );
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'run it' }],
+    });
+    const answers = (response.messages as ToolReturn[])
+      .filter((m) => m.message_type === 'tool_return_message')
+      .map((m) => JSON.parse(String(m.tool_return)));
+    expect(answers[0]).toEqual({ results: ['42'], logs: { stdout: ['on e2b\n'], stderr: [] } });
+    expect(answers[1].error).toMatchObject({ name: 'ValueError', value: 'nope' });
+    const created = e2b.requests.filter((r) => r.method === 'POST' && r.path === '/v2/sandboxes');
+    const executed = e2b.requests.filter((r) => r.path === '/execute').map((r) => r.body);
+    expect(created).toHaveLength(2);
+    expect(executed).toEqual([
+      expect.objectContaining({ code: 'console.log("on e2b"); 6 * 7', language: 'js' }),
+      expect.objectContaining({ code: 'raise ValueError("nope")' }),
+    ]);
+    expect(e2b.liveSandboxes()).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * E2B's code interpreter, as Letta's run_code uses it: a fresh sandbox per call (the SDK's default
- * code-interpreter template unless E2B_CODE_TEMPLATE names one), killed after it. E2B's own
- * E2B_DOMAIN / E2B_API_URL reach a self-hosted E2B, as for custom tools.
+ * code-interpreter template unless E2B_CODE_TEMPLATE names one), killed after it. The SDK's own
+ * E2B_API_URL and E2B_SANDBOX_URL (or E2B_DOMAIN) reach a self-hosted E2B.
  */
 import { Sandbox } from '@e2b/code-interpreter';
 import type { Config } from '../config';

@@ -9,14 +9,18 @@ import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-cal
 const UNTRUNCATED = new Set(['conversation_search']);
 
 /** A memory edit commits in the same transaction as its record, so it is never applied twice. */
-export function builtinExecutor({ db, web }: Pick<ActivityDeps, 'db' | 'web'>): ToolExecutor {
+export function builtinExecutor({
+  db,
+  web,
+  providers,
+}: Pick<ActivityDeps, 'db' | 'web' | 'providers'>): ToolExecutor {
   return {
     async execute({ input, agent, args, signal }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);
       const run = async (q: Queryable): Promise<ToolResult> => ({
         status: 'success',
-        text: stringifyReturn(await executeBuiltinTool({ db: q, agent, web, signal }, name, args)),
+        text: stringifyReturn(await executeBuiltinTool({ db: q, agent, web, providers, signal }, name, args)),
         untruncated: UNTRUNCATED.has(name),
       });
       return editsMemory(name) ? { writeMemory: run } : run(db);

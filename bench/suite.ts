@@ -15,6 +15,7 @@ import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
 import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
 import { executeBuiltinTool } from '../src/tools/builtin';
+import { providerRegistry } from '../src/llm';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { getAgentRow } from '../src/db/agents';
 import { clientToolReturn } from '../test/helpers/approvals';
@@ -154,6 +155,7 @@ async function orchestrationOverhead(bench: Bench) {
               policy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
               exa: { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 },
             },
+            providers: providerRegistry(testConfig({})),
           },
           'memory_insert',
           args,

@@ -12,7 +12,9 @@ export type IdPrefix =
   | 'sandbox'
   | 'sandbox-env'
   | 'mcp_server'
-  | 'conv';
+  | 'conv'
+  | 'archive'
+  | 'passage';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

@@ -27,6 +27,8 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services).sort()).toEqual(
       ['letta-temporal', 'postgresql', 'temporal', 'temporal-init', 'temporal-schema', 'temporal-ui'].sort(),
     );
+    // Archival memory's embeddings are pgvector's where the database has the extension.
+    expect(services.postgresql.image).toMatch(/^pgvector\/pgvector:pg\d+$/);
     expect(services['temporal-schema'].image).toMatch(/^temporalio\/admin-tools:/);
     expect(services.temporal.image).toMatch(/^temporalio\/server:/);
     expect(services['temporal-ui'].image).toMatch(/^temporalio\/ui:/);

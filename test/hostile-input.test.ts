@@ -28,6 +28,13 @@ import {
   SandboxConfigCreateSchema,
 } from '../src/api/schemas/sandbox-configs';
 import { McpToolRunSchema } from '../src/api/schemas/mcp-servers';
+import {
+  CreateAgentPassageSchema,
+  CreateArchivePassageSchema,
+  CreateArchivePassagesSchema,
+  CreateArchiveSchema,
+  UpdateArchiveSchema,
+} from '../src/api/schemas/archives';
 import { McpServerCreateSchema, McpServerUpdateSchema } from '../src/schemas/mcp-server';
 import { bodyFor, deeplyNested, hostileNumber, hostileString } from './helpers/fuzz';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
@@ -53,6 +60,7 @@ const MCP_SERVER = {
 };
 
 const PAGE = ['limit', 'after', 'before', 'order'];
+const TEXT = { text: 'remember this' };
 
 const ROUTES: FuzzRoute[] = [
   { method: 'POST', path: '/v1/agents/', body: CreateAgentSchema, base: MODEL },
@@ -132,6 +140,28 @@ const ROUTES: FuzzRoute[] = [
   { method: 'PATCH', path: '/v1/mcp-servers/{mcp}/refresh', query: ['agent_id'] },
   { method: 'GET', path: '/v1/mcp-servers/{mcp}/tools' },
   { method: 'POST', path: '/v1/mcp-servers/{mcp}/tools/{tool}/run', body: McpToolRunSchema },
+  { method: 'POST', path: '/v1/agents/{agent}/archival-memory', body: CreateAgentPassageSchema, base: TEXT },
+  {
+    method: 'GET',
+    path: '/v1/agents/{agent}/archival-memory',
+    query: ['after', 'before', 'limit', 'search', 'ascending'],
+  },
+  {
+    method: 'GET',
+    path: '/v1/agents/{agent}/archival-memory/search',
+    query: ['query', 'tags', 'tag_match_mode', 'top_k', 'start_datetime', 'end_datetime'],
+  },
+  { method: 'PATCH', path: '/v1/agents/{agent}/archives/attach/{archive}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/archives/detach/{archive}' },
+  { method: 'POST', path: '/v1/archives/', body: CreateArchiveSchema, base: { name: 'a' } },
+  { method: 'GET', path: '/v1/archives/', query: [...PAGE, 'name', 'agent_id'] },
+  { method: 'GET', path: '/v1/archives/{archive}' },
+  { method: 'PATCH', path: '/v1/archives/{archive}', body: UpdateArchiveSchema },
+  { method: 'POST', path: '/v1/archives/{archive}/passages', body: CreateArchivePassageSchema, base: TEXT },
+  { method: 'POST', path: '/v1/archives/{archive}/passages/batch', body: CreateArchivePassagesSchema },
+  { method: 'DELETE', path: '/v1/agents/{agent}/archival-memory/{passage}' },
+  { method: 'DELETE', path: '/v1/archives/{archive}/passages/{passage}' },
+  { method: 'DELETE', path: '/v1/archives/{archive}' },
   { method: 'DELETE', path: '/v1/agents/{agent}' },
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
@@ -217,6 +247,7 @@ describe('hostile input', () => {
     });
     const agent = await created('/v1/agents/', {
       model: 'openai/gpt-4o-mini',
+      embedding: 'openai/text-embedding-3-small',
       memory_blocks: [{ label: 'human', value: 'x' }],
       tool_ids: [tool.id],
     });
@@ -229,6 +260,12 @@ describe('hostile input', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     const conversation = await created(`/v1/conversations/?agent_id=${agent.id}`, {});
+    const archive = await created('/v1/archives/', {
+      name: 'fuzz',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    const passage = await created(`/v1/archives/${archive.id}/passages`, TEXT);
+    await send('PATCH', `/v1/agents/${agent.id}/archives/attach/${archive.id}`);
     const [message] = (
       JSON.parse((await send('GET', `/v1/agents/${agent.id}/messages`)).text) as { id: string }[]
     ).slice(-1);
@@ -240,6 +277,8 @@ describe('hostile input', () => {
       sandbox: sandbox.id,
       envVar: envVar.id,
       run: run.id,
+      archive: archive.id,
+      passage: passage.id,
     });
     Object.assign(stored, { toolName: 'echo', label: 'human' });
   });

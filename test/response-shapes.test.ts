@@ -1,6 +1,9 @@
 import type { z } from 'zod';
 import {
   AgentStateSchema,
+  ArchivalSearchResponseSchema,
+  ArchiveSchema,
+  PassageSchema,
   BlockSchema,
   ConversationSchema,
   LettaMessageSchema,
@@ -96,6 +99,30 @@ describe('responses match their schemas', () => {
     expectShape(
       ToolExecutionResultSchema,
       await call('POST', '/v1/tools/run', { source_code: tool.source_code, args: { text: 'x' } }),
+    );
+  });
+
+  it('archives, passages and archival search', async () => {
+    const archive = await call('POST', '/v1/archives', {
+      name: 'notes',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    expectShape(ArchiveSchema, archive);
+    expectShape(
+      PassageSchema,
+      await call('POST', `/v1/archives/${archive.id}/passages`, { text: 'tea', tags: ['x'] }),
+    );
+    const agent = await call('POST', '/v1/agents', {
+      model: 'openai/gpt-4o-mini',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    const [passage] = await call('POST', `/v1/agents/${agent.id}/archival-memory`, { text: 'coffee' });
+    expectShape(PassageSchema, passage);
+    for (const listed of await call('GET', `/v1/agents/${agent.id}/archival-memory`))
+      expectShape(PassageSchema, listed);
+    expectShape(
+      ArchivalSearchResponseSchema,
+      await call('GET', `/v1/agents/${agent.id}/archival-memory/search?query=coffee`),
     );
   });
 

@@ -1,4 +1,5 @@
 /** Creating and changing agents: Letta's defaults and checks, then the repositories. */
+import { embeddingConfigForHandle } from './embeddings';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
@@ -119,7 +120,8 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
       system: body.system ?? LETTA_V1_SYSTEM_PROMPT,
       model: handle,
       llm_config: llmConfig,
-      embedding_config: body.embedding_config ?? null,
+      embedding_config:
+        body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, config) : null),
       tool_rules: withApprovalRules(rules, tools),
       tags: body.tags ?? [],
       metadata: body.metadata ?? null,

@@ -65,3 +65,17 @@ function zoneOffsetMinutes(date: Date, parts: Record<string, string>): number {
 
 /** Letta's message `date`: ISO 8601 to the second with an explicit offset, e.g. 2026-01-02T03:04:05+00:00. */
 export const lettaDate = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, '+00:00');
+
+/** Python's `isoformat()` of the instant in a zone, e.g. 2026-01-02T04:04:05.123000+01:00. */
+export function isoInZone(date: Date, timeZone = 'UTC'): string {
+  const parts = Object.fromEntries(
+    formatterFor(timeZone)
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  );
+  const offsetMinutes = zoneOffsetMinutes(date, parts);
+  const local = new Date(date.getTime() + offsetMinutes * 60_000).toISOString().slice(0, -1);
+  const sign = offsetMinutes < 0 ? '-' : '+';
+  const abs = Math.abs(offsetMinutes);
+  return `${local}000${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}

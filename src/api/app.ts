@@ -13,6 +13,7 @@ import { mcpServersRouter } from './routes/mcp-servers';
 import { modelsRouter } from './routes/models';
 import { conversationsRouter } from './routes/conversations';
 import { toolsRouter } from './routes/tools';
+import { archivesRouter } from './routes/archives';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -45,6 +46,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(mcpServersRouter(deps));
   app.use(modelsRouter(deps));
   app.use(conversationsRouter(deps));
+  app.use(archivesRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

@@ -1,4 +1,5 @@
 import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { ModelApiError } from '../llm/types';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import type { Logger } from '../logger';
 import { SecretsKeyError } from '../secrets';
@@ -70,6 +71,11 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
       return sendError(res, error.status, error.message);
+    }
+    if (error instanceof ModelApiError) {
+      // A model provider (embeddings, say) refused or failed: not this server's fault, nor the caller's.
+      log.warn({ err: error, method: req.method, path: req.path }, 'a model provider failed a request');
+      return sendError(res, 502, `The model provider failed: ${error.message}`);
     }
     const unavailable = temporalUnavailable(error);
     if (unavailable) {

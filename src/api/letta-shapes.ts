@@ -18,8 +18,11 @@ import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
+import type { ArchiveRow, PassageRow } from '../db/archives';
 import type {
   AgentState,
+  Archive,
+  Passage,
   Block,
   Conversation,
   LettaMessage,
@@ -328,6 +331,41 @@ export function conversationShape(row: ConversationRow, messageIds: string[] = [
     model: row.model,
     model_settings: row.model_settings,
     last_message_at: iso(row.last_message_at),
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export function passageShape(row: PassageRow): Passage {
+  return {
+    id: row.id,
+    text: row.text,
+    embedding: row.embedding,
+    embedding_config: row.embedding_config,
+    archive_id: row.archive_id,
+    tags: row.tags,
+    metadata: row.metadata ?? {},
+    file_id: null,
+    file_name: null,
+    source_id: null,
+    is_deleted: false,
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export function archiveShape(row: ArchiveRow): Archive {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    embedding_config: row.embedding_config,
+    vector_db_provider: 'native',
+    metadata: row.metadata ?? {},
     created_by_id: null,
     last_updated_by_id: null,
     created_at: iso(row.created_at),

@@ -1,3 +1,4 @@
+import { vector } from '@electric-sql/pglite-pgvector';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -133,7 +134,8 @@ function wrapPglite(db: Pick<PGlite, 'query' | 'exec'>): Queryable {
 /** An embedded PostgreSQL (WASM) persisted in `dir`: one connection, so statements queue up in order. */
 export async function openPglite(dir: string): Promise<Database> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
-  const db = await PGlite.create(dir);
+  // pgvector, for archival memory's embeddings (migration 0012).
+  const db = await PGlite.create(dir, { extensions: { vector } });
   return {
     kind: 'pglite',
     ...wrapPglite(db),

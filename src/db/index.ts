@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { connectPostgres, openPglite, type Database } from './database';
 import { migrate } from './migrate';
+import { embeddingKind } from './archives';
 import { loadSecretsKey, useSecretsKey } from '../secrets';
 
 export type { Database, Queryable, Subscription } from './database';
@@ -27,6 +28,10 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   try {
     const applied = await migrate(db);
     log.info({ applied }, applied.length ? 'database migrated' : 'database schema is current');
+    if ((await embeddingKind(db)) === 'real[]')
+      log.info(
+        'archival memory without pgvector (the database lacks the extension): embeddings are real[] arrays, searched exactly',
+      );
   } catch (error) {
     await db.close().catch(() => {});
     throw error;

@@ -36,6 +36,14 @@ export function openAiProvider(options: {
       for await (const model of client.models.list()) ids.push(model.id);
       return ids;
     },
+    async embed(model, texts, signal) {
+      try {
+        const { data } = await client.embeddings.create({ model, input: texts }, { signal });
+        return [...data].sort((a, b) => a.index - b.index).map((item) => item.embedding);
+      } catch (error) {
+        throw asModelApiError(error);
+      }
+    },
   };
 }
 

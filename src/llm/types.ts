@@ -50,6 +50,8 @@ export interface ModelProvider {
   complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply>;
   /** The ids of the models the endpoint serves (its `/models` list). */
   listModels(): Promise<string[]>;
+  /** One embedding per text, in order; absent for a provider without an embeddings API. */
+  embed?(model: string, texts: string[], signal?: AbortSignal): Promise<number[][]>;
 }
 
 /**

@@ -38,6 +38,8 @@ export interface WireProtocol<Request> {
   error(status: number): unknown;
   /** `GET` of this path suffix lists the models the stub serves, in the provider's shape. */
   models: { path: string; body: unknown };
+  /** `POST` of this path suffix answers at once, whatever the queue holds (an embeddings endpoint). */
+  instant?: { path: string; answer(body: unknown): unknown };
 }
 
 let counter = 0;
@@ -60,6 +62,9 @@ export async function startModelStub<Request>(protocol: WireProtocol<Request>): 
     req.on('end', async () => {
       if (req.method === 'GET' && req.url?.split('?')[0].endsWith(protocol.models.path)) {
         return sendJson(res, 200, protocol.models.body);
+      }
+      if (req.method === 'POST' && protocol.instant && req.url?.endsWith(protocol.instant.path)) {
+        return sendJson(res, 200, protocol.instant.answer(JSON.parse(raw)));
       }
       if (req.method !== 'POST' || !req.url?.endsWith(protocol.path)) {
         return sendJson(res, 404, { error: { message: 'not found' } });

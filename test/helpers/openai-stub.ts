@@ -42,12 +42,47 @@ function completion(request: ChatRequest, reply: ScriptedReply) {
   };
 }
 
-/** A local OpenAI-compatible chat completions server. */
+/** How many numbers the stub's embeddings have. */
+export const STUB_EMBEDDING_DIM = 256;
+
+/**
+ * A bag of words as a unit vector: texts that share words are near each other, so a search ranks the
+ * passage about the query first, deterministically.
+ */
+export function stubEmbedding(text: string): number[] {
+  const vector = new Array<number>(STUB_EMBEDDING_DIM).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    let hash = 2166136261;
+    for (const char of word) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619);
+    vector[(hash >>> 0) % STUB_EMBEDDING_DIM] += 1;
+  }
+  const norm = Math.hypot(...vector) || 1;
+  return vector.map((x) => x / norm);
+}
+
+/** The embeddings answer, as floats or as the SDK's default base64 of little-endian float32s. */
+function embeddings(body: unknown) {
+  const { input, model, encoding_format } = body as {
+    input: string | string[];
+    model: string;
+    encoding_format?: string;
+  };
+  const data = [input].flat().map((text, index) => {
+    const vector = stubEmbedding(text);
+    const embedding =
+      encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  return { object: 'list', data, model, usage: { prompt_tokens: 1, total_tokens: 1 } };
+}
+
+/** A local OpenAI-compatible chat completions server, with an embeddings endpoint. */
 export const startOpenAiStub = (): Promise<OpenAiStub> =>
   startModelStub<ChatRequest>({
     path: '/chat/completions',
     baseURL: (origin) => `${origin}/v1`,
     success: completion,
+    instant: { path: '/embeddings', answer: embeddings },
     error: (status) => ({ error: { message: `stub error ${status}`, type: 'server_error' } }),
     models: {
       path: '/models',

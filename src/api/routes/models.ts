@@ -8,13 +8,7 @@ import type { ApiContext } from '../context';
 import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
 import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
 import { errorText } from '../../temporal/connection';
-
-/** Embedding models' dimensions; one not listed is taken to have OpenAI's smaller size. */
-const EMBEDDING_DIMENSIONS: Record<string, number> = {
-  'text-embedding-3-large': 3072,
-  'text-embedding-3-small': 1536,
-  'text-embedding-ada-002': 1536,
-};
+import { embeddingConfigOf } from '../../agent/embeddings';
 
 const isEmbeddingModel = (id: string) => /embed/i.test(id);
 
@@ -51,12 +45,7 @@ export function modelsRouter(ctx: ApiContext): Router {
       models.map(({ provider, id }) => ({
         ...names(provider, id),
         model_type: 'embedding',
-        embedding_model: id,
-        embedding_endpoint_type: provider,
-        embedding_endpoint: providerEndpoint(provider, ctx.config),
-        embedding_dim: EMBEDDING_DIMENSIONS[id] ?? 1536,
-        embedding_chunk_size: 300,
-        batch_size: 32,
+        ...embeddingConfigOf(provider, id, ctx.config),
       })),
     );
   });

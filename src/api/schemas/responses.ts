@@ -279,3 +279,49 @@ export const LettaResponseSchema = z
   })
   .meta({ id: 'LettaResponse' });
 export type LettaResponse = z.infer<typeof LettaResponseSchema>;
+
+export const PassageSchema = z
+  .object({
+    id: z.string(),
+    text: z.string(),
+    embedding: z.array(z.number()).nullable(),
+    embedding_config: JsonObject.nullable(),
+    archive_id: z.string(),
+    tags: z.array(z.string()),
+    metadata: JsonObject,
+    file_id: z.null(),
+    file_name: z.null(),
+    source_id: z.null(),
+    is_deleted: z.boolean(),
+    created_by_id: z.null(),
+    last_updated_by_id: z.null(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'Passage' });
+export type Passage = z.infer<typeof PassageSchema>;
+
+export const ArchiveSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    embedding_config: JsonObject.nullable(),
+    vector_db_provider: z.literal('native'),
+    metadata: JsonObject,
+    created_by_id: z.null(),
+    last_updated_by_id: z.null(),
+    created_at: Time,
+    updated_at: Time,
+  })
+  .meta({ id: 'Archive' });
+export type Archive = z.infer<typeof ArchiveSchema>;
+
+export const ArchivalSearchResponseSchema = z
+  .object({
+    results: z.array(
+      z.object({ id: z.string(), timestamp: z.string(), content: z.string(), tags: z.array(z.string()) }),
+    ),
+    count: z.number().int(),
+  })
+  .meta({ id: 'ArchivalMemorySearchResponse' });

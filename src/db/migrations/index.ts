@@ -19,6 +19,7 @@ import { queuedInput } from './0008-queued-input';
 import { conversations } from './0009-conversations';
 import { toolCallPairing } from './0010-tool-call-pairing';
 import { deploymentId } from './0011-deployment-id';
+import { archivalMemory } from './0012-archival-memory';
 
 export const migrations: Migration[] = [
   initial,
@@ -32,4 +33,5 @@ export const migrations: Migration[] = [
   conversations,
   toolCallPairing,
   deploymentId,
+  archivalMemory,
 ];

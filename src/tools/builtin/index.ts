@@ -14,7 +14,10 @@ import {
   updateBlock,
 } from '../../db/agents';
 import { upsertBuiltinTool } from '../../db/tools';
-import type { BlockRow } from '../../db/rows';
+import type { AgentRow, BlockRow } from '../../db/rows';
+import { insertArchival, searchArchival, type Providers } from '../../agent/archival';
+import { DomainError } from '../../errors';
+import { ModelApiError } from '../../llm/types';
 import { conversationSearch } from './conversation-search';
 import { fetchWebpageOrContents } from './fetch-webpage';
 import { exaClient, type ExaSettings } from './exa';
@@ -56,6 +59,8 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false },
   web_search: { toolType: 'letta_builtin', parallel: true, local: false },
   run_code: { toolType: 'letta_builtin', parallel: true, local: false, runsCode: true },
+  archival_memory_insert: { toolType: 'letta_core', parallel: false, local: false },
+  archival_memory_search: { toolType: 'letta_core', parallel: true, local: false },
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
@@ -178,9 +183,40 @@ export interface WebSettings {
 /** What a built-in tool runs against: for memory edits, a transaction holding `lockAgentMemory`. */
 export interface BuiltinToolContext {
   db: Queryable;
-  agent: { id: string; timezone: string };
+  agent: AgentRow;
   web: WebSettings;
+  /** The model providers, whose embeddings archival memory uses. */
+  providers: Providers;
   signal?: AbortSignal;
+}
+
+/** The archival tools: what the agent cannot do (no embedding model, a bad date) is the tool's error. */
+async function archivalTool({ db, agent, providers, signal }: BuiltinToolContext, name: string, args: Args) {
+  try {
+    if (name === 'archival_memory_insert') {
+      const tags = Array.isArray(args.tags) ? args.tags.map(String) : null;
+      await insertArchival(db, providers, agent, { text: requireString(args, 'content'), tags }, signal);
+      return null;
+    }
+    return await searchArchival(
+      db,
+      providers,
+      agent,
+      {
+        query: requireString(args, 'query'),
+        tags: Array.isArray(args.tags) ? args.tags.map(String) : null,
+        tag_match_mode: args.tag_match_mode === 'all' ? 'all' : 'any',
+        top_k: optionalInteger(args, 'top_k') ?? null,
+        start_datetime: typeof args.start_datetime === 'string' ? args.start_datetime : null,
+        end_datetime: typeof args.end_datetime === 'string' ? args.end_datetime : null,
+      },
+      signal,
+    );
+  } catch (error) {
+    if (error instanceof DomainError || (error instanceof ModelApiError && !error.retryable))
+      throw new ToolError(error.message);
+    throw error;
+  }
 }
 
 /** Exa with the agent's own key (its secret EXA_API_KEY) or the server's. */
@@ -207,6 +243,9 @@ export async function executeBuiltinTool(
         { ...web, exa: await agentExa(context), exaSettings: web.exa },
         signal,
       );
+    case 'archival_memory_insert':
+    case 'archival_memory_search':
+      return archivalTool(context, name, args);
     case 'run_code':
       throw new Error('run_code runs in the code execution mode (activities/run-code.ts)');
     default:

@@ -1,0 +1,142 @@
+/**
+ * Archival memory over HTTP, as Letta routes it: an agent's passages (`/v1/agents/{id}/archival-memory`),
+ * archives of their own (`/v1/archives`) and attaching them to agents. The embedding model is the
+ * agent's, or the archive's; without one these answer 400.
+ */
+import { Router } from 'express';
+import type { ApiContext } from '../context';
+import { notFound } from '../errors';
+import { parseBody, parseQuery } from '../validation';
+import { archiveShape, passageShape } from '../letta-shapes';
+import {
+  CreateAgentPassageSchema,
+  CreateArchivePassageSchema,
+  CreateArchivePassagesSchema,
+  CreateArchiveSchema,
+  ListAgentPassagesQuery,
+  ListArchivesQuery,
+  SearchAgentPassagesQuery,
+  UpdateArchiveSchema,
+} from '../schemas/archives';
+import { addPassages, insertArchival, searchArchival, type PassageInput } from '../../agent/archival';
+import { embeddingConfigForHandle } from '../../agent/embeddings';
+import * as archives from '../../db/archives';
+import { getAgentRow } from '../../db/agents';
+import { newId } from '../../ids';
+import { providerRegistry } from '../../llm';
+
+export function archivesRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const providers = providerRegistry(ctx.config);
+
+  const loadAgent = async (id: string) => {
+    const agent = await getAgentRow(ctx.db, id);
+    if (!agent) throw notFound(`Agent ${id}`);
+    return agent;
+  };
+  const loadArchive = async (id: string) => {
+    const archive = await archives.getArchive(ctx.db, id);
+    if (!archive) throw notFound(`Archive ${id}`);
+    return archive;
+  };
+
+  router.post('/v1/agents/:agentId/archival-memory', async (req, res) => {
+    const agent = await loadAgent(req.params.agentId);
+    const body = parseBody(CreateAgentPassageSchema, req);
+    res.json((await insertArchival(ctx.db, providers, agent, body)).map(passageShape));
+  });
+
+  router.get('/v1/agents/:agentId/archival-memory/search', async (req, res) => {
+    const agent = await loadAgent(req.params.agentId);
+    const results = await searchArchival(ctx.db, providers, agent, parseQuery(SearchAgentPassagesQuery, req));
+    res.json({ results, count: results.length });
+  });
+
+  router.get('/v1/agents/:agentId/archival-memory', async (req, res) => {
+    await loadAgent(req.params.agentId);
+    const { ascending, ...page } = parseQuery(ListAgentPassagesQuery, req);
+    const rows = await archives.listPassages(
+      ctx.db,
+      { agentId: req.params.agentId },
+      { ...page, order: ascending ? 'asc' : 'desc' },
+    );
+    res.json(rows.map(passageShape));
+  });
+
+  router.delete('/v1/agents/:agentId/archival-memory/:memoryId', async (req, res) => {
+    const { agentId, memoryId } = req.params;
+    await loadAgent(agentId);
+    if (!(await archives.deletePassage(ctx.db, { agentId }, memoryId))) throw notFound(`Passage ${memoryId}`);
+    res.json({ message: `Memory id=${memoryId} successfully deleted` });
+  });
+
+  for (const action of ['attach', 'detach'] as const) {
+    router.patch(`/v1/agents/:agentId/archives/${action}/:archiveId`, async (req, res) => {
+      const { agentId, archiveId } = req.params;
+      await Promise.all([loadAgent(agentId), loadArchive(archiveId)]);
+      if (action === 'attach') await archives.attachArchive(ctx.db, agentId, archiveId);
+      else await archives.detachArchive(ctx.db, agentId, archiveId);
+      res.json(null);
+    });
+  }
+
+  router.post('/v1/archives', async (req, res) => {
+    const body = parseBody(CreateArchiveSchema, req);
+    const embedding =
+      body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, ctx.config) : null);
+    const archive = await archives.insertArchive(ctx.db, newId('archive'), {
+      name: body.name,
+      description: body.description ?? null,
+      embedding_config: embedding,
+      metadata: null,
+    });
+    res.json(archiveShape(archive));
+  });
+
+  router.get('/v1/archives', async (req, res) => {
+    const { name, agent_id, ...page } = parseQuery(ListArchivesQuery, req);
+    res.json((await archives.listArchives(ctx.db, { name, agentId: agent_id }, page)).map(archiveShape));
+  });
+
+  router.get('/v1/archives/:archiveId', async (req, res) => {
+    res.json(archiveShape(await loadArchive(req.params.archiveId)));
+  });
+
+  router.patch('/v1/archives/:archiveId', async (req, res) => {
+    const { archiveId } = req.params;
+    await loadArchive(archiveId);
+    const { name, description } = parseBody(UpdateArchiveSchema, req);
+    await archives.updateArchive(ctx.db, archiveId, { name: name ?? undefined, description });
+    res.json(archiveShape(await loadArchive(archiveId)));
+  });
+
+  router.delete('/v1/archives/:archiveId', async (req, res) => {
+    if (!(await archives.deleteArchive(ctx.db, req.params.archiveId)))
+      throw notFound(`Archive ${req.params.archiveId}`);
+    res.status(204).end();
+  });
+
+  const addToArchive = async (archiveId: string, inputs: PassageInput[]) => {
+    const archive = await loadArchive(archiveId);
+    return (await addPassages(ctx.db, providers, archive, inputs, `Archive ${archiveId}`)).map(passageShape);
+  };
+
+  router.post('/v1/archives/:archiveId/passages', async (req, res) => {
+    const [passage] = await addToArchive(req.params.archiveId, [parseBody(CreateArchivePassageSchema, req)]);
+    res.json(passage);
+  });
+
+  router.post('/v1/archives/:archiveId/passages/batch', async (req, res) => {
+    res.json(await addToArchive(req.params.archiveId, parseBody(CreateArchivePassagesSchema, req).passages));
+  });
+
+  router.delete('/v1/archives/:archiveId/passages/:passageId', async (req, res) => {
+    const { archiveId, passageId } = req.params;
+    await loadArchive(archiveId);
+    if (!(await archives.deletePassage(ctx.db, { archiveId }, passageId)))
+      throw notFound(`Passage ${passageId}`);
+    res.status(204).end();
+  });
+
+  return router;
+}

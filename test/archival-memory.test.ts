@@ -1,0 +1,117 @@
+import { useAgentServer } from './helpers/agent-server';
+
+interface ToolReturn {
+  message_type: string;
+  tool_return?: string;
+  status?: string;
+}
+
+/** Letta's archival memory through the official client: passages, archives, and the agent's tools. */
+describe('archival memory', () => {
+  const h = useAgentServer('openai');
+  const newAgent = (extra: Record<string, unknown> = {}) =>
+    h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      embedding: 'openai/text-embedding-3-small',
+      ...extra,
+    });
+
+  it('inserts, lists, searches (the relevant passage first) and deletes an agent’s passages', async () => {
+    const agent = await newAgent();
+    const [tea] = await h.client.agents.passages.create(agent.id, {
+      text: 'Alice drinks green tea',
+      tags: ['food'],
+    });
+    expect(tea).toMatchObject({
+      text: 'Alice drinks green tea',
+      tags: ['food'],
+      archive_id: expect.any(String),
+    });
+    await h.client.agents.passages.create(agent.id, { text: 'The build deploys on Fridays' });
+    await h.client.agents.passages.create(agent.id, { text: 'Bob prefers coffee', tags: ['food'] });
+
+    const listed = await h.client.agents.passages.list(agent.id);
+    expect(listed.map((p) => p.text)).toEqual([
+      'Alice drinks green tea',
+      'The build deploys on Fridays',
+      'Bob prefers coffee',
+    ]);
+    const found = await h.client.agents.passages.search(agent.id, { query: 'what tea does Alice drink' });
+    expect(found.count).toBe(3);
+    expect(found.results[0]).toMatchObject({ id: tea.id, content: 'Alice drinks green tea', tags: ['food'] });
+    expect(found.results[0].timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/);
+    const tagged = await h.client.agents.passages.search(agent.id, { query: 'deploys', tags: ['food'] });
+    expect(tagged.results.map((r) => r.content).sort()).toEqual([
+      'Alice drinks green tea',
+      'Bob prefers coffee',
+    ]);
+
+    await h.client.agents.passages.delete(tea.id!, { agent_id: agent.id });
+    expect((await h.client.agents.passages.list(agent.id)).map((p) => p.id)).not.toContain(tea.id);
+  });
+
+  it('keeps archives of their own, which agents attach and detach', async () => {
+    const archive = await h.client.archives.create({
+      name: 'handbook',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    expect(archive).toMatchObject({ name: 'handbook', vector_db_provider: 'native' });
+    await h.client.archives.passages.create(archive.id, { text: 'Vacation needs two weeks notice' });
+    await h.client.archives.passages.createMany(archive.id, {
+      passages: [{ text: 'Expenses are filed monthly' }, { text: 'The office opens at nine' }],
+    });
+    const agent = await newAgent();
+    await h.client.agents.archives.attach(archive.id, { agent_id: agent.id });
+    const found = await h.client.agents.passages.search(agent.id, {
+      query: 'vacation notice',
+      top_k: 1,
+    });
+    expect(found.results.map((r) => r.content)).toEqual(['Vacation needs two weeks notice']);
+    expect(
+      (await h.client.archives.list({ agent_id: agent.id })).getPaginatedItems().map((a) => a.id),
+    ).toEqual([archive.id]);
+    await h.client.agents.archives.detach(archive.id, { agent_id: agent.id });
+    expect((await h.client.agents.passages.search(agent.id, { query: 'vacation' })).count).toBe(0);
+    await h.client.archives.update(archive.id, { description: 'rules' });
+    expect(await h.client.archives.retrieve(archive.id)).toMatchObject({ description: 'rules' });
+    await h.client.archives.delete(archive.id);
+    await expect(h.client.archives.retrieve(archive.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('answers 400, not 500, for an agent without an embedding model', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    await expect(h.client.agents.passages.create(agent.id, { text: 'x' })).rejects.toMatchObject({
+      status: 400,
+    });
+    await expect(h.client.agents.passages.search(agent.id, { query: 'x' })).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
+  it('gives the agent archival_memory_insert and archival_memory_search', async () => {
+    const agent = await newAgent({ tools: ['archival_memory_insert', 'archival_memory_search'] });
+    h.stub.enqueue(
+      {
+        toolCalls: [
+          {
+            name: 'archival_memory_insert',
+            arguments: { content: 'Carol’s birthday is in May', tags: ['people'] },
+          },
+        ],
+      },
+      { toolCalls: [{ name: 'archival_memory_search', arguments: { query: 'birthday of Carol' } }] },
+      { text: 'Noted.' },
+    );
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'remember and recall' }],
+    });
+    const [inserted, searched] = (response.messages as ToolReturn[]).filter(
+      (m) => m.message_type === 'tool_return_message',
+    );
+    expect(inserted).toMatchObject({ status: 'success', tool_return: 'None' });
+    expect(searched.status).toBe('success');
+    expect(JSON.parse(String(searched.tool_return))).toEqual([
+      expect.objectContaining({ content: 'Carol’s birthday is in May', tags: ['people'] }),
+    ]);
+  });
+});

@@ -11,7 +11,7 @@ import { ClientToolSchema } from '../src/schemas/tools';
 export type ClientTool = z.infer<typeof ClientToolSchema>;
 
 /** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
-export const ToolModeSchema = z.enum(['builtin', 'code', 'sandbox', 'mcp', 'client']);
+export const ToolModeSchema = z.enum(['builtin', 'code', 'agent', 'sandbox', 'mcp', 'client']);
 export type ToolMode = z.infer<typeof ToolModeSchema>;
 
 export const StepToolSchema = z.object({
@@ -175,6 +175,8 @@ export const AgentStepLimitsSchema = z.object({
   /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */
   mcpCallTimeoutMs: z.number(),
   mcpConnectTimeoutMs: z.number(),
+  /** How long a message to another agent may wait for its reply. */
+  agentMessageTimeoutMs: z.number(),
 });
 export type AgentStepLimits = z.infer<typeof AgentStepLimitsSchema>;
 

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { agentMessageActivities } from '../activities/agent-messages';
+import type { StepServices } from './agent/steps';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
@@ -46,6 +48,8 @@ export interface RunningServer {
   temporalUiUrl?: string;
   db: Database;
   connection: NativeConnection;
+  /** What starts, answers and cancels steps, for code that runs the server in its own process. */
+  steps: StepServices;
   /** Settles when the server stops: rejects if a component failed on its own (the worker crashed). */
   finished: Promise<void>;
   stop(): Promise<void>;
@@ -97,6 +101,14 @@ export async function startServer(
     void reportMcpStdio(stdio, log);
     const mcp = mcpClientPool(config, stdio, db, log);
     undo.push(() => mcp.close());
+    // What starting and answering steps works with: the API's, and agents' messages to each other.
+    const steps: StepServices = {
+      db,
+      config,
+      temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      deploymentId,
+      taskQueues: queues,
+    };
     if (role !== 'api') {
       const agentWorker = await createAgentWorker({
         connection,
@@ -104,14 +116,10 @@ export async function startServer(
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-        activities:
-          options.activities?.({ db }) ??
-          createActivities({
-            db,
-            log,
-            providers: providerRegistry(config),
-            web: webSettings(config),
-          }),
+        activities: options.activities?.({ db }) ?? {
+          ...createActivities({ db, log, providers: providerRegistry(config), web: webSettings(config) }),
+          ...agentMessageActivities(steps),
+        },
       });
       const sandboxWorker = await createToolWorker({
         connection,
@@ -166,12 +174,9 @@ export async function startServer(
       runEvents.start();
       undo.push(() => runEvents.close());
       const app = createApp({
-        db,
+        ...steps,
         config: { ...config, LETTA_SERVER_PASSWORD: apiPassword(config, log) },
         connection,
-        temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
-        deploymentId,
-        taskQueues: queues,
         sandbox,
         mcp,
         runEvents,
@@ -192,6 +197,7 @@ export async function startServer(
       temporalUiUrl: temporal.embedded?.uiUrl,
       db,
       connection,
+      steps,
       finished,
       stop: async () => {
         await stop();

@@ -12,6 +12,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { builtinActivities } from '../activities/builtin';
+import type { agentMessageActivities } from '../activities/agent-messages';
 import type { runCodeActivities } from '../activities/run-code';
 import type { sandboxActivities } from '../activities/sandbox';
 import type { mcpActivities } from '../activities/mcp';
@@ -26,6 +27,7 @@ import type {
 } from '../activities/contracts';
 
 type ToolActivities = ReturnType<typeof builtinActivities> &
+  ReturnType<typeof agentMessageActivities> &
   ReturnType<typeof runCodeActivities> &
   ReturnType<typeof sandboxActivities> &
   ReturnType<typeof mcpActivities>;
@@ -52,6 +54,12 @@ export const EXECUTORS: Partial<Record<ToolMode, ExecutorRow>> = {
   builtin: { label: 'built-in', activity: 'runBuiltinTool' },
   // run_code: the model's own code, in the custom tools' sandbox.
   code: { label: 'sandbox', activity: 'runCode', queue: 'sandbox' },
+  // A message to another agent, whose reply may take that agent's whole step.
+  agent: {
+    label: 'agent message',
+    activity: 'messageAgents',
+    timeoutMs: (limits) => limits.agentMessageTimeoutMs,
+  },
   sandbox: {
     label: 'sandbox',
     activity: 'runSandboxTool',

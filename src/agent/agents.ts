@@ -12,7 +12,7 @@ import { newId } from '../ids';
 import { unmaskValues } from '../masking';
 import { parseHandle, providerEndpoint, providerProblem } from '../llm';
 import type { ToolRule } from '../schemas/tool-rules';
-import { BASE_TOOLS } from '../tools/builtin';
+import { BASE_TOOLS, MULTI_AGENT_TOOLS } from '../tools/builtin';
 import {
   DEFAULT_AGENT_TYPE,
   DEFAULT_BLOCK_DESCRIPTIONS,
@@ -105,7 +105,11 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
   const { handle, llmConfig } = resolveLlmConfig(body, config);
   const agentId = newId('agent');
   await db.transaction(async (tx) => {
-    const toolNames = [...(body.include_base_tools === false ? [] : BASE_TOOLS), ...(body.tools ?? [])];
+    const toolNames = [
+      ...(body.include_base_tools === false ? [] : BASE_TOOLS),
+      ...(body.include_multi_agent_tools ? MULTI_AGENT_TOOLS : []),
+      ...(body.tools ?? []),
+    ];
     const tools = await resolveTools(tx, [...new Set(toolNames)], body.tool_ids ?? []);
     let rules: ToolRule[] = body.tool_rules ?? [];
     if (body.include_base_tool_rules === true) {

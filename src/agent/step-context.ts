@@ -2,7 +2,7 @@
 import { agentTools } from '../db/agents';
 import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
-import { runsCode, runsLocally } from '../tools/builtin';
+import { builtinMode, runsLocally } from '../tools/builtin';
 import { toolTimeoutMs } from '../tools/tool-timeout';
 import type { StepContext, ToolMode } from '../../activities/contracts';
 
@@ -13,7 +13,8 @@ export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
     case 'letta_memory_core':
     case 'letta_sleeptime_core':
     case 'letta_builtin':
-      return runsCode(tool.name) ? 'code' : 'builtin';
+    case 'letta_multi_agent_core':
+      return builtinMode(tool.name);
     case 'external_mcp':
       return 'mcp';
     default:

@@ -61,6 +61,15 @@ interface RequestOptions {
 
 export interface StepRequest extends RequestOptions {
   userMessages: FollowUp[];
+  /**
+   * The run's id when the caller chose it (a message from another agent: one per call and recipient).
+   * Asked again, the same step is not queued twice.
+   */
+  runId?: string;
+  /** Kept with the run beside its type (who sent a message from another agent). */
+  metadata?: Record<string, unknown>;
+  /** What the Temporal UI shows of the step. */
+  summary?: string;
 }
 
 export interface AnswerRequest extends RequestOptions {
@@ -138,6 +147,7 @@ function stepLimits(config: StepServices['config'], maxSteps: number): AgentStep
     heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
     mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
     mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+    agentMessageTimeoutMs: config.AGENT_MESSAGE_TIMEOUT_MS,
   };
 }
 
@@ -150,29 +160,40 @@ export async function startAgentStep(
   ctx: StepServices,
   request: StepRequest,
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
-  const runId = newId('run');
+  const runId = request.runId ?? newId('run');
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
-  const { run, context } = await ctx.db.transaction(async (tx) => {
+  const { run, context, queued } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, request.agentId);
     if (!agent) throw notFound(`Agent ${request.agentId}`);
+    const earlier = request.runId ? await getRun(tx, runId) : undefined;
+    // Started already: queued again, it would run twice (its session may have ended since).
+    if (earlier)
+      return {
+        run: earlier,
+        context: await resolveStepContext(tx, agent),
+        queued: earlier.status !== 'created',
+      };
     const pending = await lockPendingApproval(tx, request);
     if (pending) throw pendingApprovalError(pending);
     const row = await insertRun(tx, {
       id: runId,
       agent_id: request.agentId,
       background: request.background,
-      metadata: { run_type: request.runType },
+      metadata: { ...request.metadata, run_type: request.runType },
       request_config: requestConfig(request),
       workflow_id: workflowId,
       input: request.userMessages,
       conversation_id: request.conversationId,
     });
-    return { run: row, context: await resolveStepContext(tx, agent) };
+    return { run: row, context: await resolveStepContext(tx, agent), queued: false };
   });
+  const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
+  const alive = stepLiveness(ctx, sessionId, workflowId);
+  if (queued) return { run, alive };
   const { config } = ctx;
   const step: QueuedStep = {
     workflowId,
-    summary: `Agent step of ${request.agentId} (${request.runType})`,
+    summary: request.summary ?? `Agent step of ${request.agentId} (${request.runType})`,
     maxQueued: config.AGENT_MAX_QUEUED_MESSAGES,
     input: {
       agentId: request.agentId,
@@ -184,14 +205,14 @@ export async function startAgentStep(
       limits: stepLimits(config, request.maxSteps),
     },
   };
-  const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
   try {
     await enqueueStep(ctx, sessionId, step);
   } catch (error) {
-    await deleteRun(ctx.db, runId);
+    // A step asked for again keeps its run: the first request may still be on its way.
+    if (!request.runId) await deleteRun(ctx.db, runId);
     throw error;
   }
-  return { run, alive: stepLiveness(ctx, sessionId, workflowId) };
+  return { run, alive };
 }
 
 /** The step's update to its conversation's session, which the update starts if it does not run. */

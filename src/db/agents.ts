@@ -191,3 +191,18 @@ export async function deleteAgent(db: Queryable, id: string): Promise<boolean> {
 export async function updateBlock(db: Queryable, blockId: string, fields: Partial<NewBlock>): Promise<void> {
   await updateById(db, 'blocks', blockId, fields, ['metadata']);
 }
+
+/** Agents with every tag of `all` and, when `some` names any, one of those (oldest first). */
+export async function agentsMatchingTags(
+  db: Queryable,
+  all: string[],
+  some: string[],
+  limit: number,
+): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
+    `SELECT id FROM agents WHERE tags @> $1 AND (cardinality($2::text[]) = 0 OR tags && $2)
+     ORDER BY created_at, id LIMIT $3`,
+    [all, some, limit],
+  );
+  return rows.map((row) => row.id);
+}

@@ -38,6 +38,7 @@ export const CreateAgentSchema = z.object({
   tools: z.array(z.string()).nullish(),
   tool_ids: z.array(z.string()).nullish(),
   include_base_tools: z.boolean().nullish(),
+  include_multi_agent_tools: z.boolean().nullish(),
   include_base_tool_rules: z.boolean().nullish(),
   tool_rules: z.array(ToolRuleSchema).nullish(),
   tags: z.array(z.string()).nullish(),

@@ -40,14 +40,25 @@ export { ToolError };
 export type BuiltinToolName = keyof typeof schemas;
 
 interface BuiltinTool {
-  toolType: 'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin';
+  toolType:
+    'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin' | 'letta_multi_agent_core';
   /** Letta's LETTA_PARALLEL_SAFE_TOOLS. */
   parallel: boolean;
   /** Works on the database alone, in milliseconds: the step runs it as a local activity. */
   local: boolean;
-  /** Runs model-written code: the `code` execution mode runs it in a sandbox, not this process. */
-  runsCode?: boolean;
+  /**
+   * The execution mode that runs it when not this process's (`builtin`): `code` for model-written code
+   * (in a sandbox), `agent` for messages to other agents (their own steps).
+   */
+  mode?: 'code' | 'agent';
 }
+
+const MULTI_AGENT: BuiltinTool = {
+  toolType: 'letta_multi_agent_core',
+  parallel: false,
+  local: false,
+  mode: 'agent',
+};
 
 const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   conversation_search: { toolType: 'letta_core', parallel: true, local: true },
@@ -58,9 +69,12 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   core_memory_replace: { toolType: 'letta_memory_core', parallel: false, local: true },
   fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false },
   web_search: { toolType: 'letta_builtin', parallel: true, local: false },
-  run_code: { toolType: 'letta_builtin', parallel: true, local: false, runsCode: true },
+  run_code: { toolType: 'letta_builtin', parallel: true, local: false, mode: 'code' },
   archival_memory_insert: { toolType: 'letta_core', parallel: false, local: false },
   archival_memory_search: { toolType: 'letta_core', parallel: true, local: false },
+  send_message_to_agent_and_wait_for_reply: { ...MULTI_AGENT },
+  send_message_to_agents_matching_tags: { ...MULTI_AGENT },
+  send_message_to_agent_async: { ...MULTI_AGENT },
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
@@ -72,7 +86,11 @@ export const isBuiltinTool = (name: string): name is BuiltinToolName => name in 
 
 export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;
 
-export const runsCode = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].runsCode === true;
+/** The execution mode of a built-in tool (src/agent/step-context.ts). */
+export const builtinMode = (name: string) => (isBuiltinTool(name) && BUILTIN_TOOLS[name].mode) || 'builtin';
+
+/** The tools `include_multi_agent_tools` attaches. */
+export const MULTI_AGENT_TOOLS = builtinToolNames().filter((name) => BUILTIN_TOOLS[name].mode === 'agent');
 
 /** Makes the built-in tools exist in the tools table, as they are in this version of the server. */
 export async function ensureBuiltinTools(db: Database): Promise<void> {
@@ -247,7 +265,10 @@ export async function executeBuiltinTool(
     case 'archival_memory_search':
       return archivalTool(context, name, args);
     case 'run_code':
-      throw new Error('run_code runs in the code execution mode (activities/run-code.ts)');
+    case 'send_message_to_agent_and_wait_for_reply':
+    case 'send_message_to_agents_matching_tags':
+    case 'send_message_to_agent_async':
+      throw new Error(`${name} runs in the ${builtinMode(name)} execution mode, not in this process`);
     default:
       return editMemory(db, agent.id, name, args);
   }

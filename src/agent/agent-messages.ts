@@ -1,0 +1,178 @@
+/**
+ * Letta's multi-agent tools (functions/function_sets/multi_agent.py): a message to another agent is a
+ * step of that agent's own, queued in its session behind its other messages (an Update to that
+ * session's workflow), under a run whose id follows from the tool call and the recipient, so a call
+ * that runs again after a crash finds its messages sent and does not send them twice. Waiting for a
+ * reply that could never come is refused: the run remembers the chain of agents waiting on it.
+ */
+import { createHash } from 'node:crypto';
+import { getAgentRow, agentsMatchingTags } from '../db/agents';
+import { runMessagesAfter } from '../db/messages';
+import { getRun } from '../db/runs';
+import type { RunRow } from '../db/rows';
+import { DomainError, invalid } from '../errors';
+import { contentText } from './context';
+import { startAgentStep, type StepServices } from './steps';
+
+/** Letta's limit on the agents one tag-matched message reaches (its `agents.list(limit=100)`). */
+const MAX_TAG_RECIPIENTS = 100;
+const POLL_MS = 250;
+
+export interface AgentMessage {
+  /** The agent that sends, and the run and tool call that send it. */
+  senderId: string;
+  runId: string;
+  toolCallId: string;
+  text: string;
+  /** Whether the sender waits for the reply. */
+  wait: boolean;
+}
+
+/** Letta's framing of the message, which tells the recipient who sent it. */
+export function framedMessage({ senderId, text, wait }: AgentMessage): string {
+  if (!wait)
+    return `[Incoming message from agent with ID '${senderId}' - this is a one-way notification; if you need to respond, use an agent-to-agent messaging tool if available] ${text}`;
+  const body = text.toLowerCase() === text ? text : `${text}\n${text.toLowerCase()}`;
+  return `[Incoming message from agent with ID '${senderId}' - your response will be delivered to the sender] ${body}`;
+}
+
+/** The run of the message to `recipient`: the same for the same call, every time it is asked. */
+export function messageRunId(toolCallId: string, recipient: string): string {
+  const hex = createHash('sha256').update(`${toolCallId}\n${recipient}`).digest('hex');
+  const variant = ((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16);
+  return `run-${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * What a message's run remembers of how it came: every agent the messages passed through (`hops`), and
+ * those of them still waiting, one on the next, for its reply (`waiting`); outermost first.
+ */
+interface Chain {
+  hops: string[];
+  waiting: string[];
+}
+
+const listOf = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
+
+function chainOf(run: RunRow | undefined, message: AgentMessage): Chain {
+  const hops = [...listOf(run?.metadata?.agent_chain), message.senderId];
+  const waiting = message.wait ? [...listOf(run?.metadata?.waiting_chain), message.senderId] : [];
+  return { hops, waiting };
+}
+
+/**
+ * The recipients of a tag-matched message: every tag of `all`, one of `some` (when it names any),
+ * never the sender (Letta's rule).
+ */
+export async function taggedRecipients(
+  services: StepServices,
+  senderId: string,
+  all: string[],
+  some: string[],
+) {
+  const ids = await agentsMatchingTags(services.db, all, some, MAX_TAG_RECIPIENTS + 1);
+  return ids.filter((id) => id !== senderId).slice(0, MAX_TAG_RECIPIENTS);
+}
+
+/** Why a message to `recipient` may not be sent; undefined when it may. */
+function refusal(chain: Chain, message: AgentMessage, recipient: string, maxDepth: number) {
+  if (chain.hops.length > maxDepth)
+    return `agents have messaged each other ${maxDepth} deep (${chain.hops.join(' → ')}): AGENT_MESSAGE_MAX_DEPTH stops the chain here`;
+  if (recipient === message.senderId && message.wait)
+    return 'an agent cannot wait for its own reply: its message would wait behind the step that waits for it';
+  if (chain.waiting.includes(recipient))
+    return `agent ${recipient} is waiting for this agent's reply (${chain.waiting.join(' → ')}): waiting on it would never end`;
+  return undefined;
+}
+
+export type Delivery = { agentId: string; runId: string } | { agentId: string; error: string };
+
+/** Sends the message to each recipient as a step of its own; what cannot be sent says why. */
+export async function sendAgentMessage(
+  services: StepServices,
+  message: AgentMessage,
+  recipients: string[],
+): Promise<Delivery[]> {
+  const sender = await getRun(services.db, message.runId);
+  const chain = chainOf(sender, message);
+  return Promise.all(
+    recipients.map(async (agentId): Promise<Delivery> => {
+      const refused = refusal(chain, message, agentId, services.config.AGENT_MESSAGE_MAX_DEPTH);
+      if (refused) return { agentId, error: refused };
+      try {
+        const { run } = await startAgentStep(services, {
+          agentId,
+          conversationId: null,
+          clientTools: [],
+          maxSteps: services.config.AGENT_MESSAGE_MAX_STEPS,
+          background: false,
+          runType: 'agent_message',
+          userMessages: [{ role: 'system', text: framedMessage(message) }],
+          runId: messageRunId(message.toolCallId, agentId),
+          metadata: { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: message.runId },
+          summary: `Message from agent ${message.senderId} (step ${sender?.workflow_id}) to ${agentId}`,
+        });
+        return { agentId, runId: run.id };
+      } catch (error) {
+        if (error instanceof DomainError) return { agentId, error: error.message };
+        throw error;
+      }
+    }),
+  );
+}
+
+/** Waits until each run has stopped (ended or paused), or until `deadline`; the runs as they are then. */
+export async function awaitRuns(
+  services: StepServices,
+  runIds: string[],
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<Map<string, RunRow | undefined>> {
+  const runs = new Map<string, RunRow | undefined>();
+  for (;;) {
+    for (const id of runIds) runs.set(id, await getRun(services.db, id));
+    const open = [...runs.values()].some(
+      (run) => run && (run.status === 'created' || run.status === 'running'),
+    );
+    if (!open || Date.now() >= deadline) return runs;
+    signal?.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** What the recipient answered in the run: its assistant messages' texts. */
+export async function replyTexts(services: StepServices, run: RunRow | undefined): Promise<string[]> {
+  if (!run) return ['<no response>'];
+  const texts = (await runMessagesAfter(services.db, run.id, 0))
+    .filter((m) => m.role === 'assistant')
+    .map((m) => contentText(m.content))
+    .filter(Boolean);
+  return texts.length ? texts : ['<no response>'];
+}
+
+/** A known agent, or a 400 the tool turns into its error. */
+export async function recipient(services: StepServices, agentId: unknown): Promise<string> {
+  if (typeof agentId !== 'string' || !agentId) throw invalid("missing or invalid argument 'other_agent_id'");
+  if (!(await getAgentRow(services.db, agentId))) throw invalid(`Agent ${agentId} not found`);
+  return agentId;
+}
+
+/** Python's repr of strings, lists and dicts, as Letta's tools return them (`str(...)`). */
+export function pythonRepr(value: unknown): string {
+  if (typeof value === 'string') {
+    const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
+    const escaped = value
+      .replace(/\\/g, '\\\\')
+      .replace(/\n/g, '\\n')
+      .replace(/\r/g, '\\r')
+      .replace(/\t/g, '\\t')
+      .replaceAll(quote, `\\${quote}`);
+    return `${quote}${escaped}${quote}`;
+  }
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${pythonRepr(k)}: ${pythonRepr(v)}`)
+      .join(', ')}}`;
+  return String(value);
+}

@@ -108,6 +108,35 @@ describe('web_search and fetch_webpage', () => {
     expect(file.text).toMatch(/Invalid URL scheme 'file'/);
   });
 
+  it('Letta’s hello-world agent uses each built-in it was created with', async () => {
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      embedding: 'openai/text-embedding-3-small',
+      tools: ['web_search', 'run_code', 'fetch_webpage', 'archival_memory_insert', 'archival_memory_search'],
+    });
+    const calls: [string, Record<string, unknown>][] = [
+      ['web_search', { query: 'durable execution' }],
+      ['fetch_webpage', { url: 'https://example.com/cooking' }],
+      ['run_code', { code: 'print(6 * 7)', language: 'python' }],
+      ['archival_memory_insert', { content: 'Durable execution survives crashes' }],
+      ['archival_memory_search', { query: 'durable execution' }],
+    ];
+    h.stub.enqueue(...calls.map(([name, args]) => ({ toolCalls: [{ name, arguments: args }] })), {
+      text: 'done',
+    });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'use everything' }],
+    });
+    const returns = (response.messages as ToolReturn[]).filter(
+      (m) => m.message_type === 'tool_return_message',
+    );
+    expect(returns.map((r) => r.status)).toEqual(['success', 'success', 'success', 'success', 'success']);
+    expect(JSON.parse(returns[0].tool_return!).results[0].title).toBe('Durable execution explained');
+    expect(JSON.parse(returns[1].tool_return!).title).toBe('Pasta at home');
+    expect(JSON.parse(returns[2].tool_return!).logs.stdout).toEqual(['42\n']);
+    expect(JSON.parse(returns[4].tool_return!)[0].content).toBe('Durable execution survives crashes');
+  });
+
   it('without a key, tells which setting to set; an empty query is the model’s to fix', async () => {
     const settings = { baseUrl: exa.baseURL, timeoutMs: 1000 };
     await expect(webSearch(undefined, settings, { query: 'x' })).rejects.toThrow(NO_EXA_KEY);

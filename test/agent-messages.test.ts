@@ -1,16 +1,11 @@
 import { useAgentServer } from './helpers/agent-server';
+import { toolReturnsOf } from './helpers/tool-returns';
 import type { ChatRequest } from './helpers/openai-stub';
 import { connectTemporalClient, stepWorkflowId } from './helpers/temporal';
 import { eventually } from './helpers/eventually';
 import { messageRunId, sendAgentMessage } from '../src/agent/agent-messages';
 import { startAgentStep } from '../src/agent/steps';
 import { getRun } from '../src/db/runs';
-
-interface ToolReturn {
-  message_type: string;
-  tool_return?: string;
-  status?: string;
-}
 
 /** Letta's multi-agent tools: a message to another agent is that agent's own step, in its session. */
 describe('agents messaging agents', () => {
@@ -22,8 +17,6 @@ describe('agents messaging agents', () => {
       ...({ include_multi_agent_tools: true } as object),
       ...extra,
     });
-  const toolReturns = (messages: unknown[]) =>
-    (messages as ToolReturn[]).filter((m) => m.message_type === 'tool_return_message');
 
   it('asks another agent and gets its reply, from that agent’s own step', async () => {
     const [asker, expert] = await Promise.all([agent(), agent({ name: 'expert' })]);
@@ -49,7 +42,7 @@ describe('agents messaging agents', () => {
     const response = await h.client.agents.messages.create(asker.id, {
       messages: [{ role: 'user', content: 'ask the expert' }],
     });
-    const [reply] = toolReturns(response.messages);
+    const [reply] = toolReturnsOf(response.messages);
     expect(reply).toMatchObject({
       status: 'success',
       tool_return: `{'agent_id': '${expert.id}', 'response': ['Four.']}`,
@@ -122,8 +115,8 @@ describe('agents messaging agents', () => {
     const self = await h.client.agents.messages.create(first.id, {
       messages: [{ role: 'user', content: 'x' }],
     });
-    expect(toolReturns(self.messages)[0]).toMatchObject({ status: 'error' });
-    expect(toolReturns(self.messages)[0].tool_return).toMatch(/cannot wait for its own reply/);
+    expect(toolReturnsOf(self.messages)[0]).toMatchObject({ status: 'error' });
+    expect(toolReturnsOf(self.messages)[0].tool_return).toMatch(/cannot wait for its own reply/);
 
     // first asks second; second, in its step, asks first back: refused, and both steps end.
     h.stub.enqueue(
@@ -149,9 +142,9 @@ describe('agents messaging agents', () => {
     const cycle = await h.client.agents.messages.create(first.id, {
       messages: [{ role: 'user', content: 'go' }],
     });
-    expect(toolReturns(cycle.messages)[0].tool_return).toContain("'response': ['could not ask back']");
+    expect(toolReturnsOf(cycle.messages)[0].tool_return).toContain("'response': ['could not ask back']");
     const [secondRun] = (await h.client.runs.list({ agent_id: second.id })).getPaginatedItems();
-    const inner = toolReturns(
+    const inner = toolReturnsOf(
       (await h.client.runs.messages.list(secondRun.id)).getPaginatedItems() as unknown[],
     );
     expect(inner[0]).toMatchObject({ status: 'error' });
@@ -178,7 +171,7 @@ describe('agents messaging agents', () => {
     const response = await h.client.agents.messages.create(sender.id, {
       messages: [{ role: 'user', content: 'x' }],
     });
-    const answer = toolReturns(response.messages)[0].tool_return!;
+    const answer = toolReturnsOf(response.messages)[0].tool_return;
     expect(answer).toContain(`{'agent_id': '${red.id}', 'response': ['here']}`);
     expect(answer).toContain(`{'agent_id': '${blue.id}', 'response': ['here']}`);
 
@@ -190,7 +183,7 @@ describe('agents messaging agents', () => {
     const notified = await h.client.agents.messages.create(sender.id, {
       messages: [{ role: 'user', content: 'y' }],
     });
-    expect(toolReturns(notified.messages)[0]).toMatchObject({
+    expect(toolReturnsOf(notified.messages)[0]).toMatchObject({
       status: 'success',
       tool_return: 'Successfully sent message',
     });

@@ -1,10 +1,5 @@
 import { useAgentServer } from './helpers/agent-server';
-
-interface ToolReturn {
-  message_type: string;
-  tool_return?: string;
-  status?: string;
-}
+import { toolReturnsOf } from './helpers/tool-returns';
 
 /** Letta's archival memory through the official client: passages, archives, and the agent's tools. */
 describe('archival memory', () => {
@@ -105,9 +100,7 @@ describe('archival memory', () => {
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'remember and recall' }],
     });
-    const [inserted, searched] = (response.messages as ToolReturn[]).filter(
-      (m) => m.message_type === 'tool_return_message',
-    );
+    const [inserted, searched] = toolReturnsOf(response.messages);
     expect(inserted).toMatchObject({ status: 'success', tool_return: 'None' });
     expect(searched.status).toBe('success');
     expect(JSON.parse(String(searched.tool_return))).toEqual([

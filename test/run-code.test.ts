@@ -1,13 +1,8 @@
 import http from 'node:http';
+import { toolReturnsOf } from './helpers/tool-returns';
 import type { AddressInfo } from 'node:net';
 import { useAgentServer } from './helpers/agent-server';
 import { startE2BServer, type E2BServer } from './helpers/e2b-server';
-
-interface ToolReturn {
-  message_type: string;
-  tool_return?: string;
-  status?: string;
-}
 
 /** Letta's run_code without E2B: the model's code in the local sandbox, answered in E2B's terms. */
 describe('run_code in the local sandbox', () => {
@@ -22,7 +17,7 @@ describe('run_code in the local sandbox', () => {
     const response = await h.client.agents.messages.create(agentId, {
       messages: [{ role: 'user', content: 'run it' }],
     });
-    const result = (response.messages as ToolReturn[]).find((m) => m.message_type === 'tool_return_message');
+    const result = toolReturnsOf(response.messages)[0];
     const text = String(result?.tool_return);
     return { status: result?.status, text, answer: text.startsWith('{') ? JSON.parse(text) : undefined };
   };
@@ -113,9 +108,7 @@ describe('run_code on E2B', () => {
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'run it' }],
     });
-    const answers = (response.messages as ToolReturn[])
-      .filter((m) => m.message_type === 'tool_return_message')
-      .map((m) => JSON.parse(String(m.tool_return)));
+    const answers = toolReturnsOf(response.messages).map((m) => JSON.parse(String(m.tool_return)));
     expect(answers[0]).toEqual({ results: ['42'], logs: { stdout: ['on e2b\n'], stderr: [] } });
     expect(answers[1].error).toMatchObject({ name: 'ValueError', value: 'nope' });
     const created = e2b.requests.filter((r) => r.method === 'POST' && r.path === '/v2/sandboxes');

@@ -1,5 +1,5 @@
 import { compileSystemPrompt, renderMemoryBlocks } from '../src/agent/system-prompt';
-import { formatLettaTime, lettaDate } from '../src/agent/time';
+import { formatLettaTime, isoInZone, lettaDate } from '../src/agent/time';
 import {
   packageFunctionResponse,
   truncateReturn,
@@ -76,6 +76,10 @@ describe('times and tool returns', () => {
     );
     expect(formatLettaTime(at, 'Asia/Kolkata')).toMatch(/^2026-01-16 02:35:03 AM \S+\+0530$/);
     expect(lettaDate(at)).toBe('2026-01-15T21:05:03+00:00');
+    // Python's isoformat() in the agent's zone, as archival search answers times.
+    expect(isoInZone(new Date('2026-01-15T21:05:03.123Z'))).toBe('2026-01-15T21:05:03.123000+00:00');
+    expect(isoInZone(at, 'Asia/Kolkata')).toBe('2026-01-16T02:35:03.000000+05:30');
+    expect(isoInZone(at, 'America/New_York')).toBe('2026-01-15T16:05:03.000000-05:00');
   });
 
   it('packages returns for the model and unpacks them for the API', () => {

@@ -1,4 +1,5 @@
 import { useAgentServer } from './helpers/agent-server';
+import { toolReturnsOf } from './helpers/tool-returns';
 import { startExaServer, type ExaServer } from './helpers/exa-server';
 import { webSearch } from '../src/tools/builtin/web-search';
 import { NO_EXA_KEY } from '../src/tools/builtin/exa';
@@ -13,12 +14,6 @@ const PAGES = [
   },
   { url: 'https://example.com/cooking', title: 'Pasta at home', text: 'Boil water. Add salt and pasta.' },
 ];
-
-interface ToolReturn {
-  message_type: string;
-  tool_return?: string;
-  status?: string;
-}
 
 /** Letta's web_search and fetch_webpage through Exa's own SDK, against a server that speaks Exa's API. */
 describe('web_search and fetch_webpage', () => {
@@ -37,7 +32,7 @@ describe('web_search and fetch_webpage', () => {
     const response = await h.client.agents.messages.create(agentId, {
       messages: [{ role: 'user', content: 'go' }],
     });
-    const result = (response.messages as ToolReturn[]).find((m) => m.message_type === 'tool_return_message');
+    const result = toolReturnsOf(response.messages)[0];
     return { status: result?.status, text: String(result?.tool_return) };
   };
 
@@ -127,14 +122,12 @@ describe('web_search and fetch_webpage', () => {
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'use everything' }],
     });
-    const returns = (response.messages as ToolReturn[]).filter(
-      (m) => m.message_type === 'tool_return_message',
-    );
+    const returns = toolReturnsOf(response.messages);
     expect(returns.map((r) => r.status)).toEqual(['success', 'success', 'success', 'success', 'success']);
-    expect(JSON.parse(returns[0].tool_return!).results[0].title).toBe('Durable execution explained');
-    expect(JSON.parse(returns[1].tool_return!).title).toBe('Pasta at home');
-    expect(JSON.parse(returns[2].tool_return!).logs.stdout).toEqual(['42\n']);
-    expect(JSON.parse(returns[4].tool_return!)[0].content).toBe('Durable execution survives crashes');
+    expect(JSON.parse(returns[0].tool_return).results[0].title).toBe('Durable execution explained');
+    expect(JSON.parse(returns[1].tool_return).title).toBe('Pasta at home');
+    expect(JSON.parse(returns[2].tool_return).logs.stdout).toEqual(['42\n']);
+    expect(JSON.parse(returns[4].tool_return)[0].content).toBe('Durable execution survives crashes');
   });
 
   it('without a key, tells which setting to set; an empty query is the model’s to fix', async () => {

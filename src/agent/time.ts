@@ -33,20 +33,27 @@ export function isTimeZone(name: string): boolean {
   }
 }
 
-/** Python's `strftime("%Y-%m-%d %I:%M:%S %p %Z%z")` in a timezone, as Letta prints times to the model. */
-export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
+/** The wall clock of `date` in a zone, field by field, and the zone's offset from UTC then. */
+function inZone(date: Date, timeZone: string) {
   const parts = Object.fromEntries(
     formatterFor(timeZone)
       .formatToParts(date)
       .map((p) => [p.type, p.value]),
   );
   const offsetMinutes = zoneOffsetMinutes(date, parts);
-  const sign = offsetMinutes < 0 ? '-' : '+';
   const abs = Math.abs(offsetMinutes);
-  const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}${String(abs % 60).padStart(2, '0')}`;
+  const [hours, minutes] = [Math.floor(abs / 60), abs % 60].map((n) => String(n).padStart(2, '0'));
+  /** The offset as `+hhmm`, or `+hh:mm` with `separator`. */
+  const offset = (separator = '') => `${offsetMinutes < 0 ? '-' : '+'}${hours}${separator}${minutes}`;
+  return { parts, offsetMinutes, offset };
+}
+
+/** Python's `strftime("%Y-%m-%d %I:%M:%S %p %Z%z")` in a timezone, as Letta prints times to the model. */
+export function formatLettaTime(date: Date, timeZone = 'UTC'): string {
+  const { parts, offset } = inZone(date, timeZone);
   const zone = timeZone === 'UTC' ? 'UTC' : parts.timeZoneName;
   const hour = parts.hour === '24' ? '12' : parts.hour;
-  return `${parts.year}-${parts.month}-${parts.day} ${hour}:${parts.minute}:${parts.second} ${parts.dayPeriod} ${zone}${offset}`;
+  return `${parts.year}-${parts.month}-${parts.day} ${hour}:${parts.minute}:${parts.second} ${parts.dayPeriod} ${zone}${offset()}`;
 }
 
 /** The zone's offset from UTC at `date`: its wall clock, read back as if it were UTC, minus the instant. */
@@ -68,14 +75,7 @@ export const lettaDate = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/,
 
 /** Python's `isoformat()` of the instant in a zone, e.g. 2026-01-02T04:04:05.123000+01:00. */
 export function isoInZone(date: Date, timeZone = 'UTC'): string {
-  const parts = Object.fromEntries(
-    formatterFor(timeZone)
-      .formatToParts(date)
-      .map((p) => [p.type, p.value]),
-  );
-  const offsetMinutes = zoneOffsetMinutes(date, parts);
+  const { offsetMinutes, offset } = inZone(date, timeZone);
   const local = new Date(date.getTime() + offsetMinutes * 60_000).toISOString().slice(0, -1);
-  const sign = offsetMinutes < 0 ? '-' : '+';
-  const abs = Math.abs(offsetMinutes);
-  return `${local}000${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return `${local}000${offset(':')}`;
 }

@@ -56,7 +56,7 @@ describe('the agent step through the official Letta client', () => {
     expect(request.messages[0].content).toContain('Name: Alice');
     expect(request.messages.at(-1)).toMatchObject({ role: 'user', content: 'Hi there' });
 
-    const page = await h.client.agents.messages.list(agent.id);
+    const page = await h.client.agents.messages.list(agent.id, { order: 'asc' });
     expect(page.getPaginatedItems().map((m) => m.message_type)).toEqual([
       'system_message',
       'user_message',
@@ -240,7 +240,7 @@ describe('the agent step through the official Letta client', () => {
     expect(run).toMatchObject({ status: 'failed', stop_reason: 'llm_api_error' });
     expect(run.metadata?.error).toMatchObject({ error_type: 'llm_authentication' });
     // The failed step left the history as it was: a client's retries do not pile up its message.
-    const history = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
     expect(history.map((m) => m.message_type)).toEqual(['system_message']);
   });
 

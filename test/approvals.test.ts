@@ -103,7 +103,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     });
     expect(second.messages[0].run_id).not.toBe(request.run_id);
 
-    const history = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
     expect(history.map((m) => m.message_type)).toEqual([
       'system_message',
       'user_message',
@@ -196,7 +196,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     const again = await h.client.agents.messages.create(agent.id, answer);
     expect(again.messages.map((m) => m.id)).toEqual(answered.messages.map((m) => m.id));
     expect(h.stub.requests.length).toBe(before);
-    const history = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
     expect(history.filter((m) => m.message_type === 'approval_response_message')).toHaveLength(1);
     expect(history.filter((m) => m.message_type === 'tool_return_message')).toHaveLength(1);
 
@@ -217,7 +217,9 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
       },
     });
     expect(h.stub.requests.length).toBe(before);
-    expect((await h.client.agents.messages.list(agent.id)).getPaginatedItems()).toHaveLength(history.length);
+    expect(
+      (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems(),
+    ).toHaveLength(history.length);
 
     // With nothing pending, any other approval is refused.
     await expect(
@@ -500,7 +502,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
       (r) => r.status === 'cancelled',
     );
     expect(run.stop_reason).toBe('cancelled');
-    const history = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
     expect(history.at(-1)).toMatchObject({
       message_type: 'tool_return_message',
       status: 'error',

@@ -104,7 +104,7 @@ describe('durable pauses across restarts of every component', () => {
       'assistant_message',
     ]);
     expect(response.messages[1]).toMatchObject({ content: `The secret is ${secret}` });
-    const history = (await client.agents.messages.list(agentId)).getPaginatedItems();
+    const history = (await client.agents.messages.list(agentId, { order: 'asc' })).getPaginatedItems();
     expect(history.map((m) => m.message_type)).toEqual([
       'system_message',
       'user_message',

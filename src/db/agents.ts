@@ -2,7 +2,7 @@ import type { Queryable } from './database';
 import type { AgentRecord, AgentRow, BlockRow, SecretRow, ToolRow } from './rows';
 import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
-import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
+import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
 export type NewBlock = Omit<BlockRow, 'id' | 'created_at' | 'updated_at'>;
 
@@ -171,8 +171,7 @@ export async function listAgentRows(
   const where = whereClause();
   if (filters.name) where.add('name = ?', filters.name);
   if (filters.tags?.length) where.add(filters.matchAllTags ? 'tags @> ?' : 'tags && ?', filters.tags);
-  const tail = pageByCreatedAt(where, 'agents', page);
-  return db.query<AgentRow>(`SELECT * FROM agents ${where} ${tail}`, where.params);
+  return pageOf<AgentRow>(db, 'agents', where, page);
 }
 
 export async function updateAgentRow(db: Queryable, id: string, fields: Partial<NewAgent>): Promise<void> {

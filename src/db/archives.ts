@@ -1,6 +1,6 @@
 /** Archives and their passages (archival memory), and which agents they are attached to. */
 import type { Queryable } from './database';
-import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
+import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
 export interface ArchiveRow {
   id: string;
@@ -63,8 +63,7 @@ export function listArchives(
   if (filters.name) where.add('name = ?', filters.name);
   if (filters.agentId)
     where.add('id IN (SELECT archive_id FROM archives_agents WHERE agent_id = ?)', filters.agentId);
-  const tail = pageByCreatedAt(where, 'archives', page);
-  return db.query<ArchiveRow>(`SELECT * FROM archives ${where} ${tail}`, where.params);
+  return pageOf<ArchiveRow>(db, 'archives', where, page);
 }
 
 export async function updateArchive(
@@ -147,11 +146,7 @@ function scoped(scope: PassageScope) {
 export function listPassages(db: Queryable, scope: PassageScope, page: Page & { search?: string }) {
   const where = scoped(scope);
   if (page.search) where.add('strpos(lower(text), lower(?)) > 0', page.search);
-  const tail = pageByCreatedAt(where, 'archival_passages', page);
-  return db.query<PassageRow>(
-    `SELECT ${PASSAGE_COLUMNS} FROM archival_passages ${where} ${tail}`,
-    where.params,
-  );
+  return pageOf<PassageRow>(db, 'archival_passages', where, page, PASSAGE_COLUMNS);
 }
 
 export async function deletePassage(db: Queryable, scope: PassageScope, id: string): Promise<boolean> {

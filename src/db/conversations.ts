@@ -1,6 +1,6 @@
 import type { Queryable } from './database';
 import type { ConversationRow, PendingApproval, RunRow } from './rows';
-import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
+import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
 /** One of an agent's conversations; null: the agent's own history (Letta's `default`). */
 export interface ConversationRef {
@@ -54,8 +54,7 @@ export function listConversations(
   const where = whereClause();
   if (filters.agentId) where.add('agent_id = ?', filters.agentId);
   if (filters.summarySearch) where.add("strpos(coalesce(summary, ''), ?) > 0", filters.summarySearch);
-  const tail = pageByCreatedAt(where, 'conversations', page);
-  return db.query<ConversationRow>(`SELECT * FROM conversations ${where} ${tail}`, where.params);
+  return pageOf<ConversationRow>(db, 'conversations', where, page);
 }
 
 /** Sets the fields given (undefined: left as it is). */

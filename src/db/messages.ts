@@ -179,9 +179,9 @@ export function getMessage(db: Queryable, id: string): Promise<MessageRow | unde
 }
 
 /**
- * One page of messages, selected from the `order` end and returned oldest first within the page, as
- * Letta's list endpoint does. `scope` is the agent's messages (of one conversation, null the default,
- * when it names one) or the run's.
+ * One page of messages, in Letta's paging terms (src/db/sql.ts `pageOf`), in the order they were
+ * stored (`seq`). `scope` is the agent's messages (of one conversation, null the default, when it names
+ * one) or the run's.
  */
 export async function listMessages(
   db: Queryable,
@@ -195,14 +195,17 @@ export async function listMessages(
     if (scope.conversationId !== undefined)
       where.add('conversation_id IS NOT DISTINCT FROM ?', scope.conversationId);
   } else where.add('run_id = ?', scope.runId);
-  if (page.after) where.add('seq > (SELECT seq FROM messages WHERE id = ?)', page.after);
-  if (page.before) where.add('seq < (SELECT seq FROM messages WHERE id = ?)', page.before);
+  const asc = page.order === 'asc';
+  const cursor = '(SELECT seq FROM messages WHERE id = ?)';
+  if (page.after) where.add(`seq ${asc ? '>' : '<'} ${cursor}`, page.after);
+  if (page.before) where.add(`seq ${asc ? '<' : '>'} ${cursor}`, page.before);
   if (roles?.length) where.add('role = ANY(?)', roles);
+  const backwards = Boolean(page.before) && !page.after;
   const rows = await db.query<MessageRow>(
-    `SELECT * FROM messages ${where} ORDER BY seq ${page.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ${where.param(page.limit)}`,
+    `SELECT * FROM messages ${where} ORDER BY seq ${asc !== backwards ? 'ASC' : 'DESC'} LIMIT ${where.param(page.limit)}`,
     where.params,
   );
-  return page.order === 'asc' ? rows : rows.reverse();
+  return backwards ? rows.reverse() : rows;
 }
 
 /** Messages of a run stored after `afterSeq`, oldest first (what a stream has not sent yet). */

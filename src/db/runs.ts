@@ -1,6 +1,6 @@
 import type { Queryable } from './database';
 import type { RunRow, RunStatus } from './rows';
-import { json, pageByCreatedAt, whereClause, type Page } from './sql';
+import { json, pageOf, whereClause, type Page } from './sql';
 import type { ConversationRef } from './conversations';
 
 export async function insertRun(
@@ -92,8 +92,7 @@ export function listRuns(db: Queryable, filters: RunFilters, page: Page): Promis
   if (filters.active) where.add(`status IN ('created', 'running')`);
   if (filters.background !== undefined) where.add('background = ?', filters.background);
   if (filters.stopReason) where.add('stop_reason = ?', filters.stopReason);
-  const tail = pageByCreatedAt(where, 'runs', page);
-  return db.query<RunRow>(`SELECT * FROM runs ${where} ${tail}`, where.params);
+  return pageOf<RunRow>(db, 'runs', where, page);
 }
 
 /**

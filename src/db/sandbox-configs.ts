@@ -3,7 +3,7 @@ import type { SandboxConfigRow, SandboxEnvVarRow } from './rows';
 import type { SandboxType, TypedSandboxConfig } from '../schemas/sandbox-config';
 import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
-import { json, pageByCreatedAt, updateById, whereClause, type Page } from './sql';
+import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
 // One config per type (UNIQUE (type)), as Letta keeps one per type and organization.
 
@@ -66,8 +66,7 @@ export function listSandboxConfigs(
 ): Promise<SandboxConfigRow[]> {
   const where = whereClause();
   if (filters.type) where.add('type = ?', filters.type);
-  const tail = pageByCreatedAt(where, 'sandbox_configs', page);
-  return db.query<SandboxConfigRow>(`SELECT * FROM sandbox_configs ${where} ${tail}`, where.params);
+  return pageOf<SandboxConfigRow>(db, 'sandbox_configs', where, page);
 }
 
 const decrypted = (row: SandboxEnvVarRow): SandboxEnvVarRow => ({ ...row, value: decryptSecret(row.value) });
@@ -131,10 +130,11 @@ export async function listSandboxEnvVars(
 ): Promise<SandboxEnvVarRow[]> {
   const where = whereClause();
   where.add('sandbox_config_id = ?', sandboxConfigId);
-  const tail = page ? pageByCreatedAt(where, 'sandbox_env_vars', page) : 'ORDER BY created_at, id';
-  const rows = await db.query<SandboxEnvVarRow>(
-    `SELECT * FROM sandbox_env_vars ${where} ${tail}`,
-    where.params,
-  );
+  const rows = page
+    ? await pageOf<SandboxEnvVarRow>(db, 'sandbox_env_vars', where, page)
+    : await db.query<SandboxEnvVarRow>(
+        `SELECT * FROM sandbox_env_vars ${where} ORDER BY created_at, id`,
+        where.params,
+      );
   return rows.map(decrypted);
 }

@@ -47,13 +47,32 @@ export interface Page {
   order: 'asc' | 'desc';
 }
 
-/** Keyset pagination on (created_at, id) with `before` / `after` ids: adds the cursor conditions, returns the tail. */
-export function pageByCreatedAt(where: ReturnType<typeof whereClause>, table: string, page: Page): string {
+/**
+ * One page of a listing, in Letta's terms: ordered by (created_at, id) in `page.order`; `after` the
+ * items beyond the cursor in that order, `before` those ahead of it; the `limit` nearest the cursor
+ * either way, in the listing's order. The client's auto-pagination (`after` = the page's last item,
+ * or `before` = its first) then visits every item once, in either order.
+ */
+export async function pageOf<T>(
+  db: Queryable,
+  table: string,
+  where: ReturnType<typeof whereClause>,
+  page: Page,
+  columns = '*',
+): Promise<T[]> {
+  const asc = page.order === 'asc';
   const cursor = `(SELECT created_at, id FROM ${table} WHERE id = ?)`;
-  if (page.after) where.add(`(created_at, id) > ${cursor}`, page.after);
-  if (page.before) where.add(`(created_at, id) < ${cursor}`, page.before);
-  const direction = page.order === 'asc' ? 'ASC' : 'DESC';
-  return `ORDER BY created_at ${direction}, id ${direction} LIMIT ${where.param(page.limit)}`;
+  if (page.after) where.add(`(created_at, id) ${asc ? '>' : '<'} ${cursor}`, page.after);
+  if (page.before) where.add(`(created_at, id) ${asc ? '<' : '>'} ${cursor}`, page.before);
+  // Paging backwards takes the items nearest the cursor: read the other way round, then turn them.
+  const backwards = Boolean(page.before) && !page.after;
+  const direction = asc !== backwards ? 'ASC' : 'DESC';
+  const rows = await db.query<T>(
+    `SELECT ${columns} FROM ${table} ${where}
+     ORDER BY created_at ${direction}, id ${direction} LIMIT ${where.param(page.limit)}`,
+    where.params,
+  );
+  return backwards ? rows.reverse() : rows;
 }
 
 /** A statement refused by a UNIQUE constraint (SQLSTATE 23505), from pg or PGlite alike. */

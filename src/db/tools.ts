@@ -1,7 +1,7 @@
 import type { Queryable } from './database';
 import { newId } from '../ids';
 import type { ToolRow } from './rows';
-import { json, pageByCreatedAt, whereClause, type Page } from './sql';
+import { json, pageOf, whereClause, type Page } from './sql';
 
 /** A tool's fields as the registry decides them; id, version and times are the database's. */
 export type ToolFields = Omit<ToolRow, 'id' | 'version' | 'created_at' | 'updated_at'>;
@@ -92,8 +92,7 @@ export function listTools(db: Queryable, filters: ToolFilters, page: Page): Prom
   if (filters.names?.length) where.add('name = ANY(?)', filters.names);
   if (filters.toolTypes?.length) where.add('tool_type = ANY(?)', filters.toolTypes);
   if (filters.search) where.add(`name ILIKE ?`, `%${filters.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-  const tail = pageByCreatedAt(where, 'tools', page);
-  return db.query<ToolRow>(`SELECT * FROM tools ${where} ${tail}`, where.params);
+  return pageOf<ToolRow>(db, 'tools', where, page);
 }
 
 /** The tools whose `column` is one of `values`. */

@@ -1,6 +1,6 @@
 /** What a run leaves in the database besides its messages from the model: its usage, its tool messages. */
 import { newId } from '../src/ids';
-import { getMessage, insertMessage } from '../src/db/messages';
+import { getMessage, insertMessage, messageOfToolCall } from '../src/db/messages';
 import type { FollowUp } from '../src/agent/approvals';
 import { toolExecutions } from '../src/db/tool-executions';
 import type { InputMessage } from '../src/db/rows';
@@ -42,7 +42,10 @@ export async function flushToolReturns(
   followUpsFrom?: string,
 ) {
   if (toolCallIds.length === 0) return;
-  const executions = await toolExecutions(db, toolCallIds);
+  const [executions, call] = await Promise.all([
+    toolExecutions(db, toolCallIds),
+    messageOfToolCall(db, agentId, toolCallIds[0]),
+  ]);
   const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
   const returns = toolCallIds.map((id) => {
     const e = byId.get(id) ?? unfinished();
@@ -59,6 +62,9 @@ export async function flushToolReturns(
     agent_id: agentId,
     run_id: runId,
     role: 'tool',
+    // As Letta's tool message: the (first) tool's name, and the step whose reply made the calls.
+    name: call?.tool_calls?.find((c) => c.id === toolCallIds[0])?.name ?? null,
+    step_id: call?.step_id ?? null,
     tool_returns: returns,
     idempotency_key: `${runId}:tools:${toolCallIds.join(',')}`,
   });

@@ -82,11 +82,18 @@ async function resolveTools(db: Queryable, names: string[], ids: string[]): Prom
 }
 
 /** Blocks shared by id must exist (Letta: 404), checked before the foreign key would refuse them. */
-async function checkBlocksExist(db: Queryable, ids: string[]): Promise<void> {
-  if (!ids.length) return;
-  const found = await repo.existingBlockIds(db, ids);
-  const missing = ids.filter((id) => !found.includes(id));
+/**
+ * The blocks an agent is to have: those of `ids` must exist (404), and no label may appear twice among
+ * them and the `labels` of its new blocks (400: an agent's memory is addressed by label).
+ */
+async function checkBlocks(db: Queryable, ids: string[], labels: string[] = []): Promise<void> {
+  const found = ids.length ? await repo.blockLabels(db, ids) : [];
+  const missing = ids.filter((id) => !found.some((block) => block.id === id));
   if (missing.length) throw new DomainError('not_found', `Block(s) not found: ${missing.join(', ')}`);
+  const all = [...labels, ...found.map((block) => block.label)];
+  const repeated = [...new Set(all.filter((label, i) => all.indexOf(label) !== i))];
+  if (repeated.length)
+    throw invalid(`Duplicate block labels: ${repeated.join(', ')}: each label may appear once`);
 }
 
 /** Letta adds a requires_approval rule for every attached tool that asks for one by default. */
@@ -104,6 +111,11 @@ function withApprovalRules(rules: ToolRule[], tools: ToolRow[]): ToolRule[] {
 export async function createAgent(db: Database, config: Config, body: CreateAgent): Promise<AgentRecord> {
   const { handle, llmConfig } = resolveLlmConfig(body, config);
   const agentId = newId('agent');
+  await checkBlocks(
+    db,
+    body.block_ids ?? [],
+    (body.memory_blocks ?? []).map((block) => block.label),
+  );
   await db.transaction(async (tx) => {
     const toolNames = [
       ...(body.include_base_tools === false ? [] : BASE_TOOLS),
@@ -152,7 +164,6 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
         );
       }
     }
-    await checkBlocksExist(tx, body.block_ids ?? []);
     await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
     await repo.attachTools(
       tx,
@@ -231,7 +242,7 @@ export async function updateAgent(
       await repo.updateAgentRow(tx, agent.id, { tool_rules: rules });
     }
     if (body.block_ids) {
-      await checkBlocksExist(tx, body.block_ids);
+      await checkBlocks(tx, body.block_ids);
       await repo.detachAllBlocks(tx, agent.id);
       await repo.attachBlocks(tx, agent.id, body.block_ids);
     }

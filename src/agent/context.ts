@@ -6,9 +6,13 @@ import { assertToolCallsPaired } from './history-invariant';
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content
-      .map((part) => (part && typeof part === 'object' && 'text' in part ? String(part.text) : ''))
-      .join('');
+    return (
+      content
+        .filter((part) => part && typeof part === 'object' && 'text' in part)
+        .map((part) => String(part.text))
+        // Letta joins a message's text parts so for the model (message.py, to_openai_dict).
+        .join('\n\n')
+    );
   }
   return '';
 }

@@ -73,9 +73,9 @@ export async function detachAllBlocks(db: Queryable, agentId: string): Promise<v
 }
 
 /** Which of `ids` are stored blocks. */
-export async function existingBlockIds(db: Queryable, ids: string[]): Promise<string[]> {
-  const rows = await db.query<{ id: string }>('SELECT id FROM blocks WHERE id = ANY($1)', [ids]);
-  return rows.map((row) => row.id);
+/** The labels of the blocks of these ids that exist. */
+export function blockLabels(db: Queryable, ids: string[]): Promise<{ id: string; label: string }[]> {
+  return db.query<{ id: string; label: string }>('SELECT id, label FROM blocks WHERE id = ANY($1)', [ids]);
 }
 
 /** How the agent's last run stopped (`last_stop_reason`, as Letta shows it). */

@@ -250,3 +250,17 @@ export function searchMessages(
     where.params,
   );
 }
+
+/** The agent's assistant message that made the tool call (the newest, should an id repeat). */
+export async function messageOfToolCall(
+  db: Queryable,
+  agentId: string,
+  toolCallId: string,
+): Promise<MessageRow | undefined> {
+  const [row] = await db.query<MessageRow>(
+    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'assistant' AND tool_calls @> $2::jsonb
+     ORDER BY seq DESC LIMIT 1`,
+    [agentId, JSON.stringify([{ id: toolCallId }])],
+  );
+  return row;
+}

@@ -3,6 +3,7 @@
  * from `args_json_schema`, or derived from the Python source; checked (name, health) before storing.
  * Create and upsert are the same: a tool of the schema's name is updated, as a new version.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Database } from '../db';
 import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
 import type { ToolRow } from '../db/rows';
@@ -80,6 +81,17 @@ function checkTypeScript(body: ToolCreate, name: string): void {
   }
 }
 
+/** New source must at least parse: a 400 naming the error, before anything is stored. */
+async function checkSource(body: ToolCreate, options: PythonSchemaOptions) {
+  if (body.source_type !== 'python') return;
+  try {
+    await pythonSignature(body.source_code, options);
+  } catch (error) {
+    if (error instanceof ToolSchemaError) throw invalid(error.message);
+    throw error;
+  }
+}
+
 function fieldsOf(body: ToolCreate, schema: JsonSchema, name: string): ToolFields {
   return {
     name,
@@ -99,11 +111,21 @@ function fieldsOf(body: ToolCreate, schema: JsonSchema, name: string): ToolField
   };
 }
 
-/** Creates the tool, or updates the one of the same name (Letta's create_or_update_tool). */
-export async function createOrUpdateTool(
+/** Whether storing `fields` would leave the tool as it is. */
+const sameTool = (tool: ToolRow, fields: ToolFields) =>
+  tool.source_code === fields.source_code &&
+  tool.source_type === fields.source_type &&
+  isDeepStrictEqual(tool.json_schema, fields.json_schema);
+
+/**
+ * Creates the tool (Letta's create_tool): one of the same name is a 409, unless it is this very tool,
+ * which is answered as it is. `replace` updates it instead (Letta's upsert, create_or_update_tool).
+ */
+export async function createTool(
   db: Database,
   body: ToolCreate,
   options: PythonSchemaOptions,
+  { replace }: { replace: boolean },
 ): Promise<ToolRow> {
   const schema = await deriveSchema(body, options);
   const { name } = checkSchema(schema);
@@ -115,7 +137,10 @@ export async function createOrUpdateTool(
       throw conflict(`Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`);
     }
     const fields = fieldsOf(body, schema, name);
-    return existing ? updateTool(tx, existing.id, fields) : insertTool(tx, newId('tool'), fields);
+    if (!existing) return insertTool(tx, newId('tool'), fields);
+    if (replace) return updateTool(tx, existing.id, fields);
+    if (sameTool(existing, fields)) return existing;
+    throw conflict(`A tool named '${name}' already exists: update it, or upsert it (PUT /v1/tools)`);
   });
 }
 
@@ -149,6 +174,7 @@ export async function modifyTool(
     enable_parallel_execution: patch.enable_parallel_execution ?? tool.enable_parallel_execution,
     metadata_: patch.metadata_ ?? tool.metadata,
   };
+  if (patch.source_code !== undefined) await checkSource(body, options);
   const schema =
     patch.json_schema || patch.args_json_schema
       ? await deriveSchema(body, options)

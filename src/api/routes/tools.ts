@@ -12,7 +12,7 @@ import {
 } from '../../schemas/tools';
 import { toolExecutionShape, toolShape } from '../letta-shapes';
 import { deleteTool, getTool, listTools } from '../../db/tools';
-import { createOrUpdateTool, modifyTool } from '../../tools/registry';
+import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
@@ -59,12 +59,15 @@ export function toolsRouter(ctx: ApiContext): Router {
     return tool;
   };
 
-  // Create and upsert are the same in Letta: the tool of the schema's name is updated if it exists.
-  const upsert: RequestHandler = async (req, res) => {
-    res.json(toolShape(await createOrUpdateTool(ctx.db, parseBody(ToolCreateSchema, req), python)));
-  };
-  router.post('/v1/tools', upsert);
-  router.put('/v1/tools', upsert);
+  // Create refuses a name in use by another tool (409); upsert replaces it.
+  const create =
+    (replace: boolean): RequestHandler =>
+    async (req, res) => {
+      const tool = await createTool(ctx.db, parseBody(ToolCreateSchema, req), python, { replace });
+      res.json(toolShape(tool));
+    };
+  router.post('/v1/tools', create(false));
+  router.put('/v1/tools', create(true));
 
   const execute = async (job: ToolJob) => {
     try {

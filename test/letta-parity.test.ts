@@ -1,0 +1,89 @@
+import { NotFoundError } from '@letta-ai/letta-client';
+import { useAgentServer } from './helpers/agent-server';
+import { toolReturnsOf } from './helpers/tool-returns';
+
+const tool = (body: string) =>
+  `def shout(text: str) -> str:\n    """Shouts.\n\n    Args:\n        text: what to shout\n    """\n    ${body}\n`;
+
+/** What a Letta app meets first, answered as Letta's server answers it. */
+describe('Letta parity', () => {
+  const h = useAgentServer('openai');
+
+  it('refuses a second tool of the same name unless it is the same, and keeps upsert for replacing', async () => {
+    const created = await h.client.tools.create({ source_code: tool('return text.upper()') });
+    expect((await h.client.tools.create({ source_code: tool('return text.upper()') })).id).toBe(created.id);
+    await expect(h.client.tools.create({ source_code: tool('return text.lower()') })).rejects.toMatchObject({
+      status: 409,
+    });
+    const upserted = await h.client.tools.upsert({ source_code: tool('return text.lower()') });
+    expect(upserted).toMatchObject({ id: created.id, source_code: tool('return text.lower()') });
+  });
+
+  it('refuses a tool update whose source does not parse, and stores nothing', async () => {
+    const created = await h.client.tools.create({
+      source_code: tool('return text[::-1]').replace('shout', 'flip'),
+    });
+    await expect(
+      h.client.tools.update(created.id, { source_code: 'def flip(text: str) -> str:\n    return (\n' }),
+    ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/parse|syntax/i) });
+    expect((await h.client.tools.retrieve(created.id)).source_code).toBe(created.source_code);
+  });
+
+  it('refuses two blocks of one label and unknown block ids, storing no agent', async () => {
+    const before = (await h.client.agents.list({ limit: 1000 })).getPaginatedItems().length;
+    await expect(
+      h.client.agents.create({
+        model: 'openai/gpt-4o-mini',
+        memory_blocks: [
+          { label: 'human', value: 'a' },
+          { label: 'human', value: 'b' },
+        ],
+      }),
+    ).rejects.toMatchObject({ status: 400 });
+    await expect(
+      h.client.agents.create({
+        model: 'openai/gpt-4o-mini',
+        block_ids: ['block-00000000-0000-4000-8000-000000000000'],
+      }),
+    ).rejects.toMatchObject({ status: 404 });
+    expect((await h.client.agents.list({ limit: 1000 })).getPaginatedItems()).toHaveLength(before);
+  });
+
+  it('answers Letta Cloud-only calls as a self-hosted server does: a JSON 404', async () => {
+    await expect(h.client.templates.create({ agent_id: 'agent-x' } as never)).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    await expect(h.client.accessTokens.list()).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('names the tool and its step in a tool return, and joins multi-part user content as Letta does', async () => {
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tools: ['conversation_search'],
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] },
+      { text: 'done' },
+    );
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'first part' },
+            { type: 'text', text: 'second part' },
+          ],
+        },
+      ],
+    });
+    const [toolReturn] = toolReturnsOf(response.messages);
+    expect(toolReturn).toMatchObject({
+      name: 'conversation_search',
+      step_id: expect.stringMatching(/^step-/),
+    });
+    const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
+    expect(history.find((m) => m.message_type === 'user_message')).toMatchObject({
+      content: 'first part\n\nsecond part',
+    });
+  });
+});

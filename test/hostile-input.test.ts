@@ -4,7 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import type { z } from 'zod';
-import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../src/schemas/agents';
+import {
+  CreateAgentSchema,
+  CreateBlockSchema,
+  UpdateAgentSchema,
+  UpdateBlockSchema,
+} from '../src/schemas/agents';
 import {
   CancelSchema,
   ConversationMessageSchema,
@@ -159,9 +164,22 @@ const ROUTES: FuzzRoute[] = [
   { method: 'PATCH', path: '/v1/archives/{archive}', body: UpdateArchiveSchema },
   { method: 'POST', path: '/v1/archives/{archive}/passages', body: CreateArchivePassageSchema, base: TEXT },
   { method: 'POST', path: '/v1/archives/{archive}/passages/batch', body: CreateArchivePassagesSchema },
+  { method: 'POST', path: '/v1/blocks/', body: CreateBlockSchema, base: { label: 'fuzz', value: 'v' } },
+  {
+    method: 'GET',
+    path: '/v1/blocks/',
+    query: [...PAGE, 'label', 'label_search', 'description_search', 'tags', 'match_all_tags'],
+  },
+  { method: 'GET', path: '/v1/blocks/{block}' },
+  { method: 'PATCH', path: '/v1/blocks/{block}', body: UpdateBlockSchema },
+  { method: 'GET', path: '/v1/blocks/{block}/agents', query: PAGE },
+  { method: 'PATCH', path: '/v1/agents/{agent}/core-memory/blocks/attach/{block}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/core-memory/blocks/detach/{block}' },
+  { method: 'GET', path: '/v1/agents/{agent}/core-memory/blocks', query: PAGE },
   { method: 'DELETE', path: '/v1/agents/{agent}/archival-memory/{passage}' },
   { method: 'DELETE', path: '/v1/archives/{archive}/passages/{passage}' },
   { method: 'DELETE', path: '/v1/archives/{archive}' },
+  { method: 'DELETE', path: '/v1/blocks/{block}' },
   { method: 'DELETE', path: '/v1/agents/{agent}' },
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
@@ -265,6 +283,7 @@ describe('hostile input', () => {
       embedding: 'openai/text-embedding-3-small',
     });
     const passage = await created(`/v1/archives/${archive.id}/passages`, TEXT);
+    const block = await created('/v1/blocks/', { label: 'shared', value: 'v' });
     await send('PATCH', `/v1/agents/${agent.id}/archives/attach/${archive.id}`);
     const [message] = (
       JSON.parse((await send('GET', `/v1/agents/${agent.id}/messages`)).text) as { id: string }[]
@@ -279,6 +298,7 @@ describe('hostile input', () => {
       run: run.id,
       archive: archive.id,
       passage: passage.id,
+      block: block.id,
     });
     Object.assign(stored, { toolName: 'echo', label: 'human' });
   });

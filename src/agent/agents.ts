@@ -3,6 +3,7 @@ import { embeddingConfigForHandle } from './embeddings';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
+import * as blocks from '../db/blocks';
 import { toolsWhere } from '../db/tools';
 import { insertMessage } from '../db/messages';
 import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
@@ -15,13 +16,12 @@ import type { ToolRule } from '../schemas/tool-rules';
 import { BASE_TOOLS, MULTI_AGENT_TOOLS } from '../tools/builtin';
 import {
   DEFAULT_AGENT_TYPE,
-  DEFAULT_BLOCK_DESCRIPTIONS,
-  DEFAULT_BLOCK_LIMIT,
   DEFAULT_TEMPERATURE,
   defaultContextWindow,
   LETTA_V1_SYSTEM_PROMPT,
 } from './defaults';
 import { compileSystemPrompt } from './system-prompt';
+import { newBlock } from './blocks';
 
 /** `model` handle or `llm_config` → the stored llm_config; a provider we cannot reach is a 400. */
 function resolveLlmConfig(
@@ -87,7 +87,7 @@ async function resolveTools(db: Queryable, names: string[], ids: string[]): Prom
  * them and the `labels` of its new blocks (400: an agent's memory is addressed by label).
  */
 async function checkBlocks(db: Queryable, ids: string[], labels: string[] = []): Promise<void> {
-  const found = ids.length ? await repo.blockLabels(db, ids) : [];
+  const found = ids.length ? await blocks.blockLabels(db, ids) : [];
   const missing = ids.filter((id) => !found.some((block) => block.id === id));
   if (missing.length) throw new DomainError('not_found', `Block(s) not found: ${missing.join(', ')}`);
   const all = [...labels, ...found.map((block) => block.label)];
@@ -145,25 +145,8 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
       approval_timeout_seconds: body.approval_timeout_seconds ?? null,
     });
     const blockIds: string[] = [];
-    for (const block of body.memory_blocks ?? []) {
-      blockIds.push(
-        await repo.insertBlock(tx, {
-          label: block.label,
-          value: block.value,
-          char_limit: block.limit ?? DEFAULT_BLOCK_LIMIT,
-          description: block.description ?? DEFAULT_BLOCK_DESCRIPTIONS[block.label] ?? null,
-          read_only: block.read_only ?? false,
-          hidden: block.hidden ?? null,
-          metadata: block.metadata ?? {},
-          tags: block.tags ?? null,
-        }),
-      );
-      if (block.value.length > (block.limit ?? DEFAULT_BLOCK_LIMIT)) {
-        throw invalid(
-          `Edit failed: Exceeds ${block.limit ?? DEFAULT_BLOCK_LIMIT} character limit (requested ${block.value.length})`,
-        );
-      }
-    }
+    for (const block of body.memory_blocks ?? [])
+      blockIds.push(await blocks.insertBlock(tx, newBlock(block)));
     await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
     await repo.attachTools(
       tx,

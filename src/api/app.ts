@@ -14,6 +14,7 @@ import { modelsRouter } from './routes/models';
 import { conversationsRouter } from './routes/conversations';
 import { toolsRouter } from './routes/tools';
 import { archivesRouter } from './routes/archives';
+import { blocksRouter } from './routes/blocks';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -47,6 +48,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(modelsRouter(deps));
   app.use(conversationsRouter(deps));
   app.use(archivesRouter(deps));
+  app.use(blocksRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

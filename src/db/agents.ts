@@ -4,8 +4,6 @@ import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
-export type NewBlock = Omit<BlockRow, 'id' | 'created_at' | 'updated_at'>;
-
 export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval'>;
 
 export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void> {
@@ -31,26 +29,6 @@ export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void>
   );
 }
 
-export async function insertBlock(db: Queryable, block: NewBlock): Promise<string> {
-  const id = newId('block');
-  await db.query(
-    `INSERT INTO blocks (id, label, value, char_limit, description, read_only, hidden, metadata, tags)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [
-      id,
-      block.label,
-      block.value,
-      block.char_limit,
-      block.description,
-      block.read_only,
-      block.hidden,
-      json(block.metadata),
-      block.tags,
-    ],
-  );
-  return id;
-}
-
 export async function attachBlocks(db: Queryable, agentId: string, blockIds: string[]): Promise<void> {
   for (const [position, blockId] of blockIds.entries()) {
     await db.query(
@@ -70,12 +48,6 @@ export async function detachTools(db: Queryable, agentId: string, toolIds?: stri
 
 export async function detachAllBlocks(db: Queryable, agentId: string): Promise<void> {
   await db.query('DELETE FROM agent_blocks WHERE agent_id = $1', [agentId]);
-}
-
-/** Which of `ids` are stored blocks. */
-/** The labels of the blocks of these ids that exist. */
-export function blockLabels(db: Queryable, ids: string[]): Promise<{ id: string; label: string }[]> {
-  return db.query<{ id: string; label: string }>('SELECT id, label FROM blocks WHERE id = ANY($1)', [ids]);
 }
 
 /** How the agent's last run stopped (`last_stop_reason`, as Letta shows it). */
@@ -185,10 +157,6 @@ export async function deleteAgent(db: Queryable, id: string): Promise<boolean> {
   ]);
   const rows = await db.query('DELETE FROM agents WHERE id = $1 RETURNING id', [id]);
   return rows.length > 0;
-}
-
-export async function updateBlock(db: Queryable, blockId: string, fields: Partial<NewBlock>): Promise<void> {
-  await updateById(db, 'blocks', blockId, fields, ['metadata']);
 }
 
 /** Agents with every tag of `all` and, when `some` names any, one of those (oldest first). */

@@ -4,7 +4,8 @@
  * of the block values such a tool changed.
  */
 import type { Queryable } from '../db';
-import { agentBlocks, updateBlock } from '../db/agents';
+import { agentBlocks } from '../db/agents';
+import { updateBlock } from '../db/blocks';
 import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
 import type { AgentStateSnapshot, PipRequirement, ToolJob, ToolRunResult } from '../sandbox';
 import { runtimeFields } from '../sandbox/node-runtime';

@@ -13,12 +13,14 @@ import {
   type AgentRelationship,
 } from '../letta-shapes';
 import * as repo from '../../db/agents';
+import { changeBlock } from '../../agent/blocks';
 import { attachTool, createAgent, detachTool, updateAgent } from '../../agent/agents';
 import { getTool } from '../../db/tools';
 import { agentMessageIds } from '../../db/messages';
 import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
 import { pendingApprovalView } from '../pending-approval';
+import { pageOfList } from '../paging';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
 
@@ -148,7 +150,8 @@ export function agentsRouter(ctx: ApiContext): Router {
   });
 
   router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {
-    res.json((await loadAgent(ctx, req.params.agentId)).blocks.map(blockShape));
+    const { blocks } = await loadAgent(ctx, req.params.agentId);
+    res.json(pageOfList(blocks, parseQuery(pageQuery(1000, 'asc'), req)).map(blockShape));
   });
 
   router.get('/v1/agents/:agentId/core-memory/blocks/:label', async (req, res) => {
@@ -162,23 +165,7 @@ export function agentsRouter(ctx: ApiContext): Router {
     const agent = await loadAgent(ctx, req.params.agentId);
     const block = agent.blocks.find((b) => b.label === req.params.label);
     if (!block) throw notFound(`Block with label ${req.params.label}`);
-    const patch = parseBody(UpdateBlockSchema, req);
-    const limit = patch.limit ?? block.char_limit;
-    const value = patch.value ?? block.value;
-    if (value.length > limit) {
-      throw new HttpError(400, `Edit failed: Exceeds ${limit} character limit (requested ${value.length})`);
-    }
-    await repo.updateBlock(ctx.db, block.id, {
-      label: patch.label ?? undefined,
-      value: patch.value ?? undefined,
-      char_limit: patch.limit ?? undefined,
-      description: patch.description ?? undefined,
-      read_only: patch.read_only ?? undefined,
-      hidden: patch.hidden ?? undefined,
-      metadata: patch.metadata ?? undefined,
-      tags: patch.tags ?? undefined,
-    });
-    const updated = (await repo.agentBlocks(ctx.db, agent.id)).find((b) => b.id === block.id)!;
+    const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
     res.json(blockShape(updated));
   });
 

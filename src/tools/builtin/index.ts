@@ -5,14 +5,8 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import {
-  agentBlocks,
-  agentSecrets,
-  attachBlocks,
-  insertBlock,
-  lockAgentRow,
-  updateBlock,
-} from '../../db/agents';
+import { agentBlocks, agentSecrets, attachBlocks, lockAgentRow } from '../../db/agents';
+import { insertBlock, updateBlock } from '../../db/blocks';
 import { upsertBuiltinTool } from '../../db/tools';
 import type { AgentRow, BlockRow } from '../../db/rows';
 import { insertArchival, searchArchival, type Providers } from '../../agent/archival';

@@ -15,6 +15,7 @@ import {
   ConversationMessageSchema,
   LettaRequestSchema,
   RetrieveStreamSchema,
+  SearchMessagesSchema,
 } from '../src/api/schemas/messages';
 import {
   AgentOfDefaultQuery,
@@ -26,6 +27,7 @@ import {
   ToolCreateSchema,
   ToolRunFromSourceSchema,
   ToolUpdateSchema,
+  SearchToolsSchema,
 } from '../src/schemas/tools';
 import {
   EnvVarCreateSchema,
@@ -93,6 +95,22 @@ const ROUTES: FuzzRoute[] = [
   { method: 'GET', path: '/v1/runs/{run}/messages', query: PAGE },
   { method: 'POST', path: '/v1/runs/{run}/stream', body: RetrieveStreamSchema },
   { method: 'GET', path: '/v1/messages/{message}' },
+  {
+    method: 'GET',
+    path: '/v1/messages/',
+    query: [...PAGE, 'conversation_id', 'include_return_message_types'],
+  },
+  { method: 'POST', path: '/v1/messages/search', body: SearchMessagesSchema, base: { query: 'hi' } },
+  { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name'] },
+  { method: 'POST', path: '/v1/tools/search', body: SearchToolsSchema },
+  {
+    method: 'GET',
+    path: '/v1/steps/',
+    query: [...PAGE, 'agent_id', 'model', 'feedback', 'start_date', 'end_date', 'tags'],
+  },
+  { method: 'GET', path: '/v1/steps/{run}' },
+  { method: 'GET', path: '/v1/runs/{run}/steps', query: PAGE },
+  { method: 'GET', path: '/v1/runs/{run}/trace' },
   { method: 'GET', path: '/v1/models/' },
   { method: 'GET', path: '/v1/models/embedding' },
   { method: 'POST', path: '/v1/tools/add-base-tools' },

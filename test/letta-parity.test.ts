@@ -86,4 +86,34 @@ describe('Letta parity', () => {
       content: 'first part\n\nsecond part',
     });
   });
+
+  it('lists and searches messages across agents, lists agents’ tags, and searches tools', async () => {
+    const [a, b] = await Promise.all([
+      h.client.agents.create({ model: 'openai/gpt-4o-mini', tags: ['parity-x', 'shared'] }),
+      h.client.agents.create({ model: 'openai/gpt-4o-mini', tags: ['parity-y', 'shared'] }),
+    ]);
+    h.stub.enqueue({ text: 'zebra answer' }, { text: 'okapi answer' });
+    await h.client.agents.messages.create(a.id, { messages: [{ role: 'user', content: 'about zebras' }] });
+    await h.client.agents.messages.create(b.id, { messages: [{ role: 'user', content: 'about okapis' }] });
+
+    const latest = await h.client.messages.list({ limit: 4 });
+    expect(latest.map((m) => m.message_type)).toEqual([
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+      'user_message',
+    ]);
+    const found = await h.client.messages.search({ query: 'okapis' });
+    expect(found.map((r) => [r.agent_id, r.message_type, 'content' in r ? r.content : null])).toEqual([
+      [b.id, 'assistant_message', 'okapi answer'],
+      [b.id, 'user_message', 'about okapis'],
+    ]);
+    const onlyA = await h.client.messages.search({ query: 'answer', agent_id: a.id });
+    expect(onlyA.map((r) => r.agent_id)).toEqual([a.id]);
+
+    const tags = await h.client.tags.list({ name: 'parity-' });
+    expect(tags).toEqual(['parity-x', 'parity-y']);
+    const tools = await h.client.tools.search({ query: 'memory insert' });
+    expect(tools[0].tool.name).toBe('memory_insert');
+  });
 });

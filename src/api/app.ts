@@ -15,6 +15,7 @@ import { conversationsRouter } from './routes/conversations';
 import { toolsRouter } from './routes/tools';
 import { archivesRouter } from './routes/archives';
 import { blocksRouter } from './routes/blocks';
+import { stepsRouter } from './routes/steps';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -49,6 +50,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(conversationsRouter(deps));
   app.use(archivesRouter(deps));
   app.use(blocksRouter(deps));
+  app.use(stepsRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

@@ -29,6 +29,7 @@ import type {
   Run,
   SandboxConfig,
   SandboxEnvVar,
+  Step,
   Tool,
   ToolExecutionResult,
   UsageStatistics,
@@ -371,4 +372,58 @@ export function archiveShape(row: ArchiveRow): Archive {
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
+}
+
+/** A step (one model call), from the reply that holds it (src/db/steps.ts). */
+export function stepShape(row: MessageRow): Step {
+  const meta = row.metadata ?? {};
+  const usage = (meta.usage ?? {}) as Partial<Record<string, number>>;
+  const handle = typeof meta.model === 'string' ? meta.model : null;
+  const [provider, ...model] = handle?.split('/') ?? [];
+  const prompt = usage.promptTokens ?? 0;
+  const completion = usage.completionTokens ?? 0;
+  const stopReason = meta.approval_request
+    ? 'requires_approval'
+    : meta.finish_reason === 'length'
+      ? 'max_tokens_exceeded'
+      : meta.finish_reason === 'stop'
+        ? 'end_turn'
+        : null;
+  return {
+    id: row.step_id!,
+    agent_id: row.agent_id,
+    run_id: row.run_id,
+    model: model.length ? model.join('/') : null,
+    model_handle: handle,
+    provider_name: provider ?? null,
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    cached_input_tokens: usage.cachedInputTokens ?? 0,
+    reasoning_tokens: usage.reasoningTokens ?? 0,
+    stop_reason: stopReason,
+    status: 'success',
+    feedback: (meta.feedback as 'positive' | 'negative' | undefined) ?? null,
+    tags: Array.isArray(meta.tags) ? (meta.tags as string[]) : [],
+    error_type: null,
+    error_data: null,
+    created_at: iso(row.created_at),
+  };
+}
+
+const SEARCHED_TYPES = new Set(['system_message', 'user_message', 'reasoning_message', 'assistant_message']);
+
+/** A stored message as Letta's message search lists it: its text parts, with where they belong. */
+export function messageSearchResults(row: MessageRow) {
+  return lettaMessages(row)
+    .filter((m) => SEARCHED_TYPES.has(m.message_type))
+    .map((m) => ({
+      message_id: row.id,
+      message_type: m.message_type,
+      ...('content' in m ? { content: m.content } : {}),
+      ...('reasoning' in m ? { reasoning: m.reasoning } : {}),
+      created_at: iso(row.created_at),
+      agent_id: row.agent_id,
+      conversation_id: row.conversation_id,
+    }));
 }

@@ -2,7 +2,7 @@ import type { Queryable } from './database';
 import type { AgentRecord, AgentRow, BlockRow, SecretRow, ToolRow } from './rows';
 import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
-import { json, pageOf, updateById, whereClause, type Page } from './sql';
+import { json, keysetPage, pageOf, updateById, whereClause, type Page } from './sql';
 
 export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval'>;
 
@@ -172,4 +172,22 @@ export async function agentsMatchingTags(
     [all, some, limit],
   );
   return rows.map((row) => row.id);
+}
+
+/** The tags agents have, by name, a page of them (the tag itself is the cursor). */
+export async function agentTags(
+  db: Queryable,
+  filters: { name?: string },
+  page: { after?: string; before?: string; limit: number; order: 'asc' | 'desc' },
+): Promise<string[]> {
+  const where = whereClause();
+  if (filters.name) where.add('strpos(lower(tag), lower(?)) > 0', filters.name);
+  const rows = await keysetPage<{ tag: string }>(
+    db,
+    'SELECT tag FROM (SELECT DISTINCT unnest(tags) AS tag FROM agents) t',
+    where,
+    page,
+    { key: 'tag', cursor: '?' },
+  );
+  return rows.map((row) => row.tag);
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from './database';
 import type { MessageRole, MessageRow, StoredToolReturn } from './rows';
 import type { ToolCall } from '../llm/types';
-import { json, whereClause, type Page } from './sql';
+import { json, keysetPage, whereClause, type Page } from './sql';
 import { conversationHolder, type ConversationRef } from './conversations';
 
 export interface NewMessage {
@@ -179,33 +179,34 @@ export function getMessage(db: Queryable, id: string): Promise<MessageRow | unde
 }
 
 /**
- * One page of messages, in Letta's paging terms (src/db/sql.ts `pageOf`), in the order they were
+ * Whose messages: a run's, or an agent's (of one conversation when it names one, null the default),
+ * or, with neither, every agent's (of one conversation when it names one).
+ */
+export type MessageScope = { agentId?: string; conversationId?: string | null } | { runId: string };
+
+/**
+ * One page of messages, in Letta's paging terms (src/db/sql.ts `keysetPage`), in the order they were
  * stored (`seq`). `scope` is the agent's messages (of one conversation, null the default, when it names
  * one) or the run's.
  */
 export async function listMessages(
   db: Queryable,
-  scope: { agentId: string; conversationId?: string | null } | { runId: string },
+  scope: MessageScope,
   page: Page,
   roles?: MessageRole[],
 ): Promise<MessageRow[]> {
   const where = whereClause();
-  if ('agentId' in scope) {
-    where.add('agent_id = ?', scope.agentId);
+  if ('runId' in scope) where.add('run_id = ?', scope.runId);
+  else {
+    if (scope.agentId) where.add('agent_id = ?', scope.agentId);
     if (scope.conversationId !== undefined)
       where.add('conversation_id IS NOT DISTINCT FROM ?', scope.conversationId);
-  } else where.add('run_id = ?', scope.runId);
-  const asc = page.order === 'asc';
-  const cursor = '(SELECT seq FROM messages WHERE id = ?)';
-  if (page.after) where.add(`seq ${asc ? '>' : '<'} ${cursor}`, page.after);
-  if (page.before) where.add(`seq ${asc ? '<' : '>'} ${cursor}`, page.before);
+  }
   if (roles?.length) where.add('role = ANY(?)', roles);
-  const backwards = Boolean(page.before) && !page.after;
-  const rows = await db.query<MessageRow>(
-    `SELECT * FROM messages ${where} ORDER BY seq ${asc !== backwards ? 'ASC' : 'DESC'} LIMIT ${where.param(page.limit)}`,
-    where.params,
-  );
-  return backwards ? rows.reverse() : rows;
+  return keysetPage<MessageRow>(db, 'SELECT * FROM messages', where, page, {
+    key: 'seq',
+    cursor: '(SELECT seq FROM messages WHERE id = ?)',
+  });
 }
 
 /** Messages of a run stored after `afterSeq`, oldest first (what a stream has not sent yet). */
@@ -224,14 +225,18 @@ export interface SearchOptions {
   endDate?: Date;
 }
 
-/** PostgreSQL full-text search over an agent's messages, best match first, newest first among equals. */
+/**
+ * PostgreSQL full-text search over messages (an agent's, or every agent's), best match first, newest
+ * first among equals.
+ */
 export function searchMessages(
   db: Queryable,
-  agentId: string,
+  scope: { agentId?: string; conversationId?: string },
   options: SearchOptions,
 ): Promise<MessageRow[]> {
   const where = whereClause();
-  where.add('agent_id = ?', agentId);
+  if (scope.agentId) where.add('agent_id = ?', scope.agentId);
+  if (scope.conversationId) where.add('conversation_id = ?', scope.conversationId);
   where.add("role <> 'system'");
   let rank = '0';
   if (options.query?.trim()) {

@@ -47,32 +47,56 @@ export interface Page {
   order: 'asc' | 'desc';
 }
 
+/** What a keyset page is read by: the key it is ordered on, and how a cursor's id finds its key. */
+export interface Keyset {
+  /** The columns the listing is ordered on, e.g. `seq` or `created_at, id`. */
+  key: string;
+  /** A subquery giving the key of the item whose id is `?`. */
+  cursor: string;
+}
+
 /**
- * One page of a listing, in Letta's terms: ordered by (created_at, id) in `page.order`; `after` the
- * items beyond the cursor in that order, `before` those ahead of it; the `limit` nearest the cursor
- * either way, in the listing's order. The client's auto-pagination (`after` = the page's last item,
- * or `before` = its first) then visits every item once, in either order.
+ * One page of a listing, in Letta's terms: ordered on the keyset in `page.order`; `after` the items
+ * beyond the cursor in that order, `before` those ahead of it; the `limit` nearest the cursor either
+ * way, in the listing's order. The client's auto-pagination (`after` = the page's last item, or
+ * `before` = its first) then visits every item once, in either order.
  */
-export async function pageOf<T>(
+export async function keysetPage<T>(
+  db: Queryable,
+  select: string,
+  where: ReturnType<typeof whereClause>,
+  page: Page,
+  { key, cursor }: Keyset,
+): Promise<T[]> {
+  const asc = page.order === 'asc';
+  if (page.after) where.add(`(${key}) ${asc ? '>' : '<'} ${cursor}`, page.after);
+  if (page.before) where.add(`(${key}) ${asc ? '<' : '>'} ${cursor}`, page.before);
+  // Paging backwards takes the items nearest the cursor: read the other way round, then turn them.
+  const backwards = Boolean(page.before) && !page.after;
+  const direction = asc !== backwards ? 'ASC' : 'DESC';
+  const order = key
+    .split(',')
+    .map((column) => `${column.trim()} ${direction}`)
+    .join(', ');
+  const rows = await db.query<T>(
+    `${select} ${where} ORDER BY ${order} LIMIT ${where.param(page.limit)}`,
+    where.params,
+  );
+  return backwards ? rows.reverse() : rows;
+}
+
+/** A page of a table's rows, by creation (created_at, then id). */
+export function pageOf<T>(
   db: Queryable,
   table: string,
   where: ReturnType<typeof whereClause>,
   page: Page,
   columns = '*',
 ): Promise<T[]> {
-  const asc = page.order === 'asc';
-  const cursor = `(SELECT created_at, id FROM ${table} WHERE id = ?)`;
-  if (page.after) where.add(`(created_at, id) ${asc ? '>' : '<'} ${cursor}`, page.after);
-  if (page.before) where.add(`(created_at, id) ${asc ? '<' : '>'} ${cursor}`, page.before);
-  // Paging backwards takes the items nearest the cursor: read the other way round, then turn them.
-  const backwards = Boolean(page.before) && !page.after;
-  const direction = asc !== backwards ? 'ASC' : 'DESC';
-  const rows = await db.query<T>(
-    `SELECT ${columns} FROM ${table} ${where}
-     ORDER BY created_at ${direction}, id ${direction} LIMIT ${where.param(page.limit)}`,
-    where.params,
-  );
-  return backwards ? rows.reverse() : rows;
+  return keysetPage<T>(db, `SELECT ${columns} FROM ${table}`, where, page, {
+    key: 'created_at, id',
+    cursor: `(SELECT created_at, id FROM ${table} WHERE id = ?)`,
+  });
 }
 
 /** A statement refused by a UNIQUE constraint (SQLSTATE 23505), from pg or PGlite alike. */

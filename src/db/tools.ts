@@ -129,3 +129,29 @@ export async function upsertBuiltinTool(
     ],
   );
 }
+
+/**
+ * Tools whose name, description or tags match the query, best first (full-text rank, then a match in
+ * the name); all of them (newest first) without a query.
+ */
+export function searchTools(
+  db: Queryable,
+  filters: { query?: string; tags?: string[]; toolTypes?: string[] },
+  limit: number,
+): Promise<(ToolRow & { score: number })[]> {
+  const where = whereClause();
+  let score = '0';
+  if (filters.query?.trim()) {
+    const text = where.param(filters.query);
+    const document = `to_tsvector('english', name || ' ' || coalesce(description, '') || ' ' || array_to_string(tags, ' '))`;
+    const query = `websearch_to_tsquery('english', ${text})`;
+    where.add(`(${document} @@ ${query} OR strpos(lower(name), lower(${text})) > 0)`);
+    score = `ts_rank(${document}, ${query}) + CASE WHEN strpos(lower(name), lower(${text})) > 0 THEN 1 ELSE 0 END`;
+  }
+  if (filters.tags?.length) where.add('tags && ?', filters.tags);
+  if (filters.toolTypes?.length) where.add('tool_type = ANY(?)', filters.toolTypes);
+  return db.query<ToolRow & { score: number }>(
+    `SELECT *, ${score} AS score FROM tools ${where} ORDER BY score DESC, created_at DESC LIMIT ${where.param(limit)}`,
+    where.params,
+  );
+}

@@ -60,3 +60,12 @@ export const ClientToolSchema = z.object({
   description: z.string().nullish(),
   parameters: JsonObject.nullish(),
 });
+
+/** Letta's ToolSearchRequest; the search is full-text whatever `search_mode` asks. */
+export const SearchToolsSchema = z.object({
+  query: z.string().nullish(),
+  tags: z.array(z.string()).nullish(),
+  tool_types: z.array(z.string()).nullish(),
+  limit: z.number().int().min(1).max(1000).default(50),
+  search_mode: z.enum(['vector', 'fts', 'hybrid']).nullish(),
+});

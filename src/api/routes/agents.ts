@@ -52,6 +52,8 @@ function includedRelationships(
 const isModernSdk = (req: Request) =>
   Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
 
+const ListTagsQuery = pageQuery(50, 'asc').extend({ name: z.string().optional() });
+
 /** `requires_approval` from the body, the TS client's `body_requires_approval`, or the query. */
 const ApprovalSettingBody = z
   .object({ requires_approval: z.boolean().optional(), body_requires_approval: z.boolean().optional() })
@@ -147,6 +149,12 @@ export function agentsRouter(ctx: ApiContext): Router {
     const agent = await loadAgent(ctx, req.params.agentId);
     await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
     res.json(await afterToolChange(req, agent.id));
+  });
+
+  // Letta's tags API: the tags agents have.
+  router.get('/v1/tags', async (req, res) => {
+    const { name, ...page } = parseQuery(ListTagsQuery, req);
+    res.json(await repo.agentTags(ctx.db, { name }, page));
   });
 
   router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {

@@ -3,10 +3,17 @@ import type { LettaResponse } from '../schemas/responses';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { AgentMessagesQuery, CancelSchema, LettaRequestSchema, type LettaRequest } from '../schemas/messages';
-import { lettaMessages, runShape, usageShape } from '../letta-shapes';
+import {
+  AgentMessagesQuery,
+  AllMessagesQuery,
+  CancelSchema,
+  LettaRequestSchema,
+  SearchMessagesSchema,
+  type LettaRequest,
+} from '../schemas/messages';
+import { lettaMessages, messageSearchResults, runShape, usageShape } from '../letta-shapes';
 import { getAgentRow } from '../../db/agents';
-import { getMessage, listMessages, runMessagesAfter } from '../../db/messages';
+import { getMessage, listMessages, runMessagesAfter, searchMessages } from '../../db/messages';
 import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
@@ -172,6 +179,32 @@ export function messagesRouter(ctx: ApiContext): Router {
     const conversationId = query.conversation_id === 'default' ? null : query.conversation_id;
     const rows = await listMessages(ctx.db, { agentId: req.params.agentId, conversationId }, query);
     res.json(rows.flatMap(lettaMessages));
+  });
+
+  router.get('/v1/messages', async (req, res) => {
+    const {
+      conversation_id,
+      include_return_message_types: types,
+      ...page
+    } = parseQuery(AllMessagesQuery, req);
+    const rows = await listMessages(ctx.db, { conversationId: conversation_id }, page);
+    const messages = rows.flatMap(lettaMessages);
+    res.json(types?.length ? messages.filter((m) => types.includes(m.message_type)) : messages);
+  });
+
+  router.post('/v1/messages/search', async (req, res) => {
+    const body = parseBody(SearchMessagesSchema, req);
+    const rows = await searchMessages(
+      ctx.db,
+      { agentId: body.agent_id ?? undefined, conversationId: body.conversation_id ?? undefined },
+      {
+        query: body.query,
+        limit: body.limit,
+        startDate: body.start_date ?? undefined,
+        endDate: body.end_date ?? undefined,
+      },
+    );
+    res.json(rows.flatMap(messageSearchResults));
   });
 
   // One stored message in Letta's forms (a row may be several: reasoning, then a tool call).

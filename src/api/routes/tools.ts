@@ -9,9 +9,10 @@ import {
   ToolCreateSchema,
   ToolRunFromSourceSchema,
   ToolUpdateSchema,
+  SearchToolsSchema,
 } from '../../schemas/tools';
 import { toolExecutionShape, toolShape } from '../letta-shapes';
-import { deleteTool, getTool, listTools } from '../../db/tools';
+import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
 import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
@@ -121,6 +122,20 @@ export function toolsRouter(ctx: ApiContext): Router {
     const names = builtinToolNames();
     const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
     res.json(tools.map(toolShape));
+  });
+
+  router.post('/v1/tools/search', async (req, res) => {
+    const body = parseBody(SearchToolsSchema, req);
+    const found = await searchTools(
+      ctx.db,
+      {
+        query: body.query ?? undefined,
+        tags: body.tags ?? undefined,
+        toolTypes: body.tool_types ?? undefined,
+      },
+      body.limit,
+    );
+    res.json(found.map(({ score, ...tool }) => ({ tool: toolShape(tool), combined_score: score })));
   });
 
   router.get('/v1/tools', async (req, res) => {

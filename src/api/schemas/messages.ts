@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery } from './common';
+import { pageQuery, stringList } from './common';
 import { ClientToolSchema } from '../../schemas/tools';
 
 const TextPart = z.object({ type: z.literal('text'), text: z.string() }).loose();
@@ -100,6 +100,20 @@ export const ConversationMessageSchema = z.intersection(
 );
 
 export const AgentMessagesQuery = pageQuery(100, 'desc').extend({ conversation_id: z.string().optional() });
+
+/** Every agent's messages (Letta's `GET /v1/messages/`). */
+export const AllMessagesQuery = AgentMessagesQuery.extend({ include_return_message_types: stringList });
+
+/** Letta's SearchAllMessagesRequest; the search is full-text whatever `search_mode` asks. */
+export const SearchMessagesSchema = z.object({
+  query: z.string(),
+  agent_id: z.string().nullish(),
+  conversation_id: z.string().nullish(),
+  start_date: z.coerce.date().nullish(),
+  end_date: z.coerce.date().nullish(),
+  limit: z.number().int().min(1).max(1000).default(50),
+  search_mode: z.enum(['vector', 'fts', 'hybrid']).nullish(),
+});
 
 export const CancelSchema = z.object({ run_ids: z.array(z.string()).nullish() }).loose();
 

@@ -325,3 +325,27 @@ export const ArchivalSearchResponseSchema = z
     count: z.number().int(),
   })
   .meta({ id: 'ArchivalMemorySearchResponse' });
+
+export const StepSchema = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    run_id: z.string().nullable(),
+    model: z.string().nullable(),
+    model_handle: z.string().nullable(),
+    provider_name: z.string().nullable(),
+    prompt_tokens: z.number(),
+    completion_tokens: z.number(),
+    total_tokens: z.number(),
+    cached_input_tokens: z.number(),
+    reasoning_tokens: z.number(),
+    stop_reason: z.string().nullable(),
+    status: z.literal('success'),
+    feedback: z.enum(['positive', 'negative']).nullable(),
+    tags: z.array(z.string()),
+    error_type: z.null(),
+    error_data: z.null(),
+    created_at: Time,
+  })
+  .meta({ id: 'Step' });
+export type Step = z.infer<typeof StepSchema>;

@@ -50,13 +50,17 @@ export async function conversationSearch(
   }
   const limit = args.limit === undefined || args.limit === null ? DEFAULT_LIMIT : Number(args.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new ToolError(`Invalid limit: ${String(args.limit)}`);
-  const found = await searchMessages(db, agent.id, {
-    query: typeof args.query === 'string' ? args.query : undefined,
-    roles: roles as MessageRole[] | undefined,
-    limit,
-    startDate: parseDate(args.start_date, 'start_date', false),
-    endDate: parseDate(args.end_date, 'end_date', true),
-  });
+  const found = await searchMessages(
+    db,
+    { agentId: agent.id },
+    {
+      query: typeof args.query === 'string' ? args.query : undefined,
+      roles: roles as MessageRole[] | undefined,
+      limit,
+      startDate: parseDate(args.start_date, 'start_date', false),
+      endDate: parseDate(args.end_date, 'end_date', true),
+    },
+  );
   const results = found.filter((m) => !isNoise(m));
   if (results.length === 0) return { message: 'No results found.', results: [] };
   const now = new Date();

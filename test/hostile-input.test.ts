@@ -102,6 +102,9 @@ const ROUTES: FuzzRoute[] = [
   },
   { method: 'POST', path: '/v1/messages/search', body: SearchMessagesSchema, base: { query: 'hi' } },
   { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name'] },
+  { method: 'GET', path: '/v1/agents/{agent}/tools', query: PAGE },
+  { method: 'POST', path: '/v1/agents/{agent}/recompile', query: ['dry_run'] },
+  { method: 'POST', path: '/v1/agents/{agent}/summarize' },
   { method: 'POST', path: '/v1/tools/search', body: SearchToolsSchema },
   {
     method: 'GET',
@@ -198,6 +201,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'DELETE', path: '/v1/archives/{archive}/passages/{passage}' },
   { method: 'DELETE', path: '/v1/archives/{archive}' },
   { method: 'DELETE', path: '/v1/blocks/{block}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/reset-messages' },
   { method: 'DELETE', path: '/v1/agents/{agent}' },
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },

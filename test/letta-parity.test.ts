@@ -116,4 +116,23 @@ describe('Letta parity', () => {
     const tools = await h.client.tools.search({ query: 'memory insert' });
     expect(tools[0].tool.name).toBe('memory_insert');
   });
+
+  it('lists an agent’s tools, compacts, recompiles and resets its history', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tools: ['web_search'] });
+    const tools = (await h.client.agents.tools.list(agent.id)).getPaginatedItems().map((t) => t.name);
+    expect(tools.sort()).toEqual(['conversation_search', 'memory_insert', 'memory_replace', 'web_search']);
+    for (const text of ['first', 'second']) {
+      h.stub.enqueue({ text: `re ${text}` });
+      await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: text }] });
+    }
+    h.stub.enqueue({ text: 'They said first, then second.' });
+    const compacted = await h.client.agents.messages.compact(agent.id);
+    expect(compacted).toMatchObject({ summary: 'They said first, then second.' });
+    expect(await h.client.agents.recompile(agent.id)).toContain('Memory Blocks');
+
+    const reset = await h.client.agents.messages.reset(agent.id, { add_default_initial_messages: false });
+    expect(reset?.id).toBe(agent.id);
+    const left = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+    expect(left.map((m) => m.message_type)).toEqual(['system_message']);
+  });
 });

@@ -5,9 +5,11 @@ import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
 import * as blocks from '../db/blocks';
 import { toolsWhere } from '../db/tools';
-import { insertMessage } from '../db/messages';
+import { insertMessage, resetHistory } from '../db/messages';
+import { listRuns } from '../db/runs';
+import type { ConversationRef } from '../db/conversations';
 import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
-import { DomainError, invalid } from '../errors';
+import { conflict, DomainError, invalid } from '../errors';
 import type { CreateAgent, UpdateAgent } from '../schemas/agents';
 import { newId } from '../ids';
 import { unmaskValues } from '../masking';
@@ -246,4 +248,11 @@ export async function attachTool(db: Database, agent: AgentRecord, tool: ToolRow
 
 export async function detachTool(db: Database, agentId: string, toolId: string): Promise<void> {
   await repo.detachTools(db, agentId, [toolId]);
+}
+
+/** Empties a conversation's history but its system message; refused (409) while a run of it is active. */
+export async function resetMessages(db: Database, ref: ConversationRef): Promise<void> {
+  const active = await listRuns(db, { ...ref, active: true }, { limit: 1, order: 'desc' });
+  if (active.length) throw conflict('Cannot reset the messages while a run of the conversation is active');
+  await resetHistory(db, ref);
 }

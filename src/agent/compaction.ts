@@ -3,6 +3,7 @@
  * model's context, and a summary of them, written by the agent's own model, takes their place. Nothing
  * is deleted: the messages stay listed and searchable (conversation_search), only the context shrinks.
  */
+import { conflict, invalid } from '../errors';
 import type { Queryable } from '../db';
 import type { AgentRecord, MessageRow } from '../db/rows';
 import type { ConversationRef } from '../db/conversations';
@@ -25,16 +26,6 @@ Summarize what happened in the conversation from the perspective of the AI (use 
 Keep your summary less than 100 words, do NOT exceed this word limit.
 Only output the summary, do NOT include anything else in your output.`;
 
-/** Why a conversation cannot be compacted now; the API answers it as a 4xx. */
-export class CompactionRefused extends Error {
-  constructor(
-    readonly status: 400 | 409,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export interface Compaction {
   summary: string;
   num_messages_before: number;
@@ -56,15 +47,13 @@ export async function compactConversation(
   ref: ConversationRef,
 ): Promise<Compaction> {
   const active = await listRuns(db, { ...ref, active: true }, { limit: 1, order: 'desc' });
-  if (active.length)
-    throw new CompactionRefused(409, 'Cannot compact the conversation while a run of it is active');
+  if (active.length) throw conflict('Cannot compact the conversation while a run of it is active');
   const { summary: earlier, transcript } = await conversationContext(db, ref);
   const inContext = transcript.filter((m) => m.role !== 'system' && m.role !== 'approval');
   // The latest user turn stays; before it, every tool call has its result, so what stays is a valid history.
   const cut = inContext.map((m) => m.role).lastIndexOf('user');
   if (cut <= 0)
-    throw new CompactionRefused(
-      400,
+    throw invalid(
       'Summarization failed to reduce the number of messages: there is nothing before the latest user message.',
     );
   const parsed = parseHandle(

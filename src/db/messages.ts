@@ -164,7 +164,7 @@ export async function setContextWindow(
   db: Queryable,
   ref: ConversationRef,
   startSeq: number,
-  summary: string,
+  summary: string | null,
 ) {
   const { table, id } = conversationHolder(ref);
   await db.query(`UPDATE ${table} SET context_start_seq = $2, context_summary = $3 WHERE id = $1`, [
@@ -268,4 +268,16 @@ export async function messageOfToolCall(
     [agentId, JSON.stringify([{ id: toolCallId }])],
   );
   return row;
+}
+
+/**
+ * Empties a conversation's history but its system message (Letta's reset-messages): the model's
+ * context starts afresh, without a summary.
+ */
+export async function resetHistory(db: Queryable, ref: ConversationRef): Promise<void> {
+  await db.query(
+    `DELETE FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 AND role <> 'system'`,
+    [ref.agentId, ref.conversationId],
+  );
+  await setContextWindow(db, ref, 0, null);
 }

@@ -10,11 +10,12 @@ import {
   ALL_RELATIONSHIPS,
   agentStateShape,
   blockShape,
+  toolShape,
   type AgentRelationship,
 } from '../letta-shapes';
 import * as repo from '../../db/agents';
 import { changeBlock } from '../../agent/blocks';
-import { attachTool, createAgent, detachTool, updateAgent } from '../../agent/agents';
+import { attachTool, createAgent, detachTool, resetMessages, updateAgent } from '../../agent/agents';
 import { getTool } from '../../db/tools';
 import { agentMessageIds } from '../../db/messages';
 import type { AgentRecord } from '../../db/rows';
@@ -149,6 +150,18 @@ export function agentsRouter(ctx: ApiContext): Router {
     const agent = await loadAgent(ctx, req.params.agentId);
     await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
     res.json(await afterToolChange(req, agent.id));
+  });
+
+  router.get('/v1/agents/:agentId/tools', async (req, res) => {
+    const { tools } = await loadAgent(ctx, req.params.agentId);
+    res.json(pageOfList(tools, parseQuery(pageQuery(1000, 'asc'), req)).map(toolShape));
+  });
+
+  // Letta's reset-messages: the agent's own history is emptied but its system message.
+  router.patch('/v1/agents/:agentId/reset-messages', async (req, res) => {
+    await loadAgent(ctx, req.params.agentId);
+    await resetMessages(ctx.db, { agentId: req.params.agentId, conversationId: null });
+    res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, undefined)));
   });
 
   // Letta's tags API: the tags agents have.

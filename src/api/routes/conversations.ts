@@ -3,7 +3,7 @@
  * own session of steps (one at a time, in arrival order), all sharing the agent's memory blocks. The
  * agent's own history is the conversation `default`, named with the agent's id alongside.
  */
-import { Router } from 'express';
+import { Router, type Response } from 'express';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
@@ -23,7 +23,7 @@ import {
 import { messageHandlers } from './messages';
 import { getAgent, getAgentRow } from '../../db/agents';
 import { compiledPrompt } from '../../agent/agents';
-import { compactConversation, CompactionRefused } from '../../agent/compaction';
+import { compactConversation } from '../../agent/compaction';
 import { providerRegistry } from '../../llm';
 import { llmErrorType, ModelApiError } from '../../llm/types';
 import { llmFailureAnswer } from '../follow-run';
@@ -132,17 +132,30 @@ export function conversationsRouter(ctx: ApiContext): Router {
     res.json(await cancel(await resolve(req.params.id, agentId), runIds));
   });
 
-  router.post('/v1/conversations/:id/compact', async (req, res) => {
-    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
-    const to = await resolve(req.params.id, agentId);
+  /** Compacts a conversation's history with the agent's model; a model failure answers as Letta's. */
+  const compact = async (to: ConversationRef, res: Response) => {
     try {
       res.json(await compactConversation(ctx.db, providers, (await getAgent(ctx.db, to.agentId))!, to));
     } catch (error) {
-      if (error instanceof CompactionRefused) throw new HttpError(error.status, error.message);
       if (!(error instanceof ModelApiError)) throw error;
       const failed = llmFailureAnswer(llmErrorType(error), error.message);
       res.status(failed.status).json(failed.body);
     }
+  };
+
+  router.post('/v1/conversations/:id/compact', async (req, res) => {
+    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
+    await compact(await resolve(req.params.id, agentId), res);
+  });
+
+  // The agent's own history (its default conversation): `agents.messages.compact`.
+  router.post('/v1/agents/:agentId/summarize', async (req, res) => {
+    await compact(await resolve('default', req.params.agentId), res);
+  });
+
+  router.post('/v1/agents/:agentId/recompile', async (req, res) => {
+    const to = await resolve('default', req.params.agentId);
+    res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, null));
   });
 
   // The system prompt as the conversation's next step gets it: compiled afresh at every step here,

@@ -14,7 +14,8 @@ export type IdPrefix =
   | 'mcp_server'
   | 'conv'
   | 'archive'
-  | 'passage';
+  | 'passage'
+  | 'identity';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

@@ -35,6 +35,7 @@ import {
   SandboxConfigCreateSchema,
 } from '../src/api/schemas/sandbox-configs';
 import { McpToolRunSchema } from '../src/api/schemas/mcp-servers';
+import { IdentityCreateSchema } from '../src/api/schemas/identities';
 import {
   CreateAgentPassageSchema,
   CreateArchivePassageSchema,
@@ -67,6 +68,7 @@ const MCP_SERVER = {
 };
 
 const PAGE = ['limit', 'after', 'before', 'order'];
+const IdentityBody = IdentityCreateSchema;
 const TEXT = { text: 'remember this' };
 
 const ROUTES: FuzzRoute[] = [
@@ -102,6 +104,18 @@ const ROUTES: FuzzRoute[] = [
   },
   { method: 'POST', path: '/v1/messages/search', body: SearchMessagesSchema, base: { query: 'hi' } },
   { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name'] },
+  {
+    method: 'POST',
+    path: '/v1/identities/',
+    body: IdentityBody,
+    base: { identifier_key: 'k', name: 'n', identity_type: 'user' },
+  },
+  { method: 'PUT', path: '/v1/identities/', body: IdentityBody },
+  { method: 'GET', path: '/v1/identities/', query: [...PAGE, 'name', 'identifier_key', 'identity_type'] },
+  { method: 'GET', path: '/v1/identities/{identity}' },
+  { method: 'PATCH', path: '/v1/identities/{identity}', body: IdentityBody },
+  { method: 'GET', path: '/v1/identities/{identity}/agents', query: PAGE },
+  { method: 'PATCH', path: '/v1/agents/{agent}/identities/attach/{identity}' },
   { method: 'GET', path: '/v1/agents/{agent}/tools', query: PAGE },
   { method: 'POST', path: '/v1/agents/{agent}/recompile', query: ['dry_run'] },
   { method: 'POST', path: '/v1/agents/{agent}/summarize' },
@@ -202,6 +216,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'DELETE', path: '/v1/archives/{archive}' },
   { method: 'DELETE', path: '/v1/blocks/{block}' },
   { method: 'PATCH', path: '/v1/agents/{agent}/reset-messages' },
+  { method: 'DELETE', path: '/v1/identities/{identity}' },
   { method: 'DELETE', path: '/v1/agents/{agent}' },
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
@@ -306,6 +321,11 @@ describe('hostile input', () => {
     });
     const passage = await created(`/v1/archives/${archive.id}/passages`, TEXT);
     const block = await created('/v1/blocks/', { label: 'shared', value: 'v' });
+    const identity = await created('/v1/identities/', {
+      identifier_key: 'fuzz',
+      name: 'f',
+      identity_type: 'org',
+    });
     await send('PATCH', `/v1/agents/${agent.id}/archives/attach/${archive.id}`);
     const [message] = (
       JSON.parse((await send('GET', `/v1/agents/${agent.id}/messages`)).text) as { id: string }[]
@@ -321,6 +341,7 @@ describe('hostile input', () => {
       archive: archive.id,
       passage: passage.id,
       block: block.id,
+      identity: identity.id,
     });
     Object.assign(stored, { toolName: 'echo', label: 'human' });
   });

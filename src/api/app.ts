@@ -16,6 +16,7 @@ import { toolsRouter } from './routes/tools';
 import { archivesRouter } from './routes/archives';
 import { blocksRouter } from './routes/blocks';
 import { stepsRouter } from './routes/steps';
+import { identitiesRouter } from './routes/identities';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -51,6 +52,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(archivesRouter(deps));
   app.use(blocksRouter(deps));
   app.use(stepsRouter(deps));
+  app.use(identitiesRouter(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

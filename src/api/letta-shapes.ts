@@ -19,12 +19,14 @@ import { contentText } from '../agent/context';
 import { lettaDate } from '../agent/time';
 import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
 import type { ArchiveRow, PassageRow } from '../db/archives';
+import type { IdentityRow } from '../db/identities';
 import type {
   AgentState,
   Archive,
   Passage,
   Block,
   Conversation,
+  Identity,
   LettaMessage,
   Run,
   SandboxConfig,
@@ -141,7 +143,7 @@ export const ALL_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set(AGENT_R
 
 export function agentStateShape(
   agent: AgentRecord,
-  extra: { message_ids?: string[]; pending_approval?: unknown } = {},
+  extra: { message_ids?: string[]; pending_approval?: unknown; identities?: IdentityRow[] } = {},
   include: ReadonlySet<AgentRelationship> = ALL_RELATIONSHIPS,
 ): AgentState {
   const blocks = include.has('agent.blocks') ? agent.blocks.map(blockShape) : [];
@@ -172,8 +174,8 @@ export function agentStateShape(
     metadata: agent.metadata,
     secrets,
     tool_exec_environment_variables: secrets,
-    identities: [],
-    identity_ids: [],
+    identities: include.has('agent.identities') ? (extra.identities ?? []).map(identityShape) : [],
+    identity_ids: (extra.identities ?? []).map((i) => i.id),
     timezone: agent.timezone,
     last_stop_reason: agent.last_stop_reason,
     approval_timeout_seconds: agent.approval_timeout_seconds,
@@ -426,4 +428,18 @@ export function messageSearchResults(row: MessageRow) {
       agent_id: row.agent_id,
       conversation_id: row.conversation_id,
     }));
+}
+
+export function identityShape(row: IdentityRow): Identity {
+  return {
+    id: row.id,
+    identifier_key: row.identifier_key,
+    name: row.name,
+    identity_type: row.identity_type as Identity['identity_type'],
+    project_id: row.project_id,
+    agent_ids: row.agent_ids,
+    block_ids: row.block_ids,
+    organization_id: null,
+    properties: row.properties as Identity['properties'],
+  };
 }

@@ -138,10 +138,12 @@ export async function getAgent(db: Queryable, id: string): Promise<AgentRecord |
 export async function listAgentRows(
   db: Queryable,
   page: Page,
-  filters: { name?: string; tags?: string[]; matchAllTags?: boolean },
+  filters: { name?: string; tags?: string[]; matchAllTags?: boolean; identityId?: string },
 ): Promise<AgentRow[]> {
   const where = whereClause();
   if (filters.name) where.add('name = ?', filters.name);
+  if (filters.identityId)
+    where.add('id IN (SELECT agent_id FROM identities_agents WHERE identity_id = ?)', filters.identityId);
   if (filters.tags?.length) where.add(filters.matchAllTags ? 'tags @> ?' : 'tags && ?', filters.tags);
   return pageOf<AgentRow>(db, 'agents', where, page);
 }

@@ -22,11 +22,13 @@ import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
 import { pendingApprovalView } from '../pending-approval';
 import { pageOfList } from '../paging';
+import { identitiesOfAgent } from '../../db/identities';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
 
 const ListAgentsQuery = pageQuery(50, 'desc').extend(IncludeQuery.shape).extend({
   name: z.string().optional(),
+  identity_id: z.string().optional(),
   tags: stringList,
   match_all_tags: queryBoolean,
 });
@@ -70,6 +72,7 @@ export function agentsRouter(ctx: ApiContext): Router {
       {
         message_ids: await agentMessageIds(ctx.db, agent.id),
         pending_approval: await pendingApprovalView(ctx.db, agent.pending_approval),
+        identities: await identitiesOfAgent(ctx.db, agent.id),
       },
       include,
     );
@@ -85,6 +88,7 @@ export function agentsRouter(ctx: ApiContext): Router {
       name: query.name,
       tags: query.tags,
       matchAllTags: query.match_all_tags,
+      identityId: query.identity_id,
     });
     const include = includedRelationships(req, query.include);
     const agents = await Promise.all(rows.map((row) => repo.getAgent(ctx.db, row.id)));

@@ -125,7 +125,7 @@ export const AgentStateSchema = z
     metadata: JsonObject.nullable(),
     secrets: z.array(AgentSecretSchema),
     tool_exec_environment_variables: z.array(AgentSecretSchema),
-    identities: z.array(z.unknown()),
+    identities: z.array(z.lazy(() => IdentitySchema)),
     identity_ids: z.array(z.string()),
     timezone: z.string(),
     last_stop_reason: z.string().nullable(),
@@ -349,3 +349,18 @@ export const StepSchema = z
   })
   .meta({ id: 'Step' });
 export type Step = z.infer<typeof StepSchema>;
+
+export const IdentitySchema = z
+  .object({
+    id: z.string(),
+    identifier_key: z.string(),
+    name: z.string(),
+    identity_type: z.enum(['org', 'user', 'other']),
+    project_id: z.string().nullable(),
+    agent_ids: z.array(z.string()),
+    block_ids: z.array(z.string()),
+    organization_id: z.null(),
+    properties: z.array(z.object({ key: z.string(), value: z.unknown(), type: z.string() })),
+  })
+  .meta({ id: 'Identity' });
+export type Identity = z.infer<typeof IdentitySchema>;

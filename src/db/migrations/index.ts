@@ -20,6 +20,7 @@ import { conversations } from './0009-conversations';
 import { toolCallPairing } from './0010-tool-call-pairing';
 import { deploymentId } from './0011-deployment-id';
 import { archivalMemory } from './0012-archival-memory';
+import { identities } from './0013-identities';
 
 export const migrations: Migration[] = [
   initial,
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   toolCallPairing,
   deploymentId,
   archivalMemory,
+  identities,
 ];

@@ -1,0 +1,154 @@
+/**
+ * Letta's identities (routers/v1/identities.py): who agents and blocks belong to, by the caller's own
+ * `identifier_key`, with typed properties; agents are listed by identity with `identity_id`.
+ */
+import { Router } from 'express';
+import { z } from 'zod';
+import type { ApiContext } from '../context';
+import { notFound } from '../errors';
+import { parseBody, parseQuery } from '../validation';
+import { agentStateShape, blockShape, identityShape, type AgentRelationship } from '../letta-shapes';
+import { pageQuery } from '../schemas/common';
+import {
+  IdentityCreateSchema,
+  IdentityUpdateSchema,
+  ListIdentitiesQuery,
+  PropertySchema,
+} from '../schemas/identities';
+import * as repo from '../../db/identities';
+import { getAgent, getAgentRow, listAgentRows } from '../../db/agents';
+import { blockLabels, getBlock } from '../../db/blocks';
+import { conflict } from '../../errors';
+import { newId } from '../../ids';
+import type { Queryable } from '../../db';
+
+const NO_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set();
+
+/** Attaches the agents and blocks named (404 for one that does not exist). */
+async function setLinks(
+  db: Queryable,
+  id: string,
+  links: { agent_ids?: string[] | null; block_ids?: string[] | null },
+) {
+  if (links.agent_ids) {
+    for (const agentId of links.agent_ids)
+      if (!(await getAgentRow(db, agentId))) throw notFound(`Agent ${agentId}`);
+    await repo.setIdentityLinks(db, id, 'agent', links.agent_ids);
+  }
+  if (links.block_ids) {
+    const found = await blockLabels(db, links.block_ids);
+    const missing = links.block_ids.find((b) => !found.some((f) => f.id === b));
+    if (missing) throw notFound(`Block ${missing}`);
+    await repo.setIdentityLinks(db, id, 'block', links.block_ids);
+  }
+}
+
+export function identitiesRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  const load = async (id: string) => {
+    const identity = await repo.getIdentity(ctx.db, id);
+    if (!identity) throw notFound(`Identity ${id}`);
+    return identity;
+  };
+
+  const create = async (body: z.infer<typeof IdentityCreateSchema>) => {
+    const id = newId('identity');
+    await ctx.db.transaction(async (tx) => {
+      if (await repo.identityByKey(tx, body.identifier_key))
+        throw conflict(`An identity with identifier_key '${body.identifier_key}' already exists`);
+      await repo.insertIdentity(tx, id, {
+        identifier_key: body.identifier_key,
+        name: body.name,
+        identity_type: body.identity_type,
+        project_id: body.project_id ?? null,
+        properties: body.properties ?? [],
+      });
+      await setLinks(tx, id, body);
+    });
+    return load(id);
+  };
+
+  const update = async (id: string, body: z.infer<typeof IdentityUpdateSchema>) => {
+    await ctx.db.transaction(async (tx) => {
+      await repo.updateIdentity(tx, id, {
+        identifier_key: body.identifier_key,
+        name: body.name,
+        identity_type: body.identity_type,
+        properties: body.properties ?? undefined,
+      });
+      await setLinks(tx, id, body);
+    });
+    return load(id);
+  };
+
+  router.post('/v1/identities', async (req, res) => {
+    res.json(identityShape(await create(parseBody(IdentityCreateSchema, req))));
+  });
+
+  // Upsert: the identity of that identifier_key is updated, else made.
+  router.put('/v1/identities', async (req, res) => {
+    const body = parseBody(IdentityCreateSchema, req);
+    const existing = await repo.identityByKey(ctx.db, body.identifier_key);
+    res.json(identityShape(existing ? await update(existing.id, body) : await create(body)));
+  });
+
+  router.get('/v1/identities', async (req, res) => {
+    const { name, identifier_key, identity_type, project_id, ...page } = parseQuery(ListIdentitiesQuery, req);
+    const filters = {
+      name,
+      identifierKey: identifier_key,
+      identityType: identity_type,
+      projectId: project_id,
+    };
+    res.json((await repo.listIdentities(ctx.db, filters, page)).map(identityShape));
+  });
+
+  router.get('/v1/identities/:identityId', async (req, res) => {
+    res.json(identityShape(await load(req.params.identityId)));
+  });
+
+  router.patch('/v1/identities/:identityId', async (req, res) => {
+    await load(req.params.identityId);
+    res.json(identityShape(await update(req.params.identityId, parseBody(IdentityUpdateSchema, req))));
+  });
+
+  router.put('/v1/identities/:identityId/properties', async (req, res) => {
+    await load(req.params.identityId);
+    const properties = parseBody(z.array(PropertySchema), req);
+    await repo.updateIdentity(ctx.db, req.params.identityId, { properties });
+    res.json(identityShape(await load(req.params.identityId)));
+  });
+
+  router.delete('/v1/identities/:identityId', async (req, res) => {
+    if (!(await repo.deleteIdentity(ctx.db, req.params.identityId)))
+      throw notFound(`Identity ${req.params.identityId}`);
+    res.json({});
+  });
+
+  router.get('/v1/identities/:identityId/agents', async (req, res) => {
+    await load(req.params.identityId);
+    const page = parseQuery(pageQuery(50, 'desc'), req);
+    const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
+    const agents = await Promise.all(rows.map((row) => getAgent(ctx.db, row.id)));
+    res.json(agents.map((agent) => agentStateShape(agent!, {}, NO_RELATIONSHIPS)));
+  });
+
+  router.get('/v1/identities/:identityId/blocks', async (req, res) => {
+    const identity = await load(req.params.identityId);
+    const blocks = await Promise.all(identity.block_ids.map((id) => getBlock(ctx.db, id)));
+    res.json(blocks.filter((b) => b !== undefined).map(blockShape));
+  });
+
+  for (const action of ['attach', 'detach'] as const) {
+    router.patch(`/v1/agents/:agentId/identities/${action}/:identityId`, async (req, res) => {
+      const { agentId, identityId } = req.params;
+      if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+      await load(identityId);
+      await repo.linkAgent(ctx.db, identityId, agentId, action === 'attach');
+      res.json(null);
+    });
+  }
+
+  return router;
+}

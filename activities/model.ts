@@ -18,7 +18,7 @@ import {
   type FunctionSchema,
   type ModelReply,
 } from '../src/llm/types';
-import { strictParameters } from '../src/tools/strict-mode';
+import { canBeStrict, strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { withHeartbeats } from './heartbeat';
@@ -27,14 +27,19 @@ import { enterPause, waitOf } from './approvals';
 import { addUsage } from '../workflows/usage';
 import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
 
-/** A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on. */
-function serverToolSchema(tool: ToolRow, strict: boolean): FunctionSchema {
+/**
+ * A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on and
+ * the schema can be strict; one with a free-form object (a bare `dict` parameter) cannot, and goes as
+ * it is (Letta's convert_to_structured_output refuses it).
+ */
+function serverToolSchema(tool: ToolRow, agentStrict: boolean): FunctionSchema {
   const schema = tool.json_schema as {
     name?: string;
     description?: string;
     parameters?: Record<string, unknown>;
   };
   const parameters = schema.parameters ?? { type: 'object', properties: {} };
+  const strict = agentStrict && canBeStrict(parameters);
   return {
     name: tool.name,
     description: schema.description ?? tool.description ?? undefined,

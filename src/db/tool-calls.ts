@@ -34,7 +34,7 @@ export async function readToolCall(db: Queryable, key: ToolCallKey): Promise<Too
        (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
        coalesce(
          (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
-         (SELECT to_jsonb(t) FROM tools t WHERE t.id = $3)) AS call_tool,
+         (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS call_tool,
        (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
          WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments
      FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2`,

@@ -42,6 +42,18 @@ function strictNode(node: unknown): unknown {
   return out;
 }
 
+/** Whether every object of the schema names its properties: a free-form one cannot be strict. */
+export function canBeStrict(node: unknown, root = true): boolean {
+  if (!isObject(node)) return true;
+  if (node.type === 'object' && !isObject(node.properties) && !root) return false;
+  const children = [
+    ...(isObject(node.properties) ? Object.values(node.properties) : []),
+    ...(node.items !== undefined ? [node.items] : []),
+    ...(Array.isArray(node.anyOf) ? node.anyOf : []),
+  ];
+  return children.every((child) => canBeStrict(child, false));
+}
+
 /** The parameters schema in strict form; the input is not changed. */
 export function strictParameters(parameters: Schema): Schema {
   return strictNode({ type: 'object', properties: {}, ...parameters }) as Schema;

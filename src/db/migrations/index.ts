@@ -21,6 +21,7 @@ import { toolCallPairing } from './0010-tool-call-pairing';
 import { deploymentId } from './0011-deployment-id';
 import { archivalMemory } from './0012-archival-memory';
 import { identities } from './0013-identities';
+import { toolSchemaOrder } from './0014-tool-schema-order';
 
 export const migrations: Migration[] = [
   initial,
@@ -36,4 +37,5 @@ export const migrations: Migration[] = [
   deploymentId,
   archivalMemory,
   identities,
+  toolSchemaOrder,
 ];

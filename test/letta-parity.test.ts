@@ -108,6 +108,10 @@ describe('Letta parity', () => {
       [b.id, 'assistant_message', 'okapi answer'],
       [b.id, 'user_message', 'about okapis'],
     ]);
+    // No query: every message, newest first (a bare ORDER BY 0 once made this a 500).
+    expect((await h.client.messages.search({ query: '', agent_id: a.id }))[0]).toMatchObject({
+      content: 'zebra answer',
+    });
     const onlyA = await h.client.messages.search({ query: 'answer', agent_id: a.id });
     expect(onlyA.map((r) => r.agent_id)).toEqual([a.id]);
 

@@ -238,7 +238,8 @@ export function searchMessages(
   if (scope.agentId) where.add('agent_id = ?', scope.agentId);
   if (scope.conversationId) where.add('conversation_id = ?', scope.conversationId);
   where.add("role <> 'system'");
-  let rank = '0';
+  // A constant, not a bare 0: ORDER BY 0 would name a column by position.
+  let rank = '0::real';
   if (options.query?.trim()) {
     const text = where.param(options.query);
     const query = `websearch_to_tsquery('english', ${text})`;

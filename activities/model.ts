@@ -175,6 +175,7 @@ export function modelActivities({ db, providers }: ActivityDeps) {
               parallelToolCalls: input.parallelToolCalls,
               temperature: agent.llm_config.temperature ?? undefined,
               maxTokens: agent.llm_config.max_tokens ?? undefined,
+              reasoningEffort: agent.llm_config.reasoning_effort ?? undefined,
             },
             Context.current().cancellationSignal,
           ),

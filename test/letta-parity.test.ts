@@ -139,4 +139,43 @@ describe('Letta parity', () => {
     const left = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
     expect(left.map((m) => m.message_type)).toEqual(['system_message']);
   });
+
+  it('honours model_settings and llm_config changes in what goes to the model, and returns them', async () => {
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      model_settings: {
+        provider_type: 'openai',
+        temperature: 0.3,
+        max_output_tokens: 123,
+        parallel_tool_calls: true,
+        reasoning: { reasoning_effort: 'low' },
+      },
+    });
+    expect(agent.model_settings).toMatchObject({
+      temperature: 0.3,
+      max_output_tokens: 123,
+      parallel_tool_calls: true,
+    });
+    expect(agent.llm_config).toMatchObject({ temperature: 0.3, max_tokens: 123, parallel_tool_calls: true });
+    const sent = async () => {
+      h.stub.enqueue({ text: 'ok' });
+      await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
+      return h.stub.requests.at(-1) as unknown as Record<string, unknown>;
+    };
+    expect(await sent()).toMatchObject({
+      temperature: 0.3,
+      max_completion_tokens: 123,
+      reasoning_effort: 'low',
+      parallel_tool_calls: true,
+    });
+    const updated = await h.client.agents.update(agent.id, {
+      model_settings: { provider_type: 'openai', temperature: 0.9, parallel_tool_calls: false },
+    });
+    expect(updated.llm_config).toMatchObject({
+      temperature: 0.9,
+      max_tokens: 123,
+      parallel_tool_calls: false,
+    });
+    expect(await sent()).toMatchObject({ temperature: 0.9, max_completion_tokens: 123 });
+  });
 });

@@ -10,7 +10,7 @@ import { listRuns } from '../db/runs';
 import type { ConversationRef } from '../db/conversations';
 import type { AgentRecord, LlmConfig, ToolRow } from '../db/rows';
 import { conflict, DomainError, invalid } from '../errors';
-import type { CreateAgent, UpdateAgent } from '../schemas/agents';
+import type { CreateAgent, ModelSettings, UpdateAgent } from '../schemas/agents';
 import { newId } from '../ids';
 import { unmaskValues } from '../masking';
 import { parseHandle, providerEndpoint, providerProblem } from '../llm';
@@ -27,7 +27,10 @@ import { newBlock } from './blocks';
 
 /** `model` handle or `llm_config` → the stored llm_config; a provider we cannot reach is a 400. */
 function resolveLlmConfig(
-  body: Pick<CreateAgent, 'model' | 'llm_config' | 'context_window_limit' | 'parallel_tool_calls'>,
+  body: Pick<
+    CreateAgent,
+    'model' | 'llm_config' | 'context_window_limit' | 'parallel_tool_calls' | 'model_settings'
+  >,
   config: Config,
 ): { handle: string; llmConfig: LlmConfig } {
   if (!body.model && !body.llm_config) throw invalid('Must specify either model or llm_config');
@@ -58,7 +61,25 @@ function resolveLlmConfig(
       ? { parallel_tool_calls: body.parallel_tool_calls }
       : {}),
   };
-  return { handle, llmConfig };
+  return { handle, llmConfig: withModelSettings(llmConfig, body.model_settings) };
+}
+
+/** The llm_config with Letta's model_settings applied: they are what is sent to the model. */
+export function withModelSettings(
+  llmConfig: LlmConfig,
+  settings: ModelSettings | null | undefined,
+): LlmConfig {
+  if (!settings) return llmConfig;
+  const given = <T>(value: T | null | undefined, fallback: T) =>
+    value === undefined || value === null ? fallback : value;
+  return {
+    ...llmConfig,
+    temperature: given(settings.temperature, llmConfig.temperature),
+    max_tokens: given(settings.max_output_tokens, llmConfig.max_tokens),
+    parallel_tool_calls: given(settings.parallel_tool_calls, llmConfig.parallel_tool_calls),
+    strict: given(settings.strict, llmConfig.strict),
+    reasoning_effort: given(settings.reasoning?.reasoning_effort, llmConfig.reasoning_effort),
+  };
 }
 
 /** Python's repr of a set of strings, as Letta's errors print the names they miss (sorted here). */
@@ -198,8 +219,14 @@ export async function updateAgent(
   await db.transaction(async (tx) => {
     const llmConfig =
       modelChange?.llmConfig ??
-      (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null
-        ? { ...agent.llm_config, parallel_tool_calls: body.parallel_tool_calls }
+      (body.model_settings || (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null)
+        ? withModelSettings(
+            {
+              ...agent.llm_config,
+              parallel_tool_calls: body.parallel_tool_calls ?? agent.llm_config.parallel_tool_calls,
+            },
+            body.model_settings,
+          )
         : undefined);
     await repo.updateAgentRow(tx, agent.id, {
       name: body.name ?? undefined,

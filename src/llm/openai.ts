@@ -73,6 +73,12 @@ function toOpenAi(request: ModelRequest): OpenAI.Chat.ChatCompletionCreateParams
       : {}),
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
     ...(request.maxTokens !== undefined ? { max_completion_tokens: request.maxTokens } : {}),
+    ...(request.reasoningEffort
+      ? {
+          reasoning_effort:
+            request.reasoningEffort as OpenAI.Chat.ChatCompletionCreateParams['reasoning_effort'],
+        }
+      : {}),
   };
 }
 

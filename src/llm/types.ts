@@ -29,6 +29,8 @@ export interface ModelRequest {
   parallelToolCalls: boolean;
   temperature?: number;
   maxTokens?: number;
+  /** How hard a reasoning model thinks (OpenAI's reasoning_effort). */
+  reasoningEffort?: string;
 }
 
 export interface Usage {

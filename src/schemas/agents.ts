@@ -24,8 +24,28 @@ export const LlmConfigSchema = z
     max_tokens: z.number().int().positive().nullish(),
     parallel_tool_calls: z.boolean().nullish(),
     strict: z.boolean().nullish(),
+    reasoning_effort: z.string().nullish(),
   })
   .loose();
+
+/**
+ * Letta's model_settings (one shape per provider; the fields every provider shares are read): what is
+ * sent to the model. Stored as the agent's llm_config.
+ */
+export const ModelSettingsSchema = z
+  .object({
+    provider_type: z.string().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    max_output_tokens: z.number().int().positive().nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    strict: z.boolean().nullish(),
+    reasoning: z
+      .object({ reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish() })
+      .loose()
+      .nullish(),
+  })
+  .loose();
+export type ModelSettings = z.infer<typeof ModelSettingsSchema>;
 
 /** Letta's CreateAgent: every field optional; unknown fields are ignored, as pydantic does. */
 export const CreateAgentSchema = z.object({
@@ -48,6 +68,7 @@ export const CreateAgentSchema = z.object({
   embedding: z.string().nullish(),
   embedding_config: z.record(z.string(), z.unknown()).nullish(),
   context_window_limit: z.number().int().positive().nullish(),
+  model_settings: ModelSettingsSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   secrets: z.record(z.string(), z.string()).nullish(),
   tool_exec_environment_variables: z.record(z.string(), z.string()).nullish(),

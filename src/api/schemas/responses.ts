@@ -110,6 +110,15 @@ export const AgentStateSchema = z
     system: z.string(),
     model: z.string().nullable(),
     llm_config: LlmConfigSchema,
+    /** The llm_config's settings in Letta's model_settings shape. */
+    model_settings: z.object({
+      provider_type: z.string(),
+      temperature: z.number().nullable(),
+      max_output_tokens: z.number().nullable(),
+      parallel_tool_calls: z.boolean(),
+      strict: z.boolean(),
+      reasoning: z.object({ reasoning_effort: z.string().nullable() }),
+    }),
     embedding_config: JsonObject.nullable(),
     blocks: z.array(BlockSchema),
     memory: z.object({

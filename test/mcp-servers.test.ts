@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type {
   McpServerCreateParams,
   StreamableHTTPMcpServer,
@@ -73,23 +74,18 @@ describe('MCP servers', () => {
    * An agent with the server's tool, asked once; the model calls the tool with `args`, then (unless the
    * step is to fail at the call) answers.
    */
-  const callThroughModel = async (
-    serverId: string,
-    toolName: string,
-    args: Record<string, unknown>,
-    { callFails = false } = {},
-  ) => {
+  const callThroughModel = async (serverId: string, toolName: string, args: Record<string, unknown>) => {
     const tool = await toolOf(serverId, toolName);
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
     h.stub.enqueue({ toolCalls: [{ name: toolName, arguments: args }] });
-    if (!callFails) h.stub.enqueue({ text: 'Done.' });
+    h.stub.enqueue({ text: 'Done.' });
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: `Use ${toolName}.` }],
     });
     const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message') as
       { status: string; tool_return: string } | undefined;
     const seenByModel = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool')?.content;
-    return { agent, response, toolReturn, seenByModel };
+    return { agent, response, toolReturn, seenByModel, stopReason: response.stop_reason.stop_reason };
   };
 
   describe.each([
@@ -312,11 +308,13 @@ describe('MCP servers', () => {
         await temporal.close();
       }
 
-      // A revoked token fails the call once, for good: it is not retried.
+      // A revoked token fails the call once, for good (not retried): the model reads why.
       proxy.accepting = false;
       const refusedBefore = proxy.requests.length;
-      const revoked = await callThroughModel(server.id!, 'echo', { message: 'again' }, { callFails: true });
-      expect(revoked.response.stop_reason.stop_reason).toBe('error');
+      const revoked = await callThroughModel(server.id!, 'echo', { message: 'again' });
+      expect(revoked.toolReturn).toMatchObject({ status: 'error' });
+      expect(revoked.toolReturn?.tool_return).toMatch(/^Error executing function echo: McpAuthError: /);
+      expect(revoked.stopReason).toBe('end_turn');
       const posts = proxy.requests.slice(refusedBefore).filter((headers) => headers['content-type']);
       expect(posts).toHaveLength(1);
     } finally {
@@ -355,6 +353,31 @@ describe('MCP servers', () => {
     const after = everythingProcesses();
     expect(after.length).toBeGreaterThan(0);
     expect(after.filter((pid) => before.includes(pid))).toEqual([]);
+  });
+
+  it('a server that dies at every call: after the retries the model reads an error, and the step goes on', async () => {
+    // An MCP server whose one tool takes the whole server down, where the MCP sandbox shows it.
+    const crashing = path.join(work, 'crashing-server.mjs');
+    const sdk = (file: string) => pathToFileURL(require.resolve(`@modelcontextprotocol/sdk/${file}`)).href;
+    fs.writeFileSync(
+      crashing,
+      [
+        `import { McpServer } from '${sdk('server/mcp.js')}';`,
+        `import { StdioServerTransport } from '${sdk('server/stdio.js')}';`,
+        "const server = new McpServer({ name: 'crashing', version: '1.0.0' });",
+        "server.tool('explode', 'Crashes the server that runs it.', async () => process.exit(1));",
+        'await server.connect(new StdioServerTransport());',
+      ].join('\n'),
+    );
+    const server = await register('crashing', {
+      mcp_server_type: 'stdio',
+      command: process.execPath,
+      args: [crashing],
+    });
+    const { toolReturn, stopReason } = await callThroughModel(server.id!, 'explode', {});
+    expect(toolReturn).toMatchObject({ status: 'error' });
+    expect(toolReturn?.tool_return).toMatch(/^Error executing function explode: /);
+    expect(stopReason).toBe('end_turn');
   });
 
   it("ends a call that outlives the tool's timeout with a clear error", async () => {

@@ -6,6 +6,10 @@
  */
 import {
   ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  log,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -155,11 +159,26 @@ export async function runToolCalls(
   return outcomes;
 }
 
+/** Longest failure text the model is given (Letta's MAX_ERROR_MESSAGE_CHAR_LIMIT). */
+const MAX_FAILURE_CHARS = 1000;
+
+/** A tool's activity that failed for good, as Letta words an exception for the model. */
+function failureText(toolName: string, failure: ActivityFailure): string {
+  const cause = failure.cause;
+  const kind = cause instanceof ApplicationFailure && cause.type ? cause.type : (cause?.name ?? 'Error');
+  return `Error executing function ${toolName}: ${kind}: ${cause?.message ?? failure.message}`.slice(
+    0,
+    MAX_FAILURE_CHARS,
+  );
+}
+
 /**
  * Runs a call through the executor of its tool's mode; a call of a tool the step does not have, or of
- * a mode no activity runs, is refused with the error the model sees (`reject`).
+ * a mode no activity runs, is refused with the error the model sees (`reject`). So is a call whose
+ * activity failed after its retries (its MCP server died, its sandbox would not start): the model reads
+ * the error and the step goes on, as Letta's loop goes on after a tool's exception.
  */
-export function dispatchToolCall(
+export async function dispatchToolCall(
   run: ToolRunner,
   call: Omit<ToolCallInput, 'toolId' | 'toolVersion'>,
   tool: StepTool | undefined,
@@ -175,5 +194,11 @@ export function dispatchToolCall(
   }
   const summary = `${call.toolName} (${row.label})`;
   setCurrentDetails(`Running tool ${summary}`);
-  return run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary);
+  try {
+    return await run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary);
+  } catch (error) {
+    if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
+    log.warn('a tool call failed after its retries', { tool: call.toolName, error: error.cause?.message });
+    return reject(failureText(call.toolName, error));
+  }
 }

@@ -67,6 +67,25 @@ describe('MCP servers', () => {
   };
   const register = (server_name: string, config: Config) =>
     h.client.mcpServers.create({ server_name, config });
+  /** An MCP server of our own over stdio, with the SDK's McpServer (`server`), where the MCP sandbox shows it. */
+  const scriptServer = (file: string, ...lines: string[]) => {
+    const sdk = (module: string) =>
+      pathToFileURL(require.resolve(`@modelcontextprotocol/sdk/${module}`)).href;
+    const script = path.join(work, file);
+    fs.writeFileSync(
+      script,
+      [
+        `import { McpServer } from '${sdk('server/mcp.js')}';`,
+        `import { StdioServerTransport } from '${sdk('server/stdio.js')}';`,
+        `import { ListToolsRequestSchema, CallToolRequestSchema } from '${sdk('types.js')}';`,
+        "const server = new McpServer({ name: 'scripted', version: '1.0.0' });",
+        ...lines,
+        'await server.connect(new StdioServerTransport());',
+      ].join('\n'),
+    );
+    return script;
+  };
+
   const toolOf = async (serverId: string, name: string) =>
     (await h.client.mcpServers.tools.list(serverId)).find((tool) => tool.name === name)!;
 
@@ -356,18 +375,9 @@ describe('MCP servers', () => {
   });
 
   it('a server that dies at every call: after the retries the model reads an error, and the step goes on', async () => {
-    // An MCP server whose one tool takes the whole server down, where the MCP sandbox shows it.
-    const crashing = path.join(work, 'crashing-server.mjs');
-    const sdk = (file: string) => pathToFileURL(require.resolve(`@modelcontextprotocol/sdk/${file}`)).href;
-    fs.writeFileSync(
-      crashing,
-      [
-        `import { McpServer } from '${sdk('server/mcp.js')}';`,
-        `import { StdioServerTransport } from '${sdk('server/stdio.js')}';`,
-        "const server = new McpServer({ name: 'crashing', version: '1.0.0' });",
-        "server.tool('explode', 'Crashes the server that runs it.', async () => process.exit(1));",
-        'await server.connect(new StdioServerTransport());',
-      ].join('\n'),
+    const crashing = scriptServer(
+      'crashing-server.mjs',
+      "server.tool('explode', 'Crashes the server that runs it.', async () => process.exit(1));",
     );
     const server = await register('crashing', {
       mcp_server_type: 'stdio',
@@ -378,6 +388,58 @@ describe('MCP servers', () => {
     expect(toolReturn).toMatchObject({ status: 'error' });
     expect(toolReturn?.tool_return).toMatch(/^Error executing function explode: /);
     expect(stopReason).toBe('end_turn');
+  });
+
+  it('takes a Pydantic-style schema ($defs / $ref, a type list, anyOf) as Letta normalizes it, and calls the tool', async () => {
+    const inputSchema = {
+      $defs: {
+        Passenger: {
+          type: 'object',
+          properties: { name: { type: 'string' }, age: { type: ['integer', 'null'] } },
+          required: ['name'],
+        },
+      },
+      type: 'object',
+      properties: {
+        passenger: { $ref: '#/$defs/Passenger' },
+        seat: { anyOf: [{ type: 'string' }, { type: 'string' }, { type: 'null' }], default: null },
+        fare_class: { type: ['string', 'number'] },
+      },
+      required: ['passenger'],
+    };
+    const script = scriptServer(
+      'pydantic-style-server.mjs',
+      // The low-level handlers: the SDK's McpServer would write the schema itself.
+      `server.server.registerCapabilities({ tools: {} });`,
+      `server.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: 'book_flight', description: 'Books a flight.', inputSchema: ${JSON.stringify(inputSchema)} }] }));`,
+      "server.server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: 'text', text: 'booked ' + JSON.stringify(request.params.arguments) }] }));",
+    );
+    const server = await register('pydantic', {
+      mcp_server_type: 'stdio',
+      command: process.execPath,
+      args: [script],
+    });
+    const tool = await toolOf(server.id!, 'book_flight');
+    expect(tool.json_schema).toMatchObject({
+      parameters: {
+        properties: {
+          passenger: {
+            type: 'object',
+            properties: { name: { type: 'string' }, age: { anyOf: [{ type: 'integer' }, { type: 'null' }] } },
+            additionalProperties: false,
+          },
+          seat: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          fare_class: { anyOf: [{ type: 'string' }, { type: 'number' }] },
+        },
+        required: ['passenger'],
+      },
+    });
+    const { toolReturn } = await callThroughModel(server.id!, 'book_flight', {
+      passenger: { name: 'Ada', age: 36 },
+      fare_class: 'economy',
+    });
+    expect(toolReturn).toMatchObject({ status: 'success' });
+    expect(toolReturn?.tool_return).toContain('booked {"passenger":{"name":"Ada","age":36}');
   });
 
   it("ends a call that outlives the tool's timeout with a clear error", async () => {

@@ -19,6 +19,7 @@ import {
 import { newId } from '../ids';
 import { schemaHealth } from '../tools/schema-health';
 import { strictParameters } from '../tools/strict-mode';
+import { normalizeMcpSchema } from './normalize-schema';
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
@@ -46,13 +47,14 @@ export function mcpServerIdOf(tool: Pick<ToolRow, 'metadata'>): string | undefin
 
 /** Letta's generate_tool_schema_for_mcp, without request_heartbeat (the v3 loop has none). */
 function schemaOf(tool: Tool): Record<string, unknown> {
-  const { $schema: _draft, ...parameters } = tool.inputSchema as Record<string, unknown>;
+  const { $schema: _draft, ...given } = tool.inputSchema as Record<string, unknown>;
+  const parameters = normalizeMcpSchema(given);
   // As Letta: the health of the schema the model gets in strict mode (objects closed, optionals nullable).
   const health = schemaHealth(strictParameters(parameters));
   return {
     name: tool.name,
     description: tool.description ?? '',
-    parameters: { type: 'object', properties: {}, required: [], ...parameters },
+    parameters,
     'mcp:SCHEMA_STATUS': health.status,
     'mcp:SCHEMA_WARNINGS': health.reasons,
   };

@@ -1,18 +1,12 @@
 import { IdentitySchema } from '../src/api/schemas/responses';
 import { useAgentServer } from './helpers/agent-server';
+import { jsonRequest } from './helpers/http';
 
 /** Letta's identities (this client version names only agents.identities; the rest is plain HTTP). */
 describe('identities', () => {
   const h = useAgentServer('openai');
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${h.server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checked against the schema
-    return { status: response.status, json: (await response.json()) as any };
-  };
+  const call = (method: string, path: string, body?: unknown) =>
+    jsonRequest(h.server.url, method, path, body);
 
   it('are created, listed, updated, upserted, attached to agents and deleted', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });

@@ -16,6 +16,7 @@ import {
   UsageStatisticsSchema,
 } from '../src/api/schemas/responses';
 import { useAgentServer } from './helpers/agent-server';
+import { jsonRequest } from './helpers/http';
 
 /**
  * The response schemas (src/api/schemas/responses.ts) are the one source of the response types: what
@@ -25,15 +26,8 @@ describe('responses match their schemas', () => {
   const h = useAgentServer('openai');
 
   const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${h.server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checked against the schemas below
-    const json: any = await response.json();
-    if (response.status !== 200)
-      throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+    const { status, json } = await jsonRequest(h.server.url, method, path, body);
+    if (status !== 200) throw new Error(`${method} ${path}: ${status} ${JSON.stringify(json)}`);
     return json;
   };
   /** Parsing drops fields a schema does not name: equal only when there were none. */

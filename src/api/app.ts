@@ -22,6 +22,22 @@ export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
 }
 
+/** Letta's API, a router per resource (src/api/routes). */
+const ROUTERS = [
+  agentsRouter,
+  messagesRouter,
+  runsRouter,
+  toolsRouter,
+  sandboxConfigsRouter,
+  mcpServersRouter,
+  modelsRouter,
+  conversationsRouter,
+  archivesRouter,
+  blocksRouter,
+  stepsRouter,
+  identitiesRouter,
+];
+
 export function createApp(deps: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -41,18 +57,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));
-  app.use(agentsRouter(deps));
-  app.use(messagesRouter(deps));
-  app.use(runsRouter(deps));
-  app.use(toolsRouter(deps));
-  app.use(sandboxConfigsRouter(deps));
-  app.use(mcpServersRouter(deps));
-  app.use(modelsRouter(deps));
-  app.use(conversationsRouter(deps));
-  app.use(archivesRouter(deps));
-  app.use(blocksRouter(deps));
-  app.use(stepsRouter(deps));
-  app.use(identitiesRouter(deps));
+  for (const routes of ROUTERS) app.use(routes(deps));
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

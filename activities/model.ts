@@ -1,4 +1,5 @@
 /** One model call: load the context from the database, call the provider, store the reply. */
+import { offeredToModels } from '../src/mcp/tool-sync';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
@@ -63,7 +64,7 @@ function offeredTools(
   const clientNames = new Set(clientTools.map((t) => t.name));
   return [
     ...tools
-      .filter((t) => allowed.includes(t.name) && !clientNames.has(t.name))
+      .filter((t) => allowed.includes(t.name) && !clientNames.has(t.name) && offeredToModels(t))
       .map((t) => serverToolSchema(t, strict)),
     ...clientTools.map(clientToolSchema),
   ];

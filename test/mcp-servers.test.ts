@@ -442,6 +442,47 @@ describe('MCP servers', () => {
     expect(toolReturn?.tool_return).toContain('booked {"passenger":{"name":"Ada","age":36}');
   });
 
+  it('lists a tool whose schema stays invalid, with its health and reasons, and never offers it to a model', async () => {
+    const tools = [
+      {
+        name: 'fine',
+        description: 'Fine.',
+        inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+      },
+      {
+        name: 'broken',
+        description: 'Broken.',
+        inputSchema: { type: 'object', properties: { x: { type: 'banana' } } },
+      },
+    ];
+    const script = scriptServer(
+      'invalid-schema-server.mjs',
+      `server.server.registerCapabilities({ tools: {} });`,
+      `server.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: ${JSON.stringify(tools)} }));`,
+      "server.server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: 'text', text: 'ok' }] }));",
+    );
+    const server = await register('invalid', {
+      mcp_server_type: 'stdio',
+      command: process.execPath,
+      args: [script],
+    });
+    const broken = await toolOf(server.id!, 'broken');
+    expect((broken as { health?: unknown }).health).toMatchObject({
+      status: 'INVALID',
+      reasons: [expect.stringContaining('banana')],
+    });
+    const fine = await toolOf(server.id!, 'fine');
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [fine.id!, broken.id!],
+    });
+    h.stub.enqueue({ text: 'ok' });
+    await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
+    const offered = h.stub.requests.at(-1)!.tools!.map((t) => t.function.name);
+    expect(offered).toContain('fine');
+    expect(offered).not.toContain('broken');
+  });
+
   it("ends a call that outlives the tool's timeout with a clear error", async () => {
     const server = await register('everything-slow', stdioConfig('everything', ['stdio']));
     const slow = await toolOf(server.id!, 'trigger-long-running-operation');

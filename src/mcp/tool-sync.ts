@@ -60,13 +60,19 @@ function schemaOf(tool: Tool): Record<string, unknown> {
   };
 }
 
-/** Why this tool cannot be stored, if it cannot. */
-function problemOf(tool: Tool, schema: Record<string, unknown>): string | undefined {
+/**
+ * Why this tool cannot be stored, if it cannot: only a name no model could call. A tool whose schema
+ * is invalid even after normalizing is stored and listed with its health and reasons, but never
+ * offered to a model (`offeredToModels`).
+ */
+function problemOf(tool: Tool): string | undefined {
   if (tool.name.length > MAX_NAME_LENGTH) return `its name is longer than ${MAX_NAME_LENGTH} characters`;
   if (!/^[A-Za-z0-9_-]+$/.test(tool.name)) return 'its name is not a valid function name';
-  if (schema['mcp:SCHEMA_STATUS'] === 'INVALID')
-    return `its input schema is invalid: ${(schema['mcp:SCHEMA_WARNINGS'] as string[]).join('; ')}`;
 }
+
+/** Whether a model may be offered the tool: not an MCP tool whose schema is invalid. */
+export const offeredToModels = (tool: Pick<ToolRow, 'json_schema'>) =>
+  (tool.json_schema as Record<string, unknown>)['mcp:SCHEMA_STATUS'] !== 'INVALID';
 
 /** The stored fields for a listed tool; what users set on the stored tool (limits, approval) is kept. */
 function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unknown>, existing?: ToolRow) {
@@ -111,7 +117,7 @@ export function syncMcpTools(db: Database, serverId: string, listed: Tool[]): Pr
     const kept = new Set<string>();
     for (const tool of listed) {
       const schema = schemaOf(tool);
-      const problem = problemOf(tool, schema);
+      const problem = problemOf(tool);
       if (problem) {
         summary.skipped.push({ name: tool.name, reason: problem });
         continue;

@@ -195,6 +195,11 @@ export const ConfigSchema = z.object({
     .positive()
     .default(1024 * 1024 * 1024),
   MCP_STDIO_MAX_PROCESSES: z.coerce.number().int().positive().default(256),
+  MCP_STDIO_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
   MCP_STDIO_TMP_BYTES: z.coerce
     .number()
     .int()

@@ -483,6 +483,25 @@ describe('MCP servers', () => {
     expect(offered).not.toContain('broken');
   });
 
+  it('takes a 20 MiB result, and cuts it at the tool’s return_char_limit', async () => {
+    const script = scriptServer(
+      'big-result-server.mjs',
+      "server.tool('flood', 'Answers 20 MiB.', async () => ({ content: [{ type: 'text', text: 'x'.repeat(20 * 1024 * 1024) }] }));",
+    );
+    const server = await register('flood', {
+      mcp_server_type: 'stdio',
+      command: process.execPath,
+      args: [script],
+    });
+    const flood = await toolOf(server.id!, 'flood');
+    const run = await h.client.mcpServers.tools.run(flood.id!, { mcp_server_id: server.id!, args: {} });
+    expect(run.status).toBe('success');
+    expect(String(run.func_return).length).toBeLessThan(flood.return_char_limit! + 500);
+    const { toolReturn } = await callThroughModel(server.id!, 'flood', {});
+    expect(toolReturn).toMatchObject({ status: 'success' });
+    expect(toolReturn?.tool_return).toContain('[NOTE: function output was truncated');
+  });
+
   it("ends a call that outlives the tool's timeout with a clear error", async () => {
     const server = await register('everything-slow', stdioConfig('everything', ['stdio']));
     const slow = await toolOf(server.id!, 'trigger-long-running-operation');

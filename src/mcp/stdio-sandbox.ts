@@ -65,6 +65,11 @@ export interface McpStdioOptions {
   tmpBytes: number;
   memoryBytes: number;
   maxProcesses: number;
+  /**
+   * The longest message a server may send (a tool's whole result is one): the SDK's own limit is 10
+   * MiB, past which it drops the connection. A result is cut at its tool's return_char_limit after.
+   */
+  maxMessageBytes: number;
   /** More host paths to show, read-only. */
   readOnlyPaths: string[];
   /** Host paths never shown, even below a path that is: DATA_DIR, the tool environments. */
@@ -78,6 +83,7 @@ export function mcpStdioOptions(config: Config): McpStdioOptions {
     tmpBytes: config.MCP_STDIO_TMP_BYTES,
     memoryBytes: config.MCP_STDIO_MEMORY_BYTES,
     maxProcesses: config.MCP_STDIO_MAX_PROCESSES,
+    maxMessageBytes: config.MCP_STDIO_MAX_MESSAGE_BYTES,
     readOnlyPaths: config.MCP_STDIO_READ_ONLY_PATHS ?? [],
     hiddenPaths: [config.dataDir, environmentsDir(config)],
   };
@@ -271,7 +277,13 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
       }
       const env = environment(config);
       if (options.mode === 'host')
-        return new StdioClientTransport({ command: config.command, args: config.args, env, stderr: 'pipe' });
+        return new StdioClientTransport({
+          command: config.command,
+          args: config.args,
+          env,
+          stderr: 'pipe',
+          maxBufferSize: options.maxMessageBytes,
+        });
       const reason = await problem();
       if (reason) {
         throw new McpStdioRefusedError(
@@ -281,7 +293,13 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
       const command = sandboxed(config.command, config.args, env);
       const cgroup = limits.create('mcp');
       const { file, args } = limited(command, cgroup);
-      const transport = new StdioClientTransport({ command: file, args, env: command.env, stderr: 'pipe' });
+      const transport = new StdioClientTransport({
+        command: file,
+        args,
+        env: command.env,
+        stderr: 'pipe',
+        maxBufferSize: options.maxMessageBytes,
+      });
       // The server is gone with its PID namespace once bwrap exits; its cgroup goes then.
       if (cgroup) transport.onclose = () => void cgroup.remove();
       return transport;

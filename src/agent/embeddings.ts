@@ -47,7 +47,7 @@ export function embeddingConfigForHandle(handle: string, config: Config): Embedd
 }
 
 /** What is asked of an agent's embedding config to use it. */
-export function usableEmbedding(config: Record<string, unknown> | null, what: string) {
+function usableEmbedding(config: Record<string, unknown> | null, what: string) {
   const model = config?.embedding_model;
   const provider = config?.embedding_endpoint_type;
   if (typeof model !== 'string' || typeof provider !== 'string')

@@ -8,7 +8,6 @@ import { pageQuery, queryBoolean, queryList, stringList } from '../schemas/commo
 import {
   AGENT_RELATIONSHIPS,
   ALL_RELATIONSHIPS,
-  agentStateShape,
   blockShape,
   toolShape,
   type AgentRelationship,
@@ -17,12 +16,10 @@ import * as repo from '../../db/agents';
 import { changeBlock } from '../../agent/blocks';
 import { attachTool, createAgent, detachTool, resetMessages, updateAgent } from '../../agent/agents';
 import { getTool } from '../../db/tools';
-import { agentMessageIds } from '../../db/messages';
 import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
-import { pendingApprovalView } from '../pending-approval';
+import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
-import { identitiesOfAgent } from '../../db/identities';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
 
@@ -66,16 +63,8 @@ const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 /** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
 export function agentsRouter(ctx: ApiContext): Router {
   const router = Router();
-  const state = async (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
-    agentStateShape(
-      agent,
-      {
-        message_ids: await agentMessageIds(ctx.db, agent.id),
-        pending_approval: await pendingApprovalView(ctx.db, agent.pending_approval),
-        identities: await identitiesOfAgent(ctx.db, agent.id),
-      },
-      include,
-    );
+  const state = (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
+    agentState(ctx.db, agent, include);
 
   router.post('/v1/agents', async (req, res) => {
     const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
@@ -90,10 +79,7 @@ export function agentsRouter(ctx: ApiContext): Router {
       matchAllTags: query.match_all_tags,
       identityId: query.identity_id,
     });
-    const include = includedRelationships(req, query.include);
-    const agents = await Promise.all(rows.map((row) => repo.getAgent(ctx.db, row.id)));
-    const found = agents.filter((a): a is AgentRecord => Boolean(a));
-    res.json(await Promise.all(found.map((agent) => state(agent, include))));
+    res.json(await agentStates(ctx.db, rows, includedRelationships(req, query.include)));
   });
 
   router.get('/v1/agents/:agentId', async (req, res) => {

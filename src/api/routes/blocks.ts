@@ -7,14 +7,13 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { agentStateShape, blockShape, type AgentRelationship } from '../letta-shapes';
+import { blockShape, type AgentRelationship } from '../letta-shapes';
+import { agentState, agentStates } from '../agent-state';
 import { pageQuery, queryBoolean, stringList } from '../schemas/common';
 import { CreateBlockSchema, UpdateBlockSchema } from '../../schemas/agents';
 import { attachBlock, changeBlock, loadBlock, newBlock } from '../../agent/blocks';
 import * as repo from '../../db/blocks';
-import { detachBlock } from '../../db/blocks';
 import { getAgent } from '../../db/agents';
-import { agentMessageIds } from '../../db/messages';
 
 const ListBlocksQuery = pageQuery(50, 'desc').extend({
   label: z.string().optional(),
@@ -30,10 +29,10 @@ const NO_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set();
 export function blocksRouter(ctx: ApiContext): Router {
   const router = Router();
 
-  const agentState = async (agentId: string) => {
+  const stateOf = async (agentId: string) => {
     const agent = await getAgent(ctx.db, agentId);
     if (!agent) throw notFound(`Agent ${agentId}`);
-    return agentStateShape(agent, { message_ids: await agentMessageIds(ctx.db, agentId) });
+    return agentState(ctx.db, agent);
   };
 
   router.post('/v1/blocks', async (req, res) => {
@@ -77,21 +76,20 @@ export function blocksRouter(ctx: ApiContext): Router {
       req.params.blockId,
       parseQuery(pageQuery(50, 'desc'), req),
     );
-    const records = await Promise.all(agents.map((a) => getAgent(ctx.db, a.id)));
-    res.json(records.map((agent) => agentStateShape(agent!, {}, NO_RELATIONSHIPS)));
+    res.json(await agentStates(ctx.db, agents, NO_RELATIONSHIPS));
   });
 
   router.patch('/v1/agents/:agentId/core-memory/blocks/attach/:blockId', async (req, res) => {
     await attachBlock(ctx.db, req.params.agentId, req.params.blockId);
-    res.json(await agentState(req.params.agentId));
+    res.json(await stateOf(req.params.agentId));
   });
 
   router.patch('/v1/agents/:agentId/core-memory/blocks/detach/:blockId', async (req, res) => {
     const { agentId, blockId } = req.params;
     await loadBlock(ctx.db, blockId);
-    await agentState(agentId);
-    await detachBlock(ctx.db, agentId, blockId);
-    res.json(await agentState(agentId));
+    await stateOf(agentId);
+    await repo.detachBlock(ctx.db, agentId, blockId);
+    res.json(await stateOf(agentId));
   });
 
   return router;

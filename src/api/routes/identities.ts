@@ -7,7 +7,8 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { agentStateShape, blockShape, identityShape, type AgentRelationship } from '../letta-shapes';
+import { blockShape, identityShape, type AgentRelationship } from '../letta-shapes';
+import { agentStates } from '../agent-state';
 import { pageQuery } from '../schemas/common';
 import {
   IdentityCreateSchema,
@@ -16,7 +17,7 @@ import {
   PropertySchema,
 } from '../schemas/identities';
 import * as repo from '../../db/identities';
-import { getAgent, getAgentRow, listAgentRows } from '../../db/agents';
+import { getAgentRow, listAgentRows } from '../../db/agents';
 import { blockLabels, getBlock } from '../../db/blocks';
 import { conflict } from '../../errors';
 import { newId } from '../../ids';
@@ -130,8 +131,7 @@ export function identitiesRouter(ctx: ApiContext): Router {
     await load(req.params.identityId);
     const page = parseQuery(pageQuery(50, 'desc'), req);
     const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
-    const agents = await Promise.all(rows.map((row) => getAgent(ctx.db, row.id)));
-    res.json(agents.map((agent) => agentStateShape(agent!, {}, NO_RELATIONSHIPS)));
+    res.json(await agentStates(ctx.db, rows, NO_RELATIONSHIPS));
   });
 
   router.get('/v1/identities/:identityId/blocks', async (req, res) => {

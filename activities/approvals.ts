@@ -244,6 +244,7 @@ export function approvalActivities({ db }: ActivityDeps) {
         toRun,
         clientTools: (config.client_tools as ClientTool[] | undefined) ?? [],
         maxSteps: (config.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS,
+        streamTokens: config.stream_tokens === true,
       };
     },
   };

@@ -66,6 +66,8 @@ export const CallModelInputSchema = z.object({
   followUpsFrom: z.string().optional(),
   /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
   requestUsage: RunUsageSchema,
+  /** The request streams tokens: the reply's pieces are published as the provider streams them. */
+  streamTokens: z.boolean().optional(),
 });
 export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 
@@ -160,6 +162,7 @@ export const ResumePlanSchema = z.object({
   toRun: z.array(StepCallSchema),
   clientTools: z.array(ClientToolSchema),
   maxSteps: z.number().int(),
+  streamTokens: z.boolean().optional(),
 });
 export type ResumePlan = z.infer<typeof ResumePlanSchema>;
 
@@ -189,6 +192,8 @@ export const AgentStepInputSchema = z.object({
   mcpTaskQueue: z.string(),
   clientTools: z.array(ClientToolSchema),
   limits: AgentStepLimitsSchema,
+  /** The request streams tokens (`stream_tokens`). */
+  streamTokens: z.boolean().optional(),
   /** The agent's tools and rules, resolved by the API as it started the step. */
   context: StepContextSchema,
 });

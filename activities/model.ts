@@ -17,8 +17,11 @@ import {
   ModelApiError,
   type ChatMessage,
   type FunctionSchema,
+  type ModelDelta,
   type ModelReply,
 } from '../src/llm/types';
+import { tokenPublisher } from '../src/db/token-deltas';
+import { errorText } from '../src/temporal/connection';
 import { canBeStrict, strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
@@ -127,7 +130,38 @@ const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24
 const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
   calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
 
-export function modelActivities({ db, providers }: ActivityDeps) {
+/**
+ * The reply's pieces as a token stream shows them: named by the reply's message, step and call ids.
+ * Without parallel tool calls only the first call is kept, so only its pieces go.
+ */
+function tokenStream(
+  db: Queryable,
+  input: CallModelInput,
+  reply: { id: string; stepId: string; callIds: string[] },
+  onError: (error: unknown) => void,
+) {
+  const publisher = tokenPublisher(
+    db,
+    { run_id: input.runId, message_id: reply.id, step_id: reply.stepId },
+    onError,
+  );
+  const names: string[] = [];
+  const onDelta = (delta: ModelDelta) => {
+    if (delta.kind !== 'tool_call') return publisher.push({ part: delta.kind, text: delta.text });
+    if (delta.index > 0 && !input.parallelToolCalls) return;
+    if (delta.name) names[delta.index] = (names[delta.index] ?? '') + delta.name;
+    publisher.push({
+      part: 'tool_call',
+      tool_call_id: (reply.callIds[delta.index] ??= ownToolCallId()),
+      ...(delta.name ? { name: delta.name } : {}),
+      arguments: delta.arguments,
+      approval: input.approvalTools.includes(names[delta.index] ?? ''),
+    });
+  };
+  return { onDelta, close: () => publisher.close() };
+}
+
+export function modelActivities({ db, providers, log }: ActivityDeps) {
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -159,9 +193,16 @@ export function modelActivities({ db, providers }: ActivityDeps) {
       const { conversationId, summary, transcript } = await runContext(db, input.runId);
       const system = compiledPrompt(agent, conversationId);
       const messages = requestMessages({ system, summary, transcript }, requestInput);
-      let reply: ModelReply;
+      // Chosen before the call: a token stream names the reply and its calls as they will be stored.
+      const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
+      const tokens = input.streamTokens
+        ? tokenStream(db, input, reply, (error) =>
+            log.warn({ error: errorText(error), runId: input.runId }, 'could not publish token deltas'),
+          )
+        : undefined;
+      let answer: ModelReply;
       try {
-        reply = await withHeartbeats(
+        answer = await withHeartbeats(
           providers(parsed.provider).complete(
             {
               model: parsed.model,
@@ -179,36 +220,40 @@ export function modelActivities({ db, providers }: ActivityDeps) {
               reasoningEffort: agent.llm_config.reasoning_effort ?? undefined,
             },
             Context.current().cancellationSignal,
+            tokens?.onDelta,
           ),
         );
       } catch (error) {
         // Cancelled: so the workflow learns, rather than of a provider error.
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('the run was cancelled');
         throw modelFailure(error);
+      } finally {
+        // Every delta is out before the reply is stored: a stream then sees the reply as complete.
+        await tokens?.close();
       }
       // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
-      const toolCalls = (input.parallelToolCalls ? reply.toolCalls : reply.toolCalls.slice(0, 1)).map(
-        (call) => ({ ...call, id: ownToolCallId() }),
+      const toolCalls = (input.parallelToolCalls ? answer.toolCalls : answer.toolCalls.slice(0, 1)).map(
+        (call, index) => ({ ...call, id: (reply.callIds[index] ??= ownToolCallId()) }),
       );
       const usage: TokenUsage = {
-        promptTokens: reply.usage.promptTokens,
-        completionTokens: reply.usage.completionTokens,
-        cachedInputTokens: reply.usage.cachedInputTokens ?? 0,
-        reasoningTokens: reply.usage.reasoningTokens ?? 0,
+        promptTokens: answer.usage.promptTokens,
+        completionTokens: answer.usage.completionTokens,
+        cachedInputTokens: answer.usage.cachedInputTokens ?? 0,
+        reasoningTokens: answer.usage.reasoningTokens ?? 0,
       };
       const waiting = waitingCallIds(toolCalls, input);
       const replyMessage: NewMessage = {
-        id: newId('message'),
+        id: reply.id,
         agent_id: agent.id,
         run_id: input.runId,
-        step_id: newId('step'),
+        step_id: reply.stepId,
         role: 'assistant',
-        content: reply.text ? [{ type: 'text', text: reply.text }] : null,
-        reasoning: reply.reasoning,
+        content: answer.text ? [{ type: 'text', text: answer.text }] : null,
+        reasoning: answer.reasoning,
         tool_calls: toolCalls,
         metadata: {
           usage,
-          finish_reason: reply.finishReason,
+          finish_reason: answer.finishReason,
           model: handle,
           ...(waiting.length ? { approval_request: { tool_call_ids: waiting } } : {}),
         },

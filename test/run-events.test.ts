@@ -11,6 +11,8 @@ import { newId } from '../src/ids';
 import { silentLogger, testConfig } from './helpers/env';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
+import { eventually } from './helpers/eventually';
+import { tokenPublisher, type TokenNotice } from '../src/db/token-deltas';
 
 /** Long enough that only a notification can wake a follower within a test's patience. */
 const NO_POLLING = { pollMs: 60_000, fallbackMs: 60_000 };
@@ -70,6 +72,46 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     expect(await within(next, 1_000)).toBe('still waiting');
     follower.stop();
     expect(await within(next, 1_000)).toBe('woke'); // a stopped follower lets go of its waiter
+  });
+
+  it("hands a reply's token deltas to its run's followers, in order, however long they are", async () => {
+    const [mine, other] = [await newRun(db), await newRun(db)];
+    const notices: TokenNotice[] = [];
+    const follower = events.follow(mine, (notice) => notices.push(notice));
+    const overheard: TokenNotice[] = [];
+    const bystander = events.follow(other, (notice) => overheard.push(notice));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const long = 'ü"\n'.repeat(6_000); // escaped in JSON, far past a notification's 8000 bytes
+    const publisher = tokenPublisher(
+      db,
+      { run_id: mine, message_id: 'message-1', step_id: 'step-1' },
+      (e) => {
+        throw e;
+      },
+    );
+    for (const text of ['Hel', 'lo ', long]) publisher.push({ part: 'text', text });
+    publisher.push({
+      part: 'tool_call',
+      tool_call_id: 'call_1',
+      name: 'search',
+      arguments: '{"q"',
+      approval: false,
+    });
+    publisher.push({ part: 'tool_call', tool_call_id: 'call_1', arguments: ':1}', approval: false });
+    await publisher.close();
+    const deltas = await eventually(
+      async () => notices.flatMap((n) => n.deltas),
+      (all) => all.at(-1)?.part === 'tool_call',
+      5_000,
+    );
+    expect(notices.length).toBeGreaterThan(1);
+    expect(deltas.flatMap((d) => (d.part === 'text' ? [d.text] : [])).join('')).toBe(`Hello ${long}`);
+    expect(deltas.filter((d) => d.part === 'tool_call')).toEqual([
+      { part: 'tool_call', tool_call_id: 'call_1', name: 'search', arguments: '{"q":1}', approval: false },
+    ]);
+    expect(overheard).toEqual([]);
+    follower.stop();
+    bystander.stop();
   });
 }
 

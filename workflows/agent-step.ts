@@ -49,6 +49,8 @@ interface Request {
   runId: string;
   maxSteps: number;
   clientTools: ClientTool[];
+  /** Whether the request streams tokens (`stream_tokens`). */
+  streamTokens?: boolean;
   /** The answer this request brought to a paused step. */
   answer?: ApprovalAnswered;
   /** Its tools and rules, as they came with it (AgentStepInput.context, ApprovalAnswered.context). */
@@ -114,6 +116,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         });
         request.maxSteps = plan.maxSteps;
         request.clientTools = plan.clientTools;
+        request.streamTokens = plan.streamTokens;
         // Set before the calls run: should they fail or be cancelled, the run's end still stores a
         // return for each call of the reply.
         outcome.pendingToolCallIds = plan.callIds;
@@ -145,6 +148,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
               pendingToolCallIds: outcome.pendingToolCallIds,
               followUpsFrom: outcome.followUpsFrom,
               requestUsage: outcome.usage,
+              streamTokens: request.streamTokens,
             },
           ],
         );
@@ -216,6 +220,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     runId: input.runId,
     maxSteps: limits.maxSteps,
     clientTools: input.clientTools,
+    streamTokens: input.streamTokens,
     context: input.context,
   };
   for (;;) {

@@ -57,6 +57,8 @@ interface RequestOptions {
   approvalTimeoutSeconds?: number | null;
   background: boolean;
   runType: string;
+  /** Stream the model's replies token by token (`stream_tokens`). */
+  streamTokens?: boolean;
 }
 
 export interface StepRequest extends RequestOptions {
@@ -109,6 +111,7 @@ const requestConfig = (request: RequestOptions) => ({
   max_steps: request.maxSteps,
   client_tools: request.clientTools,
   approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
+  ...(request.streamTokens ? { stream_tokens: true } : {}),
 });
 
 const pendingApprovalError = (pending: PendingApproval) =>
@@ -201,6 +204,7 @@ export async function startAgentStep(
       sandboxTaskQueue: ctx.taskQueues.sandbox,
       mcpTaskQueue: ctx.taskQueues.mcp,
       clientTools: request.clientTools,
+      ...(request.streamTokens ? { streamTokens: true } : {}),
       context,
       limits: stepLimits(config, request.maxSteps),
     },

@@ -10,6 +10,7 @@ import { getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepLiveness } from '../agent/steps';
 import type { AgentStepError } from '../../activities/contracts';
+import type { TokenNotice } from '../db/token-deltas';
 
 /** How often the workflows are asked whether they still run (a terminated one never stops its run). */
 const WORKFLOW_CHECK_MS = 1_000;
@@ -64,14 +65,22 @@ export function modelFailureAnswer(stop: RunStop): { status: number; body: unkno
   return llmFailureAnswer(stop.error.type, stop.error.message);
 }
 
+export interface FollowOptions {
+  /** Gets each message of the run as it is stored, in order. */
+  onMessages?: (rows: MessageRow[]) => void;
+  /** Gets the pieces of the run's replies while the provider streams them (`stream_tokens`). */
+  onTokens?: (notice: TokenNotice) => void;
+  /** Whether the caller went away: following ends. */
+  abandoned?: () => boolean;
+}
+
 export async function followRun(
   ctx: ApiContext,
   runId: string,
   alive: StepLiveness,
-  onMessages: ((rows: MessageRow[]) => void) | undefined,
-  abandoned: () => boolean = () => false,
+  { onMessages, onTokens, abandoned = () => false }: FollowOptions,
 ): Promise<RunStop | undefined> {
-  const follower = ctx.runEvents.follow(runId);
+  const follower = ctx.runEvents.follow(runId, onTokens);
   try {
     let lastSeq = 0;
     // Without a stream to feed, only the run's stop matters: its messages are read once, after it.

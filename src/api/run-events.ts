@@ -8,9 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database, Subscription } from '../db';
 import type { Logger } from '../logger';
 import { errorText } from '../temporal/connection';
-
-/** The channel migration 0007's triggers notify on. */
-const RUN_EVENTS_CHANNEL = 'letta_run_events';
+import { RUN_EVENTS_CHANNEL, TokenNoticeSchema, type TokenNotice } from '../db/token-deltas';
 
 const RESUBSCRIBE_MAX_MS = 30_000;
 
@@ -30,8 +28,14 @@ export interface RunFollower {
   stop(): void;
 }
 
+interface FollowerState {
+  events: number;
+  wake?: () => void;
+  onTokens?: (notice: TokenNotice) => void;
+}
+
 export class RunEvents {
-  private readonly followers = new Map<string, Set<{ events: number; wake?: () => void }>>();
+  private readonly followers = new Map<string, Set<FollowerState>>();
   private subscription?: Subscription;
   private readonly stopping = new AbortController();
   private loop?: Promise<void>;
@@ -52,8 +56,9 @@ export class RunEvents {
     await this.loop;
   }
 
-  follow(runId: string): RunFollower {
-    const state: { events: number; wake?: () => void } = { events: 0 };
+  /** Follows a run's events; `onTokens` gets its replies' pieces while they stream. */
+  follow(runId: string, onTokens?: (notice: TokenNotice) => void): RunFollower {
+    const state: FollowerState = { events: 0, onTokens };
     const all = this.followers.get(runId) ?? new Set();
     all.add(state);
     this.followers.set(runId, all);
@@ -79,11 +84,23 @@ export class RunEvents {
     };
   }
 
-  private heard(runId: string): void {
-    for (const state of this.followers.get(runId) ?? []) {
+  /** A notification: a run's id (migration 0007's triggers), or a token notice (db/token-deltas.ts). */
+  private heard(payload: string): void {
+    if (payload.startsWith('{')) return this.heardTokens(payload);
+    for (const state of this.followers.get(payload) ?? []) {
       state.events++;
       state.wake?.();
     }
+  }
+
+  private heardTokens(payload: string): void {
+    let notice: TokenNotice;
+    try {
+      notice = TokenNoticeSchema.parse(JSON.parse(payload));
+    } catch (error) {
+      return void this.log.warn({ error: errorText(error) }, 'ignored a malformed token notice');
+    }
+    for (const state of this.followers.get(notice.run_id) ?? []) state.onTokens?.(notice);
   }
 
   /** Wakes every follower: after a lost subscription, events may have gone unheard. */
@@ -95,7 +112,7 @@ export class RunEvents {
     const { signal } = this.stopping;
     for (let failures = 0; !signal.aborted;) {
       try {
-        const subscription = await this.db.listen(RUN_EVENTS_CHANNEL, (runId) => this.heard(runId));
+        const subscription = await this.db.listen(RUN_EVENTS_CHANNEL, (payload) => this.heard(payload));
         if (signal.aborted) return void (await subscription.close());
         this.subscription = subscription;
         failures = 0;

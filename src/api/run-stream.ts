@@ -13,6 +13,8 @@ import { followRun } from './follow-run';
 import { lettaDate } from '../agent/time';
 import type { StepLiveness } from '../agent/steps';
 import type { MessageRow, RunRow } from '../db/rows';
+import type { TokenNotice } from '../db/token-deltas';
+import { TokenChunks } from './token-chunks';
 
 /** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
@@ -33,6 +35,8 @@ export interface StreamOptions {
   types?: string[] | null;
   /** The `seq_id` of the last message the client has: a resumed stream sends those after it. */
   startingAfter?: number;
+  /** Send the replies' pieces as the provider streams them (`stream_tokens`). */
+  tokens?: boolean;
 }
 
 /** Streams a run's messages as the workflow stores them, then its stop, in Letta's SSE framing. */
@@ -58,14 +62,21 @@ export async function streamRun(
   let seqId = 0;
   const startingAfter = options.startingAfter ?? 0;
   const isWanted = wanted(options.types);
+  const tokens = options.tokens ? new TokenChunks() : undefined;
   const sendNew = (rows: MessageRow[]) => {
     for (const message of rows.filter(isOutput).flatMap(lettaMessages)) {
       seqId += 1;
-      if (seqId > startingAfter && isWanted(message)) send({ ...message, seq_id: seqId });
+      if (seqId <= startingAfter || !isWanted(message)) continue;
+      for (const chunk of tokens?.ofStored(message) ?? [message]) send({ ...chunk, seq_id: seqId });
     }
   };
+  const sendTokens = (notice: TokenNotice) => tokens!.ofNotice(notice).filter(isWanted).forEach(send);
   try {
-    const stop = await followRun(ctx, run.id, alive, sendNew, () => closed);
+    const stop = await followRun(ctx, run.id, alive, {
+      onMessages: sendNew,
+      onTokens: tokens && sendTokens,
+      abandoned: () => closed,
+    });
     if (!stop) return;
     send(stopReasonShape(stop.stopReason));
     if (stop.error) {

@@ -4,6 +4,7 @@ import {
   isRetryableStatus,
   ModelApiError,
   type ChatMessage,
+  type ModelDelta,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
@@ -24,9 +25,12 @@ export function anthropicProvider(options: {
     timeout: options.timeoutMs,
   });
   return {
-    async complete(request, signal) {
+    async complete(request, signal, onDelta) {
       try {
-        return fromAnthropic(await client.messages.create(toAnthropic(request), { signal }));
+        if (!onDelta) return fromAnthropic(await client.messages.create(toAnthropic(request), { signal }));
+        const stream = client.messages.stream(toAnthropic(request), { signal });
+        stream.on('streamEvent', deltaForwarder(onDelta));
+        return fromAnthropic(await stream.finalMessage());
       } catch (error) {
         if (error instanceof Anthropic.APIError) {
           throw new ModelApiError(
@@ -126,6 +130,26 @@ function parseArguments(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+/** Hands on a streamed message's text, thinking and tool-input pieces; tool calls counted in order. */
+function deltaForwarder(onDelta: (delta: ModelDelta) => void) {
+  const callOfBlock = new Map<number, number>();
+  return (event: Anthropic.MessageStreamEvent) => {
+    if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') {
+      const index = callOfBlock.size;
+      callOfBlock.set(event.index, index);
+      onDelta({ kind: 'tool_call', index, name: event.content_block.name, arguments: '' });
+    }
+    if (event.type !== 'content_block_delta') return;
+    const { delta } = event;
+    if (delta.type === 'text_delta') onDelta({ kind: 'text', text: delta.text });
+    else if (delta.type === 'thinking_delta') onDelta({ kind: 'reasoning', text: delta.thinking });
+    else if (delta.type === 'input_json_delta') {
+      const index = callOfBlock.get(event.index);
+      if (index !== undefined) onDelta({ kind: 'tool_call', index, arguments: delta.partial_json });
+    }
+  };
 }
 
 function fromAnthropic(message: Anthropic.Message): ModelReply {

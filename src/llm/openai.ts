@@ -4,6 +4,7 @@ import {
   isRetryableStatus,
   ModelApiError,
   type ChatMessage,
+  type ModelDelta,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
@@ -23,10 +24,16 @@ export function openAiProvider(options: {
     timeout: options.timeoutMs,
   });
   return {
-    async complete(request, signal) {
+    async complete(request, signal, onDelta) {
       try {
-        const completion = await client.chat.completions.create(toOpenAi(request), { signal });
-        return fromOpenAi(completion);
+        if (!onDelta) return fromOpenAi(await client.chat.completions.create(toOpenAi(request), { signal }));
+        const chunks = await client.chat.completions.create(
+          { ...toOpenAi(request), stream: true, stream_options: { include_usage: true } },
+          { signal },
+        );
+        const completion = completionAccumulator();
+        for await (const chunk of chunks) completion.add(chunk, onDelta);
+        return fromOpenAi(completion.result());
       } catch (error) {
         throw asModelApiError(error);
       }
@@ -79,6 +86,76 @@ function toOpenAi(request: ModelRequest): OpenAI.Chat.ChatCompletionCreateParams
             request.reasoningEffort as OpenAI.Chat.ChatCompletionCreateParams['reasoning_effort'],
         }
       : {}),
+  };
+}
+
+type StreamedMessage = OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string };
+
+/**
+ * Builds a streamed reply's completion from its chunks, handing on each piece: text, reasoning
+ * (`reasoning_content`, as DeepSeek, vLLM and llama.cpp stream it) and tool calls by index.
+ */
+function completionAccumulator() {
+  let text = '';
+  let reasoning = '';
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  let finishReason: OpenAI.Chat.ChatCompletion.Choice['finish_reason'] = 'stop';
+  let usage: OpenAI.CompletionUsage | undefined;
+  return {
+    add(chunk: OpenAI.Chat.ChatCompletionChunk, onDelta: (delta: ModelDelta) => void) {
+      if (chunk.usage) usage = chunk.usage;
+      const choice = chunk.choices?.[0];
+      if (!choice) return;
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+      const delta = choice.delta as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & {
+        reasoning_content?: string;
+      };
+      if (delta.reasoning_content) {
+        reasoning += delta.reasoning_content;
+        onDelta({ kind: 'reasoning', text: delta.reasoning_content });
+      }
+      if (delta.content) {
+        text += delta.content;
+        onDelta({ kind: 'text', text: delta.content });
+      }
+      for (const piece of delta.tool_calls ?? []) {
+        const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
+        call.id ||= piece.id ?? '';
+        call.name += piece.function?.name ?? '';
+        call.arguments += piece.function?.arguments ?? '';
+        onDelta({
+          kind: 'tool_call',
+          index: piece.index,
+          ...(piece.function?.name ? { name: piece.function.name } : {}),
+          arguments: piece.function?.arguments ?? '',
+        });
+      }
+    },
+    result(): OpenAI.Chat.ChatCompletion {
+      const message: StreamedMessage = {
+        role: 'assistant',
+        content: text || null,
+        refusal: null,
+        ...(reasoning ? { reasoning_content: reasoning } : {}),
+        ...(calls.length
+          ? {
+              tool_calls: calls.filter(Boolean).map(({ id, name, arguments: args }) => ({
+                id,
+                type: 'function' as const,
+                function: { name, arguments: args },
+              })),
+            }
+          : {}),
+      };
+      return {
+        id: '',
+        object: 'chat.completion',
+        created: 0,
+        model: '',
+        choices: [{ index: 0, message, finish_reason: finishReason, logprobs: null }],
+        usage,
+      };
+    },
   };
 }
 

@@ -48,8 +48,24 @@ export interface ModelReply {
   usage: Usage;
 }
 
+/**
+ * A piece of a reply as the provider streams it: reasoning or text, or part of a tool call (`index` is
+ * the call's place in the reply; its name comes with its first piece).
+ */
+export type ModelDelta =
+  | { kind: 'reasoning' | 'text'; text: string }
+  | { kind: 'tool_call'; index: number; name?: string; arguments: string };
+
 export interface ModelProvider {
-  complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelReply>;
+  /**
+   * The model's reply. With `onDelta`, the reply is streamed from the provider and each piece handed on
+   * as it arrives; the reply returned is the same as without.
+   */
+  complete(
+    request: ModelRequest,
+    signal?: AbortSignal,
+    onDelta?: (delta: ModelDelta) => void,
+  ): Promise<ModelReply>;
   /** The ids of the models the endpoint serves (its `/models` list). */
   listModels(): Promise<string[]>;
   /** One embedding per text, in order; absent for a provider without an embeddings API. */

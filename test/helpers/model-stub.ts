@@ -12,9 +12,15 @@ export interface StubToolCall {
   id?: string;
 }
 
+interface ReplyOptions {
+  /** The model's reasoning (OpenAI-compatible `reasoning_content`, Anthropic's thinking block). */
+  reasoning?: string;
+  delayMs?: number;
+}
+
 export type StubReply =
-  | { text: string; toolCalls?: StubToolCall[]; delayMs?: number }
-  | { toolCalls: StubToolCall[]; text?: string; delayMs?: number }
+  | ({ text: string; toolCalls?: StubToolCall[] } & ReplyOptions)
+  | ({ toolCalls: StubToolCall[]; text?: string } & ReplyOptions)
   | { status: number; body?: unknown };
 
 export type ScriptedReply = Exclude<StubReply, { status: number }>;
@@ -35,6 +41,8 @@ export interface WireProtocol<Request> {
   /** The base URL the SDK is configured with, given the server's origin. */
   baseURL(origin: string): string;
   success(request: Request, reply: ScriptedReply): unknown;
+  /** The same reply as the provider streams it (a request with `stream: true`): its SSE frames. */
+  stream(request: Request, reply: ScriptedReply): string[];
   error(status: number): unknown;
   /** `GET` of this path suffix lists the models the stub serves, in the provider's shape. */
   models: { path: string; body: unknown };
@@ -48,6 +56,12 @@ export const nextStubId = () => (++counter).toString().padStart(6, '0');
 
 export const argumentsText = (call: StubToolCall) =>
   typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+
+/** A streamed text's pieces: a few characters each, as a model's tokens come. */
+export const tokensOf = (text: string) => text.match(/[\s\S]{1,4}/g) ?? [];
+
+/** Pause between two streamed frames, so that they arrive over time. */
+const FRAME_GAP_MS = 2;
 
 const sendJson = (res: http.ServerResponse, status: number, body: unknown) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -81,7 +95,16 @@ export async function startModelStub<Request>(protocol: WireProtocol<Request>): 
           res.on('close', () => (clearTimeout(timer), resolve()));
         });
       }
-      if (!res.writableEnded && !res.destroyed) sendJson(res, 200, protocol.success(request, reply));
+      if (res.writableEnded || res.destroyed) return;
+      if (!(request as { stream?: boolean }).stream)
+        return sendJson(res, 200, protocol.success(request, reply));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const frame of protocol.stream(request, reply)) {
+        if (res.destroyed) return;
+        res.write(frame);
+        await new Promise((resolve) => setTimeout(resolve, FRAME_GAP_MS));
+      }
+      res.end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,4 +1,11 @@
-import { argumentsText, nextStubId, startModelStub, type ModelStub, type ScriptedReply } from './model-stub';
+import {
+  argumentsText,
+  nextStubId,
+  startModelStub,
+  tokensOf,
+  type ModelStub,
+  type ScriptedReply,
+} from './model-stub';
 
 export type { StubReply, StubToolCall } from './model-stub';
 
@@ -12,16 +19,23 @@ export interface ChatRequest {
   }[];
   tool_choice?: unknown;
   parallel_tool_calls?: boolean;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
 }
 
 export type OpenAiStub = ModelStub<ChatRequest>;
 
-function completion(request: ChatRequest, reply: ScriptedReply) {
-  const toolCalls = (reply.toolCalls ?? []).map((call) => ({
+const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+
+const toolCallsOf = (reply: ScriptedReply) =>
+  (reply.toolCalls ?? []).map((call) => ({
     id: call.id ?? `call_${nextStubId()}`,
-    type: 'function',
+    type: 'function' as const,
     function: { name: call.name, arguments: argumentsText(call) },
   }));
+
+function completion(request: ChatRequest, reply: ScriptedReply) {
+  const toolCalls = toolCallsOf(reply);
   return {
     id: `chatcmpl-${nextStubId()}`,
     object: 'chat.completion',
@@ -33,13 +47,46 @@ function completion(request: ChatRequest, reply: ScriptedReply) {
         message: {
           role: 'assistant',
           content: reply.text ?? null,
+          ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
           ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
         },
         finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
       },
     ],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    usage: USAGE,
   };
+}
+
+/** The reply as chat completion chunks: reasoning, text and each call's arguments a few characters at a time. */
+function completionChunks(request: ChatRequest, reply: ScriptedReply): string[] {
+  const id = `chatcmpl-${nextStubId()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (delta: object, finish_reason: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model: request.model,
+    choices: [{ index: 0, delta, finish_reason }],
+  });
+  const toolCalls = toolCallsOf(reply);
+  const chunks: object[] = [
+    chunk({ role: 'assistant', content: '' }),
+    ...tokensOf(reply.reasoning ?? '').map((piece) => chunk({ reasoning_content: piece })),
+    ...tokensOf(reply.text ?? '').map((piece) => chunk({ content: piece })),
+    ...toolCalls.flatMap((call, index) => [
+      chunk({
+        tool_calls: [
+          { index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+        ],
+      }),
+      ...tokensOf(call.function.arguments).map((piece) =>
+        chunk({ tool_calls: [{ index, function: { arguments: piece } }] }),
+      ),
+    ]),
+    chunk({}, toolCalls.length ? 'tool_calls' : 'stop'),
+    ...(request.stream_options?.include_usage ? [{ ...chunk({}), choices: [], usage: USAGE }] : []),
+  ];
+  return [...chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`), 'data: [DONE]\n\n'];
 }
 
 /** How many numbers the stub's embeddings have. */
@@ -82,6 +129,7 @@ export const startOpenAiStub = (): Promise<OpenAiStub> =>
     path: '/chat/completions',
     baseURL: (origin) => `${origin}/v1`,
     success: completion,
+    stream: completionChunks,
     instant: { path: '/embeddings', answer: embeddings },
     error: (status) => ({ error: { message: `stub error ${status}`, type: 'server_error' } }),
     models: {

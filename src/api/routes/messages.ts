@@ -64,7 +64,13 @@ function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: Fo
 /** What the messages routes do, for an agent's default conversation and for the others alike. */
 export function messageHandlers(ctx: ApiContext) {
   /** Starts a step, or answers the paused one, as the request's messages say (both 404 without the agent). */
-  const start = async (to: ConversationRef, body: LettaRequest, runType: string, background: boolean) => {
+  const start = async (
+    to: ConversationRef,
+    body: LettaRequest,
+    runType: string,
+    background: boolean,
+    streamTokens = false,
+  ) => {
     const { answers, messages } = inputOf(body);
     const options = {
       ...to,
@@ -77,6 +83,7 @@ export function messageHandlers(ctx: ApiContext) {
       approvalTimeoutSeconds: body.approval_timeout_seconds,
       background,
       runType,
+      streamTokens,
     };
     return answers
       ? answerPausedStep(ctx, { ...options, answers, followUps: messages })
@@ -89,15 +96,17 @@ export function messageHandlers(ctx: ApiContext) {
       throw new HttpError(422, 'stream_tokens, include_pings=false and background need streaming=true');
     }
     const runType = streaming ? 'send_message_streaming' : 'send_message';
-    const { run, alive } = await start(to, body, runType, streaming && body.background);
+    const streamTokens = streaming && body.stream_tokens;
+    const { run, alive } = await start(to, body, runType, streaming && body.background, streamTokens);
     if (streaming)
       return streamRun(ctx, res, run, alive, {
         includePings: body.include_pings,
         types: body.include_return_message_types,
+        tokens: streamTokens,
       });
     let closed = false;
     res.on('close', () => (closed = true));
-    const stop = await followRun(ctx, run.id, alive, undefined, () => closed);
+    const stop = await followRun(ctx, run.id, alive, { abandoned: () => closed });
     if (!stop) return;
     const failed = modelFailureAnswer(stop);
     if (failed) return void res.status(failed.status).json(failed.body);

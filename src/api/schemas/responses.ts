@@ -221,6 +221,24 @@ export const LettaMessageSchema = z
   .meta({ id: 'LettaMessage' });
 export type LettaMessage = z.infer<typeof LettaMessageSchema>;
 
+/** A piece of a tool call: its name comes with the first piece only (Letta's ToolCallDelta). */
+const ToolCallDeltaSchema = z.object({
+  name: z.string().nullable(),
+  arguments: z.string(),
+  tool_call_id: z.string(),
+});
+
+/** A piece of a tool call or approval request, as a `stream_tokens` stream sends it. */
+export const ToolCallChunkSchema = z
+  .object({
+    ...messageFields,
+    message_type: z.enum(['tool_call_message', 'approval_request_message']),
+    tool_call: ToolCallDeltaSchema,
+    tool_calls: ToolCallDeltaSchema,
+  })
+  .meta({ id: 'ToolCallChunk' });
+export type ToolCallChunk = z.infer<typeof ToolCallChunkSchema>;
+
 export const RunSchema = z
   .object({
     id: z.string(),

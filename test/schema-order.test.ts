@@ -55,4 +55,29 @@ describe('tool schemas in signature order', () => {
     );
     expect(byName('roll_d20').strict).toBe(true);
   });
+
+  it.each([
+    'all_python_complex_nodict',
+    'list_of_pydantic_example',
+    'nested_pydantic_as_arg_example',
+    'pydantic_as_single_arg_example',
+    'simple_d20',
+  ])('sends %s to a strict agent exactly as Letta converts it (its _so.json)', async (name) => {
+    const expected = JSON.parse(fixture(`${name}_so.json`));
+    const tool = await h.client.tools.upsert({
+      source_code: fixture(`${name}.py`),
+      json_schema: JSON.parse(fixture(`${name}.json`)),
+    });
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [tool.id],
+      include_base_tools: false,
+      model_settings: { provider_type: 'openai', strict: true } as never,
+    });
+    h.stub.enqueue({ text: 'ok' });
+    await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
+    const [sent] = h.stub.requests.at(-1)!.tools!;
+    expect(sent.function).toMatchObject({ name: expected.name, strict: true });
+    expect(JSON.stringify(sent.function.parameters)).toBe(JSON.stringify(expected.parameters));
+  });
 });

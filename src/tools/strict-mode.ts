@@ -1,44 +1,28 @@
 /**
- * Letta's `enable_strict_mode` (letta/helpers/tool_execution_helper.py): the schema OpenAI's strict
- * function calling accepts. Every property becomes required, the formerly optional ones nullable,
- * and every object closed. The model then sends null for an argument it means to leave out, so
- * `stripOptionalNulls` removes those before the tool runs.
+ * Strict function calling as Letta converts a schema for it (`convert_to_structured_output`, whose
+ * results are Letta's `*_so.json` schema fixtures): every object closed, and every property required,
+ * typed as declared. A parameter the schema lets be null (`["string", "null"]`, an `anyOf` with null)
+ * may still be sent as null; `stripOptionalNulls` then drops it when the tool does not require it, so
+ * the tool's own default applies.
  */
 type Schema = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Schema =>
   Boolean(value) && typeof value === 'object' && !Array.isArray(value);
 
-function nullable(property: Schema): Schema {
-  if (Array.isArray(property.anyOf)) {
-    const hasNull = property.anyOf.some((option) => isObject(option) && option.type === 'null');
-    return hasNull ? property : { ...property, anyOf: [...property.anyOf, { type: 'null' }] };
-  }
-  if (typeof property.$ref === 'string') {
-    const { $ref, ...rest } = property;
-    return { ...rest, anyOf: [{ $ref }, { type: 'null' }] };
-  }
-  if (property.type === undefined) return { ...property, type: 'null' };
-  const types = Array.isArray(property.type) ? property.type : [property.type];
-  return types.includes('null') ? property : { ...property, type: [...types, 'null'] };
-}
-
+/** Keys in Letta's order: what the node had, then `additionalProperties`, then `required`. */
 function strictNode(node: unknown): unknown {
   if (!isObject(node)) return node;
-  const out: Schema = { ...node };
-  if (isObject(node.properties)) {
-    const required = new Set(Array.isArray(node.required) ? node.required : []);
-    out.properties = Object.fromEntries(
-      Object.entries(node.properties).map(([name, property]) => {
-        const strict = strictNode(property) as Schema;
-        return [name, required.has(name) ? strict : nullable(strict)];
-      }),
-    );
-    out.required = Object.keys(node.properties);
-  }
-  if (node.type === 'object' || isObject(node.properties)) out.additionalProperties = false;
+  const { required, additionalProperties, ...out } = node;
+  const properties = isObject(node.properties) ? node.properties : undefined;
+  if (properties)
+    out.properties = Object.fromEntries(Object.entries(properties).map(([name, p]) => [name, strictNode(p)]));
   if (node.items !== undefined) out.items = strictNode(node.items);
   if (Array.isArray(node.anyOf)) out.anyOf = node.anyOf.map(strictNode);
+  if (node.type === 'object' || properties) out.additionalProperties = false;
+  else if (additionalProperties !== undefined) out.additionalProperties = additionalProperties;
+  if (properties) out.required = Object.keys(properties);
+  else if (required !== undefined) out.required = required;
   return out;
 }
 

@@ -15,7 +15,10 @@ export type IdPrefix =
   | 'conv'
   | 'archive'
   | 'passage'
-  | 'identity';
+  | 'identity'
+  | 'source'
+  | 'file'
+  | 'file_agent';
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 

@@ -22,6 +22,7 @@ import { deploymentId } from './0011-deployment-id';
 import { archivalMemory } from './0012-archival-memory';
 import { identities } from './0013-identities';
 import { toolSchemaOrder } from './0014-tool-schema-order';
+import { folders } from './0015-folders';
 
 export const migrations: Migration[] = [
   initial,
@@ -38,4 +39,5 @@ export const migrations: Migration[] = [
   archivalMemory,
   identities,
   toolSchemaOrder,
+  folders,
 ];

@@ -1,6 +1,6 @@
 import type Letta from '@letta-ai/letta-client';
 import { useAgentServer } from './helpers/agent-server';
-import type { StubReply } from './helpers/model-stub';
+import type { ScriptedReply } from './helpers/model-stub';
 import { TokenChunks } from '../src/api/token-chunks';
 import { lettaMessages } from '../src/api/letta-shapes';
 import type { MessageRow } from '../src/db/rows';
@@ -53,7 +53,7 @@ async function storedShapes(client: Letta, agentId: string) {
     });
 }
 
-const script: StubReply[] = [
+const script: ScriptedReply[] = [
   {
     reasoning: 'The user wants a search, so I search the history first.',
     text: 'Let me look that up for you.',

@@ -7,7 +7,7 @@
 import type { RequestHandler } from 'express';
 import { HttpError } from './errors';
 
-type Where = 'body' | 'query' | 'path';
+type Where = 'body' | 'query' | 'path' | 'file';
 
 const problemOf = (text: string) =>
   text.includes('\u0000')
@@ -19,8 +19,11 @@ const problemOf = (text: string) =>
 const refuse = (loc: (string | number)[], type: string, msg: string) =>
   new HttpError(422, [{ type, loc, msg }]);
 
-/** Walks `value` without recursion: every string (keys too) must be storable; depth at most `maxDepth`. */
-function checkJson(value: unknown, where: Where, maxDepth: number): void {
+/**
+ * Walks `value` without recursion: every string (keys too) must be storable; depth at most `maxDepth`.
+ * Also for JSON that arrives otherwise than as the body (an uploaded agent file).
+ */
+export function checkJson(value: unknown, where: Where, maxDepth: number): void {
   const pending: { value: unknown; path: (string | number)[] }[] = [{ value, path: [where] }];
   while (pending.length) {
     const { value: item, path } = pending.pop()!;

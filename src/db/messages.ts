@@ -21,6 +21,8 @@ export interface NewMessage {
   metadata?: Record<string, unknown> | null;
   /** Set by activities: a retry that stores the same message again gets the first one back. */
   idempotency_key?: string | null;
+  /** When it was written; unset: now (an imported history keeps its own times). */
+  created_at?: Date | null;
 }
 
 /**
@@ -43,8 +45,8 @@ function searchableText(message: NewMessage): string {
 export async function insertMessage(db: Queryable, message: NewMessage): Promise<MessageRow> {
   const [inserted] = await db.query<MessageRow>(
     `INSERT INTO messages (id, agent_id, run_id, step_id, role, content, reasoning, tool_calls, tool_returns,
-       approvals, name, otid, sender_id, metadata, text_index, idempotency_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+       approvals, name, otid, sender_id, metadata, text_index, idempotency_key, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, coalesce($17, now()))
      ON CONFLICT (idempotency_key) DO NOTHING
      RETURNING *`,
     [
@@ -64,6 +66,7 @@ export async function insertMessage(db: Queryable, message: NewMessage): Promise
       json(message.metadata),
       searchableText(message),
       message.idempotency_key ?? null,
+      message.created_at ?? null,
     ],
   );
   if (inserted) return inserted;
@@ -82,6 +85,14 @@ export async function agentMessageIds(db: Queryable, agentId: string): Promise<s
     agentId,
   ]);
   return rows.map((row) => row.id);
+}
+
+/** Every message of a conversation (null: the agent's own history), oldest first. */
+export function conversationMessages(db: Queryable, ref: ConversationRef): Promise<MessageRow[]> {
+  return db.query<MessageRow>(
+    'SELECT * FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 ORDER BY seq',
+    [ref.agentId, ref.conversationId],
+  );
 }
 
 /** The latest reply of a run whose calls waited for an answer. */

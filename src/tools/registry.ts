@@ -4,7 +4,7 @@
  * Create and upsert are the same: a tool of the schema's name is updated, as a new version.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Database } from '../db';
+import type { Database, Queryable } from '../db';
 import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/tools';
 import type { ToolRow } from '../db/rows';
 import { conflict, invalid } from '../errors';
@@ -117,6 +117,41 @@ const sameTool = (tool: ToolRow, fields: ToolFields) =>
   tool.source_type === fields.source_type &&
   isDeepStrictEqual(tool.json_schema, fields.json_schema);
 
+/** A tool checked and ready to store: its name and fields. */
+export interface PreparedTool {
+  name: string;
+  fields: ToolFields;
+}
+
+/** Derives and checks a tool's schema (which may read its Python source), before any transaction. */
+export async function prepareTool(body: ToolCreate, options: PythonSchemaOptions): Promise<PreparedTool> {
+  const schema = await deriveSchema(body, options);
+  const { name } = checkSchema(schema);
+  checkTypeScript(body, name);
+  checkToolTimeout(body.metadata_);
+  return { name, fields: fieldsOf(body, schema, name) };
+}
+
+/**
+ * Stores a prepared tool in `tx`. A tool of its name that is the server's (built-in, MCP) is a 409; a
+ * custom one is a 409 unless it is this very tool (`create`), is updated as a new version (`replace`),
+ * or is kept as it is (`keep`).
+ */
+export async function storeTool(
+  tx: Queryable,
+  { name, fields }: PreparedTool,
+  onExisting: 'create' | 'replace' | 'keep',
+): Promise<ToolRow> {
+  const existing = await getToolByName(tx, name);
+  if (existing && existing.tool_type !== 'custom') {
+    throw conflict(`Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`);
+  }
+  if (!existing) return insertTool(tx, newId('tool'), fields);
+  if (onExisting === 'replace') return updateTool(tx, existing.id, fields);
+  if (onExisting === 'keep' || sameTool(existing, fields)) return existing;
+  throw conflict(`A tool named '${name}' already exists: update it, or upsert it (PUT /v1/tools)`);
+}
+
 /**
  * Creates the tool (Letta's create_tool): one of the same name is a 409, unless it is this very tool,
  * which is answered as it is. `replace` updates it instead (Letta's upsert, create_or_update_tool).
@@ -127,21 +162,8 @@ export async function createTool(
   options: PythonSchemaOptions,
   { replace }: { replace: boolean },
 ): Promise<ToolRow> {
-  const schema = await deriveSchema(body, options);
-  const { name } = checkSchema(schema);
-  checkTypeScript(body, name);
-  checkToolTimeout(body.metadata_);
-  return db.transaction(async (tx) => {
-    const existing = await getToolByName(tx, name);
-    if (existing && existing.tool_type !== 'custom') {
-      throw conflict(`Tool '${name}' is a ${existing.tool_type} tool of the server and cannot be replaced`);
-    }
-    const fields = fieldsOf(body, schema, name);
-    if (!existing) return insertTool(tx, newId('tool'), fields);
-    if (replace) return updateTool(tx, existing.id, fields);
-    if (sameTool(existing, fields)) return existing;
-    throw conflict(`A tool named '${name}' already exists: update it, or upsert it (PUT /v1/tools)`);
-  });
+  const prepared = await prepareTool(body, options);
+  return db.transaction((tx) => storeTool(tx, prepared, replace ? 'replace' : 'create'));
 }
 
 /**

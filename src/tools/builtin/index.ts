@@ -1,6 +1,6 @@
 /**
- * Letta's built-in tools, trusted code of ours run in-process: the core-memory tools and
- * conversation_search against the database, fetch_webpage over HTTP. Their schemas are Letta's, as
+ * Letta's built-in tools, trusted code of ours run in-process: the core-memory tools,
+ * conversation_search and the file tools (files.ts) against the database, fetch_webpage over HTTP. Their schemas are Letta's, as
  * its schema generator stores them.
  */
 import schemas from './schemas.json';
@@ -16,6 +16,7 @@ import { conversationSearch } from './conversation-search';
 import { fetchWebpageOrContents } from './fetch-webpage';
 import { exaClient, type ExaSettings } from './exa';
 import { webSearch } from './web-search';
+import { DEFAULT_FILE_TOOL_SETTINGS, FILE_TOOL_FUNCTIONS, type FileToolSettings } from './files';
 import type { OutboundPolicy } from '../../net/safe-fetch';
 import {
   coreMemoryAppend,
@@ -35,7 +36,12 @@ export type BuiltinToolName = keyof typeof schemas;
 
 interface BuiltinTool {
   toolType:
-    'letta_core' | 'letta_sleeptime_core' | 'letta_memory_core' | 'letta_builtin' | 'letta_multi_agent_core';
+    | 'letta_core'
+    | 'letta_sleeptime_core'
+    | 'letta_memory_core'
+    | 'letta_builtin'
+    | 'letta_multi_agent_core'
+    | 'letta_files_core';
   /** Letta's LETTA_PARALLEL_SAFE_TOOLS. */
   parallel: boolean;
   /** Works on the database alone, in milliseconds: the step runs it as a local activity. */
@@ -66,6 +72,9 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   run_code: { toolType: 'letta_builtin', parallel: true, local: false, mode: 'code' },
   archival_memory_insert: { toolType: 'letta_core', parallel: false, local: false },
   archival_memory_search: { toolType: 'letta_core', parallel: true, local: false },
+  open_files: { toolType: 'letta_files_core', parallel: false, local: true },
+  grep_files: { toolType: 'letta_files_core', parallel: true, local: true },
+  semantic_search_files: { toolType: 'letta_files_core', parallel: true, local: false },
   send_message_to_agent_and_wait_for_reply: { ...MULTI_AGENT },
   send_message_to_agents_matching_tags: { ...MULTI_AGENT },
   send_message_to_agent_async: { ...MULTI_AGENT },
@@ -199,6 +208,8 @@ export interface BuiltinToolContext {
   web: WebSettings;
   /** The model providers, whose embeddings archival memory uses. */
   providers: Providers;
+  /** The file tools' limits (defaults: Letta's). */
+  files?: FileToolSettings;
   signal?: AbortSignal;
 }
 
@@ -258,6 +269,19 @@ export async function executeBuiltinTool(
     case 'archival_memory_insert':
     case 'archival_memory_search':
       return archivalTool(context, name, args);
+    case 'open_files':
+    case 'grep_files':
+    case 'semantic_search_files':
+      return FILE_TOOL_FUNCTIONS[name](
+        {
+          db,
+          agent,
+          providers: context.providers,
+          settings: context.files ?? DEFAULT_FILE_TOOL_SETTINGS,
+          signal,
+        },
+        args,
+      );
     case 'run_code':
     case 'send_message_to_agent_and_wait_for_reply':
     case 'send_message_to_agents_matching_tags':

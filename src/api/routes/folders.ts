@@ -1,0 +1,239 @@
+/**
+ * Letta's folders (`/v1/folders`, and the older `/v1/sources` paths, same handlers): folders with their
+ * embedding model, uploads (multipart, `file`) whose ingestion runs as a workflow per file
+ * (src/agent/folders.ts, workflows/file-ingestion.ts), files, their passages, and the agents a folder
+ * is attached to.
+ */
+import { Router, type RequestHandler } from 'express';
+import multer from 'multer';
+import type { ApiContext } from '../context';
+import { HttpError, notFound } from '../errors';
+import { parseBody, parseParams, parseQuery } from '../validation';
+import {
+  CreateFolderSchema,
+  FileParams,
+  FolderParams,
+  ListFilesQuery,
+  ListFolderAgentsQuery,
+  ListFolderPassagesQuery,
+  ListFoldersQuery,
+  RetrieveFileQuery,
+  UpdateFolderSchema,
+  UploadQuery,
+  type FileMetadata,
+  type Folder,
+  type FolderPassage,
+} from '../schemas/folders';
+import {
+  createFolder,
+  deleteFile,
+  deleteFolder,
+  sanitizeFileName,
+  updateFolder,
+  uploadFile,
+  UploadRefused,
+} from '../../agent/folders';
+import * as folders from '../../db/folders';
+
+const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
+
+export function folderShape(row: folders.FolderRow): Folder {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    instructions: row.instructions,
+    metadata: row.metadata,
+    embedding_config: row.embedding_config,
+    vector_db_provider: 'native',
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/**
+ * Letta's FileMetadata. Files are named `<folder>/<file>`; lists and retrieves show the name without
+ * the folder (Letta's strip_directory_prefix), an upload's answer shows it whole, as Letta's do.
+ */
+export function fileShape(row: folders.FileRow, options: { stripFolder?: boolean } = {}): FileMetadata {
+  return {
+    id: row.id,
+    source_id: row.folder_id,
+    file_name: options.stripFolder ? row.file_name.slice(row.file_name.lastIndexOf('/') + 1) : row.file_name,
+    original_file_name: row.original_file_name,
+    file_path: null,
+    file_type: row.file_type,
+    file_size: row.file_size === null ? null : Number(row.file_size),
+    file_creation_date: null,
+    file_last_modified_date: null,
+    processing_status: row.processing_status,
+    error_message: row.error_message,
+    total_chunks: row.total_chunks,
+    chunks_embedded: row.chunks_embedded,
+    content: row.content ?? null,
+    organization_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function folderPassageShape(row: folders.FolderPassageRow, folderId: string): FolderPassage {
+  return {
+    id: row.id,
+    text: row.text,
+    embedding: row.embedding,
+    embedding_config: row.embedding_config,
+    archive_id: row.archive_id,
+    tags: row.tags,
+    metadata: row.metadata ?? {},
+    file_id: row.file_id,
+    file_name: row.file_name,
+    source_id: folderId,
+    is_deleted: false,
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** The upload as multer leaves it: one file in memory, at most FILE_MAX_BYTES (more: 413). */
+function receiveFile(maxBytes: number): RequestHandler {
+  const upload = multer({
+    storage: multer.memoryStorage(),
+    limits: { fileSize: maxBytes, files: 1, fields: 16, fieldSize: 64 * 1024, parts: 20 },
+    defParamCharset: 'utf8',
+  }).single('file');
+  return (req, res, next) =>
+    upload(req, res, (error: unknown) => {
+      if (!error) return next();
+      if (error instanceof multer.MulterError) {
+        if (error.code === 'LIMIT_FILE_SIZE')
+          return next(new HttpError(413, `File too large: the most a file may have is ${maxBytes} bytes`));
+        return next(
+          new HttpError(400, `Invalid upload: ${error.message}${error.field ? ` (${error.field})` : ''}`),
+        );
+      }
+      // busboy's refusals of a body that is not well-formed multipart.
+      next(new HttpError(400, `Invalid multipart body: ${(error as Error)?.message ?? 'unreadable'}`));
+    });
+}
+
+const MISSING_FILE = [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }];
+
+export function foldersRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const receive = receiveFile(ctx.config.FILE_MAX_BYTES);
+
+  const loadFolder = async (id: string) => {
+    const folder = await folders.getFolder(ctx.db, id);
+    if (!folder) throw notFound(`Folder ${id}`);
+    return folder;
+  };
+
+  // Letta's folders, and the same under their older name.
+  for (const base of ['/v1/folders', '/v1/sources']) {
+    router.post(base, async (req, res) => {
+      res.json(folderShape(await createFolder(ctx, parseBody(CreateFolderSchema, req))));
+    });
+
+    router.get(base, async (req, res) => {
+      const { name, order_by: _orderBy, ...page } = parseQuery(ListFoldersQuery, req);
+      res.json((await folders.listFolders(ctx.db, { name }, page)).map(folderShape));
+    });
+
+    router.get(`${base}/count`, async (_req, res) => {
+      const [row] = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM folders');
+      res.json(row.n);
+    });
+
+    router.get(`${base}/name/:folderName`, async (req, res) => {
+      const [folder] = await folders.listFolders(
+        ctx.db,
+        { name: String(req.params.folderName) },
+        { limit: 1, order: 'asc' },
+      );
+      if (!folder) throw notFound(`Folder with name ${req.params.folderName}`);
+      res.json(folder.id);
+    });
+
+    router.get(`${base}/:folderId`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      res.json(folderShape(await loadFolder(folderId)));
+    });
+
+    router.patch(`${base}/:folderId`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      const body = parseBody(UpdateFolderSchema, req);
+      res.json(folderShape(await updateFolder(ctx, folderId, body)));
+    });
+
+    router.delete(`${base}/:folderId`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      await deleteFolder(ctx, folderId);
+      res.json(null);
+    });
+
+    router.post(`${base}/:folderId/upload`, receive, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      const query = parseQuery(UploadQuery, req);
+      if (!req.file) throw new HttpError(422, MISSING_FILE);
+      try {
+        const { file, skipped } = await uploadFile(ctx, {
+          folderId,
+          fileName: query.name ?? sanitizeFileName(req.file.originalname),
+          contentType: req.file.mimetype,
+          data: req.file.buffer,
+          duplicateHandling: query.duplicate_handling,
+        });
+        if (skipped) res.setHeader('X-Upload-Result', 'skipped');
+        res.json(fileShape(file));
+      } catch (error) {
+        if (error instanceof UploadRefused) throw new HttpError(error.status, error.message);
+        throw error;
+      }
+    });
+
+    router.get(`${base}/:folderId/agents`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      const { order_by: _orderBy, ...page } = parseQuery(ListFolderAgentsQuery, req);
+      await loadFolder(folderId);
+      res.json(await folders.folderAgentIds(ctx.db, folderId, page));
+    });
+
+    router.get(`${base}/:folderId/passages`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      const { order_by: _orderBy, ...page } = parseQuery(ListFolderPassagesQuery, req);
+      const folder = await loadFolder(folderId);
+      const rows = await folders.listFolderPassages(ctx.db, folder, page);
+      res.json(rows.map((row) => folderPassageShape(row, folderId)));
+    });
+
+    router.get(`${base}/:folderId/files`, async (req, res) => {
+      const { folderId } = parseParams(FolderParams, req);
+      const { include_content, order_by: _orderBy, ...page } = parseQuery(ListFilesQuery, req);
+      await loadFolder(folderId);
+      const rows = await folders.listFiles(ctx.db, folderId, page, include_content);
+      res.json(rows.map((row) => fileShape(row, { stripFolder: true })));
+    });
+
+    router.get(`${base}/:folderId/files/:fileId`, async (req, res) => {
+      const { folderId, fileId } = parseParams(FileParams, req);
+      const { include_content } = parseQuery(RetrieveFileQuery, req);
+      const file = await folders.getFile(ctx.db, fileId, include_content);
+      if (!file || file.folder_id !== folderId)
+        throw new HttpError(404, `File with id=${fileId} not found in folder ${folderId}`);
+      res.json(fileShape(file, { stripFolder: true }));
+    });
+
+    router.delete(`${base}/:folderId/:fileId`, async (req, res) => {
+      const { folderId, fileId } = parseParams(FileParams, req);
+      await deleteFile(ctx, folderId, fileId);
+      res.status(204).end();
+    });
+  }
+
+  return router;
+}

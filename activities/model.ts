@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgent } from '../src/db/agents';
-import { isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
+import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { insertMessage, messageByKey, runContext, type NewMessage } from '../src/db/messages';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
@@ -161,7 +161,7 @@ function tokenStream(
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({ db, providers, log }: ActivityDeps) {
+export function modelActivities({ db, providers, log, startRunCallback }: ActivityDeps) {
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -173,8 +173,20 @@ export function modelActivities({ db, providers, log }: ActivityDeps) {
     return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
   };
 
+  /** A reply that pauses ends its run: a run with a callback then has it delivered (started once). */
+  const callbackOnPause = async (runId: string, turn: ModelTurn) => {
+    if (turn.approvalWait && (await getRun(db, runId))?.callback_url) await startRunCallback(runId);
+    return turn;
+  };
+
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
+      return callbackOnPause(input.runId, await callModelOnce(input));
+    },
+  };
+
+  async function callModelOnce(input: CallModelInput): Promise<ModelTurn> {
+    {
       // A request's run is running from its first model call, which stores the messages it brought
       // with its reply.
       const requestInput = input.step === 0 ? ((await startRunWithInput(db, input.runId)) ?? []) : [];
@@ -285,6 +297,6 @@ export function modelActivities({ db, providers, log }: ActivityDeps) {
           approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
         };
       });
-    },
-  };
+    }
+  }
 }

@@ -19,7 +19,7 @@ export function runStatusFor(stopReason: string): RunStatus {
     : 'failed';
 }
 
-export function runActivities({ db }: ActivityDeps) {
+export function runActivities({ db, startRunCallback }: ActivityDeps) {
   return {
     /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
@@ -69,8 +69,8 @@ export function runActivities({ db }: ActivityDeps) {
      * tool message): a cancelled run also releases a pause its model call may have entered meanwhile.
      */
     async finishRun(input: FinishRunInput): Promise<void> {
-      await db.transaction(async (tx) => {
-        await storeRunOutcome(tx, input.runId, {
+      const { callbackUrl } = await db.transaction(async (tx) => {
+        const outcome = await storeRunOutcome(tx, input.runId, {
           status: runStatusFor(input.stopReason),
           stopReason: input.stopReason,
           usage: usageRecord(input.usage),
@@ -79,7 +79,10 @@ export function runActivities({ db }: ActivityDeps) {
         if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
         await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
         await setLastStopReason(tx, input.agentId, input.stopReason);
+        return outcome;
       });
+      // Its delivery is a workflow of its own, started (once) from here, so a retry starts no second.
+      if (callbackUrl) await startRunCallback(input.runId);
     },
   };
 }

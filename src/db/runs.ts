@@ -6,12 +6,12 @@ import type { ConversationRef } from './conversations';
 export async function insertRun(
   db: Queryable,
   run: Pick<RunRow, 'id' | 'agent_id' | 'background' | 'metadata' | 'request_config' | 'workflow_id'> &
-    Partial<Pick<RunRow, 'input' | 'conversation_id'>>,
+    Partial<Pick<RunRow, 'input' | 'conversation_id' | 'callback_url'>>,
 ): Promise<RunRow> {
   const [row] = await db.query<RunRow>(
     `INSERT INTO runs (id, agent_id, status, background, metadata, request_config, workflow_id, input,
-       conversation_id)
-     VALUES ($1, $2, 'created', $3, $4, $5, $6, $7, $8) RETURNING *`,
+       conversation_id, callback_url)
+     VALUES ($1, $2, 'created', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
     [
       run.id,
       run.agent_id,
@@ -21,9 +21,22 @@ export async function insertRun(
       run.workflow_id,
       json(run.input ?? null),
       run.conversation_id ?? null,
+      run.callback_url ?? null,
     ],
   );
   return row;
+}
+
+/** How the delivery of the run's callback went (its last attempt). */
+export async function recordCallback(
+  db: Queryable,
+  runId: string,
+  outcome: { statusCode: number | null; error: string | null },
+): Promise<void> {
+  await db.query(
+    `UPDATE runs SET callback_sent_at = now(), callback_status_code = $2, callback_error = $3 WHERE id = $1`,
+    [runId, outcome.statusCode, outcome.error],
+  );
 }
 
 export function getRun(db: Queryable, id: string): Promise<RunRow | undefined> {
@@ -63,14 +76,15 @@ export async function finishRun(
     usage: Record<string, number>;
     error?: { error_type: string; message: string };
   },
-): Promise<void> {
-  await db.query(
+): Promise<{ callbackUrl: string | null }> {
+  const [row] = await db.query<{ callback_url: string | null }>(
     `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now()),
        metadata = CASE WHEN $5::jsonb IS NULL THEN metadata
                        ELSE coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', $5::jsonb) END
-     WHERE id = $1`,
+     WHERE id = $1 RETURNING callback_url`,
     [id, outcome.status, outcome.stopReason, json(outcome.usage), json(outcome.error ?? null)],
   );
+  return { callbackUrl: row?.callback_url ?? null };
 }
 
 export interface RunFilters {

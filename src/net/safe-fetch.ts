@@ -1,5 +1,6 @@
 /**
- * The server's GET of a URL that a model or a tool argument chose. Every hop (the URL, then each
+ * The server's GET of a URL that a model or a tool argument chose (or POST of a body to a webhook a
+ * caller named). Every hop (the URL, then each
  * redirect's Location) is resolved first, each of its addresses judged by the address policy
  * (private-addresses.ts), and the connection made to exactly the addresses judged: a DNS answer that
  * changes between the check and the connection (DNS rebinding) cannot slip a private address in.
@@ -27,6 +28,8 @@ export type Resolver = (hostname: string) => Promise<string[]>;
 
 export interface SafeFetchOptions extends OutboundPolicy {
   headers?: Record<string, string>;
+  /** POSTed when given; a POST's redirect is its answer, never followed. */
+  body?: string;
   signal?: AbortSignal;
   resolve?: Resolver;
 }
@@ -62,8 +65,9 @@ export async function safeFetch(url: URL, options: SafeFetchOptions): Promise<Sa
   const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   try {
     for (let redirects = 0; ; redirects++) {
-      const response = await get(url, await reachableAddresses(url, options, signal), options, signal);
-      const location = REDIRECTS.has(response.statusCode ?? 0) && response.headers.location;
+      const response = await send(url, await reachableAddresses(url, options, signal), options, signal);
+      const location =
+        options.body === undefined && REDIRECTS.has(response.statusCode ?? 0) && response.headers.location;
       if (!location) return await answer(url, response, options.maxBytes, signal);
       response.destroy();
       if (redirects === options.maxRedirects)
@@ -118,7 +122,7 @@ const pinnedLookup =
       ? (callback as (error: null, all: typeof addresses) => void)(null, addresses)
       : callback(null, addresses[0].address, addresses[0].family);
 
-function get(
+function send(
   url: URL,
   addresses: { address: string; family: number }[],
   options: SafeFetchOptions,
@@ -128,13 +132,16 @@ function get(
     hostname: withoutBrackets(url.hostname),
     port: url.port || undefined,
     path: `${url.pathname}${url.search}`,
+    method: options.body === undefined ? 'GET' : 'POST',
     headers: { ...options.headers, host: url.host, 'accept-encoding': 'gzip, deflate, br' },
     lookup: pinnedLookup(addresses),
     // A connection of its own, closed after: a pooled socket would outlive the judgement of its address.
     agent: false,
     signal,
   });
-  return new Promise((resolve, reject) => request.on('response', resolve).on('error', reject).end());
+  return new Promise((resolve, reject) =>
+    request.on('response', resolve).on('error', reject).end(options.body),
+  );
 }
 
 async function answer(url: URL, response: IncomingMessage, maxBytes: number, signal: AbortSignal) {

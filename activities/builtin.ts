@@ -13,14 +13,17 @@ export function builtinExecutor({
   db,
   web,
   providers,
-}: Pick<ActivityDeps, 'db' | 'web' | 'providers'>): ToolExecutor {
+  files,
+}: Pick<ActivityDeps, 'db' | 'web' | 'providers' | 'files'>): ToolExecutor {
   return {
     async execute({ input, agent, args, signal }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);
       const run = async (q: Queryable): Promise<ToolResult> => ({
         status: 'success',
-        text: stringifyReturn(await executeBuiltinTool({ db: q, agent, web, providers, signal }, name, args)),
+        text: stringifyReturn(
+          await executeBuiltinTool({ db: q, agent, web, providers, files, signal }, name, args),
+        ),
         untruncated: UNTRUNCATED.has(name),
       });
       return editsMemory(name) ? { writeMemory: run } : run(db);

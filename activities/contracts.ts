@@ -249,3 +249,51 @@ export const AgentSessionInputSchema = z.object({
   queue: z.array(QueuedStepSchema).optional(),
 });
 export type AgentSessionInput = z.infer<typeof AgentSessionInputSchema>;
+
+/** One uploaded file's ingestion (workflows/file-ingestion.ts), with the limits it runs under. */
+export const FileIngestionInputSchema = z.object({
+  fileId: z.string(),
+  /** What the Temporal UI names the file by. */
+  fileName: z.string(),
+  /** Tokens per chunk and of overlap (the folder's `embedding_chunk_size`, FILE_CHUNK_OVERLAP). */
+  chunkSize: z.number().int().positive(),
+  chunkOverlap: z.number().int().min(0),
+  /** Chunks per embedding request: one activity each (EMBEDDING_BATCH_SIZE). */
+  batchSize: z.number().int().positive(),
+  parseTimeoutMs: z.number().int().positive(),
+  embedTimeoutMs: z.number().int().positive(),
+  embedMaxAttempts: z.number().int().positive(),
+  embedRetryInitialMs: z.number().int().positive(),
+  heartbeatTimeoutMs: z.number().int().positive(),
+});
+export type FileIngestionInput = z.infer<typeof FileIngestionInputSchema>;
+
+/** A parsed file: how many chunks it has (their text stays in the database). */
+export const ParsedFileSchema = z.object({ totalChunks: z.number().int().min(0) });
+export type ParsedFile = z.infer<typeof ParsedFileSchema>;
+
+/** One embedding batch: the chunks [start, end) of a file. */
+export const EmbedBatchInputSchema = z.object({
+  fileId: z.string(),
+  start: z.number().int().min(0),
+  end: z.number().int().min(0),
+});
+export type EmbedBatchInput = z.infer<typeof EmbedBatchInputSchema>;
+
+export const FileIngestionResultSchema = z.object({
+  status: z.enum(['completed', 'error', 'gone']),
+  totalChunks: z.number().int().optional(),
+  error: z.string().optional(),
+});
+export type FileIngestionResult = z.infer<typeof FileIngestionResultSchema>;
+
+/** The delivery of a run's completion callback: its run, and how hard to try (src/agent/webhooks.ts). */
+export const RunCallbackInputSchema = z.object({
+  runId: z.string(),
+  maxAttempts: z.number().int(),
+  initialRetryMs: z.number(),
+  maxRetryMs: z.number(),
+  /** One attempt, from the first lookup to the receiver's answer. */
+  timeoutMs: z.number(),
+});
+export type RunCallbackInput = z.infer<typeof RunCallbackInputSchema>;

@@ -2,6 +2,7 @@
 import type { ActivityDeps } from './deps';
 import { approvalActivities } from './approvals';
 import { builtinActivities } from './builtin';
+import { fileIngestionActivities } from './file-ingestion';
 import { modelActivities } from './model';
 import { runActivities } from './run';
 
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...modelActivities(deps),
     ...builtinActivities(deps),
     ...approvalActivities(deps),
+    ...fileIngestionActivities(deps),
   };
 }

@@ -111,11 +111,30 @@ export const ConfigSchema = z.object({
     .positive()
     .default(10 * 1024 * 1024),
   MAX_JSON_DEPTH: z.coerce.number().int().positive().default(64),
+  AGENT_FILE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(50 * 1024 * 1024),
   STREAM_POLL_INTERVAL_MS: milliseconds.default(50),
   STREAM_FALLBACK_POLL_MS: milliseconds.default(1_000),
   STREAM_KEEPALIVE_MS: milliseconds.default(20_000),
   HEALTH_CHECK_TIMEOUT_MS: milliseconds.default(3_000),
   SHUTDOWN_TIMEOUT_MS: milliseconds.default(15_000),
+
+  // Folders and their files' ingestion (workflows/file-ingestion.ts).
+  FILE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(50 * 1024 * 1024),
+  FOLDER_MAX_FILES: z.coerce.number().int().positive().default(1000),
+  FILE_CHUNK_SIZE: z.coerce.number().int().min(16).default(300),
+  FILE_CHUNK_OVERLAP: z.coerce.number().int().min(0).default(50),
+  FILE_PARSE_TIMEOUT_MS: milliseconds.default(600_000),
+  EMBEDDING_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(32),
+  EMBEDDING_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
+  EMBEDDING_RETRY_INITIAL_MS: milliseconds.default(1_000),
 
   OPENAI_API_KEY: optional(z.string()),
   OPENAI_BASE_URL: optional(url),
@@ -213,12 +232,23 @@ export const ConfigSchema = z.object({
     .default(5 * 1024 * 1024),
   FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce.number().int().min(0).default(10),
   OUTBOUND_ALLOW_PRIVATE: allowList,
+  WEBHOOK_SECRET: optional(z.string().min(16)),
+  WEBHOOK_TIMEOUT_MS: milliseconds.default(5_000),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
+  WEBHOOK_RETRY_INITIAL_MS: milliseconds.default(1_000),
+  WEBHOOK_RETRY_MAX_MS: milliseconds.default(60_000),
   AGENT_MESSAGE_TIMEOUT_MS: milliseconds.default(600_000),
   AGENT_MESSAGE_MAX_DEPTH: z.coerce.number().int().min(1).default(5),
   AGENT_MESSAGE_MAX_STEPS: z.coerce.number().int().min(1).default(50),
   EXA_API_KEY: optional(z.string()),
   EXA_BASE_URL: z.string().url().default('https://api.exa.ai'),
   EXA_TIMEOUT_MS: milliseconds.default(60_000),
+  /** Files an agent keeps open at once unless it says (unset: Letta's default for its context window). */
+  FILES_MAX_OPEN: optional(z.coerce.number().int().min(1).max(1000)),
+  /** Characters of each open file in an agent's context unless it says (unset: as FILES_MAX_OPEN). */
+  FILE_VIEW_WINDOW_CHARS: optional(z.coerce.number().int().positive().max(2147483647)),
+  /** grep_files matches per page (Letta: 20). */
+  GREP_FILES_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(20),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

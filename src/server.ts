@@ -10,6 +10,10 @@ import { sandboxActivities } from '../activities/sandbox';
 import { runCodeActivities } from '../activities/run-code';
 import { codeInterpreterFor } from './sandbox/e2b-code';
 import { webSettings } from './tools/builtin/web-settings';
+import { runCallbackActivities } from '../activities/run-callback';
+import { startRunCallback, webhookPolicy, webhookSecret } from './agent/webhooks';
+import { runCallbackPayload } from './api/run-callback';
+import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost } from './api/access';
 import { createApp } from './api/app';
@@ -117,8 +121,21 @@ export async function startServer(
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         activities: options.activities?.({ db }) ?? {
-          ...createActivities({ db, log, providers: providerRegistry(config), web: webSettings(config) }),
+          ...createActivities({
+            db,
+            log,
+            providers: providerRegistry(config),
+            web: webSettings(config),
+            files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
+            startRunCallback: (runId) => startRunCallback(steps, runId),
+          }),
           ...agentMessageActivities(steps),
+          ...runCallbackActivities({
+            db,
+            policy: webhookPolicy(config),
+            secret: () => webhookSecret(db, config.WEBHOOK_SECRET),
+            payload: (run) => runCallbackPayload(db, run),
+          }),
         },
       });
       const sandboxWorker = await createToolWorker({
@@ -187,6 +204,8 @@ export async function startServer(
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
       log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
+      const resumed = await resumePendingIngestions(steps);
+      if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
     }
 
     let stopped: () => void = () => {};

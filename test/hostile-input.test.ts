@@ -43,7 +43,10 @@ import {
   CreateArchiveSchema,
   UpdateArchiveSchema,
 } from '../src/api/schemas/archives';
+import { CreateFolderSchema, UpdateFolderSchema } from '../src/api/schemas/folders';
 import { McpServerCreateSchema, McpServerUpdateSchema } from '../src/schemas/mcp-server';
+import { AgentFileSchema } from '../src/schemas/agent-file';
+import { ExportAgentBody, ImportAgentForm } from '../src/api/schemas/agent-files';
 import { bodyFor, deeplyNested, hostileNumber, hostileString } from './helpers/fuzz';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { startTestServer, type TestServer } from './helpers/server';
@@ -56,6 +59,8 @@ interface FuzzRoute {
   /** Fields that make a body get past the route's first checks; a generated body has them half the time. */
   base?: Record<string, unknown>;
   query?: string[];
+  /** The body goes as the `file` of a multipart form, with these form fields (hostile values). */
+  form?: string[];
 }
 
 const PYTHON_TOOL =
@@ -68,6 +73,14 @@ const MCP_SERVER = {
 };
 
 const PAGE = ['limit', 'after', 'before', 'order'];
+/** A Letta agent file whose agent would import: generated files over it get to the database. */
+const AGENT_FILE = fs.readFileSync(
+  path.join(__dirname, 'fixtures', 'agent-files', 'basic-agent-v2.af'),
+  'utf8',
+);
+const FILE_BASE = {
+  agents: [{ id: 'agent-0', model: 'openai/gpt-4o-mini', messages: [], in_context_message_ids: [] }],
+};
 const IdentityBody = IdentityCreateSchema;
 const TEXT = { text: 'remember this' };
 
@@ -117,6 +130,19 @@ const ROUTES: FuzzRoute[] = [
   { method: 'GET', path: '/v1/identities/{identity}/agents', query: PAGE },
   { method: 'PATCH', path: '/v1/agents/{agent}/identities/attach/{identity}' },
   { method: 'GET', path: '/v1/agents/{agent}/tools', query: PAGE },
+  {
+    method: 'GET',
+    path: '/v1/agents/{agent}/export',
+    query: ['scrub_messages', 'conversation_id', 'use_legacy_format', 'max_steps'],
+  },
+  { method: 'POST', path: '/v1/agents/{agent}/export', body: ExportAgentBody },
+  {
+    method: 'POST',
+    path: '/v1/agents/import',
+    body: AgentFileSchema,
+    base: FILE_BASE,
+    form: Object.keys(ImportAgentForm.shape),
+  },
   { method: 'POST', path: '/v1/agents/{agent}/recompile', query: ['dry_run'] },
   { method: 'POST', path: '/v1/agents/{agent}/summarize' },
   { method: 'POST', path: '/v1/tools/search', body: SearchToolsSchema },
@@ -193,6 +219,39 @@ const ROUTES: FuzzRoute[] = [
   },
   { method: 'PATCH', path: '/v1/agents/{agent}/archives/attach/{archive}' },
   { method: 'PATCH', path: '/v1/agents/{agent}/archives/detach/{archive}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/folders/attach/{folder}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/sources/attach/{folder}' },
+  { method: 'GET', path: '/v1/agents/{agent}/folders', query: PAGE },
+  { method: 'GET', path: '/v1/agents/{agent}/sources', query: PAGE },
+  { method: 'GET', path: '/v1/agents/{agent}/files', query: [...PAGE, 'is_open', 'cursor', 'order_by'] },
+  { method: 'PATCH', path: '/v1/agents/{agent}/files/{file}/open' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/files/{file}/close' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/files/close-all' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/folders/detach/{folder}' },
+  { method: 'PATCH', path: '/v1/agents/{agent}/sources/detach/{folder}' },
+  {
+    method: 'POST',
+    path: '/v1/folders/',
+    body: CreateFolderSchema,
+    base: { name: 'f', embedding: 'openai/e' },
+  },
+  { method: 'GET', path: '/v1/folders/', query: [...PAGE, 'name', 'order_by'] },
+  { method: 'GET', path: '/v1/folders/count' },
+  { method: 'GET', path: '/v1/folders/{folder}' },
+  { method: 'PATCH', path: '/v1/folders/{folder}', body: UpdateFolderSchema },
+  { method: 'PATCH', path: '/v1/sources/{folder}', body: UpdateFolderSchema },
+  {
+    method: 'POST',
+    path: '/v1/folders/{folder}/upload',
+    query: ['duplicate_handling', 'name'],
+    body: CreateFolderSchema,
+    form: ['description'],
+  },
+  { method: 'GET', path: '/v1/folders/{folder}/agents', query: [...PAGE, 'order_by'] },
+  { method: 'GET', path: '/v1/folders/{folder}/passages', query: [...PAGE, 'order_by'] },
+  { method: 'GET', path: '/v1/folders/{folder}/files', query: [...PAGE, 'order_by', 'include_content'] },
+  { method: 'GET', path: '/v1/sources/{folder}/files/{file}', query: ['include_content'] },
+  { method: 'GET', path: '/v1/folders/{folder}/files/{file}', query: ['include_content'] },
   { method: 'POST', path: '/v1/archives/', body: CreateArchiveSchema, base: { name: 'a' } },
   { method: 'GET', path: '/v1/archives/', query: [...PAGE, 'name', 'agent_id'] },
   { method: 'GET', path: '/v1/archives/{archive}' },
@@ -213,6 +272,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'GET', path: '/v1/agents/{agent}/core-memory/blocks', query: PAGE },
   { method: 'DELETE', path: '/v1/agents/{agent}/archival-memory/{passage}' },
   { method: 'DELETE', path: '/v1/archives/{archive}/passages/{passage}' },
+  { method: 'DELETE', path: '/v1/folders/{folder}/{file}' },
   { method: 'DELETE', path: '/v1/archives/{archive}' },
   { method: 'DELETE', path: '/v1/blocks/{block}' },
   { method: 'PATCH', path: '/v1/agents/{agent}/reset-messages' },
@@ -242,6 +302,70 @@ const RAW_BODIES = [
   '\xff\xfe\x00',
 ];
 
+/** Places in the fixture where a hostile value goes, so that an import gets far with it. */
+const FILE_LEAVES = [
+  ['agents', 0, 'name'],
+  ['agents', 0, 'system'],
+  ['agents', 0, 'timezone'],
+  ['agents', 0, 'agent_type'],
+  ['agents', 0, 'tags', 0],
+  ['agents', 0, 'llm_config', 'context_window'],
+  ['agents', 0, 'llm_config', 'handle'],
+  ['agents', 0, 'tool_rules', 0, 'tool_name'],
+  ['agents', 0, 'in_context_message_ids', 1],
+  ['agents', 0, 'messages', 1, 'tool_calls', 0, 'id'],
+  ['agents', 0, 'messages', 1, 'tool_calls', 0, 'function', 'arguments'],
+  ['agents', 0, 'messages', 2, 'tool_call_id'],
+  ['agents', 0, 'messages', 4, 'content', 0, 'text'],
+  ['agents', 0, 'messages', 4, 'created_at'],
+  ['agents', 0, 'messages', 6, 'tool_returns', 0, 'func_response'],
+  ['agents', 0, 'messages', 3, 'role'],
+  ['blocks', 0, 'label'],
+  ['blocks', 0, 'value'],
+  ['blocks', 0, 'limit'],
+  ['tools', 0, 'name'],
+  ['tools', 0, 'source_code'],
+  ['tools', 0, 'json_schema', 'name'],
+  ['tools', 0, 'return_char_limit'],
+  ['tools', 0, 'pip_requirements'],
+] as const;
+
+/** The fixture with one hostile value in it. */
+const mutatedFile = fc
+  .tuple(fc.constantFrom(...FILE_LEAVES), fc.oneof(hostileString, hostileNumber, fc.constant(null)))
+  .map(([leaf, value]) => {
+    const file = JSON.parse(AGENT_FILE);
+    let node = file;
+    for (const key of leaf.slice(0, -1)) node = node[key];
+    node[leaf[leaf.length - 1]] = value;
+    return JSON.stringify(file);
+  });
+
+/** Files nobody's schema describes, for the import: the server's own fixture among them. */
+const RAW_FILES = [
+  ...RAW_BODIES,
+  AGENT_FILE,
+  AGENT_FILE.replace('"message-6"', '"message-99"'),
+  AGENT_FILE.replace('"block-2"', '"\\u0000"'),
+  JSON.stringify(AGENT_FILE),
+  AGENT_FILE.slice(0, 1000),
+];
+
+const BOUNDARY = 'fuzz-boundary-7d3f';
+
+/** A multipart form: the file, then the fields; `truncated` leaves out its end. */
+function multipart(file: string, fields: Record<string, string>, truncated: boolean): string {
+  const parts = [
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="agent.af"\r\nContent-Type: application/json\r\n\r\n${file}\r\n`,
+    ...Object.entries(fields).map(
+      ([name, value]) =>
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
+    ),
+  ];
+  const body = `${parts.join('')}--${BOUNDARY}--\r\n`;
+  return truncated ? body.slice(0, Math.floor(body.length / 2)) : body;
+}
+
 /** A path value: URL-encoded where it can be (a lone surrogate cannot: it goes as raw UTF-8 bytes). */
 function encoded(value: string): string {
   try {
@@ -258,14 +382,14 @@ describe('hostile input', () => {
   const stored: Record<string, string> = {};
 
   /** One request on a connection of its own: a reset then belongs to this request, not an earlier one. */
-  const send = (method: string, url: string, body?: string) =>
+  const send = (method: string, url: string, body?: string, contentType = 'application/json') =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = http.request(
         `${server.url}${url}`,
         {
           method,
           agent: false,
-          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          headers: body === undefined ? {} : { 'content-type': contentType },
           timeout: 60_000,
         },
         (res) => {
@@ -327,6 +451,18 @@ describe('hostile input', () => {
       identity_type: 'org',
     });
     await send('PATCH', `/v1/agents/${agent.id}/archives/attach/${archive.id}`);
+    const folder = await created('/v1/folders/', {
+      name: 'fuzz',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    const uploaded = await send(
+      'POST',
+      `/v1/folders/${folder.id}/upload`,
+      multipart('{"fuzz": "a file to read"}', {}, false),
+      `multipart/form-data; boundary=${BOUNDARY}`,
+    );
+    expect(uploaded.status).toBe(200);
+    const file = JSON.parse(uploaded.text) as { id: string };
     const [message] = (
       JSON.parse((await send('GET', `/v1/agents/${agent.id}/messages`)).text) as { id: string }[]
     ).slice(-1);
@@ -342,6 +478,8 @@ describe('hostile input', () => {
       passage: passage.id,
       block: block.id,
       identity: identity.id,
+      folder: folder.id,
+      file: file.id,
     });
     Object.assign(stored, { toolName: 'echo', label: 'human' });
   });
@@ -393,16 +531,44 @@ describe('hostile input', () => {
       return JSON.stringify(onBase && isObject && route.base ? { ...body, ...route.base } : body);
     });
 
+  /** An upload: a generated or raw file in a multipart form, with hostile form fields. */
+  const uploadOf = (route: FuzzRoute) =>
+    fc
+      .tuple(
+        fc.oneof(
+          { weight: 5, arbitrary: bodyOf(route) },
+          { weight: 5, arbitrary: mutatedFile },
+          { weight: 2, arbitrary: fc.constantFrom(...RAW_FILES) },
+        ),
+        fc.dictionary(
+          fc.constantFrom(...route.form!),
+          fc.oneof(
+            hostileString.filter((s) => s.length < 300),
+            fc.constantFrom('true', 'false', '{}', '{"K":"v"}', 'openai/gpt-4o-mini', 'x/y'),
+          ),
+          { maxKeys: 3 },
+        ),
+        fc.boolean(),
+        fc.nat({ max: 20 }),
+      )
+      .map(([file, fields, asJson, cut]) =>
+        // Now and then the body is not a form at all, or a form cut short.
+        asJson && cut === 0 ? file : multipart(file, fields, cut === 1),
+      );
+
   const requestFor = (route: FuzzRoute) =>
     fc.record({
       method: fc.constant(route.method),
       url: fc.tuple(pathFor(route), queryFor(route)).map(([p, q]) => p + q),
-      body: route.body
-        ? fc.oneof(
-            { weight: 20, arbitrary: bodyOf(route) },
-            { weight: 1, arbitrary: fc.constantFrom(...RAW_BODIES) },
-          )
-        : fc.constant(undefined),
+      body: route.form
+        ? uploadOf(route)
+        : route.body
+          ? fc.oneof(
+              { weight: 20, arbitrary: bodyOf(route) },
+              { weight: 1, arbitrary: fc.constantFrom(...RAW_BODIES) },
+            )
+          : fc.constant(undefined),
+      contentType: fc.constant(route.form ? `multipart/form-data; boundary=${BOUNDARY}` : 'application/json'),
     });
 
   it('answers thousands of generated requests without a 5xx, and stays healthy', async () => {
@@ -413,8 +579,8 @@ describe('hostile input', () => {
       seed,
     });
     const failures: string[] = [];
-    for (const { method, url, body } of requests) {
-      const answer = await send(method, url, body);
+    for (const { method, url, body, contentType } of requests) {
+      const answer = await send(method, url, body, contentType);
       if (answer.status >= 500)
         failures.push(
           `${answer.status} ${answer.text.slice(0, 300)} <- ${method} ${url} ${body?.slice(0, 300)}`,

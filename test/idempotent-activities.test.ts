@@ -52,6 +52,7 @@ describe('activities retried after doing their work', () => {
       log: silentLogger(),
       providers: providerRegistry(config),
       web: WEB,
+      startRunCallback: () => Promise.reject(new Error('these runs have no callback')),
     });
   });
   afterAll(async () => {
@@ -245,6 +246,7 @@ describe('activities retried after doing their work', () => {
         log: silentLogger(),
         providers: providerRegistry(config),
         web: WEB,
+        startRunCallback: () => Promise.reject(new Error('these runs have no callback')),
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {

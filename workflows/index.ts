@@ -2,3 +2,5 @@
 // it imports no Node APIs and reaches activities only through proxyActivities.
 export { agentSession } from './agent-session';
 export { agentStep } from './agent-step';
+export { fileIngestion } from './file-ingestion';
+export { runCallback } from './run-callback';

@@ -23,6 +23,7 @@ import {
   LETTA_V1_SYSTEM_PROMPT,
 } from './defaults';
 import { compileSystemPrompt } from './system-prompt';
+import { fileLimits, renderDirectories } from './file-views';
 import { newBlock } from './blocks';
 
 /** `model` handle or `llm_config` → the stored llm_config; a provider we cannot reach is a 400. */
@@ -132,60 +133,81 @@ function withApprovalRules(rules: ToolRule[], tools: ToolRow[]): ToolRule[] {
 }
 
 export async function createAgent(db: Database, config: Config, body: CreateAgent): Promise<AgentRecord> {
+  return db.transaction((tx) => insertNewAgent(tx, config, body));
+}
+
+/**
+ * Creates an agent within the caller's transaction (an agent file's import makes several things at
+ * once). `systemMessage: false` leaves its history empty, for a caller that brings a history of its own.
+ */
+export async function insertNewAgent(
+  tx: Queryable,
+  config: Config,
+  body: CreateAgent,
+  { systemMessage = true }: { systemMessage?: boolean } = {},
+): Promise<AgentRecord> {
   const { handle, llmConfig } = resolveLlmConfig(body, config);
   const agentId = newId('agent');
   await checkBlocks(
-    db,
+    tx,
     body.block_ids ?? [],
     (body.memory_blocks ?? []).map((block) => block.label),
   );
-  await db.transaction(async (tx) => {
-    const toolNames = [
-      ...(body.include_base_tools === false ? [] : BASE_TOOLS),
-      ...(body.include_multi_agent_tools ? MULTI_AGENT_TOOLS : []),
-      ...(body.tools ?? []),
-    ];
-    const tools = await resolveTools(tx, [...new Set(toolNames)], body.tool_ids ?? []);
-    let rules: ToolRule[] = body.tool_rules ?? [];
-    if (body.include_base_tool_rules === true) {
-      const base = BASE_TOOLS.filter((name) => tools.some((t) => t.name === name));
-      rules = [...rules, ...base.map((name): ToolRule => ({ type: 'continue_loop', tool_name: name }))];
-    }
-    await repo.insertAgent(tx, {
-      id: agentId,
-      name: body.name ?? `agent-${agentId.slice(6, 14)}`,
-      agent_type: body.agent_type ?? DEFAULT_AGENT_TYPE,
-      description: body.description ?? null,
-      system: body.system ?? LETTA_V1_SYSTEM_PROMPT,
-      model: handle,
-      llm_config: llmConfig,
-      embedding_config:
-        body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, config) : null),
-      tool_rules: withApprovalRules(rules, tools),
-      tags: body.tags ?? [],
-      metadata: body.metadata ?? null,
-      timezone: body.timezone ?? 'UTC',
-      approval_timeout_seconds: body.approval_timeout_seconds ?? null,
+  const toolNames = [
+    ...(body.include_base_tools === false ? [] : BASE_TOOLS),
+    ...(body.include_multi_agent_tools ? MULTI_AGENT_TOOLS : []),
+    ...(body.tools ?? []),
+  ];
+  const tools = await resolveTools(tx, [...new Set(toolNames)], body.tool_ids ?? []);
+  let rules: ToolRule[] = body.tool_rules ?? [];
+  if (body.include_base_tool_rules === true) {
+    const base = BASE_TOOLS.filter((name) => tools.some((t) => t.name === name));
+    rules = [...rules, ...base.map((name): ToolRule => ({ type: 'continue_loop', tool_name: name }))];
+  }
+  await repo.insertAgent(tx, {
+    id: agentId,
+    name: body.name ?? `agent-${agentId.slice(6, 14)}`,
+    agent_type: body.agent_type ?? DEFAULT_AGENT_TYPE,
+    description: body.description ?? null,
+    system: body.system ?? LETTA_V1_SYSTEM_PROMPT,
+    model: handle,
+    llm_config: llmConfig,
+    embedding_config:
+      body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, config) : null),
+    tool_rules: withApprovalRules(rules, tools),
+    tags: body.tags ?? [],
+    metadata: body.metadata ?? null,
+    timezone: body.timezone ?? 'UTC',
+    approval_timeout_seconds: body.approval_timeout_seconds ?? null,
+    max_files_open: body.max_files_open ?? config.FILES_MAX_OPEN ?? null,
+    per_file_view_window_char_limit:
+      body.per_file_view_window_char_limit ?? config.FILE_VIEW_WINDOW_CHARS ?? null,
+  });
+  const blockIds: string[] = [];
+  for (const block of body.memory_blocks ?? []) blockIds.push(await blocks.insertBlock(tx, newBlock(block)));
+  await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
+  await repo.attachTools(
+    tx,
+    agentId,
+    tools.map((t) => t.id),
+  );
+  await repo.replaceSecrets(tx, agentId, body.secrets ?? body.tool_exec_environment_variables ?? {});
+  // Read one query at a time: a transaction's connection takes no concurrent queries.
+  const agent: AgentRecord = {
+    ...(await repo.getAgentRow(tx, agentId))!,
+    blocks: await repo.agentBlocks(tx, agentId),
+    tools: await repo.agentTools(tx, agentId),
+    secrets: await repo.agentSecrets(tx, agentId),
+  };
+  if (systemMessage) {
+    await insertMessage(tx, {
+      id: newId('message'),
+      agent_id: agentId,
+      run_id: null,
+      role: 'system',
+      content: [{ type: 'text', text: compiledPrompt(agent) }],
     });
-    const blockIds: string[] = [];
-    for (const block of body.memory_blocks ?? [])
-      blockIds.push(await blocks.insertBlock(tx, newBlock(block)));
-    await repo.attachBlocks(tx, agentId, [...blockIds, ...(body.block_ids ?? [])]);
-    await repo.attachTools(
-      tx,
-      agentId,
-      tools.map((t) => t.id),
-    );
-    await repo.replaceSecrets(tx, agentId, body.secrets ?? body.tool_exec_environment_variables ?? {});
-  });
-  const agent = (await repo.getAgent(db, agentId))!;
-  await insertMessage(db, {
-    id: newId('message'),
-    agent_id: agentId,
-    run_id: null,
-    role: 'system',
-    content: [{ type: 'text', text: compiledPrompt(agent) }],
-  });
+  }
   return agent;
 }
 
@@ -200,6 +222,7 @@ export function compiledPrompt(agent: AgentRecord, conversationId: string | null
     timezone: agent.timezone,
     previousMessageCount: 0,
     agentCreatedAt: agent.created_at,
+    directories: renderDirectories(agent.directories, fileLimits(agent)),
   });
 }
 
@@ -239,6 +262,8 @@ export async function updateAgent(
       metadata: body.metadata ?? undefined,
       timezone: body.timezone ?? undefined,
       approval_timeout_seconds: body.approval_timeout_seconds,
+      max_files_open: body.max_files_open ?? undefined,
+      per_file_view_window_char_limit: body.per_file_view_window_char_limit ?? undefined,
     });
     if (body.tool_ids || body.tools) {
       const tools = await resolveTools(tx, body.tools ?? [], body.tool_ids ?? []);

@@ -14,6 +14,7 @@ export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
     case 'letta_sleeptime_core':
     case 'letta_builtin':
     case 'letta_multi_agent_core':
+    case 'letta_files_core':
       return builtinMode(tool.name);
     case 'external_mcp':
       return 'mcp';

@@ -70,6 +70,8 @@ export interface StepRequest extends RequestOptions {
   runId?: string;
   /** Kept with the run beside its type (who sent a message from another agent). */
   metadata?: Record<string, unknown>;
+  /** Where the run is POSTed once it ends (checked by the caller: src/agent/webhooks.ts). */
+  callbackUrl?: string;
   /** What the Temporal UI shows of the step. */
   summary?: string;
 }
@@ -125,7 +127,7 @@ const pendingApprovalError = (pending: PendingApproval) =>
  * Workflow ids carry the deployment (as its task queues do) and name the agent, so the Temporal UI lists
  * an agent's session and steps together.
  */
-const scopedId = (deploymentId: string, id: string) => (deploymentId ? `${deploymentId}/${id}` : id);
+export const scopedId = (deploymentId: string, id: string) => (deploymentId ? `${deploymentId}/${id}` : id);
 
 /** The workflow of one step: its agent and its run. */
 export const workflowIdFor = (deploymentId: string, agentId: string, runId: string) =>
@@ -187,6 +189,7 @@ export async function startAgentStep(
       workflow_id: workflowId,
       input: request.userMessages,
       conversation_id: request.conversationId,
+      callback_url: request.callbackUrl ?? null,
     });
     return { run: row, context: await resolveStepContext(tx, agent), queued: false };
   });

@@ -34,17 +34,20 @@ export interface SystemPromptInput {
   agentCreatedAt: Date;
   /** The conversation the prompt is for; null: the agent's default conversation. */
   conversationId?: string | null;
+  /** The attached folders and open files, rendered (src/agent/file-views.ts renderDirectories). */
+  directories?: string;
 }
 
 /**
  * The system message as Letta compiles it: the agent's instructions, then its memory blocks, the tool
- * rules and the memory metadata, at `{CORE_MEMORY}` or appended. The timestamp is the last memory edit,
+ * rules, the folders and open files (`<directories>`) and the memory metadata, at `{CORE_MEMORY}` or appended. The timestamp is the last memory edit,
  * so the prompt (and a provider's prefix cache) changes only when memory does.
  */
 export function compileSystemPrompt(input: SystemPromptInput): string {
   let memory = renderMemoryBlocks(input.blocks);
   const rules = compileRulePrompts(input.toolRules);
   if (rules) memory += `\n\n<tool_usage_rules>\n${TOOL_RULES_DESCRIPTION}\n\n${rules}\n</tool_usage_rules>`;
+  memory += input.directories ?? '';
   const lastEdit = new Date(
     Math.max(
       new Date(input.agentCreatedAt).getTime(),

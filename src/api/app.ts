@@ -6,6 +6,8 @@ import { inputGuard } from './input-guard';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
 import { agentsRouter } from './routes/agents';
+import { agentFilesRouter } from './routes/agent-files';
+import { agentFoldersRouter } from './routes/agent-folders';
 import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
 import { sandboxConfigsRouter } from './routes/sandbox-configs';
@@ -17,6 +19,7 @@ import { archivesRouter } from './routes/archives';
 import { blocksRouter } from './routes/blocks';
 import { stepsRouter } from './routes/steps';
 import { identitiesRouter } from './routes/identities';
+import { foldersRouter } from './routes/folders';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -24,6 +27,8 @@ export interface ApiDependencies extends ApiContext {
 
 /** Letta's API, a router per resource (src/api/routes). */
 const ROUTERS = [
+  agentFilesRouter,
+  agentFoldersRouter,
   agentsRouter,
   messagesRouter,
   runsRouter,
@@ -36,6 +41,7 @@ const ROUTERS = [
   blocksRouter,
   stepsRouter,
   identitiesRouter,
+  foldersRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

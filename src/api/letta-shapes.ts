@@ -3,9 +3,11 @@ import { maskSecret } from '../masking';
 import type { TypedSandboxConfig } from '../schemas/sandbox-config';
 import { schemaHealth } from '../tools/schema-health';
 import type {
+  AgentFolderRow,
   AgentRecord,
   BlockRow,
   ConversationRow,
+  FileAgentRow,
   MessageRow,
   RunRow,
   SandboxConfigRow,
@@ -16,6 +18,7 @@ import type { McpServerRow } from '../db/mcp-servers';
 import { maskedConfig } from '../mcp/server-config';
 import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
+import { fileBlock, fileLimits } from '../agent/file-views';
 import { lettaDate } from '../agent/time';
 import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
 import type { ArchiveRow, PassageRow } from '../db/archives';
@@ -127,6 +130,39 @@ export function sandboxEnvVarShape(row: SandboxEnvVarRow): SandboxEnvVar {
   };
 }
 
+/** Letta's Source (a folder), as `agents.folders.list` and AgentState's `sources` show it. */
+export function folderShape(folder: AgentFolderRow) {
+  return {
+    id: folder.id,
+    name: folder.name,
+    description: folder.description,
+    instructions: folder.instructions,
+    metadata: folder.metadata,
+    embedding_config: folder.embedding_config,
+    vector_db_provider: 'native',
+    created_by_id: null,
+    last_updated_by_id: null,
+    created_at: iso(folder.created_at),
+    updated_at: iso(folder.updated_at),
+  };
+}
+
+/** Letta's AgentFileAttachment: what an agent sees of one file (`agents.files.list`). */
+export function agentFileShape(view: FileAgentRow, folderName: string) {
+  return {
+    id: view.id,
+    file_id: view.file_id,
+    file_name: view.file_name,
+    folder_id: view.folder_id,
+    folder_name: folderName,
+    is_open: view.is_open,
+    last_accessed_at: iso(view.last_accessed_at),
+    visible_content: view.visible_content,
+    start_line: view.start_line,
+    end_line: view.end_line,
+  };
+}
+
 /** The relationships `include=` names; without them, AgentState carries empty lists for these fields. */
 export const AGENT_RELATIONSHIPS = [
   'agent.blocks',
@@ -147,6 +183,7 @@ export function agentStateShape(
   include: ReadonlySet<AgentRelationship> = ALL_RELATIONSHIPS,
 ): AgentState {
   const blocks = include.has('agent.blocks') ? agent.blocks.map(blockShape) : [];
+  const limits = fileLimits(agent);
   const secrets = include.has('agent.secrets')
     ? agent.secrets.map((s) => ({
         id: s.id,
@@ -174,10 +211,20 @@ export function agentStateShape(
     },
     embedding_config: agent.embedding_config,
     blocks,
-    memory: { agent_type: agent.agent_type, blocks, file_blocks: [], prompt_template: null },
+    memory: {
+      agent_type: agent.agent_type,
+      blocks,
+      file_blocks: include.has('agent.blocks')
+        ? (agent.directories?.files ?? []).map((view) => ({
+            ...fileBlock(view, limits.charLimit),
+            last_accessed_at: iso(view.last_accessed_at),
+          }))
+        : [],
+      prompt_template: null,
+    },
     tools: include.has('agent.tools') ? agent.tools.map(toolShape) : [],
     tool_rules: agent.tool_rules,
-    sources: [],
+    sources: include.has('agent.sources') ? (agent.directories?.folders ?? []).map(folderShape) : [],
     tags: include.has('agent.tags') ? agent.tags : [],
     metadata: agent.metadata,
     secrets,
@@ -187,6 +234,8 @@ export function agentStateShape(
     timezone: agent.timezone,
     last_stop_reason: agent.last_stop_reason,
     approval_timeout_seconds: agent.approval_timeout_seconds,
+    max_files_open: limits.maxFilesOpen,
+    per_file_view_window_char_limit: limits.charLimit,
     message_ids: extra.message_ids ?? [],
     pending_approval: include.has('agent.pending_approval') ? (extra.pending_approval ?? null) : null,
     created_at: iso(agent.created_at),
@@ -308,7 +357,10 @@ export function runShape(run: RunRow): Run {
     background: run.background,
     metadata: run.metadata ?? {},
     request_config: run.request_config,
-    callback_url: null,
+    callback_url: run.callback_url,
+    callback_sent_at: iso(run.callback_sent_at),
+    callback_status_code: run.callback_status_code,
+    callback_error: run.callback_error,
     created_at: iso(run.created_at),
     completed_at: iso(run.completed_at),
     total_duration_ns: run.completed_at

@@ -3,14 +3,21 @@ import type { AgentRecord, AgentRow, BlockRow, SecretRow, ToolRow } from './rows
 import { newId } from '../ids';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { json, keysetPage, pageOf, updateById, whereClause, type Page } from './sql';
+import { agentDirectories } from './file-agents';
 
-export type NewAgent = Omit<AgentRow, 'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval'>;
+type FileLimits = 'max_files_open' | 'per_file_view_window_char_limit';
+export type NewAgent = Omit<
+  AgentRow,
+  'created_at' | 'updated_at' | 'last_stop_reason' | 'pending_approval' | FileLimits
+> &
+  Partial<Pick<AgentRow, FileLimits>>;
 
 export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void> {
   await db.query(
     `INSERT INTO agents (id, name, agent_type, description, system, model, llm_config, embedding_config,
-       tool_rules, tags, metadata, timezone, approval_timeout_seconds)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+       tool_rules, tags, metadata, timezone, approval_timeout_seconds, max_files_open,
+       per_file_view_window_char_limit)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [
       agent.id,
       agent.name,
@@ -25,6 +32,8 @@ export async function insertAgent(db: Queryable, agent: NewAgent): Promise<void>
       json(agent.metadata),
       agent.timezone,
       agent.approval_timeout_seconds,
+      agent.max_files_open ?? null,
+      agent.per_file_view_window_char_limit ?? null,
     ],
   );
 }
@@ -126,12 +135,13 @@ export async function agentSecrets(db: Queryable, agentId: string): Promise<Secr
 export async function getAgent(db: Queryable, id: string): Promise<AgentRecord | undefined> {
   const row = await getAgentRow(db, id);
   if (!row) return undefined;
-  const [blocks, tools, secrets] = await Promise.all([
+  const [blocks, tools, secrets, directories] = await Promise.all([
     agentBlocks(db, id),
     agentTools(db, id),
     agentSecrets(db, id),
+    agentDirectories(db, id),
   ]);
-  return { ...row, blocks, tools, secrets };
+  return { ...row, blocks, tools, secrets, directories };
 }
 
 /** Agents, newest first by default, optionally filtered by name or tags. */

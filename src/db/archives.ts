@@ -60,6 +60,8 @@ export function listArchives(
   page: Page,
 ): Promise<ArchiveRow[]> {
   const where = whereClause();
+  // A folder's archive holds its files' passages: it is the folder's, not an archive of its own.
+  where.add('id NOT IN (SELECT archive_id FROM folders)');
   if (filters.name) where.add('name = ?', filters.name);
   if (filters.agentId)
     where.add('id IN (SELECT archive_id FROM archives_agents WHERE agent_id = ?)', filters.agentId);

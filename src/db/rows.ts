@@ -83,6 +83,9 @@ export interface AgentRow {
   last_stop_reason: string | null;
   pending_approval: PendingApproval | null;
   approval_timeout_seconds: number | null;
+  /** Letta's file controls; null: the defaults for the context window (src/agent/file-views.ts). */
+  max_files_open: number | null;
+  per_file_view_window_char_limit: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -106,6 +109,42 @@ export interface AgentRecord extends AgentRow {
   blocks: BlockRow[];
   tools: ToolRow[];
   secrets: SecretRow[];
+  /** The folders attached to it and what it sees of their files (none when not loaded). */
+  directories?: AgentDirectories;
+}
+
+/** A folder attached to an agent, as its context shows it. */
+export interface AgentFolderRow {
+  id: string;
+  name: string;
+  description: string | null;
+  instructions: string | null;
+  embedding_config: Record<string, unknown>;
+  metadata: Record<string, unknown> | null;
+  archive_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** What an agent sees of one file of its folders (`files_agents`). */
+export interface FileAgentRow {
+  id: string;
+  agent_id: string;
+  file_id: string;
+  folder_id: string;
+  file_name: string;
+  is_open: boolean;
+  visible_content: string | null;
+  start_line: number | null;
+  end_line: number | null;
+  last_accessed_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AgentDirectories {
+  folders: AgentFolderRow[];
+  files: FileAgentRow[];
 }
 
 export type MessageRole = 'system' | 'user' | 'assistant' | 'tool' | 'approval';
@@ -156,6 +195,11 @@ export interface RunRow {
   input: InputMessage[] | null;
   /** Null: the agent's default conversation. */
   conversation_id: string | null;
+  /** Where the run is POSTed once it ends (migration 0018), and how the last attempt went. */
+  callback_url: string | null;
+  callback_sent_at: Date | null;
+  callback_status_code: number | null;
+  callback_error: string | null;
   created_at: Date;
   completed_at: Date | null;
 }

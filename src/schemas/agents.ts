@@ -78,6 +78,9 @@ export const CreateAgentSchema = z.object({
     .nullish(),
   /** Beyond Letta: deny pending approvals after this long (null: wait for as long as it takes). */
   approval_timeout_seconds: z.number().int().positive().nullish(),
+  /** Letta's file controls (at most 1000 open files; a char limit fits PostgreSQL's integer). */
+  max_files_open: z.number().int().positive().max(1000, 'max_files_open cannot exceed 1000').nullish(),
+  per_file_view_window_char_limit: z.number().int().positive().max(2147483647).nullish(),
 });
 export type CreateAgent = z.infer<typeof CreateAgentSchema>;
 

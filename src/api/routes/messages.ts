@@ -1,6 +1,7 @@
 import { Router, type Response } from 'express';
 import type { LettaResponse } from '../schemas/responses';
 import type { ApiContext } from '../context';
+import { checkWebhookUrl } from '../../agent/webhooks';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import {
@@ -85,9 +86,11 @@ export function messageHandlers(ctx: ApiContext) {
       runType,
       streamTokens,
     };
-    return answers
-      ? answerPausedStep(ctx, { ...options, answers, followUps: messages })
-      : startAgentStep(ctx, { ...options, userMessages: messages });
+    if (answers) return answerPausedStep(ctx, { ...options, answers, followUps: messages });
+    const callbackUrl = body.callback_url
+      ? checkWebhookUrl(body.callback_url, ctx.config.OUTBOUND_ALLOW_PRIVATE)
+      : undefined;
+    return startAgentStep(ctx, { ...options, userMessages: messages, callbackUrl });
   };
 
   /** A blocking request answers once the step has stopped; a streaming one streams it as it runs. */

@@ -73,6 +73,8 @@ const lettaRequest = (streamingByDefault: boolean) =>
       include_pings: z.boolean().default(true),
       background: z.boolean().default(false),
       include_return_message_types: z.array(z.string()).nullish(),
+      /** Where the run is POSTed once it ends (`messages.createAsync`, scheduled messages). */
+      callback_url: z.string().max(2048).nullish(),
       /** Beyond Letta: deny a pause of this request after this long (overrides the agent's setting). */
       approval_timeout_seconds: z.number().int().positive().nullish(),
     })

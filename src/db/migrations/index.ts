@@ -23,6 +23,9 @@ import { archivalMemory } from './0012-archival-memory';
 import { identities } from './0013-identities';
 import { toolSchemaOrder } from './0014-tool-schema-order';
 import { folders } from './0015-folders';
+import { agentFileLimits } from './0016-agent-file-limits';
+import { fileChunks } from './0017-file-chunks';
+import { runCallbacks } from './0018-run-callbacks';
 
 export const migrations: Migration[] = [
   initial,
@@ -40,4 +43,7 @@ export const migrations: Migration[] = [
   identities,
   toolSchemaOrder,
   folders,
+  agentFileLimits,
+  fileChunks,
+  runCallbacks,
 ];

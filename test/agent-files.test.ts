@@ -356,6 +356,9 @@ describe('agent files (.af)', () => {
   it('refuses a file past AGENT_FILE_MAX_BYTES with 413, in its shape', async () => {
     const big = JSON.stringify({ ...JSON.parse(BASIC), padding: 'x'.repeat(LIMIT) });
     const answer = await postForm(formWith(big));
-    expect(answer).toEqual({ status: 413, json: { detail: `Agent file too large (limit ${LIMIT} bytes)` } });
+    expect(answer).toEqual({
+      status: 413,
+      json: { detail: `Agent file too large: the most it may have is ${LIMIT} bytes` },
+    });
   });
 });

@@ -3,6 +3,7 @@
  * chunks become (rows of the folder's own archive, migration 0015): every statement of
  * src/agent/folders.ts and activities/file-ingestion.ts.
  */
+import type { PassageRow } from './archives';
 import type { Queryable } from './database';
 import { json, keysetPage, pageOf, updateById, whereClause, type Page } from './sql';
 
@@ -368,19 +369,11 @@ export async function completeFile(db: Queryable, fileId: string): Promise<boole
 
 // ---- passages of a folder ----
 
-export interface FolderPassageRow {
-  id: string;
-  archive_id: string;
-  text: string;
-  tags: string[];
-  embedding: number[] | null;
-  embedding_config: Record<string, unknown> | null;
-  metadata: Record<string, unknown> | null;
+/** A passage of a folder's file, with the file's name. */
+export interface FolderPassageRow extends PassageRow {
   file_id: string | null;
   chunk_index: number | null;
   file_name: string | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
 export function listFolderPassages(

@@ -1,9 +1,9 @@
 /**
  * Letta's agent files: `GET|POST /v1/agents/{agent_id}/export` answers the agent as an `.af` file, and
- * `POST /v1/agents/import` (multipart, the file in `file`) makes its agents again (src/agent/agent-file.ts).
+ * `POST /v1/agents/import` (multipart, the file in `file`) makes its agents again (src/agent/agent-file/).
  */
+import { receiveFile } from '../upload';
 import { Router, type RequestHandler } from 'express';
-import multer from 'multer';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { checkJson } from '../input-guard';
@@ -19,27 +19,6 @@ const CORRUPTED = 'Corrupted agent file format.';
 const LEGACY =
   "Legacy AgentSchema format is deprecated. Please use the new AgentFileSchema format with 'agents' field.";
 const BAD_SECRETS = 'secrets must be a valid JSON string';
-
-/** The upload as multer leaves it: the file in memory, up to the configured size. */
-function receiveFile(maxBytes: number): RequestHandler {
-  const upload = multer({
-    storage: multer.memoryStorage(),
-    limits: { fileSize: maxBytes, files: 1, fields: 32, fieldSize: 1024 * 1024, parts: 40 },
-  }).single('file');
-  return (req, res, next) =>
-    upload(req, res, (error: unknown) => {
-      if (!error) return next();
-      if (error instanceof multer.MulterError) {
-        if (error.code === 'LIMIT_FILE_SIZE')
-          return next(new HttpError(413, `Agent file too large (limit ${maxBytes} bytes)`));
-        return next(
-          new HttpError(400, `Invalid upload: ${error.message}${error.field ? ` (${error.field})` : ''}`),
-        );
-      }
-      // busboy's refusals of a body that is not well-formed multipart.
-      next(new HttpError(400, `Invalid multipart body: ${(error as Error)?.message ?? 'unreadable'}`));
-    });
-}
 
 /** The uploaded file's JSON (Letta also takes JSON encoded twice, as a JSON string). */
 function parseFile(buffer: Buffer, maxDepth: number) {
@@ -82,6 +61,9 @@ function parseSecrets(text: string | undefined): Record<string, string> | undefi
   );
 }
 
+/** What the upload's form may hold besides the file. */
+const AGENT_FILE_FORM = { fields: 32, fieldSize: 1024 * 1024, parts: 40 };
+
 export function agentFilesRouter(ctx: ApiContext): Router {
   const router = Router();
   const python = { python: ctx.config.PYTHON_PATH, timeoutMs: ctx.config.SCHEMA_GENERATION_TIMEOUT_MS };
@@ -117,28 +99,32 @@ export function agentFilesRouter(ctx: ApiContext): Router {
     );
   });
 
-  router.post('/v1/agents/import', receiveFile(ctx.config.AGENT_FILE_MAX_BYTES), async (req, res) => {
-    const form = parseBody(ImportAgentForm, req);
-    checkJson(req.body, 'body', ctx.config.MAX_JSON_DEPTH);
-    if (!req.file)
-      throw new HttpError(422, [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }]);
-    const file = parseFile(req.file.buffer, ctx.config.MAX_JSON_DEPTH);
-    const options: ImportOptions = {
-      appendCopySuffix: form.append_copy_suffix ?? true,
-      overrideExistingTools: form.override_existing_tools ?? true,
-      stripMessages: form.strip_messages ?? false,
-      name: form.name ?? form.override_name,
-      model: form.model ?? form.override_model_handle,
-      embedding: form.embedding ?? form.override_embedding_handle ?? req.get('x-override-embedding-model'),
-      secrets: parseSecrets(form.secrets ?? form.env_vars_json),
-    };
-    const result = await importAgentFile(ctx.db, ctx.config, file, options, python);
-    ctx.log.info(
-      { agentIds: result.agentIds, skippedTools: result.skippedTools, repairs: result.repairs },
-      'agent file imported',
-    );
-    res.json({ agent_ids: result.agentIds });
-  });
+  router.post(
+    '/v1/agents/import',
+    receiveFile('Agent file', ctx.config.AGENT_FILE_MAX_BYTES, AGENT_FILE_FORM),
+    async (req, res) => {
+      const form = parseBody(ImportAgentForm, req);
+      checkJson(req.body, 'body', ctx.config.MAX_JSON_DEPTH);
+      if (!req.file)
+        throw new HttpError(422, [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }]);
+      const file = parseFile(req.file.buffer, ctx.config.MAX_JSON_DEPTH);
+      const options: ImportOptions = {
+        appendCopySuffix: form.append_copy_suffix ?? true,
+        overrideExistingTools: form.override_existing_tools ?? true,
+        stripMessages: form.strip_messages ?? false,
+        name: form.name ?? form.override_name,
+        model: form.model ?? form.override_model_handle,
+        embedding: form.embedding ?? form.override_embedding_handle ?? req.get('x-override-embedding-model'),
+        secrets: parseSecrets(form.secrets ?? form.env_vars_json),
+      };
+      const result = await importAgentFile(ctx.db, ctx.config, file, options, python);
+      ctx.log.info(
+        { agentIds: result.agentIds, skippedTools: result.skippedTools, repairs: result.repairs },
+        'agent file imported',
+      );
+      res.json({ agent_ids: result.agentIds });
+    },
+  );
 
   return router;
 }

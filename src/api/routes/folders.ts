@@ -4,8 +4,8 @@
  * (src/agent/folders.ts, workflows/file-ingestion.ts), files, their passages, and the agents a folder
  * is attached to.
  */
-import { Router, type RequestHandler } from 'express';
-import multer from 'multer';
+import { receiveFile } from '../upload';
+import { Router } from 'express';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
@@ -34,8 +34,12 @@ import {
   UploadRefused,
 } from '../../agent/folders';
 import * as folders from '../../db/folders';
+import { passageShape } from '../letta-shapes';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
+
+/** What the upload's form may hold besides the file. */
+const UPLOAD_FORM = { fields: 16, fieldSize: 64 * 1024, parts: 20 };
 
 export function folderShape(row: folders.FolderRow): Folder {
   return {
@@ -80,52 +84,14 @@ export function fileShape(row: folders.FileRow, options: { stripFolder?: boolean
 }
 
 function folderPassageShape(row: folders.FolderPassageRow, folderId: string): FolderPassage {
-  return {
-    id: row.id,
-    text: row.text,
-    embedding: row.embedding,
-    embedding_config: row.embedding_config,
-    archive_id: row.archive_id,
-    tags: row.tags,
-    metadata: row.metadata ?? {},
-    file_id: row.file_id,
-    file_name: row.file_name,
-    source_id: folderId,
-    is_deleted: false,
-    created_by_id: null,
-    last_updated_by_id: null,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
-
-/** The upload as multer leaves it: one file in memory, at most FILE_MAX_BYTES (more: 413). */
-function receiveFile(maxBytes: number): RequestHandler {
-  const upload = multer({
-    storage: multer.memoryStorage(),
-    limits: { fileSize: maxBytes, files: 1, fields: 16, fieldSize: 64 * 1024, parts: 20 },
-    defParamCharset: 'utf8',
-  }).single('file');
-  return (req, res, next) =>
-    upload(req, res, (error: unknown) => {
-      if (!error) return next();
-      if (error instanceof multer.MulterError) {
-        if (error.code === 'LIMIT_FILE_SIZE')
-          return next(new HttpError(413, `File too large: the most a file may have is ${maxBytes} bytes`));
-        return next(
-          new HttpError(400, `Invalid upload: ${error.message}${error.field ? ` (${error.field})` : ''}`),
-        );
-      }
-      // busboy's refusals of a body that is not well-formed multipart.
-      next(new HttpError(400, `Invalid multipart body: ${(error as Error)?.message ?? 'unreadable'}`));
-    });
+  return { ...passageShape(row), file_id: row.file_id, file_name: row.file_name, source_id: folderId };
 }
 
 const MISSING_FILE = [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }];
 
 export function foldersRouter(ctx: ApiContext): Router {
   const router = Router();
-  const receive = receiveFile(ctx.config.FILE_MAX_BYTES);
+  const receive = receiveFile('File', ctx.config.FILE_MAX_BYTES, UPLOAD_FORM);
 
   const loadFolder = async (id: string) => {
     const folder = await folders.getFolder(ctx.db, id);

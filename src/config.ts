@@ -232,6 +232,12 @@ export const ConfigSchema = z.object({
     .default(5 * 1024 * 1024),
   FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce.number().int().min(0).default(10),
   OUTBOUND_ALLOW_PRIVATE: allowList,
+  SCHEDULE_CATCHUP_WINDOW_MS: z.coerce
+    .number({ error: 'expected milliseconds' })
+    .int()
+    .min(10_000, { error: 'expected at least 10000 (Temporal’s least catch-up window)' })
+    .default(60_000),
+  SCHEDULES_PER_AGENT_MAX: z.coerce.number().int().min(1).default(100),
   WEBHOOK_SECRET: optional(z.string().min(16)),
   WEBHOOK_TIMEOUT_MS: milliseconds.default(5_000),
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),

@@ -16,6 +16,7 @@ export type IdPrefix =
   | 'archive'
   | 'passage'
   | 'identity'
+  | 'scheduled_message'
   | 'source'
   | 'file'
   | 'file_agent';

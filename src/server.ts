@@ -11,6 +11,7 @@ import { runCodeActivities } from '../activities/run-code';
 import { codeInterpreterFor } from './sandbox/e2b-code';
 import { webSettings } from './tools/builtin/web-settings';
 import { runCallbackActivities } from '../activities/run-callback';
+import { scheduleActivities } from '../activities/schedules';
 import { startRunCallback, webhookPolicy, webhookSecret } from './agent/webhooks';
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
@@ -130,6 +131,7 @@ export async function startServer(
             startRunCallback: (runId) => startRunCallback(steps, runId),
           }),
           ...agentMessageActivities(steps),
+          ...scheduleActivities(steps),
           ...runCallbackActivities({
             db,
             policy: webhookPolicy(config),

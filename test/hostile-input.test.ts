@@ -44,6 +44,7 @@ import {
   UpdateArchiveSchema,
 } from '../src/api/schemas/archives';
 import { CreateFolderSchema, UpdateFolderSchema } from '../src/api/schemas/folders';
+import { ScheduleCreateSchema } from '../src/api/schemas/schedules';
 import { McpServerCreateSchema, McpServerUpdateSchema } from '../src/schemas/mcp-server';
 import { AgentFileSchema } from '../src/schemas/agent-file';
 import { ExportAgentBody, ImportAgentForm } from '../src/api/schemas/agent-files';
@@ -117,6 +118,14 @@ const ROUTES: FuzzRoute[] = [
   },
   { method: 'POST', path: '/v1/messages/search', body: SearchMessagesSchema, base: { query: 'hi' } },
   { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name'] },
+  {
+    method: 'POST',
+    path: '/v1/agents/{agent}/schedule',
+    body: ScheduleCreateSchema,
+    base: { ...MESSAGE, schedule: { type: 'recurring', cron_expression: '0 9 * * *' } },
+  },
+  { method: 'GET', path: '/v1/agents/{agent}/schedule', query: ['after', 'limit'] },
+  { method: 'GET', path: '/v1/agents/{agent}/schedule/{schedule}' },
   {
     method: 'POST',
     path: '/v1/identities/',
@@ -277,6 +286,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'DELETE', path: '/v1/blocks/{block}' },
   { method: 'PATCH', path: '/v1/agents/{agent}/reset-messages' },
   { method: 'DELETE', path: '/v1/identities/{identity}' },
+  { method: 'DELETE', path: '/v1/agents/{agent}/schedule/{schedule}' },
   { method: 'DELETE', path: '/v1/agents/{agent}' },
   { method: 'DELETE', path: '/v1/tools/{tool}' },
   { method: 'DELETE', path: '/v1/sandbox-config/environment-variable/{envVar}' },
@@ -439,6 +449,10 @@ describe('hostile input', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     const conversation = await created(`/v1/conversations/?agent_id=${agent.id}`, {});
+    const schedule = await created(`/v1/agents/${agent.id}/schedule`, {
+      ...MESSAGE,
+      schedule: { type: 'recurring', cron_expression: '0 9 * * *' },
+    });
     const archive = await created('/v1/archives/', {
       name: 'fuzz',
       embedding: 'openai/text-embedding-3-small',
@@ -480,6 +494,7 @@ describe('hostile input', () => {
       identity: identity.id,
       folder: folder.id,
       file: file.id,
+      schedule: schedule.id,
     });
     Object.assign(stored, { toolName: 'echo', label: 'human' });
   });

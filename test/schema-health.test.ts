@@ -108,9 +108,9 @@ describe("schema health (Letta's validate_complete_json_schema)", () => {
       expect(schemaHealth(strictParameters(mcpStyle))).toEqual({ status: 'STRICT_COMPLIANT', reasons: [] });
     });
 
-    it('makes optional properties required and nullable', () => {
+    it('makes optional properties required, typed as declared', () => {
       const healed = strictParameters({ type: 'object', properties: { a: { type: 'string' } } });
-      expect(healed).toEqual(closed({ a: { type: ['string', 'null'] } }));
+      expect(healed).toEqual(closed({ a: { type: 'string' } }));
       expect(schemaHealth(healed).status).toBe('STRICT_COMPLIANT');
     });
 

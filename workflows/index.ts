@@ -4,3 +4,4 @@ export { agentSession } from './agent-session';
 export { agentStep } from './agent-step';
 export { fileIngestion } from './file-ingestion';
 export { runCallback } from './run-callback';
+export { scheduledMessage } from './scheduled-message';

@@ -19,6 +19,7 @@ import { archivesRouter } from './routes/archives';
 import { blocksRouter } from './routes/blocks';
 import { stepsRouter } from './routes/steps';
 import { identitiesRouter } from './routes/identities';
+import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 
 export interface ApiDependencies extends ApiContext {
@@ -42,6 +43,7 @@ const ROUTERS = [
   stepsRouter,
   identitiesRouter,
   foldersRouter,
+  schedulesRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

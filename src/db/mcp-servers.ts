@@ -1,4 +1,4 @@
-import type { Queryable } from './database';
+import type { Database, Queryable } from './database';
 import { json } from './sql';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { SECRET_FIELDS, type McpServerConfig } from '../schemas/mcp-server';
@@ -94,8 +94,16 @@ export async function listMcpServers(db: Queryable): Promise<McpServerRow[]> {
   return (await db.query<StoredRow>('SELECT * FROM mcp_servers ORDER BY created_at, id')).map(rowOf);
 }
 
-/** Deletes the server and its tools (and so their attachments to agents). */
-export async function deleteMcpServer(db: Queryable, id: string): Promise<boolean> {
-  await db.query(`DELETE FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1`, [id]);
-  return (await db.query('DELETE FROM mcp_servers WHERE id = $1 RETURNING id', [id])).length > 0;
+/**
+ * Deletes the server and its tools (and so their attachments to agents). The server's row is locked
+ * first: a sync of its tools (a list-changed notice) that holds it finishes before, and its tools are
+ * deleted here; one that comes after finds no server, and stores nothing.
+ */
+export function deleteMcpServer(db: Database, id: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    if (!(await getMcpServer(tx, id, true))) return false;
+    await tx.query(`DELETE FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1`, [id]);
+    await tx.query('DELETE FROM mcp_servers WHERE id = $1', [id]);
+    return true;
+  });
 }

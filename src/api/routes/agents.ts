@@ -1,4 +1,5 @@
 import { Router, type Request } from 'express';
+import { deleteAgentSchedules } from '../../agent/schedules';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
@@ -93,6 +94,8 @@ export function agentsRouter(ctx: ApiContext): Router {
   });
 
   router.delete('/v1/agents/:agentId', async (req, res) => {
+    // Its schedules first: a firing must not find the agent gone.
+    await deleteAgentSchedules(ctx, req.params.agentId);
     if (!(await repo.deleteAgent(ctx.db, req.params.agentId))) throw notFound(`Agent ${req.params.agentId}`);
     res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
   });

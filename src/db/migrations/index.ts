@@ -26,6 +26,7 @@ import { folders } from './0015-folders';
 import { agentFileLimits } from './0016-agent-file-limits';
 import { fileChunks } from './0017-file-chunks';
 import { runCallbacks } from './0018-run-callbacks';
+import { scheduledMessages } from './0019-scheduled-messages';
 
 export const migrations: Migration[] = [
   initial,
@@ -46,4 +47,5 @@ export const migrations: Migration[] = [
   agentFileLimits,
   fileChunks,
   runCallbacks,
+  scheduledMessages,
 ];

@@ -1,0 +1,21 @@
+/** A scheduled message's firing: queues its step (src/agent/schedules.ts). */
+import { ApplicationFailure } from '@temporalio/activity';
+import { fireScheduledMessage } from '../src/agent/schedules';
+import type { StepServices } from '../src/agent/steps';
+import { DomainError } from '../src/errors';
+
+export function scheduleActivities(services: StepServices) {
+  return {
+    async sendScheduledMessage(input: { scheduledMessageId: string; firingId: string }) {
+      try {
+        return await fireScheduledMessage(services, input);
+      } catch (error) {
+        // The agent is gone, waits for an approval, or has too many messages queued: this firing is
+        // skipped (its workflow fails, as the Temporal UI shows), the next one tries again.
+        if (error instanceof DomainError)
+          throw ApplicationFailure.nonRetryable(error.message, 'ScheduledMessageRefused');
+        throw error;
+      }
+    },
+  };
+}

@@ -173,26 +173,33 @@ async function expireOrFindAnswer(
     runId: newId('run'),
     newRun: {
       background: true,
-      metadata: { run_type: 'approval_timeout' },
+      metadata: { run_type: APPROVAL_TIMEOUT_RUN },
       request_config: previous?.request_config ?? null,
     },
   });
 }
 
-export function approvalActivities({ db }: ActivityDeps) {
+/** The run type of the run under which an expired approval's calls are denied. */
+const APPROVAL_TIMEOUT_RUN = 'approval_timeout';
+
+export function approvalActivities({ db, startWebhook }: ActivityDeps) {
   return {
     /**
      * The wait ran out: denies the pending calls under a new run, unless an answer got there first
      * (then that answer is returned, its signal being on the way).
      */
     async expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null> {
-      return db.transaction(async (tx) => {
+      const answered = await db.transaction(async (tx) => {
         const answered = await expireOrFindAnswer(tx, input);
         const agent = await getAgentRow(tx, input.agentId);
         if (!answered || !agent) return null;
         // The request it continues the step with works with the agent's tools and rules as they are now.
         return { ...answered, context: await resolveStepContext(tx, agent) };
       });
+      const expiry = answered && (await getRun(db, answered.runId));
+      if (expiry && expiry.metadata?.run_type === APPROVAL_TIMEOUT_RUN)
+        await startWebhook({ kind: 'approval_expired', id: input.messageId, agentId: input.agentId });
+      return answered;
     },
 
     /**

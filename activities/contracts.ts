@@ -287,13 +287,24 @@ export const FileIngestionResultSchema = z.object({
 });
 export type FileIngestionResult = z.infer<typeof FileIngestionResultSchema>;
 
-/** The delivery of a run's completion callback: its run, and how hard to try (src/agent/webhooks.ts). */
-export const RunCallbackInputSchema = z.object({
-  runId: z.string(),
+/**
+ * What a webhook tells (src/agent/webhooks.ts): a run's end (its completion callback), or an approval
+ * request made or expired (the approval webhook), by the run's or the request message's id.
+ */
+export const WebhookSubjectSchema = z.object({
+  kind: z.enum(['run_callback', 'approval_requested', 'approval_expired']),
+  id: z.string(),
+  agentId: z.string(),
+});
+export type WebhookSubject = z.infer<typeof WebhookSubjectSchema>;
+
+/** The delivery of a webhook: what it tells, and how hard to try. */
+export const WebhookDeliverySchema = z.object({
+  subject: WebhookSubjectSchema,
   maxAttempts: z.number().int(),
   initialRetryMs: z.number(),
   maxRetryMs: z.number(),
   /** One attempt, from the first lookup to the receiver's answer. */
   timeoutMs: z.number(),
 });
-export type RunCallbackInput = z.infer<typeof RunCallbackInputSchema>;
+export type WebhookDelivery = z.infer<typeof WebhookDeliverySchema>;

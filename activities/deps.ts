@@ -1,4 +1,5 @@
 import type { Database } from '../src/db';
+import type { WebhookSubject } from './contracts';
 import type { Logger } from '../src/logger';
 import type { ModelProvider } from '../src/llm/types';
 import type { WebSettings } from '../src/tools/builtin';
@@ -11,8 +12,8 @@ export interface ActivityDeps {
   log: Logger;
   /** Where and how far the web tools may go. */
   web: WebSettings;
-  /** Starts the delivery of a run's completion callback (src/agent/webhooks.ts), once it has ended. */
-  startRunCallback: (runId: string) => Promise<void>;
+  /** Starts the delivery of a webhook (src/agent/webhooks.ts): a run's callback, an approval notice. */
+  startWebhook: (subject: WebhookSubject) => Promise<void>;
   /** The file tools' limits (unset: Letta's). */
   files?: FileToolSettings;
 }

@@ -161,7 +161,7 @@ function tokenStream(
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({ db, providers, log, startRunCallback }: ActivityDeps) {
+export function modelActivities({ db, providers, log, startWebhook }: ActivityDeps) {
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -173,15 +173,22 @@ export function modelActivities({ db, providers, log, startRunCallback }: Activi
     return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
   };
 
-  /** A reply that pauses ends its run: a run with a callback then has it delivered (started once). */
-  const callbackOnPause = async (runId: string, turn: ModelTurn) => {
-    if (turn.approvalWait && (await getRun(db, runId))?.callback_url) await startRunCallback(runId);
+  /**
+   * A reply that pauses ends its run, and is an approval request: the run's callback and the agent's
+   * approval notice go out (each started once, however often this is retried).
+   */
+  const notifyPause = async (input: CallModelInput, turn: ModelTurn) => {
+    if (!turn.approvalWait) return turn;
+    const { agentId, runId } = input;
+    if ((await getRun(db, runId))?.callback_url)
+      await startWebhook({ kind: 'run_callback', id: runId, agentId });
+    await startWebhook({ kind: 'approval_requested', id: turn.messageId, agentId });
     return turn;
   };
 
   return {
     async callModel(input: CallModelInput): Promise<ModelTurn> {
-      return callbackOnPause(input.runId, await callModelOnce(input));
+      return notifyPause(input, await callModelOnce(input));
     },
   };
 

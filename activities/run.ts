@@ -19,7 +19,7 @@ export function runStatusFor(stopReason: string): RunStatus {
     : 'failed';
 }
 
-export function runActivities({ db, startRunCallback }: ActivityDeps) {
+export function runActivities({ db, startWebhook }: ActivityDeps) {
   return {
     /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
@@ -82,7 +82,7 @@ export function runActivities({ db, startRunCallback }: ActivityDeps) {
         return outcome;
       });
       // Its delivery is a workflow of its own, started (once) from here, so a retry starts no second.
-      if (callbackUrl) await startRunCallback(input.runId);
+      if (callbackUrl) await startWebhook({ kind: 'run_callback', id: input.runId, agentId: input.agentId });
     },
   };
 }

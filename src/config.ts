@@ -239,6 +239,7 @@ export const ConfigSchema = z.object({
     .default(60_000),
   SCHEDULES_PER_AGENT_MAX: z.coerce.number().int().min(1).default(100),
   WEBHOOK_SECRET: optional(z.string().min(16)),
+  APPROVAL_WEBHOOK_URL: optional(z.string().url()),
   WEBHOOK_TIMEOUT_MS: milliseconds.default(5_000),
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
   WEBHOOK_RETRY_INITIAL_MS: milliseconds.default(1_000),

@@ -10,9 +10,9 @@ import { sandboxActivities } from '../activities/sandbox';
 import { runCodeActivities } from '../activities/run-code';
 import { codeInterpreterFor } from './sandbox/e2b-code';
 import { webSettings } from './tools/builtin/web-settings';
-import { runCallbackActivities } from '../activities/run-callback';
+import { webhookActivities } from '../activities/webhooks';
 import { scheduleActivities } from '../activities/schedules';
-import { startRunCallback, webhookPolicy, webhookSecret } from './agent/webhooks';
+import { startWebhook, webhookPolicy, webhookSecret } from './agent/webhooks';
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
@@ -128,15 +128,16 @@ export async function startServer(
             providers: providerRegistry(config),
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
-            startRunCallback: (runId) => startRunCallback(steps, runId),
+            startWebhook: (subject) => startWebhook(steps, subject),
           }),
           ...agentMessageActivities(steps),
           ...scheduleActivities(steps),
-          ...runCallbackActivities({
+          ...webhookActivities({
             db,
             policy: webhookPolicy(config),
             secret: () => webhookSecret(db, config.WEBHOOK_SECRET),
-            payload: (run) => runCallbackPayload(db, run),
+            runPayload: (run) => runCallbackPayload(db, run),
+            approvalUrl: config.APPROVAL_WEBHOOK_URL,
           }),
         },
       });

@@ -1,4 +1,5 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
+import type { WebhookSubject } from '../activities/contracts';
 import { createActivities } from '../activities';
 import type { CallModelInput, ToolCallInput } from '../activities/contracts';
 import { noUsage } from '../workflows/usage';
@@ -33,6 +34,8 @@ describe('activities retried after doing their work', () => {
   let stub: OpenAiStub;
   let db: Database;
   let activities: ReturnType<typeof createActivities>;
+  /** The webhooks the activities asked to deliver. */
+  const webhooks: WebhookSubject[] = [];
   const env = new MockActivityEnvironment();
   const run = <A extends unknown[], R>(activity: (...args: A) => Promise<R>, ...args: A) =>
     env.run(activity, ...args) as Promise<R>;
@@ -52,7 +55,7 @@ describe('activities retried after doing their work', () => {
       log: silentLogger(),
       providers: providerRegistry(config),
       web: WEB,
-      startRunCallback: () => Promise.reject(new Error('these runs have no callback')),
+      startWebhook: async (subject) => void webhooks.push(subject),
     });
   });
   afterAll(async () => {
@@ -158,6 +161,11 @@ describe('activities retried after doing their work', () => {
     expect(turn.approvalWait!.timeoutMs).toBeLessThanOrEqual(600_000);
     const again = await run(activities.callModel, input);
     expect(again.messageId).toBe(turn.messageId);
+    // Its approval notice is asked for by each attempt (its workflow id lets only one start).
+    expect(webhooks.filter((w) => w.id === turn.messageId)).toEqual([
+      { kind: 'approval_requested', id: turn.messageId, agentId },
+      { kind: 'approval_requested', id: turn.messageId, agentId },
+    ]);
     expect(again.approvalWait!.timeoutMs).toBeLessThanOrEqual(turn.approvalWait!.timeoutMs!);
 
     const [agent] = await db.query<{ pending_approval: PendingApproval; last_stop_reason: string }>(
@@ -246,7 +254,7 @@ describe('activities retried after doing their work', () => {
         log: silentLogger(),
         providers: providerRegistry(config),
         web: WEB,
-        startRunCallback: () => Promise.reject(new Error('these runs have no callback')),
+        startWebhook: async (subject) => void webhooks.push(subject),
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {

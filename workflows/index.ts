@@ -3,5 +3,5 @@
 export { agentSession } from './agent-session';
 export { agentStep } from './agent-step';
 export { fileIngestion } from './file-ingestion';
-export { runCallback } from './run-callback';
+export { webhookDelivery } from './webhook-delivery';
 export { scheduledMessage } from './scheduled-message';

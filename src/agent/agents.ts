@@ -1,4 +1,5 @@
 /** Creating and changing agents: Letta's defaults and checks, then the repositories. */
+import { checkApprovalWebhook } from './webhooks';
 import { embeddingConfigForHandle } from './embeddings';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
@@ -147,6 +148,7 @@ export async function insertNewAgent(
   { systemMessage = true }: { systemMessage?: boolean } = {},
 ): Promise<AgentRecord> {
   const { handle, llmConfig } = resolveLlmConfig(body, config);
+  checkApprovalWebhook(body.metadata, config);
   const agentId = newId('agent');
   await checkBlocks(
     tx,
@@ -232,6 +234,7 @@ export async function updateAgent(
   agent: AgentRecord,
   body: UpdateAgent,
 ): Promise<AgentRecord> {
+  checkApprovalWebhook(body.metadata, config);
   const modelChange =
     body.model || body.llm_config
       ? resolveLlmConfig(

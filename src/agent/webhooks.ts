@@ -1,7 +1,9 @@
 /**
- * Webhooks the server calls: a run's completion callback (Letta's `callback_url`). Each is delivered by
- * a workflow of its own (workflows/webhook-delivery.ts), retried with backoff until the receiver
- * answers 2xx, and signed so that the receiver can tell it came from this deployment:
+ * Webhooks the server calls: a run's completion callback (Letta's `callback_url`), and approval notices
+ * (a step paused for approval, or its approval expired) to the agent's `metadata.approval_webhook_url`
+ * or APPROVAL_WEBHOOK_URL. Each is delivered by a workflow of its own (workflows/webhook-delivery.ts),
+ * retried with backoff until the receiver answers 2xx, and signed so that the receiver can tell it came
+ * from this deployment:
  *
  *   X-Letta-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the webhook secret>
  *
@@ -14,7 +16,11 @@ import { invalid } from '../errors';
 import { refusal, withoutBrackets, type PrivateAllowList } from '../net/private-addresses';
 import { isIP } from 'node:net';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { runCallback } from '../../workflows/run-callback';
+import type { webhookDelivery } from '../../workflows/webhook-delivery';
+import type { WebhookSubject } from '../../activities/contracts';
+import { getAgentRow } from '../db/agents';
+import { pendingApproval } from '../db/conversations';
+import { getMessage } from '../db/messages';
 import { scopedId, type StepServices } from './steps';
 
 export const SIGNATURE_HEADER = 'X-Letta-Signature';
@@ -57,19 +63,31 @@ export async function webhookSecret(db: Queryable, configured: string | undefine
  * OUTBOUND_ALLOW_PRIVATE allows it) when it is one literally. A host name is judged at each delivery,
  * by the addresses it then has.
  */
-export function checkWebhookUrl(text: string, allow: PrivateAllowList): string {
+export function checkWebhookUrl(text: string, allow: PrivateAllowList, field = 'callback_url'): string {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw invalid(`callback_url is not a URL: ${JSON.stringify(text)}`);
+    throw invalid(`${field} is not a URL: ${JSON.stringify(text)}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw invalid(`callback_url must be an http or https URL, not ${url.protocol}`);
+    throw invalid(`${field} must be an http or https URL, not ${url.protocol}`);
   const host = withoutBrackets(url.hostname);
   const reason = isIP(host) ? refusal(url.hostname, host, allow) : undefined;
-  if (reason) throw invalid(`callback_url is refused: ${reason}`);
+  if (reason) throw invalid(`${field} is refused: ${reason}`);
   return url.href;
+}
+
+/** An agent's `metadata.approval_webhook_url`, checked as a callback URL is (400 if refused). */
+export function checkApprovalWebhook(
+  metadata: Record<string, unknown> | null | undefined,
+  config: { OUTBOUND_ALLOW_PRIVATE: PrivateAllowList },
+): void {
+  const url = metadata?.approval_webhook_url;
+  if (url === undefined || url === null) return;
+  const field = 'metadata.approval_webhook_url';
+  if (typeof url !== 'string') throw invalid(`${field} must be a URL`);
+  checkWebhookUrl(url, config.OUTBOUND_ALLOW_PRIVATE, field);
 }
 
 /** What one attempt got: the receiver's status, or why there was none. */
@@ -104,27 +122,91 @@ export async function postSigned(
   }
 }
 
-/** Starts the delivery of a run's callback; its workflow id is the run's, so it starts once. */
-export async function startRunCallback(services: StepServices, runId: string): Promise<void> {
+/** Where an agent's approval notices go: its own `metadata.approval_webhook_url`, else the server's. */
+export function approvalWebhookUrl(
+  agent: { metadata: Record<string, unknown> | null },
+  configured: string | undefined,
+): string | undefined {
+  const own = agent.metadata?.approval_webhook_url;
+  return typeof own === 'string' && own ? own : configured;
+}
+
+/**
+ * Starts the delivery of a webhook, unless it has nowhere to go (an approval notice of an agent with no
+ * approval webhook). Its workflow id names what it tells, so it starts once.
+ */
+export async function startWebhook(services: StepServices, subject: WebhookSubject): Promise<void> {
   const { config } = services;
+  if (subject.kind !== 'run_callback') {
+    const agent = await getAgentRow(services.db, subject.agentId);
+    if (!agent || !approvalWebhookUrl(agent, config.APPROVAL_WEBHOOK_URL)) return;
+  }
   try {
-    await services.temporal.workflow.start<typeof runCallback>('runCallback', {
-      workflowId: scopedId(services.deploymentId, `callback/${runId}`),
+    await services.temporal.workflow.start<typeof webhookDelivery>('webhookDelivery', {
+      workflowId: scopedId(services.deploymentId, `webhook/${subject.kind}/${subject.id}`),
       taskQueue: services.taskQueues.agent,
       args: [
         {
-          runId,
+          subject,
           maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
           initialRetryMs: config.WEBHOOK_RETRY_INITIAL_MS,
           maxRetryMs: config.WEBHOOK_RETRY_MAX_MS,
           timeoutMs: config.WEBHOOK_TIMEOUT_MS,
         },
       ],
-      staticSummary: `Completion callback of ${runId}`,
+      staticSummary: `Webhook ${subject.kind} of ${subject.id}`,
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
+}
+
+/**
+ * An approval notice: the request's pending calls and how to answer them (a `messages.create` with an
+ * approval), or that it expired and its calls were denied.
+ */
+export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
+  const request = await getMessage(db, subject.id);
+  if (!request) return undefined;
+  const scope = { agentId: subject.agentId, conversationId: request.conversation_id };
+  const pending = await pendingApproval(db, scope);
+  const waiting =
+    (request.metadata?.approval_request as { tool_call_ids?: string[] } | undefined)?.tool_call_ids ?? [];
+  const calls = (request.tool_calls ?? []).filter((call) => waiting.includes(call.id));
+  const common = {
+    event: subject.kind,
+    agent_id: subject.agentId,
+    conversation_id: request.conversation_id,
+    run_id: request.run_id,
+    approval_request_id: request.id,
+    tool_calls: calls.map((call) => ({ tool_call_id: call.id, name: call.name, arguments: call.arguments })),
+  };
+  if (subject.kind === 'approval_expired') return common;
+  const stillPending = pending?.message_id === request.id;
+  return {
+    ...common,
+    pending: stillPending,
+    expires_at: stillPending ? pending.expires_at : null,
+    answer: {
+      method: 'POST',
+      path: request.conversation_id
+        ? `/v1/conversations/${request.conversation_id}/messages`
+        : `/v1/agents/${subject.agentId}/messages`,
+      body: {
+        messages: [
+          {
+            type: 'approval',
+            approvals: calls.map((call) => ({
+              type: 'approval',
+              tool_call_id: call.id,
+              approve: true,
+              reason: null,
+            })),
+          },
+        ],
+      },
+    },
+  };
 }
 
 /** Where and how far a webhook delivery may go. */

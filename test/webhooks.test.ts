@@ -123,3 +123,99 @@ describe('completion callbacks (callback_url)', () => {
     }
   });
 });
+
+describe('approval notices (APPROVAL_WEBHOOK_URL, an agent’s metadata.approval_webhook_url)', () => {
+  // The server-wide receiver's URL is known once it listens, before the server starts.
+  const env: Record<string, string> = { OUTBOUND_ALLOW_PRIVATE: '127.0.0.1', WEBHOOK_SECRET: SECRET };
+  let serverWide: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    serverWide = await startReceiver(0);
+    env.APPROVAL_WEBHOOK_URL = serverWide.url;
+  });
+  afterAll(() => serverWide?.close());
+  const h = useAgentServer('openai', env);
+  const lookup = {
+    name: 'lookup_order',
+    parameters: { type: 'object', properties: { order: { type: 'string' } }, required: ['order'] },
+  };
+  const notices = (receiver: { deliveries: Delivery[] }, event: string) =>
+    receiver.deliveries.map((d) => JSON.parse(d.body)).filter((body) => body.event === event);
+
+  it('tells the agent’s own webhook of a pause, with its calls and the answer to send, signed', async () => {
+    const own = await startReceiver(0);
+    try {
+      const agent = await h.client.agents.create({
+        model: 'openai/gpt-4o-mini',
+        metadata: { approval_webhook_url: own.url },
+      });
+      h.stub.enqueue(
+        { toolCalls: [{ name: 'lookup_order', arguments: { order: 'A-7' } }] },
+        { text: 'Shipped.' },
+      );
+      const paused = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Where is A-7?' }],
+        client_tools: [lookup],
+      });
+      expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+      const [notice] = await eventually(
+        async () => notices(own, 'approval_requested'),
+        (found) => found.length > 0,
+      );
+      expect(verifySignature(SECRET, own.deliveries[0].signature, own.deliveries[0].body)).toBe(true);
+      expect(notice).toMatchObject({
+        agent_id: agent.id,
+        pending: true,
+        tool_calls: [{ name: 'lookup_order', arguments: '{"order":"A-7"}' }],
+        answer: { method: 'POST', path: `/v1/agents/${agent.id}/messages` },
+      });
+      expect(notices(serverWide, 'approval_requested').filter((n) => n.agent_id === agent.id)).toEqual([]);
+      // The answer the notice describes, sent as it is (with the client's return instead of approve).
+      const callId = notice.tool_calls[0].tool_call_id;
+      const answered = await h.client.agents.messages.create(agent.id, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'tool', tool_call_id: callId, tool_return: 'in transit', status: 'success' }],
+          },
+        ],
+      });
+      expect(answered.stop_reason.stop_reason).toBe('end_turn');
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('refuses an agent webhook at a private address no operator allowed', async () => {
+    await expect(
+      h.client.agents.create({
+        model: 'openai/gpt-4o-mini',
+        metadata: { approval_webhook_url: 'http://169.254.169.254/hook' },
+      }),
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining('approval_webhook_url') });
+  });
+
+  it('tells the server-wide webhook of a pause, and of its expiry', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'lookup_order', arguments: { order: 'B-9' } }] },
+      { text: 'Gave up.' },
+    );
+    await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Where is B-9?' }],
+      client_tools: [lookup],
+      approval_timeout_seconds: 1, // beyond Letta's request fields
+    } as Parameters<typeof h.client.agents.messages.create>[1]);
+    const expired = await eventually(
+      async () => notices(serverWide, 'approval_expired').filter((n) => n.agent_id === agent.id),
+      (found) => found.length > 0,
+    );
+    const requested = notices(serverWide, 'approval_requested').filter((n) => n.agent_id === agent.id);
+    expect(requested).toHaveLength(1);
+    expect(expired).toEqual([
+      expect.objectContaining({
+        approval_request_id: requested[0].approval_request_id,
+        tool_calls: [expect.objectContaining({ name: 'lookup_order' })],
+      }),
+    ]);
+  });
+});

@@ -1,0 +1,22 @@
+/**
+ * The delivery of one webhook (a run's completion callback, an approval notice): one activity, retried
+ * with backoff until the receiver answers 2xx or the attempts are spent (the workflow then fails, as
+ * the Temporal UI shows). Its own workflow, so that a slow receiver holds up no step of the agent, and
+ * a restart of every component loses no delivery.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { WebhookDelivery } from '../activities/contracts';
+import type { webhookActivities } from '../activities/webhooks';
+
+export async function webhookDelivery(input: WebhookDelivery): Promise<void> {
+  const { deliverWebhook } = proxyActivities<ReturnType<typeof webhookActivities>>({
+    startToCloseTimeout: input.timeoutMs + 5_000,
+    retry: {
+      initialInterval: input.initialRetryMs,
+      backoffCoefficient: 2,
+      maximumInterval: input.maxRetryMs,
+      maximumAttempts: input.maxAttempts,
+    },
+  });
+  await deliverWebhook(input.subject);
+}

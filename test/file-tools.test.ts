@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { eventually } from './helpers/eventually';
 import { toFile } from '@letta-ai/letta-client';
 import { useAgentServer } from './helpers/agent-server';
 import { stubEmbedding, type ChatRequest } from './helpers/openai-stub';
 import { toolReturnsOf } from './helpers/tool-returns';
 import { showFileToAgents } from '../src/agent/file-views';
+
+const LIGHTHOUSE_PDF = fs.readFileSync(path.join(__dirname, 'fixtures/folders/lighthouse.pdf'));
 
 const EMBEDDING = {
   embedding_endpoint_type: 'openai',
@@ -361,45 +366,62 @@ describe('file tools', () => {
     expect(await open()).toEqual(['many/five.txt', 'many/four.txt']);
   });
 
-  it('works on files uploaded through the official client once their ingestion completes', async () => {
+  it('works on a text file and a PDF uploaded through the official client once they are ingested', async () => {
     const folder = await h.client.folders.create({
       name: `uploads-${randomUUID().slice(0, 8)}`,
       embedding: 'openai/text-embedding-3-small',
     });
     const agent = await newAgent();
-    // Attached before the upload: the file opens in the agent's context when its ingestion completes.
+    // Attached before the uploads: each file opens in the agent's context when its ingestion completes.
     await h.client.agents.folders.attach(folder.id, { agent_id: agent.id });
-    const uploaded = await h.client.folders.files.upload(folder.id, {
-      file: await toFile(Buffer.from(NOTES), 'falcon.txt', { type: 'text/plain' }),
-    });
-    const deadline = Date.now() + 30_000;
-    let status = uploaded.processing_status;
-    while (status !== 'completed' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      status = (await h.client.folders.files.retrieve(uploaded.id, { folder_id: folder.id }))
-        .processing_status;
+    const uploads = [
+      await h.client.folders.files.upload(folder.id, {
+        file: await toFile(Buffer.from(NOTES), 'falcon.txt', { type: 'text/plain' }),
+      }),
+      await h.client.folders.files.upload(folder.id, {
+        file: await toFile(LIGHTHOUSE_PDF, 'lighthouse.pdf', { type: 'application/pdf' }),
+      }),
+    ];
+    for (const uploaded of uploads) {
+      const done = await eventually(
+        () => h.client.folders.files.retrieve(uploaded.id, { folder_id: folder.id }),
+        (file) => file.processing_status === 'completed' || file.processing_status === 'error',
+        30_000,
+      );
+      expect(done.processing_status).toBe('completed');
     }
-    expect(status).toBe('completed');
     const files = (await h.client.agents.files.list(agent.id)).getPaginatedItems();
-    expect(files).toEqual([expect.objectContaining({ file_id: uploaded.id, is_open: true })]);
-    const name = files[0].file_name;
+    expect(files.map((f) => f.file_id).sort()).toEqual(uploads.map((u) => u.id).sort());
+    const nameOf = (id: string) => files.find((f) => f.file_id === id)!.file_name;
+    const [notes, pdf] = uploads.map((u) => nameOf(u.id));
 
     h.stub.enqueue(
       { toolCalls: [{ name: 'grep_files', arguments: { pattern: 'budget' } }] },
       { toolCalls: [{ name: 'semantic_search_files', arguments: { query: 'launch date March' } }] },
-      { toolCalls: [{ name: 'open_files', arguments: { file_requests: [{ file_name: name, offset: 3 }] } }] },
+      {
+        toolCalls: [{ name: 'open_files', arguments: { file_requests: [{ file_name: notes, offset: 3 }] } }],
+      },
+      { toolCalls: [{ name: 'grep_files', arguments: { pattern: 'lighthouse keeper', include: '*.pdf' } }] },
+      { toolCalls: [{ name: 'semantic_search_files', arguments: { query: 'keeper logs every ship' } }] },
+      { toolCalls: [{ name: 'open_files', arguments: { file_requests: [{ file_name: pdf }] } }] },
       { text: 'ok' },
     );
     const response = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'read it' }],
+      messages: [{ role: 'user', content: 'read them' }],
     });
-    const [grep, semantic, opened] = toolReturnsOf(response.messages);
-    expect(grep.tool_return).toContain(`=== ${name}:4 ===\n  3: Owner: Dana\n> 4: Budget: 40000 dollars`);
+    const [grep, semantic, opened, pdfGrep, pdfSemantic, pdfOpened] = toolReturnsOf(response.messages);
+    expect(grep.tool_return).toContain(`=== ${notes}:4 ===\n  3: Owner: Dana\n> 4: Budget: 40000 dollars`);
     expect(semantic.tool_return).toMatch(
-      /^Found \d+ semantic matches in 1 file for query: 'launch date March'/,
+      /^Found \d+ semantic matches in \d+ files? for query: 'launch date March'/,
     );
     expect(semantic.tool_return).toContain('The launch date is March 3.');
-    expect(opened.tool_return).toBe(`* Opened ${name} (lines 4-end) (previously full file)`);
+    expect(opened.tool_return).toBe(`* Opened ${notes} (lines 4-end) (previously full file)`);
+    expect(pdfGrep.tool_return).toContain(`=== ${pdf}:`);
+    expect(pdfGrep.tool_return).toContain('The durable lighthouse keeper logs every ship');
+    expect(pdfGrep.tool_return).not.toContain(notes);
+    expect(pdfSemantic.tool_return).toContain(pdf);
+    expect(pdfSemantic.tool_return).toContain('lighthouse keeper logs every ship');
+    expect(pdfOpened.tool_return).toContain(`Opened ${pdf}`);
   });
 
   it('answers 404 for an unknown folder or agent', async () => {

@@ -1,0 +1,369 @@
+/**
+ * Records the histories of test/fixtures/histories/ from this server: each scenario below drives the
+ * real server (with the OpenAI stub) into one workflow shape or state and saves that workflow's history.
+ * Not part of `npm test` (jest's testMatch is *.test.ts); run it with `npm run histories:record`.
+ *
+ * It only ever adds files. By default it records the scenarios the manifest does not list yet (a new
+ * scenario added here); HISTORIES=all records every scenario again, and HISTORIES=a,b the scenarios
+ * named. A recording whose file name is taken is written under a dated name next to the old one: the
+ * old histories stay, since they are what steps paused under older code look like.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { toFile } from '@letta-ai/letta-client';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
+import {
+  HISTORIES_DIR,
+  readManifest,
+  workflowTypeOf,
+  writeManifest,
+  type HistoryEntry,
+} from './helpers/histories';
+import { startHttpEverything } from './helpers/mcp-servers';
+import { scheduledActivities, stepWorkflowId, type HistoryEvent } from './helpers/temporal';
+import { sessionWorkflowIdFor } from '../src/agent/steps';
+import { ingestionWorkflowId } from '../src/agent/folders';
+import { projectRoot } from '../src/paths';
+import { agentIdKey } from '../workflows/search-attributes';
+
+type Events = HistoryEvent[];
+
+const selection = (process.env.HISTORIES ?? 'missing').trim();
+const listed = new Set(readManifest().histories.map((h) => h.scenario));
+const wanted = (scenario: string) =>
+  selection === 'all' ||
+  (selection === 'missing' ? !listed.has(scenario) : selection.split(',').includes(scenario));
+
+const commit = (() => {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: projectRoot, encoding: 'utf8' }).trim();
+  } catch {
+    return undefined;
+  }
+})();
+
+/** Saves a history under `<name>.binpb`, or a dated name when that is taken, and lists it. */
+async function save(scenario: string, state: string, events: Events): Promise<void> {
+  // What is saved must replay against the code that recorded it.
+  await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, scenario);
+  const day = new Date().toISOString().slice(0, 10);
+  let file = `${scenario}.binpb`;
+  for (let n = 1; fs.existsSync(path.join(HISTORIES_DIR, file)); n++)
+    file = `${scenario}.${day}${n > 1 ? `-${n}` : ''}.binpb`;
+  fs.writeFileSync(
+    path.join(HISTORIES_DIR, file),
+    temporal.api.history.v1.History.encode({ events }).finish(),
+  );
+  const manifest = readManifest();
+  const entry: HistoryEntry = {
+    file,
+    scenario,
+    workflowType: workflowTypeOf({ events }),
+    state,
+    recorded: day,
+    ...(commit ? { commit } : {}),
+  };
+  manifest.histories.push(entry);
+  writeManifest(manifest);
+}
+
+const record = (scenario: string, run: () => Promise<void>) =>
+  (wanted(scenario) ? it : it.skip)(scenario, run, 60_000);
+
+describe('recording the replay corpus', () => {
+  const h = useAgentServer('openai', {
+    OUTBOUND_ALLOW_PRIVATE: '127.0.0.1',
+    WEBHOOK_SECRET: 'a-webhook-secret-for-recordings',
+    WEBHOOK_RETRY_INITIAL_MS: '100',
+    WEBHOOK_RETRY_MAX_MS: '200',
+  });
+  const temporalClient = (): Client => h.server.steps.temporal;
+  const historyOf = async (workflowId: string, runId?: string): Promise<Events> =>
+    (await temporalClient().workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+  /** Whether no workflow task is pending: the last one scheduled has completed. */
+  const settled = (events: Events) => {
+    const last = (has: (e: HistoryEvent) => unknown) => events.map((e) => Boolean(has(e))).lastIndexOf(true);
+    return (
+      last((e) => e.workflowTaskCompletedEventAttributes) >
+      last((e) => e.workflowTaskScheduledEventAttributes)
+    );
+  };
+  /** The history once `done` holds, and once its last workflow task is complete (a stable point). */
+  const historyWhen = async (workflowId: string, done: (events: Events) => boolean): Promise<Events> => {
+    const events = await eventually(
+      () => historyOf(workflowId),
+      (e) => done(e) && settled(e),
+      30_000,
+    );
+    if (!done(events)) throw new Error(`${workflowId} never reached the state to record`);
+    return events;
+  };
+  const finished = async (workflowId: string): Promise<Events> => {
+    await temporalClient().workflow.getHandle(workflowId).result();
+    return historyOf(workflowId);
+  };
+  /** The one workflow of `type` this server started (there is one per scenario that looks for it). */
+  const onlyWorkflowOf = async (type: string): Promise<string> => {
+    const query = `WorkflowType = "${type}" AND TaskQueue = "${h.server.steps.taskQueues.agent}"`;
+    const found = await eventually(
+      async () => {
+        const ids: string[] = [];
+        for await (const wf of temporalClient().workflow.list({ query })) ids.push(wf.workflowId);
+        return ids;
+      },
+      (ids) => ids.length > 0,
+      30_000,
+    );
+    if (found.length !== 1) throw new Error(`expected one ${type} workflow, found ${found.length}`);
+    return found[0];
+  };
+  const createAgent = (extra: Record<string, unknown> = {}) =>
+    h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+      ...extra,
+    });
+  const approvalCallOf = (messages: unknown[]) =>
+    (
+      messages.find((m) => (m as { message_type: string }).message_type === 'approval_request_message') as {
+        tool_call: { tool_call_id: string };
+      }
+    ).tool_call.tool_call_id;
+  const pythonTool = (source: string) => h.client.tools.create({ source_code: source });
+
+  record('step-finished-tools', async () => {
+    const shout = await pythonTool(
+      'def shout(text: str) -> str:\n    """Shouts.\n\n    Args:\n        text: what to shout\n    """\n    return text.upper()\n',
+    );
+    const everything = await startHttpEverything('streamableHttp');
+    try {
+      const server = await h.client.mcpServers.create({
+        server_name: 'everything',
+        config: { mcp_server_type: 'streamable_http', server_url: everything.url },
+      });
+      const echo = (await h.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
+      const agent = await createAgent({ tool_ids: [shout.id, echo.id] });
+      h.stub.enqueue(
+        { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+        { toolCalls: [{ name: 'shout', arguments: { text: 'tea' } }] },
+        { toolCalls: [{ name: 'echo', arguments: { message: 'tea' } }] },
+        { text: 'Noted, shouted and echoed.' },
+      );
+      const response = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'I like tea' }],
+      });
+      expect(response.stop_reason.stop_reason).toBe('end_turn');
+      const events = await finished(await stepWorkflowId(h.server.db, response.messages[0].run_id!));
+      expect(scheduledActivities(events).map((a) => a.type)).toEqual([
+        'callModel',
+        'callModel',
+        'runSandboxTool',
+        'callModel',
+        'runMcpTool',
+        'callModel',
+        'finishRun',
+      ]);
+      await save(
+        'step-finished-tools',
+        'completed (end_turn): model → memory_insert (local activity) → model → custom Python tool (sandbox) → model → MCP echo → model',
+        events,
+      );
+    } finally {
+      everything.child.kill('SIGKILL');
+    }
+  });
+
+  record('step-paused-client-tool', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask me' }],
+      client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    const events = await historyWhen(workflowId, (e) =>
+      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    await save(
+      'step-paused-client-tool',
+      'running: paused for a client-side tool (ask_user), waiting on the approvalAnswered signal',
+      events,
+    );
+  });
+
+  record('step-approval-answered', async () => {
+    const agent = await createAgent({
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
+    });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember I like tea' }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    const waiting = await historyWhen(workflowId, (e) =>
+      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    await save(
+      'step-paused-approval',
+      'running: paused for approval of a server tool (memory_insert, requires_approval rule)',
+      waiting,
+    );
+
+    h.stub.enqueue({ text: 'Noted.' });
+    const answered = await h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'approval', tool_call_id: approvalCallOf(paused.messages), approve: true }],
+        },
+      ],
+    });
+    expect(answered.stop_reason.stop_reason).toBe('end_turn');
+    await save(
+      'step-approval-answered',
+      'completed (end_turn): paused for approval of memory_insert, approved by a second request, the tool run, then the model',
+      await finished(workflowId),
+    );
+  });
+
+  record('step-mid-tool-call', async () => {
+    const slow = await pythonTool(
+      'import time\n\ndef slow_answer() -> str:\n    """Answers slowly."""\n    time.sleep(4)\n    return "slow answer"\n',
+    );
+    const agent = await createAgent({ tool_ids: [slow.id] });
+    h.stub.enqueue({ toolCalls: [{ name: 'slow_answer', arguments: {} }] }, { text: 'Answered.' });
+    const run = await h.client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Answer slowly' }],
+    });
+    const workflowId = await stepWorkflowId(h.server.db, run.id);
+    const events = await historyWhen(workflowId, (e) =>
+      scheduledActivities(e).some((a) => a.type === 'runSandboxTool'),
+    );
+    expect(events.some((e) => e.activityTaskCompletedEventAttributes?.scheduledEventId)).toBe(true); // the model's
+    await save(
+      'step-mid-tool-call',
+      'running: a custom Python tool (sandbox activity) scheduled and still running',
+      events,
+    );
+    await temporalClient().workflow.getHandle(workflowId).result();
+  });
+
+  record('session-continued-as-new', async () => {
+    const agent = await createAgent();
+    // The server's sessions continue as new after 500 steps; this one, started ahead of the first
+    // message (the messages join a running session), after 2.
+    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const session = await temporalClient().workflow.start('agentSession', {
+      workflowId: sessionId,
+      taskQueue: h.server.steps.taskQueues.agent,
+      args: [{ agentId: agent.id, idleMs: 600_000, maxStepsPerRun: 2 }],
+      typedSearchAttributes: [{ key: agentIdKey, value: agent.id }],
+    });
+    h.stub.enqueue({ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' });
+    for (const content of ['one', 'two', 'three']) {
+      const response = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content }],
+      });
+      expect(response.stop_reason.stop_reason).toBe('end_turn');
+    }
+    const events = await historyOf(sessionId, session.firstExecutionRunId);
+    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(events.filter((e) => e.childWorkflowExecutionCompletedEventAttributes)).toHaveLength(2);
+    await save(
+      'session-continued-as-new',
+      'continued as new: an agentSession (maxStepsPerRun 2) that ran two steps, then continued as new',
+      events,
+    );
+  });
+
+  record('step-agent-message', async () => {
+    const multiAgent = { include_multi_agent_tools: true };
+    const [asker, expert] = await Promise.all([
+      createAgent(multiAgent),
+      createAgent({ ...multiAgent, name: 'expert' }),
+    ]);
+    h.stub.enqueue(
+      {
+        toolCalls: [
+          {
+            name: 'send_message_to_agent_and_wait_for_reply',
+            arguments: { message: 'what is 2+2?', other_agent_id: expert.id },
+          },
+        ],
+      },
+      { text: 'Four.' },
+      { text: 'The expert says four.' },
+    );
+    const response = await h.client.agents.messages.create(asker.id, {
+      messages: [{ role: 'user', content: 'ask the expert' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const events = await finished(await stepWorkflowId(h.server.db, response.messages[0].run_id!));
+    expect(scheduledActivities(events).map((a) => a.type)).toContain('messageAgents');
+    await save(
+      'step-agent-message',
+      'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (the other agent’s step) → model',
+      events,
+    );
+  });
+
+  record('file-ingestion', async () => {
+    const folder = await h.client.folders.create({
+      name: 'docs',
+      embedding: 'openai/text-embedding-3-small',
+    });
+    const text = Array.from({ length: 40 }, (_, i) => `Sentence ${i} tells about the lighthouse.`).join(' ');
+    const file = await h.client.folders.files.upload(folder.id, {
+      file: await toFile(Buffer.from(text), 'notes.txt'),
+    });
+    const events = await finished(ingestionWorkflowId(h.server.steps.deploymentId, file.id!));
+    await save('file-ingestion', 'completed: one text file parsed, chunked and embedded', events);
+  });
+
+  record('scheduled-message', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ text: 'Here is your summary.' });
+    await h.client.agents.schedule.create(agent.id, {
+      schedule: { type: 'one-time', scheduled_at: Date.now() + 2_000 },
+      messages: [{ role: 'user', content: 'Time for the daily summary' }],
+    });
+    const events = await finished(await onlyWorkflowOf('scheduledMessage'));
+    await save('scheduled-message', 'completed: a one-time schedule fired and queued its step', events);
+  });
+
+  record('webhook-delivery', async () => {
+    let requests = 0;
+    const receiver = http.createServer((req, res) => {
+      const answer = ++requests === 1 ? 500 : 200; // refused once, then delivered
+      req.resume().on('end', () => res.writeHead(answer).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const agent = await createAgent();
+      h.stub.enqueue({ text: 'Done in the background.' });
+      await h.client.agents.messages.createAsync(agent.id, {
+        messages: [{ role: 'user', content: 'Work on it' }],
+        callback_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/letta`,
+      });
+      const events = await finished(await onlyWorkflowOf('webhookDelivery'));
+      await save(
+        'webhook-delivery',
+        'completed: a run’s completion callback, refused once (500) and delivered on the retry',
+        events,
+      );
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+});

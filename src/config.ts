@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseAllowList } from './net/private-addresses';
 import { parseSecretsKey } from './secrets';
+import { TemporalSettingsError, temporalTarget, type TemporalTarget } from './temporal/env-config';
 
 /** Empty strings count as unset, as docker-compose and shells often pass them. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -20,6 +21,11 @@ const url = z.url({ error: 'expected a URL' });
 const flag = z
   .enum(['true', 'false'], { error: 'expected true or false' })
   .transform((value) => value === 'true');
+
+/** A boolean as Temporal's envconfig reads it (`true`/`1` or `false`/`0`). */
+const temporalFlag = z
+  .enum(['true', 'false', '1', '0'], { error: 'expected true or false' })
+  .transform((value) => value === 'true' || value === '1');
 
 /** host:port of a gRPC endpoint, as Temporal clients take it. */
 const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port, e.g. temporal:7233');
@@ -100,6 +106,16 @@ export const ConfigSchema = z.object({
   TEMPORAL_CLI_PATH: optional(z.string()),
   TEMPORAL_START_TIMEOUT_MS: milliseconds.default(60_000),
   TEMPORAL_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
+  // Connecting to a secured cluster, as the `temporal` CLI does (src/temporal/env-config.ts).
+  TEMPORAL_PROFILE: optional(z.string()),
+  TEMPORAL_CONFIG_FILE: optional(z.string()),
+  TEMPORAL_API_KEY: optional(z.string()),
+  TEMPORAL_TLS: optional(temporalFlag),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: optional(z.string()),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: optional(z.string()),
+  TEMPORAL_TLS_SERVER_NAME: optional(z.string()),
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: optional(temporalFlag),
   TASK_QUEUE_PREFIX: z.string().default(''),
   AGENT_MAX_QUEUED_MESSAGES: z.coerce.number().int().positive().default(100),
   AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
@@ -258,7 +274,15 @@ export const ConfigSchema = z.object({
   GREP_FILES_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(20),
 });
 
-export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
+export type Config = z.infer<typeof ConfigSchema> & {
+  dataDir: string;
+  /**
+   * The external Temporal and how to connect to it (TLS, API key), from the environment and a
+   * temporal.toml profile; unset for the embedded dev server. TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE
+   * then hold the effective address and namespace, wherever they came from.
+   */
+  temporal?: TemporalTarget;
+};
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -278,5 +302,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // E2B runs only when chosen, and then it needs its key (the key alone never selects it).
   if (parsed.data.SANDBOX_TYPE === 'e2b' && !parsed.data.E2B_API_KEY)
     throw new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b');
-  return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+  let temporal: TemporalTarget | undefined;
+  try {
+    temporal = temporalTarget(env);
+  } catch (error) {
+    if (error instanceof TemporalSettingsError)
+      throw new ConfigError(`Invalid configuration: ${error.message}`);
+    throw error;
+  }
+  return {
+    ...parsed.data,
+    dataDir: path.resolve(parsed.data.DATA_DIR),
+    ...(temporal && { temporal, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace }),
+  };
 }

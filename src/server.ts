@@ -72,7 +72,8 @@ export async function startServer(
   const role = options.role ?? 'all';
   if (role !== 'all' && (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS)) {
     throw new ConfigError(
-      `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS: the embedded database and Temporal server ` +
+      `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE with an address): ` +
+        'the embedded database and Temporal server ' +
         'belong to a single process (npm start)',
     );
   }
@@ -93,7 +94,11 @@ export async function startServer(
     undo.push(() => db.close());
     await ensureBuiltinTools(db);
 
-    const connection = await connectTemporal(temporal.address, config.TEMPORAL_CONNECT_TIMEOUT_MS);
+    // The client and every worker share this connection, so TLS and the API key apply to all of them.
+    const connection = await connectTemporal(
+      config.temporal?.address === temporal.address ? config.temporal.connection : temporal.address,
+      config.TEMPORAL_CONNECT_TIMEOUT_MS,
+    );
     undo.push(() => connection.close());
     await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
 

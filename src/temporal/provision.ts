@@ -13,13 +13,16 @@ export interface TemporalEndpoint {
 }
 
 /**
- * Where the Temporal server comes from: TEMPORAL_ADDRESS when set; otherwise an embedded dev server
- * run from the `temporal` CLI (see resolveTemporalBinary), and as a last resort the binary that
+ * Where the Temporal server comes from: TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE's address) when set,
+ * reached as src/temporal/env-config.ts says; otherwise an embedded dev server run from the `temporal` CLI (see resolveTemporalBinary), and as a last resort the binary that
  * @temporalio/testing downloads (needs the internet).
  */
 export async function provisionTemporal(config: Config, log: Logger): Promise<TemporalEndpoint> {
   if (config.TEMPORAL_ADDRESS) {
-    log.info({ address: config.TEMPORAL_ADDRESS }, 'Temporal: connecting to TEMPORAL_ADDRESS');
+    log.info(
+      { address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, ...config.temporal?.summary },
+      'Temporal: connecting to TEMPORAL_ADDRESS',
+    );
     return { address: config.TEMPORAL_ADDRESS };
   }
   const binary = await resolveTemporalBinary(config.TEMPORAL_CLI_PATH, log);

@@ -9,10 +9,15 @@ export interface StartedProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts a command in the project folder in its own process group, as a terminal would. */
-export function startProcess(command: string, args: string[], env: Record<string, string>): StartedProcess {
+/** Starts a command in the project folder (or `cwd`) in its own process group, as a terminal would. */
+export function startProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd = projectRoot,
+): StartedProcess {
   const child = spawn(command, args, {
-    cwd: projectRoot,
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -120,6 +120,14 @@ export const ConfigSchema = z.object({
   AGENT_MAX_QUEUED_MESSAGES: z.coerce.number().int().positive().default(100),
   AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
+  // Worker versioning (src/temporal/versioning.ts): the build id of this release, and who makes it current.
+  WORKER_BUILD_ID: optional(
+    z
+      .string()
+      .max(255)
+      .regex(/^[^\s]+$/, { error: 'expected a build id without spaces' }),
+  ),
+  WORKER_VERSIONING: z.enum(['auto', 'manual'], { error: 'expected auto or manual' }).default('auto'),
 
   MAX_REQUEST_BODY_BYTES: z.coerce
     .number()

@@ -30,6 +30,14 @@ import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
 import { createAgentWorker, createToolWorker } from './temporal/worker';
+import {
+  deploymentName,
+  gitCommit,
+  makeVersionCurrent,
+  workerBuildId,
+  workerDeploymentOptions,
+} from './temporal/versioning';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 import { McpClientPool } from './mcp/client-pool';
@@ -53,6 +61,8 @@ export interface RunningServer {
   temporalUiUrl?: string;
   db: Database;
   connection: NativeConnection;
+  /** The deployment version this process's workers register, when it runs workers. */
+  workerVersion?: WorkerDeploymentVersion;
   /** What starts, answers and cancels steps, for code that runs the server in its own process. */
   steps: StepServices;
   /** Settles when the server stops: rejects if a component failed on its own (the worker crashed). */
@@ -119,13 +129,20 @@ export async function startServer(
       deploymentId,
       taskQueues: queues,
     };
+    let workerVersion: WorkerDeploymentVersion | undefined;
     if (role !== 'api') {
+      workerVersion = {
+        deploymentName: deploymentName(config.TASK_QUEUE_PREFIX, deploymentId),
+        buildId: workerBuildId(config.WORKER_BUILD_ID, gitCommit()),
+      };
+      const deployment = workerDeploymentOptions(workerVersion);
       const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+        deployment,
         activities: options.activities?.({ db }) ?? {
           ...createActivities({
             db,
@@ -150,6 +167,7 @@ export async function startServer(
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
+        deployment,
         activities: {
           ...sandboxActivities({
             db,
@@ -169,6 +187,7 @@ export async function startServer(
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.mcp,
+        deployment,
         activities: mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS }),
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
@@ -182,9 +201,26 @@ export async function startServer(
         });
       }
       log.info(
-        { taskQueues: [queues.agent, queues.sandbox, queues.mcp], namespace: config.TEMPORAL_NAMESPACE },
+        {
+          taskQueues: [queues.agent, queues.sandbox, queues.mcp],
+          namespace: config.TEMPORAL_NAMESPACE,
+          deployment: workerVersion.deploymentName,
+          buildId: workerVersion.buildId,
+          versioning: config.WORKER_VERSIONING,
+        },
         'worker polling',
       );
+      // A versioned deployment routes tasks only to its current version: before the API takes a
+      // message, this version becomes current (when it is the newest; see src/temporal/versioning.ts).
+      if (config.WORKER_VERSIONING === 'auto')
+        await makeVersionCurrent({
+          connection,
+          namespace: config.TEMPORAL_NAMESPACE,
+          version: workerVersion,
+          taskQueues: [queues.agent, queues.sandbox, queues.mcp],
+          timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
+          log,
+        });
       const collecting = collectUnusedEnvironments(config, log);
       undo.push(async () => clearInterval(collecting));
     }
@@ -224,6 +260,7 @@ export async function startServer(
       temporalUiUrl: temporal.embedded?.uiUrl,
       db,
       connection,
+      workerVersion,
       steps,
       finished,
       stop: async () => {

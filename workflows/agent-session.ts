@@ -20,6 +20,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -108,3 +109,11 @@ async function runStep(step: QueuedStep): Promise<void> {
   });
   await child.result();
 }
+
+/**
+ * Worker versioning (README "Upgrades"): AUTO_UPGRADE. A session lives as long as its agent is busy, a
+ * step paused for approval included (weeks), and continues as new: pinned, it would hold every old
+ * release's workers up. Its next task runs on the current release, so a change to it must replay the
+ * histories of test/fixtures/histories (test/replay.test.ts) or guard the new path with patched().
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, agentSession);

@@ -14,6 +14,7 @@ import {
   log,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type {
@@ -256,3 +257,12 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     };
   }
 }
+
+/**
+ * Worker versioning (README "Upgrades"): AUTO_UPGRADE. A step paused for approval or a client tool
+ * waits for weeks, across releases; pinned, it could only be answered by the release that started it,
+ * and a server replaced in place (`npm start`) leaves none behind. The answer's workflow task runs on
+ * the current release, which replays the step's history: test/replay.test.ts checks that for every
+ * committed history, and a change that cannot replay goes behind patched().
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, agentStep);

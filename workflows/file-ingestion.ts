@@ -13,6 +13,7 @@ import {
   isCancellation,
   proxyActivities,
   setCurrentDetails,
+  setWorkflowOptions,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
@@ -92,3 +93,11 @@ export async function fileIngestion(input: FileIngestionInput): Promise<FileInge
     return { status: 'error', error: message };
   }
 }
+
+/**
+ * Worker versioning (README "Upgrades"): AUTO_UPGRADE. An ingestion takes minutes (parsing, embedding
+ * batches retried with backoff), short enough to pin, but pinned runs need their release's workers to
+ * outlive the roll-out, and a server replaced in place has none left: a pinned ingestion would stay
+ * `embedding` until an operator moved it. It is in the replay corpus (file-ingestion) like the steps.
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, fileIngestion);

@@ -3,7 +3,7 @@
  * agent and ends; the step itself runs in the agent's session, ordered with its other messages. The
  * firing's workflow id (Temporal appends the firing's time) names the run, so a retry queues it once.
  */
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import type { scheduleActivities } from '../activities/schedules';
 
 const { sendScheduledMessage } = proxyActivities<ReturnType<typeof scheduleActivities>>({
@@ -15,3 +15,11 @@ export async function scheduledMessage(input: { scheduledMessageId: string }): P
   const sent = await sendScheduledMessage({ ...input, firingId: workflowInfo().workflowId });
   return sent?.runId ?? null;
 }
+
+/**
+ * Worker versioning (README "Upgrades"): AUTO_UPGRADE. A firing lasts a moment, but one due while the
+ * server is being replaced starts on whichever version is current, and a pinned one would stay on a
+ * version that may be gone. One activity: replay-safe by construction (scheduled-message is in the
+ * corpus).
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, scheduledMessage);

@@ -4,7 +4,7 @@
  * the Temporal UI shows). Its own workflow, so that a slow receiver holds up no step of the agent, and
  * a restart of every component loses no delivery.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { WebhookDelivery } from '../activities/contracts';
 import type { webhookActivities } from '../activities/webhooks';
 
@@ -20,3 +20,10 @@ export async function webhookDelivery(input: WebhookDelivery): Promise<void> {
   });
   await deliverWebhook(input.subject);
 }
+
+/**
+ * Worker versioning (README "Upgrades"): AUTO_UPGRADE, for the reason of fileIngestion: its retries
+ * span minutes, and a pinned delivery would wait for workers a replaced server no longer runs. One
+ * activity and its retry policy: little to break on replay (webhook-delivery is in the corpus).
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, webhookDelivery);

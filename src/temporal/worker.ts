@@ -1,4 +1,4 @@
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerDeploymentOptions } from '@temporalio/worker';
 
 export interface AgentWorkerOptions {
   connection: NativeConnection;
@@ -12,6 +12,8 @@ export interface AgentWorkerOptions {
    * paused step needs none: when its answer comes, it is replayed from its history if evicted.
    */
   maxCachedWorkflows: number;
+  /** The deployment version this worker registers (src/temporal/versioning.ts); none: unversioned. */
+  deployment?: WorkerDeploymentOptions;
 }
 
 /**
@@ -31,6 +33,7 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
     activities: options.activities,
     maxCachedWorkflows: options.maxCachedWorkflows,
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+    workerDeploymentOptions: options.deployment,
   });
 }
 
@@ -42,5 +45,6 @@ export function createToolWorker(options: Omit<AgentWorkerOptions, 'workflowsPat
     taskQueue: options.taskQueue,
     activities: options.activities,
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+    workerDeploymentOptions: options.deployment,
   });
 }

@@ -1,0 +1,182 @@
+import { Client, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { openDatabase } from '../src/db';
+import type { temporal } from '@temporalio/proto';
+import { startServer, type RunningServer } from '../src/server';
+import { taskQueues } from '../src/temporal/task-queues';
+import { loadDeploymentId } from '../src/db/deployment';
+import { version as packageVersion } from '../src/paths';
+import { deploymentName, gitCommit, shouldBecomeCurrent, workerBuildId } from '../src/temporal/versioning';
+import * as workflows from '../workflows';
+import { smokeActivities } from './fixtures/smoke-activities';
+import { answerSignal, waitForAnswer } from './fixtures/versioned-workflow';
+import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './helpers/env';
+import { createTestSchema, type TestSchema } from './helpers/postgres';
+
+describe('the deployment version', () => {
+  it('is named after the deployment, never with a dot, and built from the release', () => {
+    expect(deploymentName('', 'a1b2c3d4e5f6')).toBe('a1b2c3d4e5f6');
+    expect(deploymentName('prod.eu-', 'a1b2c3d4e5f6')).toBe('prod-eu-a1b2c3d4e5f6');
+    expect(deploymentName('prod.', '')).toBe('prod');
+    expect(deploymentName('', '')).toBe('letta-temporal');
+    expect(workerBuildId('2026-11-25.1', 'abc')).toBe('2026-11-25.1');
+    expect(workerBuildId(undefined, '0123456789ab')).toBe(`${packageVersion}+0123456789ab`);
+    expect(workerBuildId(undefined, undefined)).toBe(packageVersion);
+    // This repository is a git work tree: the commit is known (a copy without .git has none).
+    expect(gitCommit()).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('becomes current when it is the newest version of its deployment', () => {
+    const versions = [
+      { buildId: 'old', createdMs: 1_000 },
+      { buildId: 'new', createdMs: 2_000 },
+    ];
+    expect(shouldBecomeCurrent('new', 'old', versions)).toBe('promote');
+    expect(shouldBecomeCurrent('new', undefined, versions)).toBe('promote');
+    expect(shouldBecomeCurrent('new', 'new', versions)).toBe('already');
+    // An old replica restarting during a roll-out does not take the traffic back.
+    expect(shouldBecomeCurrent('old', 'new', versions)).toBe('newer-exists');
+    // Not yet listed (its pollers were just seen): it is the newest.
+    expect(shouldBecomeCurrent('newest', 'new', versions)).toBe('promote');
+  });
+
+  it('is chosen by every workflow type the agent worker runs', () => {
+    for (const [name, fn] of Object.entries(workflows)) {
+      const behaviour = (fn as { workflowDefinitionOptions?: { versioningBehavior?: string } })
+        .workflowDefinitionOptions?.versioningBehavior;
+      expect([name, behaviour]).toEqual([name, expect.stringMatching(/^(PINNED|AUTO_UPGRADE)$/)]);
+    }
+  });
+});
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+/** The build id each completed workflow task names, in order: what the Temporal UI shows per task. */
+async function taskBuildIds(handle: WorkflowHandle): Promise<string[]> {
+  const { events } = await handle.fetchHistory();
+  return (events ?? [])
+    .map((e: HistoryEvent) => e.workflowTaskCompletedEventAttributes)
+    .filter((a) => a != null)
+    .map((a) => a.deploymentVersion?.buildId ?? '');
+}
+
+describe('worker versioning on the real Temporal server', () => {
+  let schema: TestSchema;
+  const servers: RunningServer[] = [];
+  const prefix = `ver-${uniqueSuffix()}-`;
+  const config = async (env: Record<string, string>, db = schema) =>
+    testConfig({
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: testTemporalAddress(),
+      TASK_QUEUE_PREFIX: prefix,
+      PORT: String(await freePort()),
+      ...env,
+    });
+  const start = async (env: Record<string, string>, db = schema) => {
+    const server = await startServer(
+      testConfig({
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: testTemporalAddress(),
+        TASK_QUEUE_PREFIX: prefix,
+        PORT: String(await freePort()),
+        ...env,
+      }),
+      silentLogger(),
+      {
+        workflowsPath: require.resolve('./fixtures/versioned-workflow'),
+        activities: ({ db }) => smokeActivities(db),
+      },
+    );
+    servers.push(server);
+    return server;
+  };
+  const stop = async (server: RunningServer) => {
+    servers.splice(servers.indexOf(server), 1);
+    await server.stop();
+  };
+  const currentBuildId = async (server: RunningServer) => {
+    const { workerDeploymentInfo } = await server.connection.workflowService.describeWorkerDeployment({
+      namespace: 'default',
+      deploymentName: server.workerVersion!.deploymentName,
+    });
+    return workerDeploymentInfo?.routingConfig?.currentDeploymentVersion?.buildId;
+  };
+
+  beforeAll(async () => {
+    schema = await createTestSchema();
+  });
+  afterAll(async () => {
+    for (const server of servers.splice(0)) await server.stop();
+    await schema?.drop();
+  });
+
+  it('names its version on the run, and a paused run finishes on the release that replaced it', async () => {
+    const first = await start({ WORKER_BUILD_ID: 'v1' });
+    const deploymentId = await loadDeploymentId(first.db);
+    expect(first.workerVersion).toEqual({ deploymentName: `${prefix}${deploymentId}`, buildId: 'v1' });
+    expect(await currentBuildId(first)).toBe('v1');
+
+    const client = new Client({ connection: first.connection });
+    const handle = await client.workflow.start(waitForAnswer, {
+      taskQueue: taskQueues(prefix, deploymentId).agent,
+      workflowId: `wait-${uniqueSuffix()}`,
+    });
+    // Paused under v1: describe() (the UI's workflow page) names the deployment version and behaviour.
+    let info: temporal.api.workflow.v1.IWorkflowExecutionVersioningInfo | null | undefined;
+    for (let i = 0; i < 100 && !info?.deploymentVersion; i++) {
+      info = (await handle.describe()).raw.workflowExecutionInfo?.versioningInfo;
+      if (!info?.deploymentVersion) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(info?.deploymentVersion).toEqual({ deploymentName: `${prefix}${deploymentId}`, buildId: 'v1' });
+    expect(info?.behavior).toBe(2); // VERSIONING_BEHAVIOR_AUTO_UPGRADE
+    expect(await taskBuildIds(handle)).toEqual(['v1']);
+
+    // The release is replaced in place: v1 stops, v2 starts and makes itself current.
+    await stop(first);
+    const second = await start({ WORKER_BUILD_ID: 'v2' });
+    expect(await currentBuildId(second)).toBe('v2');
+    const resumed = new Client({ connection: second.connection }).workflow.getHandle(handle.workflowId);
+    await resumed.signal(answerSignal);
+    expect(await resumed.result()).toBe('v2');
+    expect(await taskBuildIds(resumed)).toEqual(['v1', 'v2']);
+
+    // An old replica that restarts meanwhile does not take the deployment back.
+    const stale = await start({ WORKER_BUILD_ID: 'v1' });
+    expect(await currentBuildId(stale)).toBe('v2');
+    await stop(stale);
+    await stop(second);
+  });
+
+  it('takes over a run an unversioned release started (the upgrade from before versioning)', async () => {
+    const other = await createTestSchema();
+    const connection = await NativeConnection.connect({ address: testTemporalAddress() });
+    try {
+      const db = await openDatabase(await config({}, other), silentLogger());
+      const taskQueue = taskQueues(prefix, await loadDeploymentId(db)).agent;
+      await db.close();
+      // The release before: a worker without a deployment version, on the deployment's task queue.
+      const old = await Worker.create({
+        connection,
+        taskQueue,
+        workflowsPath: require.resolve('./fixtures/unversioned-workflow'),
+      });
+      const handle = await old.runUntil(async () => {
+        const started = await new Client({ connection }).workflow.start(waitForAnswer, {
+          taskQueue,
+          workflowId: `unversioned-${uniqueSuffix()}`,
+        });
+        while ((await taskBuildIds(started)).length === 0)
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        return started;
+      });
+      expect(await taskBuildIds(handle)).toEqual(['']);
+
+      const server = await start({ WORKER_BUILD_ID: 'after' }, other);
+      await handle.signal(answerSignal);
+      expect(await handle.result()).toBe('after');
+      await stop(server);
+    } finally {
+      await connection.close();
+      await other.drop();
+    }
+  });
+});

@@ -125,6 +125,23 @@ describe.each(['openai', 'anthropic'] as const)('stream_tokens through the %s SD
   });
 });
 
+describe('stream_tokens with an OpenAI-compatible server that does not stream', () => {
+  const h = useAgentServer('openai');
+
+  it('asks again without streaming, and sends the whole reply', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue({ text: 'One piece only.', ignoresStream: true }, { text: 'One piece only.' });
+    const chunks = await streamed(h.client, agent.id, { stream_tokens: true });
+    expect(chunks.filter((c) => c.message_type === 'assistant_message').map((c) => c.content)).toEqual([
+      'One piece only.',
+    ]);
+    expect(h.stub.requests.slice(-2).map((r) => Boolean((r as { stream?: boolean }).stream))).toEqual([
+      true,
+      false,
+    ]);
+  });
+});
+
 describe('what a token stream sends of a stored reply', () => {
   const row = {
     id: 'message-00000000-0000-4000-8000-000000000001',

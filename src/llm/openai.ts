@@ -32,7 +32,10 @@ export function openAiProvider(options: {
           { signal },
         );
         const completion = completionAccumulator();
-        for await (const chunk of chunks) completion.add(chunk, onDelta);
+        let seen = 0;
+        for await (const chunk of chunks) seen += completion.add(chunk, onDelta);
+        // A server that ignores `stream` answers one JSON body, which reads as no chunks: ask it again so.
+        if (!seen) return fromOpenAi(await client.chat.completions.create(toOpenAi(request), { signal }));
         return fromOpenAi(completion.result());
       } catch (error) {
         throw asModelApiError(error);
@@ -102,10 +105,12 @@ function completionAccumulator() {
   let finishReason: OpenAI.Chat.ChatCompletion.Choice['finish_reason'] = 'stop';
   let usage: OpenAI.CompletionUsage | undefined;
   return {
-    add(chunk: OpenAI.Chat.ChatCompletionChunk, onDelta: (delta: ModelDelta) => void) {
+    /** Takes one chunk; 1 when it was one (0 for anything else the stream held). */
+    add(chunk: OpenAI.Chat.ChatCompletionChunk, onDelta: (delta: ModelDelta) => void): number {
+      if (!Array.isArray(chunk?.choices) && !chunk?.usage) return 0;
       if (chunk.usage) usage = chunk.usage;
       const choice = chunk.choices?.[0];
-      if (!choice) return;
+      if (!choice) return 1;
       if (choice.finish_reason) finishReason = choice.finish_reason;
       const delta = choice.delta as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & {
         reasoning_content?: string;
@@ -130,6 +135,7 @@ function completionAccumulator() {
           arguments: piece.function?.arguments ?? '',
         });
       }
+      return 1;
     },
     result(): OpenAI.Chat.ChatCompletion {
       const message: StreamedMessage = {

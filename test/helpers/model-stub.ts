@@ -16,6 +16,8 @@ interface ReplyOptions {
   /** The model's reasoning (OpenAI-compatible `reasoning_content`, Anthropic's thinking block). */
   reasoning?: string;
   delayMs?: number;
+  /** Answer a streaming request with one JSON body, as some OpenAI-compatible servers do. */
+  ignoresStream?: boolean;
 }
 
 export type StubReply =
@@ -96,7 +98,7 @@ export async function startModelStub<Request>(protocol: WireProtocol<Request>): 
         });
       }
       if (res.writableEnded || res.destroyed) return;
-      if (!(request as { stream?: boolean }).stream)
+      if (!(request as { stream?: boolean }).stream || reply.ignoresStream)
         return sendJson(res, 200, protocol.success(request, reply));
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (const frame of protocol.stream(request, reply)) {

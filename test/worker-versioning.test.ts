@@ -72,20 +72,10 @@ describe('worker versioning on the real Temporal server', () => {
       ...env,
     });
   const start = async (env: Record<string, string>, db = schema) => {
-    const server = await startServer(
-      testConfig({
-        DATABASE_URL: db.url,
-        TEMPORAL_ADDRESS: testTemporalAddress(),
-        TASK_QUEUE_PREFIX: prefix,
-        PORT: String(await freePort()),
-        ...env,
-      }),
-      silentLogger(),
-      {
-        workflowsPath: require.resolve('./fixtures/versioned-workflow'),
-        activities: ({ db }) => smokeActivities(db),
-      },
-    );
+    const server = await startServer(await config(env, db), silentLogger(), {
+      workflowsPath: require.resolve('./fixtures/versioned-workflow'),
+      activities: ({ db }) => smokeActivities(db),
+    });
     servers.push(server);
     return server;
   };

@@ -44,7 +44,8 @@ describe('starting the server as a user does', () => {
   it('`npm start` with nothing configured comes up healthy, serves the Temporal UI, and Ctrl-C leaves nothing behind', async () => {
     const env = { DATA_DIR: dataDir, ...(await ports()) };
     const proc = startProcess('npm', ['start'], env);
-    await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, proc, 120_000);
+    // `npm start` builds first: on a loaded CI machine that alone can take a minute or two.
+    await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, proc, 240_000);
     const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/`);
     expect(ui.status).toBe(200);
     expect(proc.output()).toContain('using the embedded PGlite database');
@@ -67,7 +68,7 @@ describe('starting the server as a user does', () => {
     expect(await stopAndWait(again, 'SIGTERM', 'process')).toBe(0);
     expect(isAlive(secondTemporalPid)).toBe(false);
     expect(processesMentioning(dataDir)).toEqual([]);
-  });
+  }, 360_000);
 
   it('uses DATABASE_URL and TEMPORAL_ADDRESS when they are set, starting no Temporal of its own', async () => {
     const schema = await createTestSchema();

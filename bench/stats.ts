@@ -1,4 +1,8 @@
-/** Figures of repeated measurements, and ways to take them. */
+/**
+ * Figures of repeated measurements, and ways to take them. Every percentile is one of per-sample
+ * values (never a difference of two series' percentiles), so p50 ≤ p95 ≤ max always holds; where two
+ * things are compared, their runs alternate and pair, and the figure is each pair's difference or ratio.
+ */
 
 export interface Percentiles {
   p50: number;
@@ -6,6 +10,9 @@ export interface Percentiles {
   max: number;
   n: number;
 }
+
+/** Untimed runs before the timed ones: the first steps of an agent warm caches and compile code. */
+export const WARMUP = 3;
 
 const round = (value: number) => Math.round(value * 100) / 100;
 
@@ -15,17 +22,50 @@ export function percentiles(values: number[]): Percentiles {
   return { p50: round(at(50)), p95: round(at(95)), max: round(sorted[sorted.length - 1]), n: sorted.length };
 }
 
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
+
 /** Times `work` `reps` times in a row, after `warmup` untimed runs; milliseconds per run. */
-export async function timeRuns(reps: number, work: () => Promise<unknown>, warmup = 3): Promise<number[]> {
+export async function timeRuns(
+  reps: number,
+  work: () => Promise<unknown>,
+  warmup = WARMUP,
+): Promise<number[]> {
   for (let i = 0; i < warmup; i++) await work();
   const times: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const started = performance.now();
-    await work();
-    times.push(performance.now() - started);
-  }
+  for (let i = 0; i < reps; i++) times.push(await timed(work));
   return times;
 }
+
+/** `reps` pairs of runs, `a` then `b`, after `warmup` untimed pairs: what drifts affects both alike. */
+export async function timePairs(
+  reps: number,
+  a: () => Promise<unknown>,
+  b: () => Promise<unknown>,
+  warmup = WARMUP,
+): Promise<{ a: number[]; b: number[] }> {
+  for (let i = 0; i < warmup; i++) {
+    await a();
+    await b();
+  }
+  const pairs = { a: [] as number[], b: [] as number[] };
+  for (let i = 0; i < reps; i++) {
+    pairs.a.push(await timed(a));
+    pairs.b.push(await timed(b));
+  }
+  return pairs;
+}
+
+/** Each pair's `(a - b) / units`: the cost of one of `units` things that `a` does beyond `b`. */
+export const perUnit = (pairs: { a: number[]; b: number[] }, units: number): number[] =>
+  pairs.a.map((a, i) => (a - pairs.b[i]) / units);
+
+/** Each pair's `a / b`. */
+export const ratios = (pairs: { a: number[]; b: number[] }): number[] =>
+  pairs.a.map((a, i) => a / pairs.b[i]);
 
 /** Runs `work` for indexes 0..count-1, `concurrency` at a time. */
 export async function inParallel<T>(
@@ -44,15 +84,4 @@ export async function inParallel<T>(
     }),
   );
   return results;
-}
-
-/** The differences of two series, pairwise by rank (median of one minus median of the other, …). */
-export function perUnit(total: Percentiles, baseline: Percentiles, units: number, direct = 0): Percentiles {
-  const each = (a: number, b: number) => round(Math.max(0, (a - b) / units - direct));
-  return {
-    p50: each(total.p50, baseline.p50),
-    p95: each(total.p95, baseline.p95),
-    max: each(total.max, baseline.max),
-    n: total.n,
-  };
 }

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { startServer, type RunningServer } from '../src/server';
+import { startServer, type RunningServer, type ServerOptions } from '../src/server';
 import { projectRoot } from '../src/paths';
 import { connectMcp } from '../src/mcp/connection';
 import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
@@ -24,11 +24,29 @@ import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/help
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
 import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { RunningDevServer } from '../src/temporal/dev-server';
-import { inParallel, percentiles, perUnit, timeRuns, type Percentiles } from './stats';
+import {
+  inParallel,
+  percentiles,
+  perUnit,
+  ratios,
+  timePairs,
+  timeRuns,
+  WARMUP,
+  type Percentiles,
+} from './stats';
 import { writeReport } from './report';
+import { baselineMultiples, checkQuick } from './baseline';
+import { baselineActivities } from './baseline-activities';
 
-const REPS = Number(process.env.BENCH_REPS ?? 15);
+const recorded = () => JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'));
+
+/** `--quick`: few repetitions, no cold sandbox, no paused runs; compared with results.json, writes nothing. */
+const QUICK = process.argv.includes('--quick');
+const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 5 : 15));
+const RESULTS_FILE = path.join(projectRoot, 'bench', 'results.json');
 const CALLS_PER_STEP = 10;
+/** The throughput figure's load: agents at once, each one step of this many tool calls. */
+const THROUGHPUT = { agents: 16, calls: 20 };
 /** BENCH_ONLY=name,name measures just those figures (and no paused runs unless named): for profiling. */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const EVERYTHING = path.join(
@@ -72,15 +90,17 @@ interface Bench {
   schema: TestSchema;
   server: RunningServer;
   client: Letta;
-  /** A second server on the same Temporal and database whose sandbox has no warm pool. */
-  coldServer: RunningServer;
-  coldClient: Letta;
+  /** A second server on the same Temporal and database whose sandbox has no warm pool (none when quick). */
+  coldClient?: Letta;
+  /** A third whose worker runs bench/workflows.ts, the bare-Temporal baseline, instead of ours. */
+  bare: RunningServer;
   dataDir: string;
 }
 
 async function serverOn(
   bench: Pick<Bench, 'stub' | 'temporal' | 'schema' | 'dataDir'>,
   extra: Record<string, string>,
+  options: ServerOptions = {},
 ) {
   const server = await startServer(
     testConfig({
@@ -94,6 +114,7 @@ async function serverOn(
       ...extra,
     }),
     silentLogger(),
+    options,
   );
   return { server, client: new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 }) };
 }
@@ -120,22 +141,85 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
     })
   ).id;
 
-/** The per-call cost of `tool` in a step of `calls` calls, over the same step without calls. */
+/**
+ * The per-call cost of `tool`: steps of `calls` + 1 calls and of one call alternate, and each pair's
+ * difference, divided by `calls`, is one sample. Both steps make the same model calls (two, when the
+ * calls come in one reply), so the difference is the calls' alone.
+ */
 async function perCallInStep(
   client: Letta,
   agentId: string,
   script: Omit<Script, 'times'>,
-  { direct = 0, calls = CALLS_PER_STEP } = {},
+  { calls = CALLS_PER_STEP } = {},
 ): Promise<Record<string, Percentiles | number>> {
-  const withCalls = percentiles(
-    await timeRuns(REPS, () => step(client, agentId, { ...script, times: calls })),
+  const pairs = await timePairs(
+    REPS,
+    () => step(client, agentId, { ...script, times: calls + 1 }),
+    () => step(client, agentId, { ...script, times: 1 }),
   );
-  const without = percentiles(await timeRuns(REPS, () => step(client, agentId, { ...script, times: 0 })));
   return {
     calls_per_step: calls,
-    step_with_calls_ms: withCalls,
-    step_without_calls_ms: without,
-    per_call_ms: perUnit(withCalls, without, calls, direct),
+    step_with_calls_ms: percentiles(pairs.a),
+    step_with_one_call_ms: percentiles(pairs.b),
+    per_call_ms: percentiles(perUnit(pairs, calls)),
+  };
+}
+
+/** A workflow of bench/workflows.ts on the bare server's worker, to its end. */
+function runBare(bench: Bench, workflow: 'oneActivity' | 'activitiesInTurn', args: unknown[] = []) {
+  const { temporal, taskQueues } = bench.bare.steps;
+  return temporal.workflow.execute(workflow, {
+    taskQueue: taskQueues.agent,
+    workflowId: `bench-${workflow}-${uniqueSuffix()}`,
+    args,
+  });
+}
+
+/** Workflows, each of `activities` no-op activities in turn, `count` at once: activities a second. */
+async function bareThroughput(bench: Bench, count: number, activities: number, asLocal: boolean) {
+  const started = performance.now();
+  await inParallel(count, count, () => runBare(bench, 'activitiesInTurn', [activities, asLocal]));
+  return Math.round((count * activities) / ((performance.now() - started) / 1000));
+}
+
+/**
+ * 0. Bare Temporal: a workflow of one no-op activity; what one more costs (a workflow of
+ * CALLS_PER_STEP + 1 of them against one of one, in pairs), as a regular and as a local activity;
+ * and as many workflows at once as the throughput figure runs agents.
+ */
+async function bareTemporal(bench: Bench) {
+  const perActivity = async (asLocal: boolean) =>
+    percentiles(
+      perUnit(
+        await timePairs(
+          REPS,
+          () => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, asLocal]),
+          () => runBare(bench, 'oneActivity'),
+        ),
+        CALLS_PER_STEP,
+      ),
+    );
+  return {
+    one_activity_workflow_ms: percentiles(await timeRuns(REPS, () => runBare(bench, 'oneActivity'))),
+    activity_ms: await perActivity(false),
+    local_activity_ms: await perActivity(true),
+    activities_per_second: await bareThroughput(bench, THROUGHPUT.agents, THROUGHPUT.calls, false),
+    local_activities_per_second: await bareThroughput(bench, THROUGHPUT.agents, THROUGHPUT.calls, true),
+  };
+}
+
+/** A plain agent step (one model call, no tools) and the one-activity workflow, in pairs. */
+async function plainStep(bench: Bench) {
+  const agentId = await newAgent(bench.client);
+  const pairs = await timePairs(
+    REPS,
+    () => step(bench.client, agentId, { tool: 'none', times: 0, args: {} }),
+    () => runBare(bench, 'oneActivity'),
+  );
+  return {
+    step_ms: percentiles(pairs.a),
+    one_activity_workflow_ms: percentiles(pairs.b),
+    ratio: percentiles(ratios(pairs)),
   };
 }
 
@@ -164,11 +248,10 @@ async function orchestrationOverhead(bench: Bench) {
     ),
   );
   const script = { tool: 'memory_insert', args };
-  const options = { direct: direct.p50 };
   return {
     direct_call_ms: direct,
-    in_one_reply: await perCallInStep(bench.client, agentId, script, options),
-    one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }, options),
+    in_one_reply: await perCallInStep(bench.client, agentId, script),
+    one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }),
   };
 }
 
@@ -191,7 +274,7 @@ async function sandboxedCalls(bench: Bench) {
   return {
     warm_pool: await measure(bench.client),
     // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
-    cold_sandbox: await measure(bench.coldClient, CALLS_PER_STEP / 2),
+    ...(bench.coldClient && { cold_sandbox: await measure(bench.coldClient, CALLS_PER_STEP / 2) }),
     fresh_interpreter_per_call_ms: freshInterpreter,
   };
 }
@@ -289,8 +372,7 @@ const cpuMs = (pid: number) => {
 
 /** 5. K agents at once, each a step of M tool calls: tool calls per second, and the CPU it took. */
 async function throughput(bench: Bench) {
-  const agents = 16;
-  const calls = 20;
+  const { agents, calls } = THROUGHPUT;
   const ids = await Promise.all(
     Array.from({ length: agents }, () => newAgent(bench.client, [], ['memory_insert'])),
   );
@@ -341,9 +423,19 @@ function machine() {
   };
 }
 
-async function main() {
-  const began = Date.now();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
+/** The figures measured, in order: the paused runs, slow, come last and run in a process of their own. */
+const FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [
+  ['bare_temporal', bareTemporal],
+  ['plain_agent_step', plainStep],
+  ['orchestration_overhead', orchestrationOverhead],
+  ['sandboxed_tool_call', sandboxedCalls],
+  ['mcp_tool_call', mcpCalls],
+  ['approval_round_trip', approvalRoundTrip],
+  ['throughput', throughput],
+];
+
+/** Starts what the figures run on; `stop` undoes it. */
+async function startBench(dataDir: string): Promise<Bench & { stop(): Promise<void> }> {
   const arrivals: number[] = [];
   const stub = await startOpenAiStub();
   scriptedStub(stub, arrivals);
@@ -351,16 +443,36 @@ async function main() {
   const schema = await createTestSchema();
   const base = { stub, temporal, schema, dataDir };
   const warm = await serverOn(base, {});
-  const cold = await serverOn(base, { SANDBOX_WARM_POOL_SIZE: '0' });
-  const bench: Bench = {
+  const cold = QUICK ? undefined : await serverOn(base, { SANDBOX_WARM_POOL_SIZE: '0' });
+  const bare = await serverOn(
+    base,
+    {},
+    { workflowsPath: require.resolve('./workflows'), activities: baselineActivities },
+  );
+  return {
     ...base,
     arrivals,
     server: warm.server,
     client: warm.client,
-    coldServer: cold.server,
-    coldClient: cold.client,
+    coldClient: cold?.client,
+    bare: bare.server,
+    async stop() {
+      for (const server of [bare.server, cold?.server, warm.server]) await server?.stop();
+      await temporal.stop();
+      await stub.close();
+      await schema.drop();
+    },
   };
-  const results: Record<string, unknown> = { machine: machine() };
+}
+
+async function main() {
+  const began = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
+  const bench = await startBench(dataDir);
+  const results: Record<string, unknown> = {
+    machine: machine(),
+    method: { repetitions: REPS, warm_up_runs: WARMUP, quick: QUICK },
+  };
   /** Seconds each part of the run took (start-up included), so a run over its budget says where. */
   const took: Record<string, number> = {};
   const lap = (() => {
@@ -372,28 +484,17 @@ async function main() {
   })();
   lap('start_up');
   try {
-    const figures: [string, (b: Bench) => Promise<unknown>][] = [
-      ['orchestration_overhead', orchestrationOverhead],
-      ['sandboxed_tool_call', sandboxedCalls],
-      ['mcp_tool_call', mcpCalls],
-      ['approval_round_trip', approvalRoundTrip],
-      ['throughput', throughput],
-    ];
-    for (const [name, measure] of figures.filter(([name]) => !ONLY || ONLY.includes(name))) {
+    for (const [name, measure] of FIGURES.filter(([name]) => !ONLY || ONLY.includes(name))) {
       console.log(`measuring ${name}…`);
       results[name] = await measure(bench);
       lap(name);
     }
   } finally {
-    await cold.server.stop();
-    await warm.server.stop();
-    await temporal.stop();
-    await stub.close();
-    await schema.drop();
+    await bench.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   lap('shut_down');
-  if (!ONLY || ONLY.includes('paused_runs_at_rest')) {
+  if (!QUICK && (!ONLY || ONLY.includes('paused_runs_at_rest'))) {
     console.log('measuring paused runs at rest…');
     results.paused_runs_at_rest = pausedRunsInChildProcess(
       (process.env.BENCH_PAUSED ?? '1000,10000').split(','),
@@ -402,13 +503,12 @@ async function main() {
   }
   results.seconds = Math.round((Date.now() - began) / 1000);
   results.seconds_by_part = took;
-  if (ONLY) {
-    console.log(JSON.stringify(results, null, 2));
-    process.exit(0);
-  }
-  fs.writeFileSync(path.join(projectRoot, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  await writeReport(results);
+  if (!ONLY) results.baseline = baselineMultiples(results);
   console.log(JSON.stringify(results, null, 2));
+  if (QUICK) process.exit(checkQuick(results, recorded()) ? 0 : 1);
+  if (ONLY) process.exit(0);
+  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
+  await writeReport(results);
   process.exit(0);
 }
 

@@ -1,0 +1,4 @@
+/** The baseline's one activity: it does nothing, so its cost is Temporal's alone. */
+export const baselineActivities = () => ({
+  async noop(): Promise<void> {},
+});

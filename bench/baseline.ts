@@ -1,0 +1,128 @@
+/**
+ * Every figure as a multiple of its bare-Temporal baseline (results.json's `baseline`), the issue's
+ * targets checked against one run, and the quick mode's check: a multiple more than
+ * QUICK_TOLERANCE times worse than the recorded one is a regression.
+ */
+import type { Percentiles } from './stats';
+
+type Results = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** How much worse than recorded a multiple may come out in a quick run before it fails CI. */
+export const QUICK_TOLERANCE = 3;
+
+const round = (value: number) => Math.round(value * 100) / 100;
+
+interface Multiple {
+  /** The figure over its baseline, from a run's results. */
+  of(r: Results): number;
+  /** Whether a larger multiple is better (throughput); otherwise smaller is. */
+  higherIsBetter?: boolean;
+}
+
+const p50 = (p: Percentiles) => p.p50;
+const mcp = (r: Results, transport: string) => p50(r.mcp_tool_call[transport].engine.per_call_ms);
+
+/** What each multiple divides: the figure, then the baseline run in the same process. */
+export const MULTIPLES: Record<string, Multiple> = {
+  plain_agent_step_over_one_activity_workflow: { of: (r) => p50(r.plain_agent_step.ratio) },
+  builtin_call_over_local_activity: {
+    of: (r) =>
+      p50(r.orchestration_overhead.in_one_reply.per_call_ms) / p50(r.bare_temporal.local_activity_ms),
+  },
+  sandboxed_call_over_activity: {
+    of: (r) => p50(r.sandboxed_tool_call.warm_pool.per_call_ms) / p50(r.bare_temporal.activity_ms),
+  },
+  mcp_stdio_call_over_activity: { of: (r) => mcp(r, 'stdio') / p50(r.bare_temporal.activity_ms) },
+  mcp_http_call_over_activity: { of: (r) => mcp(r, 'streamable_http') / p50(r.bare_temporal.activity_ms) },
+  approval_to_model_over_one_activity_workflow: {
+    of: (r) =>
+      p50(r.approval_round_trip.post_to_next_model_request_ms) /
+      p50(r.bare_temporal.one_activity_workflow_ms),
+  },
+  throughput_over_local_activities: {
+    of: (r) => r.throughput.in_one_reply.tool_calls_per_second / r.bare_temporal.local_activities_per_second,
+    higherIsBetter: true,
+  },
+};
+
+/** results.json's `baseline`: the bare-Temporal figures and every figure as a multiple of them. */
+export function baselineMultiples(r: Results) {
+  return {
+    ...r.bare_temporal,
+    multiples: Object.fromEntries(Object.entries(MULTIPLES).map(([name, m]) => [name, round(m.of(r))])),
+  };
+}
+
+export interface Target {
+  figure: string;
+  value: string;
+  target: string;
+  met: boolean;
+}
+
+/** The issue's targets, each a ratio or a difference against a baseline of the same run. */
+export function targets(r: Results): Target[] {
+  const o = r.orchestration_overhead;
+  const s = r.sandboxed_tool_call;
+  const overDirect = (engine: Percentiles, direct: Percentiles) => round(engine.p50 - direct.p50);
+  const builtin = overDirect(o.in_one_reply.per_call_ms, o.direct_call_ms);
+  const warm = p50(s.warm_pool.per_call_ms);
+  const ofFresh = round(warm / p50(s.fresh_interpreter_per_call_ms));
+  const plain = p50(r.plain_agent_step.ratio);
+  return [
+    {
+      figure: 'plain agent step',
+      value: `${plain}×`,
+      target: '≤ 1.5× one-activity workflow',
+      met: plain <= 1.5,
+    },
+    {
+      figure: 'built-in tool call',
+      value: `+${builtin} ms`,
+      target: '≤ direct call + 5 ms',
+      met: builtin <= 5,
+    },
+    {
+      figure: 'warm sandboxed Python call',
+      value: `${warm} ms, ${ofFresh}× fresh interpreter`,
+      target: '≤ 10 ms and ≤ 0.25× fresh interpreter',
+      met: warm <= 10 && ofFresh <= 0.25,
+    },
+    ...['stdio', 'streamable_http'].map((transport) => {
+      const over = overDirect(
+        r.mcp_tool_call[transport].engine.per_call_ms,
+        r.mcp_tool_call[transport].direct_sdk_call_ms,
+      );
+      return {
+        figure: `MCP call over ${transport}`,
+        value: `+${over} ms`,
+        target: '≤ direct SDK call + 5 ms',
+        met: over <= 5,
+      };
+    }),
+    {
+      figure: 'throughput',
+      value: `${r.throughput.in_one_reply.tool_calls_per_second} tool calls/s`,
+      target: '≥ 300 /s',
+      met: r.throughput.in_one_reply.tool_calls_per_second >= 300,
+    },
+  ];
+}
+
+/** Whether a quick run's multiples stay within QUICK_TOLERANCE of the recorded ones; says which do not. */
+export function checkQuick(quick: Results, recorded: Results): boolean {
+  const before = recorded.baseline?.multiples as Record<string, number> | undefined;
+  if (!before) {
+    console.log('quick bench: bench/results.json records no multiples yet; nothing to compare');
+    return true;
+  }
+  let ok = true;
+  for (const [name, multiple] of Object.entries(MULTIPLES)) {
+    const now = quick.baseline.multiples[name] as number;
+    const worse = multiple.higherIsBetter ? before[name] / now : now / before[name];
+    const regressed = worse > QUICK_TOLERANCE;
+    ok &&= !regressed;
+    console.log(`${regressed ? 'REGRESSION' : 'ok'}  ${name}: ${now} (recorded ${before[name]})`);
+  }
+  return ok;
+}

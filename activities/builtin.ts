@@ -16,6 +16,7 @@ export function builtinExecutor({
   files,
 }: Pick<ActivityDeps, 'db' | 'web' | 'providers' | 'files'>): ToolExecutor {
   return {
+    writesMemory: editsMemory,
     async execute({ input, agent, args, signal }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);

@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, ToolRow } from '../src/db/rows';
 import { readToolCall, type ToolCallRead } from '../src/db/tool-calls';
-import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
 import { lockAgentMemory } from '../src/tools/builtin';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
@@ -45,9 +45,9 @@ export interface ToolResult {
 }
 
 /**
- * The effect of a call that writes memory: applied in the transaction that records the result, under
- * the agent's memory lock, and only if no other attempt recorded it first, so it is never applied twice.
- * It must use `tx` alone: a second connection could wait on a pool that transactions like it hold.
+ * The effect of a call that writes memory (its executor's `writesMemory`): applied in the transaction
+ * that read the call under the agent's memory lock and records its result, so it is never applied
+ * twice. It must use `tx` alone: a second connection could wait on a pool that transactions like it hold.
  */
 export interface MemoryWrite {
   writeMemory(tx: Queryable): Promise<ToolResult>;
@@ -60,6 +60,8 @@ export interface ToolExecutor {
    * error fails the activity, which retries.
    */
   execute(call: ToolCall): Promise<ToolResult | MemoryWrite>;
+  /** Whether calls of the tool named so write memory: then `execute` gives a MemoryWrite. */
+  writesMemory?(toolName: string): boolean;
 }
 
 export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
@@ -127,25 +129,29 @@ async function recordResult(
 
 /** The activity that runs `executor`'s calls, once per tool call id. */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
-  return async (input: ToolCallInput): Promise<ToolOutcome> => {
-    const read = await readToolCall(db, input);
-    if (read.done) return outcomeOf(read.done);
-    const { agent, tool } = read;
-    if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-    if (!tool) return recordResult(db, input, agent, tool, { status: 'error', text: 'Tool not found' });
-    const signal = Context.current().cancellationSignal;
-    const ran = await resultOf(input.toolName, () =>
-      withHeartbeats(
-        executor.execute({ input, agent, tool, args: argumentsOf(read, input, agent, tool), signal }),
-      ),
-    );
-    if (!('writeMemory' in ran)) return recordResult(db, input, agent, tool, ran);
+  return (input: ToolCallInput): Promise<ToolOutcome> => {
+    if (!executor.writesMemory?.(input.toolName)) return runCall(db, input, executor);
+    // Read under the agent's lock, applied and recorded in the same transaction: an attempt that
+    // follows finds the first one's record, so the edit is never applied twice.
     return db.transaction(async (tx) => {
       await lockAgentMemory(tx, input.agentId);
-      const recorded = await findToolExecution(tx, input.toolCallId);
-      if (recorded) return outcomeOf(recorded);
-      const result = await resultOf(input.toolName, () => ran.writeMemory(tx));
-      return recordResult(tx, input, agent, tool, result);
+      return runCall(tx, input, executor);
     });
   };
+}
+
+async function runCall(q: Queryable, input: ToolCallInput, executor: ToolExecutor): Promise<ToolOutcome> {
+  const read = await readToolCall(q, input);
+  if (read.done) return outcomeOf(read.done);
+  const { agent, tool } = read;
+  if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
+  if (!tool) return recordResult(q, input, agent, tool, { status: 'error', text: 'Tool not found' });
+  const signal = Context.current().cancellationSignal;
+  const ran = await resultOf(input.toolName, () =>
+    withHeartbeats(
+      executor.execute({ input, agent, tool, args: argumentsOf(read, input, agent, tool), signal }),
+    ),
+  );
+  const result = 'writeMemory' in ran ? await resultOf(input.toolName, () => ran.writeMemory(q)) : ran;
+  return recordResult(q, input, agent, tool, result);
 }

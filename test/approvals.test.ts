@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
-import { connectTemporalClient, stepWorkflowId, workflowHistory } from './helpers/temporal';
+import { connectTemporalClient, stepWorkflowId, finishedStepHistory } from './helpers/temporal';
 
 const READ_LOCAL_FILE = {
   name: 'read_local_file',
@@ -470,7 +470,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
           { type: 'approval', approvals: [{ type: 'approval', tool_call_id: call, approve: true }] },
         ],
       });
-      const events = await workflowHistory(temporal.client, handle.workflowId);
+      const events = await finishedStepHistory(temporal.client, handle.workflowId);
       const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes);
       expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes!.signalName)).toEqual([
         'approvalAnswered',

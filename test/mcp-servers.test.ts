@@ -11,7 +11,7 @@ import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
 import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-servers';
 import { descendantsOf } from './helpers/process';
-import { connectTemporalClient, payloadTexts, stepWorkflowId, workflowHistory } from './helpers/temporal';
+import { connectTemporalClient, payloadTexts, stepWorkflowId, finishedStepHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
 
 type Config = McpServerCreateParams['config'];
@@ -318,7 +318,7 @@ describe('MCP servers', () => {
 
       const temporal = await connectTemporalClient();
       try {
-        const events = await workflowHistory(
+        const events = await finishedStepHistory(
           temporal.client,
           await stepWorkflowId(h.server.db, response.messages[0].run_id!),
         );

@@ -5,7 +5,7 @@ import {
   connectTemporalClient,
   scheduledActivities,
   stepWorkflowId,
-  workflowHistory,
+  finishedStepHistory,
 } from './helpers/temporal';
 
 /** A web server whose pages take `delayMs` to answer: a slow tool, for fetch_webpage. */
@@ -91,7 +91,7 @@ describe('tool calls of one model reply', () => {
     // The history shows both activities scheduled by one workflow task, before either finished.
     const temporal = await connectTemporalClient();
     try {
-      const events = await workflowHistory(
+      const events = await finishedStepHistory(
         temporal.client,
         await stepWorkflowId(h.server.db, response.messages[0].run_id!),
       );

@@ -168,7 +168,6 @@ describe('recording the replay corpus', () => {
         'callModel',
         'runMcpTool',
         'callModel',
-        'finishRun',
       ]);
       await save(
         'step-finished-tools',

@@ -16,6 +16,7 @@ import {
   payloadTexts,
   scheduledActivities,
   stepWorkflowId,
+  finishedStepHistory,
   workflowHistory,
   type HistoryEvent,
 } from './helpers/temporal';
@@ -77,7 +78,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
     expect(toolReturn).toMatchObject({ tool_return: `${agentSecret.length} ${sandboxSecret.length}` });
 
-    const history = await workflowHistory(
+    const history = await finishedStepHistory(
       temporalClient,
       await stepWorkflowId(h.server.db, response.messages[0].run_id!),
     );
@@ -106,7 +107,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(response.usage.step_count).toBe(50);
 
     const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
-    const events = await workflowHistory(temporalClient, workflowId);
+    const events = await finishedStepHistory(temporalClient, workflowId);
     const texts = payloadTexts(events);
     for (const marker of ['USERTEXT', 'MODELTEXT', 'QUERYTEXT']) {
       expect(texts.filter((t) => t.includes(marker))).toEqual([]);
@@ -131,7 +132,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(workflowId).toContain(agent.id);
     expect(workflowId).toContain(runId);
 
-    const events = await workflowHistory(temporalClient, workflowId);
+    const events = await finishedStepHistory(temporalClient, workflowId);
     const summaries = (kind: 'activityTaskScheduledEventAttributes' | 'markerRecordedEventAttributes') =>
       events.filter((e) => e[kind]).map(summaryOf);
     expect(summaries('activityTaskScheduledEventAttributes')).toEqual([
@@ -189,7 +190,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const events = await workflowHistory(
+    const events = await finishedStepHistory(
       temporalClient,
       await stepWorkflowId(h.server.db, response.messages[0].run_id!),
     );
@@ -201,7 +202,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(started.lastFailure?.message).toMatch(/503/);
   });
 
-  it('carries the step context in its input, runs database-only tools as local activities, and sets no patch', async () => {
+  it("carries the step context in its input, runs database-only tools and the run's end as local activities", async () => {
     const agent = await createAgent();
     const note = { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'x' } }] };
     h.stub.enqueue(note, { text: 'Noted.' });
@@ -209,13 +210,15 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
-    const events = await workflowHistory(temporalClient, workflowId);
+    const events = await finishedStepHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentStepInput;
     expect(input.context.tools.map((t) => t.name)).toContain('memory_insert');
+    // One patch: histories from before it end their runs with a regular activity.
     const patchMarkers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
-    expect(patchMarkers).toEqual([]);
-    expect(localActivityTypes(events)).toEqual(['runBuiltinTool']);
+    expect(patchMarkers).toHaveLength(1);
+    expect(localActivityTypes(events)).toEqual(['runBuiltinTool', 'finishRun']);
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
 
@@ -242,10 +245,10 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     });
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     await temporalClient.workflow.getHandle(workflowId).result();
-    const events = await workflowHistory(temporalClient, workflowId);
+    const events = await finishedStepHistory(temporalClient, workflowId);
     // The new step's tools came in its input, the resumed request's with the answer.
-    expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
-    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel', 'finishRun']);
+    expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer', 'finishRun']);
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
 
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });

@@ -24,6 +24,18 @@ export async function workflowHistory(client: Client, workflowId: string): Promi
   return history.events ?? [];
 }
 
+/**
+ * The whole history of a step whose run has ended: the step ends its run in its last workflow task,
+ * whose completion (and the workflow's) Temporal stores just after the API may have answered.
+ */
+export async function finishedStepHistory(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+  await client.workflow
+    .getHandle(workflowId)
+    .result()
+    .catch(() => undefined);
+  return workflowHistory(client, workflowId);
+}
+
 /** The activity type of each ActivityTaskScheduled event, with its event id. */
 export function scheduledActivities(events: HistoryEvent[]): { eventId: number; type: string }[] {
   return events

@@ -173,9 +173,7 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
   const started = new Set<WarmRunner>();
   let closed = false;
 
-  const take = (key: string, command: () => Command) => {
-    const runners = idle.get(key) ?? [];
-    for (let runner = runners.pop(); runner; runner = runners.pop()) if (runner.alive) return runner;
+  const startRunner = (command: () => Command) => {
     const runner = WarmRunner.start(command(), options.cgroups);
     started.add(runner);
     return runner;
@@ -195,6 +193,19 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
       runners.splice(runners.indexOf(runner), 1);
       retire(runner);
     });
+  };
+
+  /**
+   * The runner idle the longest: the one released last may still be tearing its call down and setting
+   * the next one up. With room for another, a spare starts beside it, so that calls in a row alternate
+   * between two runners and none waits for the set-up that follows the call before.
+   */
+  const take = (key: string, command: () => Command) => {
+    const runners = idle.get(key) ?? [];
+    let runner = runners.shift();
+    while (runner && !runner.alive) runner = runners.shift();
+    if (!runners.length && options.size > 1 && !closed) release(key, startRunner(command));
+    return runner ?? startRunner(command);
   };
 
   const resultOf = (job: ToolJob, reply: Reply, cause: string | null): ToolRunResult => {

@@ -12,7 +12,8 @@ export interface McpServerRow {
   updated_at: Date;
 }
 
-interface StoredRow {
+/** A row as stored, credentials encrypted. */
+export interface StoredMcpServer {
   id: string;
   server_name: string;
   mcp_server_type: string;
@@ -33,15 +34,16 @@ function split(config: McpServerConfig): { plain: Record<string, unknown>; secre
   return { plain, secrets: Object.keys(secrets).length ? encryptSecret(JSON.stringify(secrets)) : null };
 }
 
-const rowOf = (stored: StoredRow): McpServerRow => ({
+/** The stored row with its credentials decrypted; it may come as JSON (its times as text). */
+export const mcpServerOf = (stored: StoredMcpServer): McpServerRow => ({
   id: stored.id,
   server_name: stored.server_name,
   config: {
     ...stored.config,
     ...(stored.secrets ? JSON.parse(decryptSecret(stored.secrets)) : {}),
   } as McpServerConfig,
-  created_at: stored.created_at,
-  updated_at: stored.updated_at,
+  created_at: new Date(stored.created_at),
+  updated_at: new Date(stored.updated_at),
 });
 
 export async function insertMcpServer(
@@ -49,12 +51,12 @@ export async function insertMcpServer(
   server: { id: string; server_name: string; config: McpServerConfig },
 ): Promise<McpServerRow> {
   const { plain, secrets } = split(server.config);
-  const [row] = await db.query<StoredRow>(
+  const [row] = await db.query<StoredMcpServer>(
     `INSERT INTO mcp_servers (id, server_name, mcp_server_type, config, secrets)
      VALUES ($1, $2, $3, $4, $5) RETURNING *`,
     [server.id, server.server_name, server.config.mcp_server_type, json(plain), secrets],
   );
-  return rowOf(row);
+  return mcpServerOf(row);
 }
 
 export async function updateMcpServer(
@@ -63,12 +65,12 @@ export async function updateMcpServer(
   server: { server_name: string; config: McpServerConfig },
 ): Promise<McpServerRow> {
   const { plain, secrets } = split(server.config);
-  const [row] = await db.query<StoredRow>(
+  const [row] = await db.query<StoredMcpServer>(
     `UPDATE mcp_servers SET server_name = $2, config = $3, secrets = $4, updated_at = now()
      WHERE id = $1 RETURNING *`,
     [id, server.server_name, json(plain), secrets],
   );
-  return rowOf(row);
+  return mcpServerOf(row);
 }
 
 /** The server, locked until the transaction ends when `forUpdate` (tool syncs of one server take turns). */
@@ -77,21 +79,23 @@ export async function getMcpServer(
   id: string,
   forUpdate = false,
 ): Promise<McpServerRow | undefined> {
-  const [row] = await db.query<StoredRow>(
+  const [row] = await db.query<StoredMcpServer>(
     `SELECT * FROM mcp_servers WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
     [id],
   );
-  return row && rowOf(row);
+  return row && mcpServerOf(row);
 }
 
 export async function getMcpServerByName(db: Queryable, name: string): Promise<McpServerRow | undefined> {
-  const [row] = await db.query<StoredRow>('SELECT * FROM mcp_servers WHERE server_name = $1', [name]);
-  return row && rowOf(row);
+  const [row] = await db.query<StoredMcpServer>('SELECT * FROM mcp_servers WHERE server_name = $1', [name]);
+  return row && mcpServerOf(row);
 }
 
 /** Every server, oldest first (Letta's list takes no paging). */
 export async function listMcpServers(db: Queryable): Promise<McpServerRow[]> {
-  return (await db.query<StoredRow>('SELECT * FROM mcp_servers ORDER BY created_at, id')).map(rowOf);
+  return (await db.query<StoredMcpServer>('SELECT * FROM mcp_servers ORDER BY created_at, id')).map(
+    mcpServerOf,
+  );
 }
 
 /**

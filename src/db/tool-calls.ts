@@ -2,6 +2,7 @@
 import type { Queryable } from './database';
 import type { AgentRow, ToolRow } from './rows';
 import type { ToolExecution } from './tool-executions';
+import { mcpServerOf, type McpServerRow, type StoredMcpServer } from './mcp-servers';
 
 export interface ToolCallKey {
   agentId: string;
@@ -19,32 +20,39 @@ export interface ToolCallRead {
   tool?: ToolRow;
   /** The model's arguments as it sent them (JSON text); undefined when the call is not in its message. */
   arguments?: string;
+  /** An MCP tool's server, if it is still registered. */
+  mcpServer?: McpServerRow;
 }
 
 type Row = Partial<AgentRow> & {
   call_done: ToolExecution | null;
   call_tool: ToolRow | null;
   call_arguments: string | null;
+  call_mcp_server: StoredMcpServer | null;
 };
 
-/** The call's recorded result, its agent, its tool at the step's version and its arguments. */
+/** The call's recorded result, its agent, its tool at the step's version, its arguments and MCP server. */
 export async function readToolCall(db: Queryable, key: ToolCallKey): Promise<ToolCallRead> {
   const [row] = await db.query<Row>(
     `SELECT a.*,
        (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
-       coalesce(
-         (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
-         (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS call_tool,
+       t.tool AS call_tool,
        (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
-         WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments
-     FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2`,
+         WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
+       (SELECT to_jsonb(s) FROM mcp_servers s
+         WHERE s.id = t.tool->'metadata'->'mcp'->>'server_id') AS call_mcp_server
+     FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2
+     CROSS JOIN LATERAL (SELECT coalesce(
+       (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
+       (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS tool) t`,
     [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId],
   );
-  const { call_done, call_tool, call_arguments, ...agent } = row;
+  const { call_done, call_tool, call_arguments, call_mcp_server, ...agent } = row;
   return {
     done: call_done ?? undefined,
     agent: agent.id ? (agent as AgentRow) : undefined,
     tool: call_tool ?? undefined,
     arguments: call_arguments ?? undefined,
+    mcpServer: call_mcp_server ? mcpServerOf(call_mcp_server) : undefined,
   };
 }

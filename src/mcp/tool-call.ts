@@ -14,11 +14,15 @@ export interface McpToolResult {
   text: string;
 }
 
-/** The server a stored MCP tool belongs to; a tool whose server is gone is the tool's failure. */
+/** A tool whose server is gone: the tool's failure. */
+export const serverGone = (tool: ToolRow) =>
+  new ToolError(`the MCP server of tool ${tool.name} is no longer registered`);
+
+/** The server a stored MCP tool belongs to. */
 export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpServerRow> {
   const serverId = mcpServerIdOf(tool);
   const server = serverId ? await getMcpServer(db, serverId) : undefined;
-  if (!server) throw new ToolError(`the MCP server of tool ${tool.name} is no longer registered`);
+  if (!server) throw serverGone(tool);
   return server;
 }
 

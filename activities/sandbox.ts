@@ -7,7 +7,7 @@ import { agentBlocks, agentSecrets } from '../src/db/agents';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { Sandbox, ToolRunResult } from '../src/sandbox';
 import { sandboxEnvironment } from '../src/sandbox/environment';
-import { customToolJob, writeBackMemory } from '../src/tools/custom-tools';
+import { changedBlocks, customToolJob, writeBackMemory } from '../src/tools/custom-tools';
 import type { SandboxType } from '../src/schemas/sandbox-config';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
@@ -51,7 +51,8 @@ export function sandboxExecutor({
       const job = customToolJob(environment, { ...agent, blocks, secrets }, tool, args, toolTimeoutMs);
       const run = await sandbox.run(job, signal);
       const result = resultOf(run);
-      if (run.status !== 'success') return result;
+      // Only a write-back needs the transaction under the agent's lock.
+      if (run.status !== 'success' || !changedBlocks(job, run).length) return result;
       return {
         async writeMemory(tx) {
           try {

@@ -70,7 +70,7 @@ export function customToolJob(
 }
 
 /** Blocks whose value the tool changed from the snapshot it was given. */
-function changedBlocks(job: ToolJob, result: ToolRunResult): { label: string; value: string }[] {
+export function changedBlocks(job: ToolJob, result: ToolRunResult): { label: string; value: string }[] {
   const before = new Map(job.agentState?.memory.blocks.map((b) => [b.label, b.value]));
   return (result.agentState?.memory.blocks ?? []).filter(
     (b) => before.has(b.label) && before.get(b.label) !== b.value,

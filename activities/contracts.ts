@@ -180,6 +180,13 @@ export const AgentStepLimitsSchema = z.object({
   mcpConnectTimeoutMs: z.number(),
   /** How long a message to another agent may wait for its reply. */
   agentMessageTimeoutMs: z.number(),
+  /**
+   * Sandboxed, run_code and MCP calls run as local activities of the agent worker (LOCAL_TOOL_CALLS),
+   * not on their modes' task queues.
+   */
+  localToolCalls: z.boolean().optional(),
+  /** The step workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
+  taskTimeoutMs: z.number().optional(),
 });
 export type AgentStepLimits = z.infer<typeof AgentStepLimitsSchema>;
 

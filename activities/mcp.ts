@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
-import { callMcpTool, serverOfTool } from '../src/mcp/tool-call';
+import { callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { toolTimeoutMs } from '../src/tools/tool-timeout';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 
@@ -22,14 +22,16 @@ export interface McpActivityDeps {
  * The tool's failure and its timeout are its result; a broken connection fails the activity, which
  * retries on a new one; credentials the server refuses fail it for good.
  */
-export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolExecutor {
+export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>): ToolExecutor {
   return {
-    async execute({ tool, args, signal }) {
-      const server = await serverOfTool(db, tool);
+    async execute({ tool, args, signal, mcpServer: server }) {
+      if (!server) throw serverGone(tool);
       const options = {
         timeoutMs: toolTimeoutMs(tool) ?? callTimeoutMs,
         signal,
-        onProgress: (progress: unknown) => Context.current().heartbeat(progress),
+        // A local activity has no heartbeats: its workflow task stands for it.
+        onProgress: (progress: unknown) =>
+          !Context.current().info.isLocal && Context.current().heartbeat(progress),
       };
       try {
         return await callMcpTool(pool, server, tool, args, options);

@@ -8,8 +8,9 @@
 import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, ToolRow } from '../src/db/rows';
+import type { McpServerRow } from '../src/db/mcp-servers';
 import { readToolCall, type ToolCallRead } from '../src/db/tool-calls';
-import { recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
 import { lockAgentMemory } from '../src/tools/builtin';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
@@ -31,6 +32,8 @@ export interface ToolCall {
   args: Record<string, unknown>;
   /** Aborted when the run is cancelled: the executor stops the tool. */
   signal: AbortSignal;
+  /** An MCP tool's server, read with the call; none when it is no longer registered. */
+  mcpServer?: McpServerRow;
 }
 
 export interface ToolResult {
@@ -45,9 +48,9 @@ export interface ToolResult {
 }
 
 /**
- * The effect of a call that writes memory (its executor's `writesMemory`): applied in the transaction
- * that read the call under the agent's memory lock and records its result, so it is never applied
- * twice. It must use `tx` alone: a second connection could wait on a pool that transactions like it hold.
+ * The effect of a call that writes memory: applied in the transaction that records the result, under
+ * the agent's memory lock, and only if no other attempt recorded it first, so it is never applied twice.
+ * It must use `tx` alone: a second connection could wait on a pool that transactions like it hold.
  */
 export interface MemoryWrite {
   writeMemory(tx: Queryable): Promise<ToolResult>;
@@ -127,20 +130,37 @@ async function recordResult(
   return outcomeOf(execution, text);
 }
 
-/** The activity that runs `executor`'s calls, once per tool call id. */
+/**
+ * The activity that runs `executor`'s calls, once per tool call id. A call's memory write is applied
+ * in the transaction that records it, under the agent's lock, so that it is never applied twice: a
+ * memory tool (`writesMemory`) reads, applies and records in one transaction; a tool that runs
+ * elsewhere first (a sandboxed one writing back its `agent_state`) opens one once it has run, and
+ * checks there that no other attempt recorded the call meanwhile.
+ */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   return (input: ToolCallInput): Promise<ToolOutcome> => {
-    if (!executor.writesMemory?.(input.toolName)) return runCall(db, input, executor);
-    // Read under the agent's lock, applied and recorded in the same transaction: an attempt that
-    // follows finds the first one's record, so the edit is never applied twice.
-    return db.transaction(async (tx) => {
-      await lockAgentMemory(tx, input.agentId);
-      return runCall(tx, input, executor);
-    });
+    if (executor.writesMemory?.(input.toolName))
+      return db.transaction(async (tx) => {
+        await lockAgentMemory(tx, input.agentId);
+        return runCall(tx, input, executor, (record) => record(tx));
+      });
+    return runCall(db, input, executor, (record) =>
+      db.transaction(async (tx) => {
+        await lockAgentMemory(tx, input.agentId);
+        const recorded = await findToolExecution(tx, input.toolCallId);
+        return recorded ? outcomeOf(recorded) : record(tx);
+      }),
+    );
   };
 }
 
-async function runCall(q: Queryable, input: ToolCallInput, executor: ToolExecutor): Promise<ToolOutcome> {
+/** Runs a call and records its result; `locked` runs what records a memory write, under the lock. */
+async function runCall(
+  q: Queryable,
+  input: ToolCallInput,
+  executor: ToolExecutor,
+  locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
+): Promise<ToolOutcome> {
   const read = await readToolCall(q, input);
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
@@ -149,9 +169,18 @@ async function runCall(q: Queryable, input: ToolCallInput, executor: ToolExecuto
   const signal = Context.current().cancellationSignal;
   const ran = await resultOf(input.toolName, () =>
     withHeartbeats(
-      executor.execute({ input, agent, tool, args: argumentsOf(read, input, agent, tool), signal }),
+      executor.execute({
+        input,
+        agent,
+        tool,
+        args: argumentsOf(read, input, agent, tool),
+        signal,
+        mcpServer: read.mcpServer,
+      }),
     ),
   );
-  const result = 'writeMemory' in ran ? await resultOf(input.toolName, () => ran.writeMemory(q)) : ran;
-  return recordResult(q, input, agent, tool, result);
+  if (!('writeMemory' in ran)) return recordResult(q, input, agent, tool, ran);
+  return locked(async (tx) =>
+    recordResult(tx, input, agent, tool, await resultOf(input.toolName, () => ran.writeMemory(tx))),
+  );
 }

@@ -136,6 +136,21 @@ export async function startServer(
         buildId: workerBuildId(config.WORKER_BUILD_ID, gitCommit()),
       };
       const deployment = workerDeploymentOptions(workerVersion);
+      const sandboxed = {
+        ...sandboxActivities({
+          db,
+          sandbox,
+          toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+          sandboxType: sandboxConfigType(config),
+        }),
+        ...runCodeActivities({
+          db,
+          sandbox,
+          interpreter: codeInterpreterFor(config),
+          timeoutMs: config.TOOL_TIMEOUT_MS,
+        }),
+      };
+      const mcpCalls = mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS });
       const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
@@ -152,6 +167,9 @@ export async function startServer(
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
             startWebhook: (subject) => startWebhook(steps, subject),
           }),
+          // Sandboxed and MCP calls run here as local activities (LOCAL_TOOL_CALLS).
+          ...sandboxed,
+          ...mcpCalls,
           ...agentMessageActivities(steps),
           ...scheduleActivities(steps),
           ...webhookActivities({
@@ -168,27 +186,14 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
         deployment,
-        activities: {
-          ...sandboxActivities({
-            db,
-            sandbox,
-            toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-            sandboxType: sandboxConfigType(config),
-          }),
-          ...runCodeActivities({
-            db,
-            sandbox,
-            interpreter: codeInterpreterFor(config),
-            timeoutMs: config.TOOL_TIMEOUT_MS,
-          }),
-        },
+        activities: sandboxed,
       });
       const mcpWorker = await createToolWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.mcp,
         deployment,
-        activities: mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS }),
+        activities: mcpCalls,
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
         const running = worker.run().catch((error) => {

@@ -47,7 +47,12 @@ interface ExecutorRow {
   label: string;
   /** The activity that runs the mode's calls; none when the client runs them: the step pauses for their returns. */
   activity?: keyof ToolActivities;
-  /** The task queue its calls run on; the agent's own when unset. */
+  /**
+   * The task queue its calls run on; the agent's own when unset. With `localToolCalls` (the step's
+   * limits, LOCAL_TOOL_CALLS) they run as local activities of the agent worker instead: a few
+   * milliseconds of Temporal per call rather than a round trip through the server. Every worker
+   * process runs the three workers, so the agent worker has these modes' activities too.
+   */
   queue?: keyof ToolQueues;
   /** How long one call may take (the activity adds a margin): the step's tool timeout when unset. */
   timeoutMs?: (limits: AgentStepLimits, tool: StepTool) => number | undefined;
@@ -131,9 +136,11 @@ export function toolRunner(limits: AgentStepLimits, queues: ToolQueues): ToolRun
     const row = EXECUTORS[tool.mode]!;
     const activity = row.activity!;
     const options = toolOptions(limits, row.timeoutMs?.(limits, tool) ?? limits.toolTimeoutMs);
-    if (tool.local) {
+    if (tool.local || (limits.localToolCalls && row.queue)) {
       const { startToCloseTimeout, retry } = options;
-      return local[activity].executeWithOptions({ startToCloseTimeout, retry, summary }, [call]);
+      return local[activity].executeWithOptions({ startToCloseTimeout, retry, cancellationType, summary }, [
+        call,
+      ]);
     }
     const taskQueue = row.queue && queues[row.queue];
     return remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
@@ -162,9 +169,12 @@ export async function runToolCalls(
 /** Longest failure text the model is given (Letta's MAX_ERROR_MESSAGE_CHAR_LIMIT). */
 const MAX_FAILURE_CHARS = 1000;
 
-/** A tool's activity that failed for good, as Letta words an exception for the model. */
-function failureText(toolName: string, failure: ActivityFailure): string {
-  const cause = failure.cause;
+/**
+ * A tool's activity that failed for good, as Letta words an exception for the model. A regular
+ * activity's failure wraps its cause; a local activity's is the cause itself.
+ */
+function failureText(toolName: string, failure: ActivityFailure | ApplicationFailure): string {
+  const cause = failure instanceof ActivityFailure ? failure.cause : failure;
   const kind = cause instanceof ApplicationFailure && cause.type ? cause.type : (cause?.name ?? 'Error');
   return `Error executing function ${toolName}: ${kind}: ${cause?.message ?? failure.message}`.slice(
     0,
@@ -197,8 +207,10 @@ export async function dispatchToolCall(
   try {
     return await run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary);
   } catch (error) {
-    if (isCancellation(error) || !(error instanceof ActivityFailure)) throw error;
-    log.warn('a tool call failed after its retries', { tool: call.toolName, error: error.cause?.message });
-    return reject(failureText(call.toolName, error));
+    const failed = error instanceof ActivityFailure || error instanceof ApplicationFailure;
+    if (isCancellation(error) || !failed) throw error;
+    const text = failureText(call.toolName, error);
+    log.warn('a tool call failed after its retries', { tool: call.toolName, error: text });
+    return reject(text);
   }
 }

@@ -153,6 +153,8 @@ function stepLimits(config: StepServices['config'], maxSteps: number): AgentStep
     mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
     mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
     agentMessageTimeoutMs: config.AGENT_MESSAGE_TIMEOUT_MS,
+    localToolCalls: config.LOCAL_TOOL_CALLS,
+    taskTimeoutMs: config.STEP_TASK_TIMEOUT_MS,
   };
 }
 

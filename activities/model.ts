@@ -196,20 +196,25 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
     {
       // A request's run is running from its first model call, which stores the messages it brought
       // with its reply.
-      const requestInput = input.step === 0 ? ((await startRunWithInput(db, input.runId)) ?? []) : [];
-      await flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
+      const [started] = await Promise.all([
+        input.step === 0 ? startRunWithInput(db, input.runId) : undefined,
+        flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom),
+      ]);
+      const requestInput = started ?? [];
       const idempotencyKey = `${input.runId}:model:${input.step}`;
-      const stored = await messageByKey(db, idempotencyKey);
+      // Read at once, on connections of their own: the transcript the returns just flushed are part of.
+      const [stored, agent, { conversationId, summary, transcript }] = await Promise.all([
+        messageByKey(db, idempotencyKey),
+        getAgent(db, input.agentId),
+        runContext(db, input.runId),
+      ]);
       if (stored) return { ...turnOf(stored), ...(await pausedBy(db, stored, input)) };
-
-      const agent = await getAgent(db, input.agentId);
       if (!agent)
         throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
       const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
       const parsed = parseHandle(handle);
       if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
 
-      const { conversationId, summary, transcript } = await runContext(db, input.runId);
       const system = compiledPrompt(agent, conversationId);
       const messages = requestMessages({ system, summary, transcript }, requestInput);
       // Chosen before the call: a token stream names the reply and its calls as they will be stored.

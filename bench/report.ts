@@ -127,7 +127,8 @@ function rows(r: Results): string[][] {
 /** Hand-written: where the time goes, from profiles, for the targets a run misses. */
 const PROFILE_NOTES = path.join(projectRoot, 'bench', 'where-the-time-goes.md');
 
-export function reportMarkdown(r: Results): string {
+/** The tables: measured figures, then targets. `withNotes` adds where-the-time-goes.md. */
+export function reportMarkdown(r: Results, withNotes = true): string {
   const m = r.machine;
   const table = [
     '| figure | p50 / p95 / max | side by side | as a multiple of its baseline |',
@@ -146,7 +147,7 @@ export function reportMarkdown(r: Results): string {
     '',
     ...goals,
     '',
-    ...(fs.existsSync(PROFILE_NOTES) ? [fs.readFileSync(PROFILE_NOTES, 'utf8')] : []),
+    ...(withNotes && fs.existsSync(PROFILE_NOTES) ? [fs.readFileSync(PROFILE_NOTES, 'utf8')] : []),
   ].join('\n');
 }
 
@@ -164,5 +165,6 @@ export async function writeReport(r: Results): Promise<void> {
   const start = text.indexOf(START);
   const end = text.indexOf(END);
   if (start < 0 || end < start) return;
-  await writeFormatted(readme, `${text.slice(0, start + START.length)}\n\n${markdown}\n${text.slice(end)}`);
+  const tables = reportMarkdown(r, false);
+  await writeFormatted(readme, `${text.slice(0, start + START.length)}\n\n${tables}\n${text.slice(end)}`);
 }

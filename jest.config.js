@@ -13,4 +13,7 @@ module.exports = {
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   setupFilesAfterEnv: ['<rootDir>/test/setup-temporal-runtime.ts'],
   testTimeout: 120_000,
+  // Two files at once, even on two cores: the suite mostly waits (on Temporal, on sandboxes, on
+  // timers), and it takes about half the time of one file at a time.
+  maxWorkers: 2,
 };

@@ -1,7 +1,7 @@
 /**
- * MCP tools, called on their servers: the activity of the `tools-mcp` task queue. Its worker keeps one
- * connection per server (src/mcp/client-pool.ts); only ids cross the workflow's history, never a
- * server's credentials.
+ * MCP tools, called on their servers: a local activity of the agent worker (LOCAL_TOOL_CALLS), or the
+ * activity of the `tools-mcp` task queue. A worker process keeps one connection per server
+ * (src/mcp/client-pool.ts); only ids cross the workflow's history, never a server's credentials.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Database } from '../src/db';

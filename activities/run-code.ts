@@ -1,6 +1,7 @@
 /**
- * run_code: the `code` execution mode, the model's own code. It runs on the `tools-sandbox` task
- * queue, with the custom tools' sandbox: locally without network, or on E2B when a key is set.
+ * run_code: the `code` execution mode, the model's own code. It runs as custom tools do (a local
+ * activity, or on the `tools-sandbox` task queue), in their sandbox: locally without network, or on
+ * E2B when a key is set.
  */
 import type { Database } from '../src/db';
 import type { Sandbox } from '../src/sandbox';

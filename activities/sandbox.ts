@@ -1,6 +1,6 @@
 /**
- * Custom tools, run in the sandbox: the activity of the `tools-sandbox` task queue, whose worker pool
- * can live apart from the agent workers.
+ * Custom tools, run in the sandbox: a local activity of the agent worker (LOCAL_TOOL_CALLS), or the
+ * activity of the `tools-sandbox` task queue, whose worker pool can live apart from the agent workers.
  */
 import type { Database } from '../src/db';
 import { agentBlocks, agentSecrets } from '../src/db/agents';

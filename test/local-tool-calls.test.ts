@@ -1,0 +1,64 @@
+/**
+ * Where a sandboxed call runs (LOCAL_TOOL_CALLS): as a local activity of the step's worker by default,
+ * or as a regular activity on the `tools-sandbox` task queue, as the step's history shows either way.
+ */
+import { useAgentServer, type AgentServer } from './helpers/agent-server';
+import {
+  connectTemporalClient,
+  finishedStepHistory,
+  localActivityTypes,
+  stepWorkflowId,
+  type HistoryEvent,
+} from './helpers/temporal';
+
+const PING =
+  'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n * 2\n';
+
+/** One step whose model calls the Python tool `ping` once: its tool return and its whole history. */
+async function pingStep(h: AgentServer<'openai'>) {
+  const tool = await h.client.tools.create({ source_code: PING });
+  const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+  h.stub.enqueue({ toolCalls: [{ name: 'ping', arguments: { n: 21 } }] }, { text: 'Done.' });
+  const response = await h.client.agents.messages.create(agent.id, {
+    messages: [{ role: 'user', content: 'Ping' }],
+  });
+  const temporal = await connectTemporalClient();
+  try {
+    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
+    return {
+      toolReturn: response.messages.find((m) => m.message_type === 'tool_return_message'),
+      events: await finishedStepHistory(temporal.client, workflowId),
+    };
+  } finally {
+    await temporal.close();
+  }
+}
+
+const scheduledOn = (events: HistoryEvent[]) =>
+  events
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .filter((a) => a)
+    .map((a) => ({ type: a!.activityType!.name!, queue: a!.taskQueue!.name! }));
+
+describe('sandboxed calls as local activities (the default)', () => {
+  const h = useAgentServer('openai');
+
+  it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
+    const { toolReturn, events } = await pingStep(h);
+    expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
+    expect(localActivityTypes(events)).toEqual(['runSandboxTool', 'finishRun']);
+    expect(scheduledOn(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
+  });
+});
+
+describe('sandboxed calls on their task queue (LOCAL_TOOL_CALLS=false)', () => {
+  const h = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'false' });
+
+  it('schedules the call as an activity on the tools-sandbox queue', async () => {
+    const { toolReturn, events } = await pingStep(h);
+    expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
+    expect(localActivityTypes(events)).toEqual(['finishRun']);
+    const sandboxCall = scheduledOn(events).find((a) => a.type === 'runSandboxTool');
+    expect(sandboxCall?.queue).toMatch(/\.tools-sandbox$/);
+  });
+});

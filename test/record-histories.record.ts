@@ -27,7 +27,12 @@ import {
   type HistoryEntry,
 } from './helpers/histories';
 import { startHttpEverything } from './helpers/mcp-servers';
-import { scheduledActivities, stepWorkflowId, type HistoryEvent } from './helpers/temporal';
+import {
+  localActivityTypes,
+  scheduledActivities,
+  stepWorkflowId,
+  type HistoryEvent,
+} from './helpers/temporal';
 import { sessionWorkflowIdFor } from '../src/agent/steps';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
@@ -140,6 +145,40 @@ describe('recording the replay corpus', () => {
       }
     ).tool_call.tool_call_id;
   const pythonTool = (source: string) => h.client.tools.create({ source_code: source });
+
+  // The default placement of tool calls (LOCAL_TOOL_CALLS): local activities of the step's worker.
+  const local = useAgentServer('openai');
+
+  record('step-local-tool-calls', async () => {
+    const ping = await local.client.tools.create({
+      source_code:
+        'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n',
+    });
+    const agent = await local.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+      tool_ids: [ping.id],
+    });
+    local.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
+      { toolCalls: [{ name: 'ping', arguments: { n: 1 } }] },
+      { text: 'Done.' },
+    );
+    const response = await local.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
+    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(localActivityTypes(events)).toEqual(['runBuiltinTool', 'runSandboxTool', 'finishRun']);
+    await save(
+      'step-local-tool-calls',
+      "completed (end_turn): model → memory_insert → model → custom Python tool → model, the calls and the run's end local activities",
+      events,
+    );
+  });
 
   record('step-finished-tools', async () => {
     const shout = await pythonTool(

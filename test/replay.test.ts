@@ -8,7 +8,7 @@ import {
   workflowTypeOf,
   type HistoryEntry,
 } from './helpers/histories';
-import { scheduledActivities } from './helpers/temporal';
+import { localActivityTypes, scheduledActivities } from './helpers/temporal';
 
 /**
  * Upgrades never break a paused step: every history of the corpus (test/fixtures/histories/, recorded
@@ -101,6 +101,7 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
       'step-mid-tool-call',
       'session-continued-as-new',
       'step-agent-message',
+      'step-local-tool-calls',
     ])
       expect(scenarios).toContain(scenario);
   });
@@ -111,13 +112,16 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
   });
 
   it('fails, naming the history, against workflow code whose commands are reordered (the test of the test)', async () => {
-    // Every finished step ends with finishRequest: the stop reason's search attribute, then finishRun.
+    // Every finished step ends with finishRequest: the stop reason's search attribute, then finishRun
+    // (an activity, or a local one since the patch).
     // The reordered copy issues them the other way round; histories that never got there still replay.
     const finishedSteps = manifest.histories
       .filter((h: HistoryEntry) => h.workflowType === 'agentStep')
-      .filter((h) =>
-        scheduledActivities(loadHistory(h.file).events ?? []).some((a) => a.type === 'finishRun'),
-      )
+      .filter((h) => {
+        const events = loadHistory(h.file).events ?? [];
+        const finishRuns = [...scheduledActivities(events).map((a) => a.type), ...localActivityTypes(events)];
+        return finishRuns.includes('finishRun');
+      })
       .map((h) => h.file)
       .sort();
     expect(finishedSteps).toEqual(

@@ -16,7 +16,7 @@ const ms = (p: Percentiles) => `${p.p50} / ${p.p95} / ${p.max} ms`;
 const ratio = (a: number, b: number) => (b > 0 ? `${Math.round((a / b) * 10) / 10}×` : '–');
 const verdict = (met: boolean) => (met ? 'met' : '**missed**');
 const cpu = (run: Results) =>
-  `CPU: server ${run.server_process_cpu_percent}%, Temporal ${run.temporal_server_cpu_percent}% (of one core)`;
+  `CPU: server ${run.server_process_cpu_percent}%, Temporal ${run.temporal_server_cpu_percent}%${run.postgres_cpu_percent === undefined ? '' : `, PostgreSQL ${run.postgres_cpu_percent}%`} (of one core)`;
 
 const times = (n: number) => `${n}×`;
 

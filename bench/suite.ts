@@ -370,6 +370,20 @@ const cpuMs = (pid: number) => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
 };
 
+/** The CPU all PostgreSQL server processes have used (its backends come and go with the pool). */
+const postgresCpuMs = () =>
+  fs
+    .readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .reduce((total, pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return stat.includes('(postgres)') ? total + cpuMs(Number(pid)) : total;
+      } catch {
+        return total; // gone meanwhile
+      }
+    }, 0);
+
 /** 5. K agents at once, each a step of M tool calls: tool calls per second, and the CPU it took. */
 async function throughput(bench: Bench) {
   const { agents, calls } = THROUGHPUT;
@@ -380,17 +394,18 @@ async function throughput(bench: Bench) {
     const script = { tool: 'memory_insert', times: calls, args: { label: 'notes', new_str: 'x' }, perTurn };
     const ourCpu = process.cpuUsage();
     const temporalCpu = cpuMs(bench.temporal.pid);
+    const postgresCpu = postgresCpuMs();
     const started = performance.now();
     await inParallel(agents, agents, (i) => step(bench.client, ids[i], script));
     const seconds = (performance.now() - started) / 1000;
     const used = process.cpuUsage(ourCpu);
+    const percent = (ms: number) => Math.round((ms / (seconds * 1000)) * 100);
     return {
       seconds: Math.round(seconds * 100) / 100,
       tool_calls_per_second: Math.round((agents * calls) / seconds),
-      server_process_cpu_percent: Math.round(((used.user + used.system) / 1000 / (seconds * 1000)) * 100),
-      temporal_server_cpu_percent: Math.round(
-        ((cpuMs(bench.temporal.pid) - temporalCpu) / (seconds * 1000)) * 100,
-      ),
+      server_process_cpu_percent: percent((used.user + used.system) / 1000),
+      temporal_server_cpu_percent: percent(cpuMs(bench.temporal.pid) - temporalCpu),
+      postgres_cpu_percent: percent(postgresCpuMs() - postgresCpu),
     };
   };
   return {

@@ -40,23 +40,26 @@ export async function timeRuns(
   return times;
 }
 
-/** `reps` pairs of runs, `a` then `b`, after `warmup` untimed pairs: what drifts affects both alike. */
+/** `reps` rounds of `works`, each run in turn, after `warmup` untimed rounds: a drift affects all alike. */
+export async function timeInTurn(
+  reps: number,
+  works: (() => Promise<unknown>)[],
+  warmup = WARMUP,
+): Promise<number[][]> {
+  for (let i = 0; i < warmup; i++) for (const work of works) await work();
+  const times = works.map((): number[] => []);
+  for (let i = 0; i < reps; i++) for (const [j, work] of works.entries()) times[j].push(await timed(work));
+  return times;
+}
+
+/** `reps` pairs of runs, `a` then `b`: each pair gives one sample of a difference or a ratio. */
 export async function timePairs(
   reps: number,
   a: () => Promise<unknown>,
   b: () => Promise<unknown>,
-  warmup = WARMUP,
 ): Promise<{ a: number[]; b: number[] }> {
-  for (let i = 0; i < warmup; i++) {
-    await a();
-    await b();
-  }
-  const pairs = { a: [] as number[], b: [] as number[] };
-  for (let i = 0; i < reps; i++) {
-    pairs.a.push(await timed(a));
-    pairs.b.push(await timed(b));
-  }
-  return pairs;
+  const [timesA, timesB] = await timeInTurn(reps, [a, b]);
+  return { a: timesA, b: timesB };
 }
 
 /** Each pair's `(a - b) / units`: the cost of one of `units` things that `a` does beyond `b`. */

@@ -29,6 +29,7 @@ import {
   percentiles,
   perUnit,
   ratios,
+  timeInTurn,
   timePairs,
   timeRuns,
   WARMUP,
@@ -144,7 +145,8 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
 /**
  * The per-call cost of `tool`: steps of `calls` + 1 calls and of one call alternate, and each pair's
  * difference, divided by `calls`, is one sample. Both steps make the same model calls (two, when the
- * calls come in one reply), so the difference is the calls' alone.
+ * calls come in one reply), so the difference is the calls' alone. A step without calls (one model
+ * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`).
  */
 async function perCallInStep(
   client: Letta,
@@ -152,16 +154,17 @@ async function perCallInStep(
   script: Omit<Script, 'times'>,
   { calls = CALLS_PER_STEP } = {},
 ): Promise<Record<string, Percentiles | number>> {
-  const pairs = await timePairs(
-    REPS,
+  const [withCalls, withOne, without] = await timeInTurn(REPS, [
     () => step(client, agentId, { ...script, times: calls + 1 }),
     () => step(client, agentId, { ...script, times: 1 }),
-  );
+    () => step(client, agentId, { ...script, times: 0 }),
+  ]);
   return {
     calls_per_step: calls,
-    step_with_calls_ms: percentiles(pairs.a),
-    step_with_one_call_ms: percentiles(pairs.b),
-    per_call_ms: percentiles(perUnit(pairs, calls)),
+    step_with_calls_ms: percentiles(withCalls),
+    step_with_one_call_ms: percentiles(withOne),
+    step_without_calls_ms: percentiles(without),
+    per_call_ms: percentiles(perUnit({ a: withCalls, b: withOne }, calls)),
   };
 }
 

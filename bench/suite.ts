@@ -39,12 +39,11 @@ import { writeReport } from './report';
 import { baselineMultiples, checkQuick } from './baseline';
 import { baselineActivities } from './baseline-activities';
 
-const recorded = () => JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'));
-
 /** `--quick`: few repetitions, no cold sandbox, no paused runs; compared with results.json, writes nothing. */
 const QUICK = process.argv.includes('--quick');
 const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 5 : 15));
 const RESULTS_FILE = path.join(projectRoot, 'bench', 'results.json');
+const recorded = () => JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'));
 const CALLS_PER_STEP = 10;
 /** The throughput figure's load: agents at once, each one step of this many tool calls. */
 const THROUGHPUT = { agents: 16, calls: 20 };

@@ -32,8 +32,7 @@ type Activities = ReturnType<typeof createActivities>;
 const ERROR_MESSAGE_CHARS = 500;
 
 /**
- * The run's bookkeeping (but `runEnd`) runs as local activities, in the workflow task that asks for
- * them: a few milliseconds each instead of a round trip through the server (a workflow task, a
+ * The run's bookkeeping runs as local activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip through the server (a workflow task, a
  * dispatch, a completion). They are idempotent like every activity here, since a local activity runs
  * again if its workflow task fails before the worker reports it. The model call stays a regular
  * activity: it may take minutes and heartbeats. Tool calls run through the executor of their mode.
@@ -57,8 +56,8 @@ export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
   return {
     runTool: toolRunner(limits, queues),
     run: proxyLocalActivities<Activities>(bookkeeping),
-    // Histories from before FINISH_RUN_LOCALLY ended their runs with a regular activity.
-    runEnd: proxyActivities<Activities>(bookkeeping),
+    // Histories from before FINISH_RUN_LOCALLY ended their runs with a regular activity: they replay so.
+    runEndUnpatched: proxyActivities<Activities>(bookkeeping),
     model: proxyActivities<Activities>(model),
     // The model call names itself in the Temporal UI: it passes these options again with a summary.
     modelOptions: model,
@@ -119,7 +118,7 @@ export async function finishRequest(
   const { stopReason, usage, error } = outcome;
   setCurrentDetails(`Stopped: ${stopReason}`);
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
-  const finisher = patched(FINISH_RUN_LOCALLY) ? acts.run : acts.runEnd;
+  const finisher = patched(FINISH_RUN_LOCALLY) ? acts.run : acts.runEndUnpatched;
   await CancellationScope.nonCancellable(() =>
     finisher.finishRun({
       agentId,

@@ -185,6 +185,8 @@ export const AgentStepLimitsSchema = z.object({
    * not on their modes' task queues.
    */
   localToolCalls: z.boolean().optional(),
+  /** Model calls run as local activities of the agent worker (LOCAL_MODEL_CALLS). */
+  localModelCalls: z.boolean().optional(),
   /** The step workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
   taskTimeoutMs: z.number().optional(),
 });

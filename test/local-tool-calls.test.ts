@@ -1,6 +1,7 @@
 /**
- * Where a sandboxed call runs (LOCAL_TOOL_CALLS): as a local activity of the step's worker by default,
- * or as a regular activity on the `tools-sandbox` task queue, as the step's history shows either way.
+ * Where a sandboxed call runs (LOCAL_TOOL_CALLS) and where a model call runs (LOCAL_MODEL_CALLS): as
+ * local activities of the step's worker by default, or as regular activities (a sandboxed call on the
+ * `tools-sandbox` task queue, a model call on the agent's), as the step's history shows either way.
  */
 import { useAgentServer, type AgentServer } from './helpers/agent-server';
 import {
@@ -46,8 +47,22 @@ describe('sandboxed calls as local activities (the default)', () => {
   it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
+    expect(localActivityTypes(events)).toEqual(['callModel', 'runSandboxTool', 'callModel', 'finishRun']);
+    expect(scheduledOn(events)).toEqual([]);
+  });
+});
+
+describe('model calls as regular activities (LOCAL_MODEL_CALLS=false)', () => {
+  const h = useAgentServer('openai', { LOCAL_MODEL_CALLS: 'false' });
+
+  it('schedules each model call on the agent’s task queue, with the tool call still local', async () => {
+    const { toolReturn, events } = await pingStep(h);
+    expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['runSandboxTool', 'finishRun']);
-    expect(scheduledOn(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
+    expect(scheduledOn(events)).toEqual([
+      { type: 'callModel', queue: h.server.steps.taskQueues.agent },
+      { type: 'callModel', queue: h.server.steps.taskQueues.agent },
+    ]);
   });
 });
 
@@ -57,7 +72,7 @@ describe('sandboxed calls on their task queue (LOCAL_TOOL_CALLS=false)', () => {
   it('schedules the call as an activity on the tools-sandbox queue', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['finishRun']);
+    expect(localActivityTypes(events)).toEqual(['callModel', 'callModel', 'finishRun']);
     const sandboxCall = scheduledOn(events).find((a) => a.type === 'runSandboxTool');
     expect(sandboxCall?.queue).toMatch(/\.tools-sandbox$/);
   });

@@ -18,6 +18,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { useAgentServer } from './helpers/agent-server';
+import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import {
   HISTORIES_DIR,
@@ -91,6 +92,7 @@ describe('recording the replay corpus', () => {
     // Tool calls as regular activities on their modes' task queues, whose histories show a call
     // scheduled and running (a local one shows only once done); workflow-history.test.ts replays local ones.
     LOCAL_TOOL_CALLS: 'false',
+    LOCAL_MODEL_CALLS: 'false',
   });
   const temporalClient = (): Client => h.server.steps.temporal;
   const historyOf = async (workflowId: string, runId?: string): Promise<Events> =>
@@ -146,7 +148,8 @@ describe('recording the replay corpus', () => {
     ).tool_call.tool_call_id;
   const pythonTool = (source: string) => h.client.tools.create({ source_code: source });
 
-  // The default placement of tool calls (LOCAL_TOOL_CALLS): local activities of the step's worker.
+  // The default placement of tool and model calls (LOCAL_TOOL_CALLS, LOCAL_MODEL_CALLS): local
+  // activities of the step's worker.
   const local = useAgentServer('openai');
 
   record('step-local-tool-calls', async () => {
@@ -172,10 +175,68 @@ describe('recording the replay corpus', () => {
     const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
     await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
-    expect(localActivityTypes(events)).toEqual(['runBuiltinTool', 'runSandboxTool', 'finishRun']);
+    expect(localActivityTypes(events)).toEqual([
+      'callModel',
+      'runBuiltinTool',
+      'callModel',
+      'runSandboxTool',
+      'callModel',
+      'finishRun',
+    ]);
     await save(
       'step-local-tool-calls',
       "completed (end_turn): model → memory_insert → model → custom Python tool → model, the calls and the run's end local activities",
+      events,
+    );
+  });
+
+  /** A step of the `local` server paused for the client tool `ask_user`; `then`, the replies after it. */
+  const pausedLocally = async (...then: { text: string }[]) => {
+    const agent = await local.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    local.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, ...then);
+    const paused = await local.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask me' }],
+      client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const workflowId = await stepWorkflowId(local.server.db, paused.messages[0].run_id!);
+    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    const events = await eventually(
+      async () => (await handle.fetchHistory()).events ?? [],
+      (e) => e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes) && settled(e),
+      30_000,
+    );
+    return { agent, paused, handle, events };
+  };
+
+  record('step-paused-local-model-call', async () => {
+    const { events } = await pausedLocally();
+    expect(localActivityTypes(events)).toEqual(['callModel']);
+    await save(
+      'step-paused-local-model-call',
+      'running: paused for a client-side tool (ask_user) by a model call run as a local activity',
+      events,
+    );
+  });
+
+  record('step-local-model-calls', async () => {
+    const { agent, paused, handle } = await pausedLocally({ text: 'Thanks.' });
+    const call = approvalCallOf(paused.messages);
+    const answered = await local.client.agents.messages.create(agent.id, {
+      messages: [clientToolReturn(call, 'yes')],
+    });
+    expect(answered.stop_reason.stop_reason).toBe('end_turn');
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(localActivityTypes(events)).toEqual([
+      'callModel',
+      'applyApprovalAnswer',
+      'callModel',
+      'finishRun',
+    ]);
+    await save(
+      'step-local-model-calls',
+      "completed (end_turn): a model call paused for a client tool, answered, then the model; model calls, the answer and the run's end local activities",
       events,
     );
   });

@@ -34,8 +34,11 @@ const ERROR_MESSAGE_CHARS = 500;
 /**
  * The run's bookkeeping runs as local activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip through the server (a workflow task, a
  * dispatch, a completion). They are idempotent like every activity here, since a local activity runs
- * again if its workflow task fails before the worker reports it. The model call stays a regular
- * activity: it may take minutes and heartbeats. Tool calls run through the executor of their mode.
+ * again if its workflow task fails before the worker reports it. The model call is local too with
+ * `localModelCalls` (LOCAL_MODEL_CALLS): a plain step is then one workflow task from its start to its
+ * end, the worker renewing that task while the provider answers (a cancel reaches the call at a
+ * renewal). Without it, a regular activity that heartbeats. Tool calls run through the executor of
+ * their mode.
  */
 export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {
@@ -53,14 +56,21 @@ export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
       maximumAttempts: limits.modelMaxAttempts,
     },
   };
+  const localModel: LocalActivityOptions = {
+    cancellationType,
+    startToCloseTimeout: model.startToCloseTimeout,
+    retry: model.retry,
+  };
   return {
     runTool: toolRunner(limits, queues),
     run: proxyLocalActivities<Activities>(bookkeeping),
     // Histories from before FINISH_RUN_LOCALLY ended their runs with a regular activity: they replay so.
     runEndUnpatched: proxyActivities<Activities>(bookkeeping),
-    model: proxyActivities<Activities>(model),
+    model: limits.localModelCalls
+      ? proxyLocalActivities<Activities>(localModel)
+      : proxyActivities<Activities>(model),
     // The model call names itself in the Temporal UI: it passes these options again with a summary.
-    modelOptions: model,
+    modelOptions: limits.localModelCalls ? localModel : model,
   };
 }
 

@@ -154,6 +154,7 @@ function stepLimits(config: StepServices['config'], maxSteps: number): AgentStep
     mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
     agentMessageTimeoutMs: config.AGENT_MESSAGE_TIMEOUT_MS,
     localToolCalls: config.LOCAL_TOOL_CALLS,
+    localModelCalls: config.LOCAL_MODEL_CALLS,
     taskTimeoutMs: config.STEP_TASK_TIMEOUT_MS,
   };
 }

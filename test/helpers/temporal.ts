@@ -46,16 +46,24 @@ export function scheduledActivities(events: HistoryEvent[]): { eventId: number; 
     }));
 }
 
-/** The activity type of each local activity a history recorded (its markers), in order. */
-export function localActivityTypes(events: HistoryEvent[]): string[] {
+/** The local activities a history ran, in order, with the attempt that completed each. */
+export function localActivities(events: HistoryEvent[]): { type: string; attempt: number }[] {
   return events
     .map((e) => e.markerRecordedEventAttributes)
     .filter((marker) => marker?.markerName === 'core_local_activity')
     .map((marker) => {
       const data = marker!.details!.data!.payloads![0].data!;
-      return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type;
+      const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as {
+        activity_type: string;
+        attempt: number;
+      };
+      return { type: parsed.activity_type, attempt: parsed.attempt };
     });
 }
+
+/** The activity type of each local activity a history recorded (its markers), in order. */
+export const localActivityTypes = (events: HistoryEvent[]): string[] =>
+  localActivities(events).map((a) => a.type);
 
 /** Every payload of a history (inputs, results, summaries, failures), decoded as text. */
 export function payloadTexts(value: unknown, out: string[] = []): string[] {

@@ -241,8 +241,9 @@ export const QueuedStepSchema = z.object({
   /** The step's own workflow, a child of the session. */
   workflowId: z.string(),
   input: AgentStepInputSchema,
-  /** What the Temporal UI shows of it. */
+  /** What the Temporal UI shows of it: a line in lists, and Markdown on its page. */
   summary: z.string(),
+  details: z.string().optional(),
   /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
   maxQueued: z.number().int(),
 });

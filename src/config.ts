@@ -171,6 +171,7 @@ export const ConfigSchema = z.object({
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   LOCAL_TOOL_CALLS: flag.default(true),
   LOCAL_MODEL_CALLS: flag.default(true),
+  STEP_SUMMARY_MESSAGE_CHARS: z.coerce.number().int().min(0).max(500).default(80),
   STEP_TASK_TIMEOUT_MS: milliseconds.min(1_000).default(2_000),
   ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
   E2B_API_KEY: optional(z.string()),

@@ -59,7 +59,8 @@ describe('agents messaging agents', () => {
         .getHandle(await stepWorkflowId(h.server.db, run.id))
         .describe();
       expect(step.status.name).toBe('COMPLETED');
-      expect(await step.staticSummary()).toContain(`Message from agent ${asker.id}`);
+      expect(await step.staticSummary()).toContain(`${expert.name}: `);
+      expect(await step.staticDetails()).toContain(`**From** agent ${asker.id}`);
     } finally {
       await temporal.close();
     }

@@ -65,7 +65,7 @@ describe('health when a dependency is down', () => {
       silentLogger(),
       { role: 'api' },
     );
-    const app = express().use(healthRouter({ db, temporal: server.connection, timeoutMs: 2_000 }));
+    const app = express().use(healthRouter({ db, temporal: server.connection, timeoutMs: 2_000 }).router);
     const http = app.listen(0, '127.0.0.1');
     try {
       await new Promise((resolve) => http.once('listening', resolve));

@@ -109,7 +109,11 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
     const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
     const events = await finishedStepHistory(temporalClient, workflowId);
-    const texts = payloadTexts(events);
+    // The message's start is the step's summary (STEP_SUMMARY_MESSAGE_CHARS, 80), and no more of it.
+    const summary = decodePayload(events[0].userMetadata!.summary!.data) as string;
+    expect(summary).toMatch(/^agent-[^:]+: USERTEXT the user says/);
+    expect(summary.length).toBeLessThanOrEqual(`${agent.name}: `.length + 80);
+    const texts = payloadTexts(events).filter((t) => t !== JSON.stringify(summary));
     for (const marker of ['USERTEXT', 'MODELTEXT', 'QUERYTEXT']) {
       expect(texts.filter((t) => t.includes(marker))).toEqual([]);
     }
@@ -150,7 +154,12 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     ]);
 
     const description = await temporalClient.workflow.getHandle(workflowId).describe();
-    expect(await description.staticSummary()).toContain(agent.id);
+    // Lists show the agent's name and the message's start; the workflow's page, who and what in full.
+    expect(await description.staticSummary()).toBe(`${agent.name}: I like tea`);
+    const details = await description.staticDetails();
+    expect(details).toContain(`**Agent** ${agent.name} (\`${agent.id}\`)`);
+    expect(details).toContain(`**Run** \`${runId}\` (send_message)`);
+    expect(details).not.toContain('tea');
     const attributes = description.typedSearchAttributes;
     expect(attributes.get(agentIdKey)).toBe(agent.id);
     expect(attributes.get(runIdKey)).toBe(runId);

@@ -104,6 +104,7 @@ async function runStep(step: QueuedStep): Promise<void> {
       { key: runIdKey, value: step.input.runId },
     ],
     staticSummary: step.summary,
+    staticDetails: step.details,
     // A local tool call holds the step's workflow task; the worker renews it at 80% of this timeout,
     // which is when a cancel reaches the call.
     workflowTaskTimeout: step.input.limits.taskTimeoutMs,

@@ -110,7 +110,7 @@ export async function sendAgentMessage(
           userMessages: [{ role: 'system', text: framedMessage(message) }],
           runId: messageRunId(message.toolCallId, agentId),
           metadata: { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: message.runId },
-          summary: `Message from agent ${message.senderId} (step ${sender?.workflow_id}) to ${agentId}`,
+          origin: `agent ${message.senderId} (step ${sender?.workflow_id})`,
         });
         return { agentId, runId: run.id };
       } catch (error) {

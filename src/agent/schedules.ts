@@ -207,7 +207,7 @@ export async function fireScheduledMessage(
     runId: firingRunId(input.firingId),
     metadata: { scheduled_message_id: row.id },
     callbackUrl: row.message.callback_url ?? undefined,
-    summary: `Scheduled message ${row.id} to ${row.agent_id}`,
+    origin: `scheduled message ${row.id}`,
   });
   return { runId: run.id };
 }

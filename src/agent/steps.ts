@@ -72,8 +72,8 @@ export interface StepRequest extends RequestOptions {
   metadata?: Record<string, unknown>;
   /** Where the run is POSTed once it ends (checked by the caller: src/agent/webhooks.ts). */
   callbackUrl?: string;
-  /** What the Temporal UI shows of the step. */
-  summary?: string;
+  /** Who sent it, for the Temporal UI, when not the API's caller (a schedule, another agent). */
+  origin?: string;
 }
 
 export interface AnswerRequest extends RequestOptions {
@@ -170,7 +170,7 @@ export async function startAgentStep(
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const runId = request.runId ?? newId('run');
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
-  const { run, context, queued } = await ctx.db.transaction(async (tx) => {
+  const { run, context, queued, agentName } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, request.agentId);
     if (!agent) throw notFound(`Agent ${request.agentId}`);
     const earlier = request.runId ? await getRun(tx, runId) : undefined;
@@ -180,6 +180,7 @@ export async function startAgentStep(
         run: earlier,
         context: await resolveStepContext(tx, agent),
         queued: earlier.status !== 'created',
+        agentName: agent.name,
       };
     const pending = await lockPendingApproval(tx, request);
     if (pending) throw pendingApprovalError(pending);
@@ -194,7 +195,7 @@ export async function startAgentStep(
       conversation_id: request.conversationId,
       callback_url: request.callbackUrl ?? null,
     });
-    return { run: row, context: await resolveStepContext(tx, agent), queued: false };
+    return { run: row, context: await resolveStepContext(tx, agent), queued: false, agentName: agent.name };
   });
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
   const alive = stepLiveness(ctx, sessionId, workflowId);
@@ -202,7 +203,7 @@ export async function startAgentStep(
   const { config } = ctx;
   const step: QueuedStep = {
     workflowId,
-    summary: request.summary ?? `Agent step of ${request.agentId} (${request.runType})`,
+    ...stepMetadata(agentName, runId, request, config.STEP_SUMMARY_MESSAGE_CHARS),
     maxQueued: config.AGENT_MAX_QUEUED_MESSAGES,
     input: {
       agentId: request.agentId,
@@ -223,6 +224,28 @@ export async function startAgentStep(
     throw error;
   }
   return { run, alive };
+}
+
+/** The start of a text, on one line, cut at `chars` (none at 0). */
+function excerpt(text: string, chars: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > chars ? `${line.slice(0, Math.max(chars - 1, 0))}${chars ? '…' : ''}` : line;
+}
+
+/**
+ * What the Temporal UI shows of a step: its summary (the agent's name and the start of the message,
+ * STEP_SUMMARY_MESSAGE_CHARS of it) in lists, its details (Markdown) on the workflow's page. The
+ * summary is the only text of a message in a history: the rest stays in the database.
+ */
+function stepMetadata(agentName: string, runId: string, request: StepRequest, messageChars: number) {
+  const text = excerpt(request.userMessages.map((m) => m.text).join(' '), messageChars);
+  const conversation = request.conversationId ? `, conversation \`${request.conversationId}\`` : '';
+  const details = [
+    `**Agent** ${agentName} (\`${request.agentId}\`)`,
+    `**Run** \`${runId}\` (${request.runType}${conversation})`,
+    ...(request.origin ? [`**From** ${request.origin}`] : []),
+  ];
+  return { summary: text ? `${agentName}: ${text}` : agentName, details: details.join('\n\n') };
 }
 
 /** The step's update to its conversation's session, which the update starts if it does not run. */

@@ -5,6 +5,7 @@ import type { ApiContext } from './context';
 import { inputGuard } from './input-guard';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
+import { apiReference } from './api-reference';
 import { agentsRouter } from './routes/agents';
 import { agentFilesRouter } from './routes/agent-files';
 import { agentFoldersRouter } from './routes/agent-folders';
@@ -58,14 +59,21 @@ export function createApp(deps: ApiDependencies): express.Express {
     failureLimit: config.AUTH_FAILURE_LIMIT,
     failureWindowMs: config.AUTH_FAILURE_WINDOW_MS,
   };
+  const health = healthRouter({
+    db: deps.db,
+    temporal: deps.connection,
+    timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+  });
+  const routers = ROUTERS.map((routes) => routes(deps));
   app.use(corsGrant(access));
-  app.use(
-    healthRouter({ db: deps.db, temporal: deps.connection, timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS }),
-  );
+  app.use(health.router);
+  // The API's description is no secret: a browser opens the reference without the password, which its
+  // "try it" requests then carry.
+  app.use(apiReference([health, ...routers].flatMap((r) => r.routes)).router);
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));
-  for (const routes of ROUTERS) app.use(routes(deps));
+  for (const routes of routers) app.use(routes.router);
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));
   return app;

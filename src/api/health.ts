@@ -1,8 +1,9 @@
-import { Router } from 'express';
+import { z } from 'zod';
 import type { NativeConnection } from '@temporalio/worker';
 import { pingDatabase, type Database } from '../db';
 import { errorText } from '../temporal/connection';
 import { version } from '../paths';
+import { documentedRouter, type DocumentedRouter } from './route-book';
 
 export interface HealthDependencies {
   db: Database;
@@ -35,9 +36,23 @@ export const LETTA_API_VERSION = '0.16.8';
  * `GET /v1/health/` (routes are not strict, so both slash forms match): 200 `{status:"ok",version}`
  * (Letta's shape) only when PostgreSQL and Temporal answer.
  */
-export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): Router {
-  const router = Router();
-  router.get('/v1/health', async (_req, res) => {
+const HealthSchema = z
+  .object({
+    status: z.enum(['ok', 'unavailable']),
+    version: z.string(),
+    server_version: z.string(),
+    checks: z.object({ database: z.string(), temporal: z.string() }).optional(),
+  })
+  .meta({ id: 'Health' });
+
+export function healthRouter({ db, temporal, timeoutMs }: HealthDependencies): DocumentedRouter {
+  const router = documentedRouter('Health');
+  const doc = {
+    summary: 'Check the server',
+    description: 'Open without the password. 503 with `checks` when PostgreSQL or Temporal does not answer.',
+    response: HealthSchema,
+  };
+  router.get('/v1/health', doc, async (_req, res) => {
     const [database, temporalStatus] = await Promise.all([
       check(() => pingDatabase(db), timeoutMs),
       check(() => temporal.workflowService.getSystemInfo({}), timeoutMs),

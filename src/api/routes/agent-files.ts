@@ -3,12 +3,20 @@
  * `POST /v1/agents/import` (multipart, the file in `file`) makes its agents again (src/agent/agent-file/).
  */
 import { receiveFile } from '../upload';
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { checkJson } from '../input-guard';
 import { parseBody, parseQuery } from '../validation';
-import { ExportAgentBody, ExportAgentQuery, ImportAgentForm } from '../schemas/agent-files';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import {
+  ExportAgentBody,
+  ExportAgentQuery,
+  ImportAgentForm,
+  ImportAgentUpload,
+  ImportedAgentsResponseSchema,
+  type ImportedAgentsResponse,
+} from '../schemas/agent-files';
 import { AgentFileSchema, type ImportOptions } from '../../schemas/agent-file';
 import { exportAgentFile, type ExportOptions } from '../../agent/agent-file/export';
 import { importAgentFile } from '../../agent/agent-file/import';
@@ -64,8 +72,8 @@ function parseSecrets(text: string | undefined): Record<string, string> | undefi
 /** What the upload's form may hold besides the file. */
 const AGENT_FILE_FORM = { fields: 32, fieldSize: 1024 * 1024, parts: 40 };
 
-export function agentFilesRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function agentFilesRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Agent files');
   const python = { python: ctx.config.PYTHON_PATH, timeoutMs: ctx.config.SCHEMA_GENERATION_TIMEOUT_MS };
 
   const sendExport = async (agentId: string, options: ExportOptions, res: Parameters<RequestHandler>[1]) => {
@@ -76,31 +84,57 @@ export function agentFilesRouter(ctx: ApiContext): Router {
     res.type('application/json').send(JSON.stringify(file, null, 2));
   };
 
-  router.get('/v1/agents/:agentId/export', async (req, res) => {
-    const query = parseQuery(ExportAgentQuery, req);
-    if (query.use_legacy_format) throw new HttpError(400, 'Legacy format is not supported');
-    await sendExport(
-      req.params.agentId,
-      { conversationId: query.conversation_id, scrubMessages: query.scrub_messages },
-      res,
-    );
-  });
+  router.get(
+    '/v1/agents/:agentId/export',
+    {
+      summary: 'Export agent',
+      description: 'The agent as an agent file (Letta’s AgentFileSchema), indented JSON.',
+      query: ExportAgentQuery,
+      download: 'agent file, .af JSON',
+    },
+    async (req, res) => {
+      const query = parseQuery(ExportAgentQuery, req);
+      if (query.use_legacy_format) throw new HttpError(400, 'Legacy format is not supported');
+      await sendExport(
+        req.params.agentId,
+        { conversationId: query.conversation_id, scrubMessages: query.scrub_messages },
+        res,
+      );
+    },
+  );
 
-  router.post('/v1/agents/:agentId/export', async (req, res) => {
-    const body = parseBody(ExportAgentBody, req);
-    await sendExport(
-      req.params.agentId,
-      {
-        conversationId: body.conversation_id,
-        scrubMessages: body.scrub_messages ?? false,
-        skills: body.skills ?? [],
-      },
-      res,
-    );
-  });
+  router.post(
+    '/v1/agents/:agentId/export',
+    {
+      summary: 'Export agent with skills',
+      description:
+        'The agent as an agent file (Letta’s AgentFileSchema), indented JSON, the given skills included.',
+      body: ExportAgentBody,
+      download: 'agent file, .af JSON',
+    },
+    async (req, res) => {
+      const body = parseBody(ExportAgentBody, req);
+      await sendExport(
+        req.params.agentId,
+        {
+          conversationId: body.conversation_id,
+          scrubMessages: body.scrub_messages ?? false,
+          skills: body.skills ?? [],
+        },
+        res,
+      );
+    },
+  );
 
   router.post(
     '/v1/agents/import',
+    {
+      summary: 'Import agent',
+      description:
+        'Makes the agents of an uploaded agent file (multipart, the file in `file`). The `x-override-embedding-model` header is read as `embedding` when neither form field gives one.',
+      form: ImportAgentUpload,
+      response: ImportedAgentsResponseSchema,
+    },
     receiveFile('Agent file', ctx.config.AGENT_FILE_MAX_BYTES, AGENT_FILE_FORM),
     async (req, res) => {
       const form = parseBody(ImportAgentForm, req);
@@ -122,7 +156,7 @@ export function agentFilesRouter(ctx: ApiContext): Router {
         { agentIds: result.agentIds, skippedTools: result.skippedTools, repairs: result.repairs },
         'agent file imported',
       );
-      res.json({ agent_ids: result.agentIds });
+      res.json({ agent_ids: result.agentIds } satisfies ImportedAgentsResponse);
     },
   );
 

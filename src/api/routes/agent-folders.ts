@@ -3,7 +3,7 @@
  * `agents.files.list / open / close / closeAll`, and the legacy `/v1/agents/{id}/sources/...` paths.
  * Attaching a folder gives the agent the file tools and opens its files (src/agent/file-views.ts).
  */
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
@@ -11,6 +11,10 @@ import { parseQuery } from '../validation';
 import { pageQuery, queryBoolean } from '../schemas/common';
 import { agentFileShape, folderShape } from '../letta-shapes';
 import { agentState } from '../agent-state';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { AgentStateSchema } from '../schemas/responses';
+import { FolderSchema } from '../schemas/folders';
+import { PaginatedAgentFilesSchema, type PaginatedAgentFiles } from '../schemas/agent-folders';
 import { getAgent } from '../../db/agents';
 import * as views from '../../db/file-agents';
 import {
@@ -25,6 +29,15 @@ import {
 
 const ListAgentFoldersQuery = pageQuery(100, 'desc');
 
+const MODERN_SDK_NULL =
+  'Letta answers its 1.x SDKs (a Stainless header, or no User-Agent) with null, and older clients with the agent.';
+
+/** What closing a file answers, as Letta does. */
+const ClosedAnswer = z.object({ message: z.string() });
+
+/** The names of the files closed (to keep within the agent's open-file limit, or by close-all). */
+const ClosedFileNames = z.array(z.string());
+
 const ListAgentFilesQuery = pageQuery(100, 'desc').extend({
   order_by: z.literal('created_at').optional(),
   /** Deprecated in Letta: the `after` of the previous page. */
@@ -36,8 +49,8 @@ const ListAgentFilesQuery = pageQuery(100, 'desc').extend({
 const isModernSdk = (req: Request) =>
   Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
 
-export function agentFoldersRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function agentFoldersRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Agents');
 
   const loadAgent = async (id: string) => {
     const agent = await getAgent(ctx.db, id);
@@ -53,82 +66,140 @@ export function agentFoldersRouter(ctx: ApiContext): Router {
 
   // `folders` answers 1.x SDKs with null, as Letta does; the deprecated `sources` always with the agent.
   for (const noun of ['folders', 'sources'] as const) {
-    router.patch(`/v1/agents/:agentId/${noun}/attach/:folderId`, async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      const folder = await loadFolder(req.params.folderId);
-      await attachFolderToAgent(ctx.db, agent, folder.id);
-      res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
-    });
+    const legacy = noun === 'sources';
+    /** The legacy `sources` paths: deprecated in Letta, they always answer with the agent. */
+    const deprecated = legacy ? 'Letta’s deprecated `sources` path of the folders route.' : undefined;
 
-    router.patch(`/v1/agents/:agentId/${noun}/detach/:folderId`, async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      const folder = await loadFolder(req.params.folderId);
-      await detachFolderFromAgent(ctx.db, agent.id, folder.id);
-      res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
-    });
+    router.patch(
+      `/v1/agents/:agentId/${noun}/attach/:folderId`,
+      legacy
+        ? { summary: 'Attach source to agent', description: deprecated, response: AgentStateSchema }
+        : {
+            summary: 'Attach folder to agent',
+            description: `Gives the agent the file tools and opens the folder’s files. ${MODERN_SDK_NULL}`,
+            response: AgentStateSchema.nullable(),
+          },
+      async (req, res) => {
+        const agent = await loadAgent(req.params.agentId);
+        const folder = await loadFolder(req.params.folderId);
+        await attachFolderToAgent(ctx.db, agent, folder.id);
+        res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
+      },
+    );
 
-    router.get(`/v1/agents/:agentId/${noun}`, async (req, res) => {
-      await loadAgent(req.params.agentId);
-      const page = parseQuery(ListAgentFoldersQuery, req);
-      res.json((await views.listAgentFolders(ctx.db, req.params.agentId, page)).map(folderShape));
-    });
+    router.patch(
+      `/v1/agents/:agentId/${noun}/detach/:folderId`,
+      legacy
+        ? { summary: 'Detach source from agent', description: deprecated, response: AgentStateSchema }
+        : {
+            summary: 'Detach folder from agent',
+            description: MODERN_SDK_NULL,
+            response: AgentStateSchema.nullable(),
+          },
+      async (req, res) => {
+        const agent = await loadAgent(req.params.agentId);
+        const folder = await loadFolder(req.params.folderId);
+        await detachFolderFromAgent(ctx.db, agent.id, folder.id);
+        res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
+      },
+    );
+
+    router.get(
+      `/v1/agents/:agentId/${noun}`,
+      {
+        summary: legacy ? 'List agent sources' : 'List folders for agent',
+        ...(deprecated ? { description: deprecated } : {}),
+        query: ListAgentFoldersQuery,
+        response: z.array(FolderSchema),
+      },
+      async (req, res) => {
+        await loadAgent(req.params.agentId);
+        const page = parseQuery(ListAgentFoldersQuery, req);
+        res.json((await views.listAgentFolders(ctx.db, req.params.agentId, page)).map(folderShape));
+      },
+    );
   }
 
-  router.get('/v1/agents/:agentId/files', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    const { cursor, is_open, limit, ...page } = parseQuery(ListAgentFilesQuery, req);
-    const rows = await views.listFileViews(ctx.db, agent.id, {
-      ...page,
-      after: page.after ?? (page.before ? undefined : cursor),
-      limit: limit + 1,
-      isOpen: is_open,
-    });
-    const files = rows.slice(0, limit);
-    const names = new Map((agent.directories?.folders ?? []).map((folder) => [folder.id, folder.name]));
-    res.json({
-      files: files.map((view) => agentFileShape(view, names.get(view.folder_id) ?? 'Unknown')),
-      next_cursor: rows.length > limit ? (files[files.length - 1]?.id ?? null) : null,
-      has_more: rows.length > limit,
-    });
-  });
+  router.get(
+    '/v1/agents/:agentId/files',
+    { summary: 'List files for agent', query: ListAgentFilesQuery, response: PaginatedAgentFilesSchema },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      const { cursor, is_open, limit, ...page } = parseQuery(ListAgentFilesQuery, req);
+      const rows = await views.listFileViews(ctx.db, agent.id, {
+        ...page,
+        after: page.after ?? (page.before ? undefined : cursor),
+        limit: limit + 1,
+        isOpen: is_open,
+      });
+      const files = rows.slice(0, limit);
+      const names = new Map((agent.directories?.folders ?? []).map((folder) => [folder.id, folder.name]));
+      res.json({
+        files: files.map((view) => agentFileShape(view, names.get(view.folder_id) ?? 'Unknown')),
+        next_cursor: rows.length > limit ? (files[files.length - 1]?.id ?? null) : null,
+        has_more: rows.length > limit,
+      } satisfies PaginatedAgentFiles);
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/files/close-all', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    res.json(await withAgentFiles(ctx.db, agent.id, (tx) => views.closeAllOtherFiles(tx, agent.id, [])));
-  });
+  router.patch(
+    '/v1/agents/:agentId/files/close-all',
+    {
+      summary: 'Close all files for agent',
+      description: 'Answers with the names of the files it closed.',
+      response: ClosedFileNames,
+    },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      res.json(await withAgentFiles(ctx.db, agent.id, (tx) => views.closeAllOtherFiles(tx, agent.id, [])));
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/files/:fileId/open', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    const { fileId } = req.params;
-    const file = await views.getFolderFile(ctx.db, fileId);
-    if (!file) throw notFound(`File with id=${fileId}`);
-    const limits = fileLimits(agent);
-    const visible = truncateVisibleContent(chunkFile(file).join('\n'), true, limits.charLimit);
-    const { closed } = await withAgentFiles(ctx.db, agent.id, (tx) =>
-      openFileView(
-        tx,
-        {
-          agentId: agent.id,
-          fileId,
-          folderId: file.folder_id,
-          fileName: file.file_name,
-          visibleContent: visible,
-          startLine: null,
-          endLine: null,
-        },
-        limits.maxFilesOpen,
-      ),
-    );
-    res.json(closed);
-  });
+  router.patch(
+    '/v1/agents/:agentId/files/:fileId/open',
+    {
+      summary: 'Open file for agent',
+      description:
+        'Answers with the names of the files closed to keep within the agent’s limit of open files (least recently used first).',
+      response: ClosedFileNames,
+    },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      const { fileId } = req.params;
+      const file = await views.getFolderFile(ctx.db, fileId);
+      if (!file) throw notFound(`File with id=${fileId}`);
+      const limits = fileLimits(agent);
+      const visible = truncateVisibleContent(chunkFile(file).join('\n'), true, limits.charLimit);
+      const { closed } = await withAgentFiles(ctx.db, agent.id, (tx) =>
+        openFileView(
+          tx,
+          {
+            agentId: agent.id,
+            fileId,
+            folderId: file.folder_id,
+            fileName: file.file_name,
+            visibleContent: visible,
+            startLine: null,
+            endLine: null,
+          },
+          limits.maxFilesOpen,
+        ),
+      );
+      res.json(closed);
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/files/:fileId/close', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    const { fileId } = req.params;
-    if (!(await views.setFileViewClosed(ctx.db, agent.id, fileId)))
-      throw notFound(`FileAgent(agent_id=${agent.id}, file_id=${fileId})`);
-    res.json({ message: `File id=${fileId} successfully closed` });
-  });
+  router.patch(
+    '/v1/agents/:agentId/files/:fileId/close',
+    { summary: 'Close file for agent', response: ClosedAnswer },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      const { fileId } = req.params;
+      if (!(await views.setFileViewClosed(ctx.db, agent.id, fileId)))
+        throw notFound(`FileAgent(agent_id=${agent.id}, file_id=${fileId})`);
+      res.json({ message: `File id=${fileId} successfully closed` });
+    },
+  );
 
   return router;
 }

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import { deleteAgentSchedules } from '../../agent/schedules';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
@@ -21,6 +21,8 @@ import type { AgentRecord } from '../../db/rows';
 import type { ToolRule } from '../../schemas/tool-rules';
 import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { AgentStateSchema, BlockSchema, ToolSchema } from '../schemas/responses';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
 
@@ -61,67 +63,121 @@ const ApprovalSettingBody = z
   .strict();
 const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 
+/** A page of the tools or blocks an agent has. */
+const AttachedPageQuery = pageQuery(1000, 'asc');
+
+/** What deleting an agent answers, as Letta does. */
+const DeletedAnswer = z.object({ message: z.string() });
+
+const MODERN_SDK_NULL =
+  'Letta answers its 1.x SDKs (a Stainless header, or no User-Agent) with null, and older clients with the agent.';
+
 /** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
-export function agentsRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function agentsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Agents');
   const state = (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
     agentState(ctx.db, agent, include);
 
-  router.post('/v1/agents', async (req, res) => {
-    const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
-    res.json(await state(agent));
-  });
+  router.post(
+    '/v1/agents',
+    { summary: 'Create agent', body: CreateAgentSchema, response: AgentStateSchema },
+    async (req, res) => {
+      const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
+      res.json(await state(agent));
+    },
+  );
 
-  router.get('/v1/agents', async (req, res) => {
-    const query = parseQuery(ListAgentsQuery, req);
-    const rows = await repo.listAgentRows(ctx.db, query, {
-      name: query.name,
-      tags: query.tags,
-      matchAllTags: query.match_all_tags,
-      identityId: query.identity_id,
-    });
-    res.json(await agentStates(ctx.db, rows, includedRelationships(req, query.include)));
-  });
+  router.get(
+    '/v1/agents',
+    {
+      summary: 'List agents',
+      description:
+        'Without `include`, Letta’s 1.x SDKs get the agents without their relationships, and older clients with all of them.',
+      query: ListAgentsQuery,
+      response: z.array(AgentStateSchema),
+    },
+    async (req, res) => {
+      const query = parseQuery(ListAgentsQuery, req);
+      const rows = await repo.listAgentRows(ctx.db, query, {
+        name: query.name,
+        tags: query.tags,
+        matchAllTags: query.match_all_tags,
+        identityId: query.identity_id,
+      });
+      res.json(await agentStates(ctx.db, rows, includedRelationships(req, query.include)));
+    },
+  );
 
-  router.get('/v1/agents/:agentId', async (req, res) => {
-    const { include } = parseQuery(IncludeQuery, req);
-    res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, include)));
-  });
+  router.get(
+    '/v1/agents/:agentId',
+    {
+      summary: 'Retrieve agent',
+      description:
+        'Without `include`, Letta’s 1.x SDKs get the agent without its relationships, and older clients with all of them.',
+      query: IncludeQuery,
+      response: AgentStateSchema,
+    },
+    async (req, res) => {
+      const { include } = parseQuery(IncludeQuery, req);
+      res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, include)));
+    },
+  );
 
-  router.patch('/v1/agents/:agentId', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    res.json(await state(await updateAgent(ctx.db, ctx.config, agent, parseBody(UpdateAgentSchema, req))));
-  });
+  router.patch(
+    '/v1/agents/:agentId',
+    { summary: 'Modify agent', body: UpdateAgentSchema, response: AgentStateSchema },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      res.json(await state(await updateAgent(ctx.db, ctx.config, agent, parseBody(UpdateAgentSchema, req))));
+    },
+  );
 
-  router.delete('/v1/agents/:agentId', async (req, res) => {
-    // Its schedules first: a firing must not find the agent gone.
-    await deleteAgentSchedules(ctx, req.params.agentId);
-    if (!(await repo.deleteAgent(ctx.db, req.params.agentId))) throw notFound(`Agent ${req.params.agentId}`);
-    res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
-  });
+  router.delete(
+    '/v1/agents/:agentId',
+    { summary: 'Delete agent', response: DeletedAnswer },
+    async (req, res) => {
+      // Its schedules first: a firing must not find the agent gone.
+      await deleteAgentSchedules(ctx, req.params.agentId);
+      if (!(await repo.deleteAgent(ctx.db, req.params.agentId)))
+        throw notFound(`Agent ${req.params.agentId}`);
+      res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/tools/approval/:toolName', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    const body = parseBody(ApprovalSettingBody, req);
-    const required =
-      body.requires_approval ??
-      body.body_requires_approval ??
-      parseQuery(ApprovalSettingQuery, req).requires_approval;
-    if (required === undefined)
-      throw new HttpError(422, 'requires_approval must be given in the body or the query');
-    const { toolName } = req.params;
-    if (!agent.tools.some((t) => t.name === toolName))
-      throw notFound(`Tool ${toolName} on agent ${agent.id}`);
-    const others = agent.tool_rules.filter(
-      (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
-    );
-    const rules: ToolRule[] = required
-      ? [...others, { type: 'requires_approval', tool_name: toolName }]
-      : others;
-    await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
-    // Letta answers its 1.x SDKs with null here, and older clients with the agent.
-    res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
-  });
+  router.patch(
+    '/v1/agents/:agentId/tools/approval/:toolName',
+    {
+      summary: 'Modify approval for tool',
+      description:
+        '`requires_approval` in the body (or `body_requires_approval`, as the TypeScript client sends it), ' +
+        `or in the query (deprecated in Letta). ${MODERN_SDK_NULL}`,
+      body: ApprovalSettingBody,
+      query: ApprovalSettingQuery,
+      response: AgentStateSchema.nullable(),
+    },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      const body = parseBody(ApprovalSettingBody, req);
+      const required =
+        body.requires_approval ??
+        body.body_requires_approval ??
+        parseQuery(ApprovalSettingQuery, req).requires_approval;
+      if (required === undefined)
+        throw new HttpError(422, 'requires_approval must be given in the body or the query');
+      const { toolName } = req.params;
+      if (!agent.tools.some((t) => t.name === toolName))
+        throw notFound(`Tool ${toolName} on agent ${agent.id}`);
+      const others = agent.tool_rules.filter(
+        (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
+      );
+      const rules: ToolRule[] = required
+        ? [...others, { type: 'requires_approval', tool_name: toolName }]
+        : others;
+      await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
+      // Letta answers its 1.x SDKs with null here, and older clients with the agent.
+      res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
+    },
+  );
 
   const loadTool = async (id: string) => {
     const tool = await getTool(ctx.db, id);
@@ -133,55 +189,100 @@ export function agentsRouter(ctx: ApiContext): Router {
   const afterToolChange = async (req: Request, agentId: string) =>
     isModernSdk(req) ? null : state(await loadAgent(ctx, agentId));
 
-  router.patch('/v1/agents/:agentId/tools/attach/:toolId', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    await attachTool(ctx.db, agent, await loadTool(req.params.toolId));
-    res.json(await afterToolChange(req, agent.id));
-  });
+  router.patch(
+    '/v1/agents/:agentId/tools/attach/:toolId',
+    { summary: 'Attach tool to agent', description: MODERN_SDK_NULL, response: AgentStateSchema.nullable() },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      await attachTool(ctx.db, agent, await loadTool(req.params.toolId));
+      res.json(await afterToolChange(req, agent.id));
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/tools/detach/:toolId', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
-    res.json(await afterToolChange(req, agent.id));
-  });
+  router.patch(
+    '/v1/agents/:agentId/tools/detach/:toolId',
+    {
+      summary: 'Detach tool from agent',
+      description: MODERN_SDK_NULL,
+      response: AgentStateSchema.nullable(),
+    },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
+      res.json(await afterToolChange(req, agent.id));
+    },
+  );
 
-  router.get('/v1/agents/:agentId/tools', async (req, res) => {
-    const { tools } = await loadAgent(ctx, req.params.agentId);
-    res.json(pageOfList(tools, parseQuery(pageQuery(1000, 'asc'), req)).map(toolShape));
-  });
+  router.get(
+    '/v1/agents/:agentId/tools',
+    { summary: 'List tools for agent', query: AttachedPageQuery, response: z.array(ToolSchema) },
+    async (req, res) => {
+      const { tools } = await loadAgent(ctx, req.params.agentId);
+      res.json(pageOfList(tools, parseQuery(AttachedPageQuery, req)).map(toolShape));
+    },
+  );
 
   // Letta's reset-messages: the agent's own history is emptied but its system message.
-  router.patch('/v1/agents/:agentId/reset-messages', async (req, res) => {
-    await loadAgent(ctx, req.params.agentId);
-    await resetMessages(ctx.db, { agentId: req.params.agentId, conversationId: null });
-    res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, undefined)));
-  });
+  router.patch(
+    '/v1/agents/:agentId/reset-messages',
+    {
+      summary: 'Reset messages',
+      description: 'Empties the agent’s own history but its system message.',
+      response: AgentStateSchema,
+    },
+    async (req, res) => {
+      await loadAgent(ctx, req.params.agentId);
+      await resetMessages(ctx.db, { agentId: req.params.agentId, conversationId: null });
+      res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, undefined)));
+    },
+  );
 
   // Letta's tags API: the tags agents have.
-  router.get('/v1/tags', async (req, res) => {
-    const { name, ...page } = parseQuery(ListTagsQuery, req);
-    res.json(await repo.agentTags(ctx.db, { name }, page));
-  });
+  router.get(
+    '/v1/tags',
+    {
+      summary: 'List tags',
+      description: 'The tags agents have.',
+      query: ListTagsQuery,
+      response: z.array(z.string()),
+    },
+    async (req, res) => {
+      const { name, ...page } = parseQuery(ListTagsQuery, req);
+      res.json(await repo.agentTags(ctx.db, { name }, page));
+    },
+  );
 
-  router.get('/v1/agents/:agentId/core-memory/blocks', async (req, res) => {
-    const { blocks } = await loadAgent(ctx, req.params.agentId);
-    res.json(pageOfList(blocks, parseQuery(pageQuery(1000, 'asc'), req)).map(blockShape));
-  });
+  router.get(
+    '/v1/agents/:agentId/core-memory/blocks',
+    { summary: 'List core memory blocks', query: AttachedPageQuery, response: z.array(BlockSchema) },
+    async (req, res) => {
+      const { blocks } = await loadAgent(ctx, req.params.agentId);
+      res.json(pageOfList(blocks, parseQuery(AttachedPageQuery, req)).map(blockShape));
+    },
+  );
 
-  router.get('/v1/agents/:agentId/core-memory/blocks/:label', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    const block = agent.blocks.find((b) => b.label === req.params.label);
-    if (!block) throw notFound(`Block with label ${req.params.label}`);
-    res.json(blockShape(block));
-  });
+  router.get(
+    '/v1/agents/:agentId/core-memory/blocks/:label',
+    { summary: 'Retrieve core memory block', response: BlockSchema },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      const block = agent.blocks.find((b) => b.label === req.params.label);
+      if (!block) throw notFound(`Block with label ${req.params.label}`);
+      res.json(blockShape(block));
+    },
+  );
 
-  router.patch('/v1/agents/:agentId/core-memory/blocks/:label', async (req, res) => {
-    const agent = await loadAgent(ctx, req.params.agentId);
-    const block = agent.blocks.find((b) => b.label === req.params.label);
-    if (!block) throw notFound(`Block with label ${req.params.label}`);
-    const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
-    res.json(blockShape(updated));
-  });
+  router.patch(
+    '/v1/agents/:agentId/core-memory/blocks/:label',
+    { summary: 'Modify core memory block', body: UpdateBlockSchema, response: BlockSchema },
+    async (req, res) => {
+      const agent = await loadAgent(ctx, req.params.agentId);
+      const block = agent.blocks.find((b) => b.label === req.params.label);
+      if (!block) throw notFound(`Block with label ${req.params.label}`);
+      const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
+      res.json(blockShape(updated));
+    },
+  );
 
   return router;
 }

@@ -3,11 +3,13 @@
  * archives of their own (`/v1/archives`) and attaching them to agents. The embedding model is the
  * agent's, or the archive's; without one these answer 400.
  */
-import { Router } from 'express';
+import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { archiveShape, passageShape } from '../letta-shapes';
+import { ArchivalSearchResponseSchema, ArchiveSchema, PassageSchema } from '../schemas/responses';
 import {
   CreateAgentPassageSchema,
   CreateArchivePassageSchema,
@@ -15,6 +17,7 @@ import {
   CreateArchiveSchema,
   ListAgentPassagesQuery,
   ListArchivesQuery,
+  PassageDeleteResponseSchema,
   SearchAgentPassagesQuery,
   UpdateArchiveSchema,
 } from '../schemas/archives';
@@ -25,8 +28,8 @@ import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
 import { providerRegistry } from '../../llm';
 
-export function archivesRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function archivesRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Archives');
   const providers = providerRegistry(ctx.config);
 
   const loadAgent = async (id: string) => {
@@ -40,79 +43,142 @@ export function archivesRouter(ctx: ApiContext): Router {
     return archive;
   };
 
-  router.post('/v1/agents/:agentId/archival-memory', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    const body = parseBody(CreateAgentPassageSchema, req);
-    res.json((await insertArchival(ctx.db, providers, agent, body)).map(passageShape));
-  });
+  router.post(
+    '/v1/agents/:agentId/archival-memory',
+    {
+      summary: "Insert a passage into an agent's archival memory",
+      description: 'Embedded with the agent’s embedding model; answers the passages made.',
+      body: CreateAgentPassageSchema,
+      response: z.array(PassageSchema),
+    },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      const body = parseBody(CreateAgentPassageSchema, req);
+      res.json((await insertArchival(ctx.db, providers, agent, body)).map(passageShape));
+    },
+  );
 
-  router.get('/v1/agents/:agentId/archival-memory/search', async (req, res) => {
-    const agent = await loadAgent(req.params.agentId);
-    const results = await searchArchival(ctx.db, providers, agent, parseQuery(SearchAgentPassagesQuery, req));
-    res.json({ results, count: results.length });
-  });
+  router.get(
+    '/v1/agents/:agentId/archival-memory/search',
+    {
+      summary: "Search an agent's archival memory",
+      query: SearchAgentPassagesQuery,
+      response: ArchivalSearchResponseSchema,
+    },
+    async (req, res) => {
+      const agent = await loadAgent(req.params.agentId);
+      const results = await searchArchival(
+        ctx.db,
+        providers,
+        agent,
+        parseQuery(SearchAgentPassagesQuery, req),
+      );
+      res.json({ results, count: results.length });
+    },
+  );
 
-  router.get('/v1/agents/:agentId/archival-memory', async (req, res) => {
-    await loadAgent(req.params.agentId);
-    const { ascending, ...page } = parseQuery(ListAgentPassagesQuery, req);
-    const rows = await archives.listPassages(
-      ctx.db,
-      { agentId: req.params.agentId },
-      { ...page, order: ascending ? 'asc' : 'desc' },
-    );
-    res.json(rows.map(passageShape));
-  });
+  router.get(
+    '/v1/agents/:agentId/archival-memory',
+    {
+      summary: "List an agent's archival memory",
+      query: ListAgentPassagesQuery,
+      response: z.array(PassageSchema),
+    },
+    async (req, res) => {
+      const agentId = req.params.agentId;
+      await loadAgent(agentId);
+      const { ascending, ...page } = parseQuery(ListAgentPassagesQuery, req);
+      const rows = await archives.listPassages(
+        ctx.db,
+        { agentId },
+        { ...page, order: ascending ? 'asc' : 'desc' },
+      );
+      res.json(rows.map(passageShape));
+    },
+  );
 
-  router.delete('/v1/agents/:agentId/archival-memory/:memoryId', async (req, res) => {
-    const { agentId, memoryId } = req.params;
-    await loadAgent(agentId);
-    if (!(await archives.deletePassage(ctx.db, { agentId }, memoryId))) throw notFound(`Passage ${memoryId}`);
-    res.json({ message: `Memory id=${memoryId} successfully deleted` });
-  });
+  router.delete(
+    '/v1/agents/:agentId/archival-memory/:memoryId',
+    {
+      summary: "Delete a passage from an agent's archival memory",
+      response: PassageDeleteResponseSchema,
+    },
+    async (req, res) => {
+      const { agentId, memoryId } = req.params;
+      await loadAgent(agentId);
+      if (!(await archives.deletePassage(ctx.db, { agentId }, memoryId)))
+        throw notFound(`Passage ${memoryId}`);
+      res.json({ message: `Memory id=${memoryId} successfully deleted` });
+    },
+  );
 
   for (const action of ['attach', 'detach'] as const) {
-    router.patch(`/v1/agents/:agentId/archives/${action}/:archiveId`, async (req, res) => {
-      const { agentId, archiveId } = req.params;
-      await Promise.all([loadAgent(agentId), loadArchive(archiveId)]);
-      if (action === 'attach') await archives.attachArchive(ctx.db, agentId, archiveId);
-      else await archives.detachArchive(ctx.db, agentId, archiveId);
-      res.json(null);
-    });
+    router.patch(
+      `/v1/agents/:agentId/archives/${action}/:archiveId`,
+      {
+        summary: action === 'attach' ? 'Attach an archive to an agent' : 'Detach an archive from an agent',
+        response: z.null(),
+      },
+      async (req, res) => {
+        const { agentId, archiveId } = req.params;
+        await Promise.all([loadAgent(agentId), loadArchive(archiveId)]);
+        if (action === 'attach') await archives.attachArchive(ctx.db, agentId, archiveId);
+        else await archives.detachArchive(ctx.db, agentId, archiveId);
+        res.json(null);
+      },
+    );
   }
 
-  router.post('/v1/archives', async (req, res) => {
-    const body = parseBody(CreateArchiveSchema, req);
-    const embedding =
-      body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, ctx.config) : null);
-    const archive = await archives.insertArchive(ctx.db, newId('archive'), {
-      name: body.name,
-      description: body.description ?? null,
-      embedding_config: embedding,
-      metadata: null,
-    });
-    res.json(archiveShape(archive));
-  });
+  router.post(
+    '/v1/archives',
+    { summary: 'Create an archive', body: CreateArchiveSchema, response: ArchiveSchema },
+    async (req, res) => {
+      const body = parseBody(CreateArchiveSchema, req);
+      const embedding =
+        body.embedding_config ??
+        (body.embedding ? embeddingConfigForHandle(body.embedding, ctx.config) : null);
+      const archive = await archives.insertArchive(ctx.db, newId('archive'), {
+        name: body.name,
+        description: body.description ?? null,
+        embedding_config: embedding,
+        metadata: null,
+      });
+      res.json(archiveShape(archive));
+    },
+  );
 
-  router.get('/v1/archives', async (req, res) => {
-    const { name, agent_id, ...page } = parseQuery(ListArchivesQuery, req);
-    res.json((await archives.listArchives(ctx.db, { name, agentId: agent_id }, page)).map(archiveShape));
-  });
+  router.get(
+    '/v1/archives',
+    { summary: 'List archives', query: ListArchivesQuery, response: z.array(ArchiveSchema) },
+    async (req, res) => {
+      const { name, agent_id, ...page } = parseQuery(ListArchivesQuery, req);
+      res.json((await archives.listArchives(ctx.db, { name, agentId: agent_id }, page)).map(archiveShape));
+    },
+  );
 
-  router.get('/v1/archives/:archiveId', async (req, res) => {
-    res.json(archiveShape(await loadArchive(req.params.archiveId)));
-  });
+  router.get(
+    '/v1/archives/:archiveId',
+    { summary: 'Retrieve an archive', response: ArchiveSchema },
+    async (req, res) => {
+      res.json(archiveShape(await loadArchive(req.params.archiveId)));
+    },
+  );
 
-  router.patch('/v1/archives/:archiveId', async (req, res) => {
-    const { archiveId } = req.params;
-    await loadArchive(archiveId);
-    const { name, description } = parseBody(UpdateArchiveSchema, req);
-    await archives.updateArchive(ctx.db, archiveId, { name: name ?? undefined, description });
-    res.json(archiveShape(await loadArchive(archiveId)));
-  });
+  router.patch(
+    '/v1/archives/:archiveId',
+    { summary: 'Modify an archive', body: UpdateArchiveSchema, response: ArchiveSchema },
+    async (req, res) => {
+      const archiveId = req.params.archiveId;
+      await loadArchive(archiveId);
+      const { name, description } = parseBody(UpdateArchiveSchema, req);
+      await archives.updateArchive(ctx.db, archiveId, { name: name ?? undefined, description });
+      res.json(archiveShape(await loadArchive(archiveId)));
+    },
+  );
 
-  router.delete('/v1/archives/:archiveId', async (req, res) => {
-    if (!(await archives.deleteArchive(ctx.db, req.params.archiveId)))
-      throw notFound(`Archive ${req.params.archiveId}`);
+  router.delete('/v1/archives/:archiveId', { summary: 'Delete an archive' }, async (req, res) => {
+    const archiveId = req.params.archiveId;
+    if (!(await archives.deleteArchive(ctx.db, archiveId))) throw notFound(`Archive ${archiveId}`);
     res.status(204).end();
   });
 
@@ -121,22 +187,42 @@ export function archivesRouter(ctx: ApiContext): Router {
     return (await addPassages(ctx.db, providers, archive, inputs, `Archive ${archiveId}`)).map(passageShape);
   };
 
-  router.post('/v1/archives/:archiveId/passages', async (req, res) => {
-    const [passage] = await addToArchive(req.params.archiveId, [parseBody(CreateArchivePassageSchema, req)]);
-    res.json(passage);
-  });
+  router.post(
+    '/v1/archives/:archiveId/passages',
+    { summary: 'Create a passage in an archive', body: CreateArchivePassageSchema, response: PassageSchema },
+    async (req, res) => {
+      const [passage] = await addToArchive(req.params.archiveId, [
+        parseBody(CreateArchivePassageSchema, req),
+      ]);
+      res.json(passage);
+    },
+  );
 
-  router.post('/v1/archives/:archiveId/passages/batch', async (req, res) => {
-    res.json(await addToArchive(req.params.archiveId, parseBody(CreateArchivePassagesSchema, req).passages));
-  });
+  router.post(
+    '/v1/archives/:archiveId/passages/batch',
+    {
+      summary: 'Create passages in an archive',
+      body: CreateArchivePassagesSchema,
+      response: z.array(PassageSchema),
+    },
+    async (req, res) => {
+      res.json(
+        await addToArchive(req.params.archiveId, parseBody(CreateArchivePassagesSchema, req).passages),
+      );
+    },
+  );
 
-  router.delete('/v1/archives/:archiveId/passages/:passageId', async (req, res) => {
-    const { archiveId, passageId } = req.params;
-    await loadArchive(archiveId);
-    if (!(await archives.deletePassage(ctx.db, { archiveId }, passageId)))
-      throw notFound(`Passage ${passageId}`);
-    res.status(204).end();
-  });
+  router.delete(
+    '/v1/archives/:archiveId/passages/:passageId',
+    { summary: 'Delete a passage from an archive' },
+    async (req, res) => {
+      const { archiveId, passageId } = req.params;
+      await loadArchive(archiveId);
+      if (!(await archives.deletePassage(ctx.db, { archiveId }, passageId)))
+        throw notFound(`Passage ${passageId}`);
+      res.status(204).end();
+    },
+  );
 
   return router;
 }

@@ -3,17 +3,27 @@
  * own session of steps (one at a time, in arrival order), all sharing the agent's memory blocks. The
  * agent's own history is the conversation `default`, named with the agent's id alongside.
  */
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
+import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { conversationShape, lettaMessages } from '../letta-shapes';
-import { CancelSchema, ConversationMessageSchema, RetrieveStreamSchema } from '../schemas/messages';
+import {
+  CancelledRunsSchema,
+  CancelSchema,
+  ConversationMessageSchema,
+  LettaStreamingResponseSchema,
+  RetrieveStreamSchema,
+} from '../schemas/messages';
+import { ConversationSchema, LettaMessageSchema, LettaResponseSchema } from '../schemas/responses';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { streamRun } from '../run-stream';
 import { cancelSteps, runLiveness } from '../../agent/steps';
 import { conversationRun } from '../../db/runs';
 import {
   AgentOfDefaultQuery,
+  CompactionResponseSchema,
   ConversationMessagesQuery,
   CreateConversationQuery,
   CreateConversationSchema,
@@ -39,8 +49,8 @@ import {
 import { listMessages } from '../../db/messages';
 import { newId } from '../../ids';
 
-export function conversationsRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Conversations');
   const { send, cancel } = messageHandlers(ctx);
   const providers = providerRegistry(ctx.config);
 
@@ -61,76 +71,134 @@ export function conversationsRouter(ctx: ApiContext): Router {
     return { agentId: (await loadConversation(id)).agent_id, conversationId: id };
   };
 
-  router.post('/v1/conversations', async (req, res) => {
-    const { agent_id: agentId } = parseQuery(CreateConversationQuery, req);
-    const body = parseBody(CreateConversationSchema, req);
-    if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
-    const conversation = await insertConversation(ctx.db, {
-      id: newId('conv'),
-      agent_id: agentId,
-      summary: body.summary ?? null,
-      model: body.model ?? null,
-      model_settings: body.model_settings ?? null,
-    });
-    res.json(conversationShape(conversation));
-  });
+  router.post(
+    '/v1/conversations',
+    {
+      summary: 'Create conversation',
+      query: CreateConversationQuery,
+      body: CreateConversationSchema,
+      response: ConversationSchema,
+    },
+    async (req, res) => {
+      const { agent_id: agentId } = parseQuery(CreateConversationQuery, req);
+      const body = parseBody(CreateConversationSchema, req);
+      if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+      const conversation = await insertConversation(ctx.db, {
+        id: newId('conv'),
+        agent_id: agentId,
+        summary: body.summary ?? null,
+        model: body.model ?? null,
+        model_settings: body.model_settings ?? null,
+      });
+      res.json(conversationShape(conversation));
+    },
+  );
 
-  router.get('/v1/conversations', async (req, res) => {
-    const query = parseQuery(ListConversationsQuery, req);
-    const rows = await listConversations(
-      ctx.db,
-      { agentId: query.agent_id, summarySearch: query.summary_search },
-      query,
-    );
-    res.json(rows.map((row) => conversationShape(row)));
-  });
+  router.get(
+    '/v1/conversations',
+    { summary: 'List conversations', query: ListConversationsQuery, response: z.array(ConversationSchema) },
+    async (req, res) => {
+      const query = parseQuery(ListConversationsQuery, req);
+      const rows = await listConversations(
+        ctx.db,
+        { agentId: query.agent_id, summarySearch: query.summary_search },
+        query,
+      );
+      res.json(rows.map((row) => conversationShape(row)));
+    },
+  );
 
-  router.get('/v1/conversations/:id', async (req, res) => {
-    const conversation = await loadConversation(req.params.id);
-    res.json(conversationShape(conversation, await conversationMessageIds(ctx.db, conversation.id)));
-  });
+  router.get(
+    '/v1/conversations/:id',
+    { summary: 'Retrieve conversation', response: ConversationSchema },
+    async (req, res) => {
+      const conversation = await loadConversation(req.params.id);
+      res.json(conversationShape(conversation, await conversationMessageIds(ctx.db, conversation.id)));
+    },
+  );
 
-  router.patch('/v1/conversations/:id', async (req, res) => {
-    await loadConversation(req.params.id);
-    const body = parseBody(UpdateConversationSchema, req);
-    const updated = await updateConversation(ctx.db, req.params.id, {
-      summary: body.summary ?? undefined,
-      model: body.model ?? undefined,
-      model_settings: body.model_settings ?? undefined,
-      last_message_at: body.last_message_at ?? undefined,
-    });
-    res.json(conversationShape(updated!));
-  });
+  router.patch(
+    '/v1/conversations/:id',
+    { summary: 'Update conversation', body: UpdateConversationSchema, response: ConversationSchema },
+    async (req, res) => {
+      await loadConversation(req.params.id);
+      const body = parseBody(UpdateConversationSchema, req);
+      const updated = await updateConversation(ctx.db, req.params.id, {
+        summary: body.summary ?? undefined,
+        model: body.model ?? undefined,
+        model_settings: body.model_settings ?? undefined,
+        last_message_at: body.last_message_at ?? undefined,
+      });
+      res.json(conversationShape(updated!));
+    },
+  );
 
   // Its steps end first (cancelled, as a cancel ends them): none goes on storing into a history that is gone.
-  router.delete('/v1/conversations/:id', async (req, res) => {
-    const conversation = await loadConversation(req.params.id);
-    await cancelSteps(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
-    if (!(await deleteConversation(ctx.db, conversation.id)))
-      throw notFound(`Conversation ${conversation.id}`);
-    res.json(null);
-  });
+  router.delete(
+    '/v1/conversations/:id',
+    { summary: 'Delete conversation', description: 'Its active runs are cancelled first.' },
+    async (req, res) => {
+      const conversation = await loadConversation(req.params.id);
+      await cancelSteps(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
+      if (!(await deleteConversation(ctx.db, conversation.id)))
+        throw notFound(`Conversation ${conversation.id}`);
+      res.json(null);
+    },
+  );
 
-  router.get('/v1/conversations/:id/messages', async (req, res) => {
-    const query = parseQuery(ConversationMessagesQuery, req);
-    const to = await resolve(req.params.id, query.agent_id);
-    const rows = await listMessages(ctx.db, to, query);
-    res.json(rows.flatMap(lettaMessages));
-  });
+  router.get(
+    '/v1/conversations/:id/messages',
+    {
+      summary: 'List conversation messages',
+      description:
+        "`default` with `agent_id` names the agent's own history (an agent's id alone: Letta's deprecated form).",
+      query: ConversationMessagesQuery,
+      response: z.array(LettaMessageSchema),
+    },
+    async (req, res) => {
+      const query = parseQuery(ConversationMessagesQuery, req);
+      const to = await resolve(req.params.id, query.agent_id);
+      const rows = await listMessages(ctx.db, to, query);
+      res.json(rows.flatMap(lettaMessages));
+    },
+  );
 
-  router.post('/v1/conversations/:id/messages', async (req, res) => {
-    const body = parseBody(ConversationMessageSchema, req);
-    const to = await resolve(req.params.id, body.agent_id);
-    if (to.conversationId)
-      await updateConversation(ctx.db, to.conversationId, { last_message_at: new Date() });
-    await send(to, body, res, body.streaming);
-  });
+  router.post(
+    '/v1/conversations/:id/messages',
+    {
+      summary: 'Send conversation message',
+      description:
+        'Streams unless `streaming: false`: server-sent events, each one a LettaStreamingResponse; with ' +
+        '`streaming: false`, answers once the step has stopped. `default` with `agent_id` in the body: the ' +
+        "agent's own history (an agent's id alone: Letta's deprecated form).",
+      body: ConversationMessageSchema,
+      response: LettaResponseSchema,
+    },
+    async (req, res) => {
+      const body = parseBody(ConversationMessageSchema, req);
+      const to = await resolve(req.params.id, body.agent_id);
+      if (to.conversationId)
+        await updateConversation(ctx.db, to.conversationId, { last_message_at: new Date() });
+      await send(to, body, res, body.streaming);
+    },
+  );
 
-  router.post('/v1/conversations/:id/cancel', async (req, res) => {
-    const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
-    const { run_ids: runIds } = parseBody(CancelSchema, req);
-    res.json(await cancel(await resolve(req.params.id, agentId), runIds));
-  });
+  router.post(
+    '/v1/conversations/:id/cancel',
+    {
+      summary: 'Cancel conversation',
+      description:
+        "Cancels the conversation's active runs (or those named), and answers once they have ended.",
+      query: AgentOfDefaultQuery,
+      body: CancelSchema,
+      response: CancelledRunsSchema,
+    },
+    async (req, res) => {
+      const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
+      const { run_ids: runIds } = parseBody(CancelSchema, req);
+      res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+    },
+  );
 
   /** Compacts a conversation's history with the agent's model; a model failure answers as Letta's. */
   const compact = async (to: ConversationRef, res: Response) => {
@@ -143,43 +211,88 @@ export function conversationsRouter(ctx: ApiContext): Router {
     }
   };
 
-  router.post('/v1/conversations/:id/compact', async (req, res) => {
-    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
-    await compact(await resolve(req.params.id, agentId), res);
-  });
+  router.post(
+    '/v1/conversations/:id/compact',
+    {
+      summary: 'Compact conversation',
+      description: "`default` with `agent_id` in the body: the agent's own history.",
+      body: AgentOfDefaultQuery,
+      response: CompactionResponseSchema,
+    },
+    async (req, res) => {
+      const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
+      await compact(await resolve(req.params.id, agentId), res);
+    },
+  );
 
   // The agent's own history (its default conversation): `agents.messages.compact`.
-  router.post('/v1/agents/:agentId/summarize', async (req, res) => {
-    await compact(await resolve('default', req.params.agentId), res);
-  });
+  router.post(
+    '/v1/agents/:agentId/summarize',
+    {
+      summary: 'Summarize messages',
+      description: "Compacts the agent's own history, as `/v1/conversations/default/compact` does.",
+      response: CompactionResponseSchema,
+    },
+    async (req, res) => {
+      await compact(await resolve('default', req.params.agentId), res);
+    },
+  );
 
-  router.post('/v1/agents/:agentId/recompile', async (req, res) => {
-    const to = await resolve('default', req.params.agentId);
-    res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, null));
-  });
+  router.post(
+    '/v1/agents/:agentId/recompile',
+    { summary: 'Recompile agent', response: z.string() },
+    async (req, res) => {
+      const to = await resolve('default', req.params.agentId);
+      res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, null));
+    },
+  );
 
   // The system prompt as the conversation's next step gets it: compiled afresh at every step here,
   // from the agent's current blocks, so there is nothing stored to rewrite (dry_run changes nothing).
-  router.post('/v1/conversations/:id/recompile', async (req, res) => {
-    const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
-    const to = await resolve(req.params.id, agentId ?? parseQuery(AgentOfDefaultQuery, req).agent_id);
-    res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, to.conversationId));
-  });
+  router.post(
+    '/v1/conversations/:id/recompile',
+    {
+      summary: 'Recompile conversation',
+      description:
+        'The system prompt as the next step gets it (compiled afresh at every step: nothing is stored). ' +
+        "`default` with `agent_id` in the body or the query: the agent's own history.",
+      query: AgentOfDefaultQuery,
+      body: AgentOfDefaultQuery,
+      response: z.string(),
+    },
+    async (req, res) => {
+      const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
+      const to = await resolve(req.params.id, agentId ?? parseQuery(AgentOfDefaultQuery, req).agent_id);
+      res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, to.conversationId));
+    },
+  );
 
   /**
    * A dropped stream of the conversation goes on: the run named, the one whose request carried `otid`,
    * or else the newest one still running.
    */
-  router.post('/v1/conversations/:id/stream', async (req, res) => {
-    const body = parseBody(RetrieveStreamSchema, req);
-    const to = await resolve(req.params.id, body.agent_id);
-    const run = await conversationRun(ctx.db, to, { runId: body.run_id, otid: body.otid });
-    if (!run) throw new HttpError(400, 'No active runs found for this conversation.');
-    await streamRun(ctx, res, run, runLiveness(ctx, run), {
-      includePings: body.include_pings,
-      startingAfter: body.starting_after,
-    });
-  });
+  router.post(
+    '/v1/conversations/:id/stream',
+    {
+      summary: 'Retrieve conversation stream',
+      description:
+        'Resumes a dropped stream after `starting_after`: of the run named, the one whose request carried ' +
+        "`otid`, or else the newest one still running. `default` with `agent_id` in the body: the agent's own history.",
+      body: RetrieveStreamSchema,
+      response: LettaStreamingResponseSchema,
+      streams: true,
+    },
+    async (req, res) => {
+      const body = parseBody(RetrieveStreamSchema, req);
+      const to = await resolve(req.params.id, body.agent_id);
+      const run = await conversationRun(ctx.db, to, { runId: body.run_id, otid: body.otid });
+      if (!run) throw new HttpError(400, 'No active runs found for this conversation.');
+      await streamRun(ctx, res, run, runLiveness(ctx, run), {
+        includePings: body.include_pings,
+        startingAfter: body.starting_after,
+      });
+    },
+  );
 
   return router;
 }

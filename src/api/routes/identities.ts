@@ -2,13 +2,14 @@
  * Letta's identities (routers/v1/identities.py): who agents and blocks belong to, by the caller's own
  * `identifier_key`, with typed properties; agents are listed by identity with `identity_id`.
  */
-import { Router } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { blockShape, identityShape, type AgentRelationship } from '../letta-shapes';
 import { agentStates } from '../agent-state';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { AgentStateSchema, BlockSchema, IdentitySchema } from '../schemas/responses';
 import { pageQuery } from '../schemas/common';
 import {
   IdentityCreateSchema,
@@ -24,6 +25,10 @@ import { newId } from '../../ids';
 import type { Queryable } from '../../db';
 
 const NO_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set();
+
+/** The body of PUT /v1/identities/:identityId/properties: the identity's properties, all of them. */
+const PropertiesBody = z.array(PropertySchema);
+const AgentsPageQuery = pageQuery(50, 'desc');
 
 /** Attaches the agents and blocks named (404 for one that does not exist). */
 async function setLinks(
@@ -44,8 +49,8 @@ async function setLinks(
   }
 }
 
-export function identitiesRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function identitiesRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Identities');
 
   const load = async (id: string) => {
     const identity = await repo.getIdentity(ctx.db, id);
@@ -83,71 +88,125 @@ export function identitiesRouter(ctx: ApiContext): Router {
     return load(id);
   };
 
-  router.post('/v1/identities', async (req, res) => {
-    res.json(identityShape(await create(parseBody(IdentityCreateSchema, req))));
-  });
+  router.post(
+    '/v1/identities',
+    { summary: 'Create identity', body: IdentityCreateSchema, response: IdentitySchema },
+    async (req, res) => {
+      res.json(identityShape(await create(parseBody(IdentityCreateSchema, req))));
+    },
+  );
 
   // Upsert: the identity of that identifier_key is updated, else made.
-  router.put('/v1/identities', async (req, res) => {
-    const body = parseBody(IdentityCreateSchema, req);
-    const existing = await repo.identityByKey(ctx.db, body.identifier_key);
-    res.json(identityShape(existing ? await update(existing.id, body) : await create(body)));
-  });
+  router.put(
+    '/v1/identities',
+    {
+      summary: 'Upsert identity',
+      description:
+        'The identity of that `identifier_key` is updated with the fields given; if there is none, ' +
+        'it is created.',
+      body: IdentityCreateSchema,
+      response: IdentitySchema,
+    },
+    async (req, res) => {
+      const body = parseBody(IdentityCreateSchema, req);
+      const existing = await repo.identityByKey(ctx.db, body.identifier_key);
+      res.json(identityShape(existing ? await update(existing.id, body) : await create(body)));
+    },
+  );
 
-  router.get('/v1/identities', async (req, res) => {
-    const { name, identifier_key, identity_type, project_id, ...page } = parseQuery(ListIdentitiesQuery, req);
-    const filters = {
-      name,
-      identifierKey: identifier_key,
-      identityType: identity_type,
-      projectId: project_id,
-    };
-    res.json((await repo.listIdentities(ctx.db, filters, page)).map(identityShape));
-  });
+  router.get(
+    '/v1/identities',
+    { summary: 'List identities', query: ListIdentitiesQuery, response: z.array(IdentitySchema) },
+    async (req, res) => {
+      const { name, identifier_key, identity_type, project_id, ...page } = parseQuery(
+        ListIdentitiesQuery,
+        req,
+      );
+      const filters = {
+        name,
+        identifierKey: identifier_key,
+        identityType: identity_type,
+        projectId: project_id,
+      };
+      res.json((await repo.listIdentities(ctx.db, filters, page)).map(identityShape));
+    },
+  );
 
-  router.get('/v1/identities/:identityId', async (req, res) => {
-    res.json(identityShape(await load(req.params.identityId)));
-  });
+  router.get(
+    '/v1/identities/:identityId',
+    { summary: 'Retrieve identity', response: IdentitySchema },
+    async (req, res) => {
+      res.json(identityShape(await load(req.params.identityId)));
+    },
+  );
 
-  router.patch('/v1/identities/:identityId', async (req, res) => {
-    await load(req.params.identityId);
-    res.json(identityShape(await update(req.params.identityId, parseBody(IdentityUpdateSchema, req))));
-  });
+  router.patch(
+    '/v1/identities/:identityId',
+    { summary: 'Modify identity', body: IdentityUpdateSchema, response: IdentitySchema },
+    async (req, res) => {
+      await load(req.params.identityId);
+      res.json(identityShape(await update(req.params.identityId, parseBody(IdentityUpdateSchema, req))));
+    },
+  );
 
-  router.put('/v1/identities/:identityId/properties', async (req, res) => {
-    await load(req.params.identityId);
-    const properties = parseBody(z.array(PropertySchema), req);
-    await repo.updateIdentity(ctx.db, req.params.identityId, { properties });
-    res.json(identityShape(await load(req.params.identityId)));
-  });
+  router.put(
+    '/v1/identities/:identityId/properties',
+    {
+      summary: 'Upsert identity properties',
+      description: "Replaces the identity's properties with those given.",
+      body: PropertiesBody,
+      response: IdentitySchema,
+    },
+    async (req, res) => {
+      await load(req.params.identityId);
+      const properties = parseBody(PropertiesBody, req);
+      await repo.updateIdentity(ctx.db, req.params.identityId, { properties });
+      res.json(identityShape(await load(req.params.identityId)));
+    },
+  );
 
-  router.delete('/v1/identities/:identityId', async (req, res) => {
+  router.delete('/v1/identities/:identityId', { summary: 'Delete identity' }, async (req, res) => {
     if (!(await repo.deleteIdentity(ctx.db, req.params.identityId)))
       throw notFound(`Identity ${req.params.identityId}`);
     res.json({});
   });
 
-  router.get('/v1/identities/:identityId/agents', async (req, res) => {
-    await load(req.params.identityId);
-    const page = parseQuery(pageQuery(50, 'desc'), req);
-    const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
-    res.json(await agentStates(ctx.db, rows, NO_RELATIONSHIPS));
-  });
+  router.get(
+    '/v1/identities/:identityId/agents',
+    { summary: 'List agents for identity', query: AgentsPageQuery, response: z.array(AgentStateSchema) },
+    async (req, res) => {
+      await load(req.params.identityId);
+      const page = parseQuery(AgentsPageQuery, req);
+      const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
+      res.json(await agentStates(ctx.db, rows, NO_RELATIONSHIPS));
+    },
+  );
 
-  router.get('/v1/identities/:identityId/blocks', async (req, res) => {
-    const identity = await load(req.params.identityId);
-    const blocks = await Promise.all(identity.block_ids.map((id) => getBlock(ctx.db, id)));
-    res.json(blocks.filter((b) => b !== undefined).map(blockShape));
-  });
+  router.get(
+    '/v1/identities/:identityId/blocks',
+    { summary: 'List blocks for identity', response: z.array(BlockSchema) },
+    async (req, res) => {
+      const identity = await load(req.params.identityId);
+      const blocks = await Promise.all(identity.block_ids.map((id) => getBlock(ctx.db, id)));
+      res.json(blocks.filter((b) => b !== undefined).map(blockShape));
+    },
+  );
 
   for (const action of ['attach', 'detach'] as const) {
-    router.patch(`/v1/agents/:agentId/identities/${action}/:identityId`, async (req, res) => {
-      const { agentId, identityId } = req.params;
-      if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
-      await load(identityId);
-      await repo.linkAgent(ctx.db, identityId, agentId, action === 'attach');
-      res.json(null);
-    });
+    router.patch(
+      `/v1/agents/:agentId/identities/${action}/:identityId`,
+      {
+        summary: action === 'attach' ? 'Attach identity to agent' : 'Detach identity from agent',
+        response: z.null(),
+      },
+      async (req, res) => {
+        const { agentId, identityId } = req.params;
+        if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+        await load(identityId);
+        await repo.linkAgent(ctx.db, identityId, agentId, action === 'attach');
+        res.json(null);
+      },
+    );
   }
 
   return router;

@@ -1,11 +1,22 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
+import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { DomainError } from '../../errors';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
-import { McpServerParams, McpToolParams, McpToolRunSchema, RefreshQuery } from '../schemas/mcp-servers';
+import {
+  McpServerParams,
+  McpServerSchema,
+  McpToolParams,
+  McpToolRunSchema,
+  McpToolSyncSchema,
+  RefreshQuery,
+  type McpServer,
+} from '../schemas/mcp-servers';
 import { McpServerCreateSchema, McpServerUpdateSchema, type McpServerConfig } from '../../schemas/mcp-server';
 import { mcpServerShape, toolExecutionShape, toolShape } from '../letta-shapes';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
 import * as repo from '../../db/mcp-servers';
 import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
@@ -37,6 +48,9 @@ async function fromServer<T>(serverName: string, unreachable: 400 | 502, work: (
   }
 }
 
+/** Letta's MCP server shape (mcpServerShape), as McpServerSchema describes it. */
+const serverShape = (server: repo.McpServerRow): McpServer => mcpServerShape(server);
+
 const nameTaken = (name: string) => new HttpError(409, `An MCP server named '${name}' already exists`);
 
 /** Runs a stored MCP tool now, outside any agent step (the run endpoints). */
@@ -62,8 +76,8 @@ export async function runMcpToolNow(
  * Letta's MCP servers API. Registering a server connects to it and stores its tools; a config change
  * connects again with the new config before it is stored, so a stored config is one that worked.
  */
-export function mcpServersRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('MCP servers');
 
   const loadServer = async (req: Request) => {
     const { mcpServerId } = parseParams(McpServerParams, req);
@@ -83,75 +97,125 @@ export function mcpServersRouter(ctx: ApiContext): Router {
   const listTools = (id: string, name: string, config: McpServerConfig) =>
     fromServer(name, 400, () => ctx.mcp.listTools({ id, config }));
 
-  router.post(BASE, async (req, res) => {
-    const { server_name, config } = parseBody(McpServerCreateSchema, req);
-    if (await repo.getMcpServerByName(ctx.db, server_name)) throw nameTaken(server_name);
-    const id = newId('mcp_server');
-    try {
-      const tools = await listTools(id, server_name, config);
-      const server = await repo.insertMcpServer(ctx.db, { id, server_name, config });
-      const summary = await syncMcpTools(ctx.db, id, tools);
-      if (summary.skipped.length)
-        ctx.log.warn({ server: server_name, skipped: summary.skipped }, 'MCP tools skipped');
-      res.json(mcpServerShape(server));
-    } catch (error) {
-      await ctx.mcp.drop(id);
-      throw isUniqueViolation(error) ? nameTaken(server_name) : error;
-    }
+  router.post(
+    BASE,
+    {
+      summary: 'Create MCP server',
+      description:
+        'Connects to the server with the config given and stores its tools: a config that does not ' +
+        'work is refused (400; 408 when the server is too slow).',
+      body: McpServerCreateSchema,
+      response: McpServerSchema,
+    },
+    async (req, res) => {
+      const { server_name, config } = parseBody(McpServerCreateSchema, req);
+      if (await repo.getMcpServerByName(ctx.db, server_name)) throw nameTaken(server_name);
+      const id = newId('mcp_server');
+      try {
+        const tools = await listTools(id, server_name, config);
+        const server = await repo.insertMcpServer(ctx.db, { id, server_name, config });
+        const summary = await syncMcpTools(ctx.db, id, tools);
+        if (summary.skipped.length)
+          ctx.log.warn({ server: server_name, skipped: summary.skipped }, 'MCP tools skipped');
+        res.json(serverShape(server));
+      } catch (error) {
+        await ctx.mcp.drop(id);
+        throw isUniqueViolation(error) ? nameTaken(server_name) : error;
+      }
+    },
+  );
+
+  router.get(BASE, { summary: 'List MCP servers', response: z.array(McpServerSchema) }, async (_req, res) => {
+    res.json((await repo.listMcpServers(ctx.db)).map(serverShape));
   });
 
-  router.get(BASE, async (_req, res) => {
-    res.json((await repo.listMcpServers(ctx.db)).map(mcpServerShape));
-  });
+  router.get(
+    `${BASE}/:mcpServerId`,
+    { summary: 'Retrieve MCP server', response: McpServerSchema },
+    async (req, res) => {
+      res.json(serverShape(await loadServer(req)));
+    },
+  );
 
-  router.get(`${BASE}/:mcpServerId`, async (req, res) => {
-    res.json(mcpServerShape(await loadServer(req)));
-  });
+  router.patch(
+    `${BASE}/:mcpServerId`,
+    {
+      summary: 'Update MCP server',
+      description:
+        'Fields left out or null keep their values, a masked credential sent back keeps the stored ' +
+        'one, and the type cannot change. The server is connected to with the new config before it is ' +
+        'stored, and its tools are synced.',
+      body: McpServerUpdateSchema,
+      response: McpServerSchema,
+    },
+    async (req, res) => {
+      const server = await loadServer(req);
+      const update = parseBody(McpServerUpdateSchema, req);
+      const serverName = update.server_name ?? server.server_name;
+      const config = updatedConfig(server.config, update.config);
+      const tools = await listTools(server.id, serverName, config);
+      let updated: repo.McpServerRow;
+      try {
+        updated = await repo.updateMcpServer(ctx.db, server.id, { server_name: serverName, config });
+      } catch (error) {
+        throw isUniqueViolation(error) ? nameTaken(serverName) : error;
+      }
+      await syncMcpTools(ctx.db, server.id, tools);
+      res.json(serverShape(updated));
+    },
+  );
 
-  router.patch(`${BASE}/:mcpServerId`, async (req, res) => {
-    const server = await loadServer(req);
-    const update = parseBody(McpServerUpdateSchema, req);
-    const serverName = update.server_name ?? server.server_name;
-    const config = updatedConfig(server.config, update.config);
-    const tools = await listTools(server.id, serverName, config);
-    let updated: repo.McpServerRow;
-    try {
-      updated = await repo.updateMcpServer(ctx.db, server.id, { server_name: serverName, config });
-    } catch (error) {
-      throw isUniqueViolation(error) ? nameTaken(serverName) : error;
-    }
-    await syncMcpTools(ctx.db, server.id, tools);
-    res.json(mcpServerShape(updated));
-  });
-
-  router.delete(`${BASE}/:mcpServerId`, async (req, res) => {
+  router.delete(`${BASE}/:mcpServerId`, { summary: 'Delete MCP server' }, async (req, res) => {
     const server = await loadServer(req);
     await repo.deleteMcpServer(ctx.db, server.id);
     await ctx.mcp.drop(server.id);
     res.status(204).end();
   });
 
-  router.patch(`${BASE}/:mcpServerId/refresh`, async (req, res) => {
-    const server = await loadServer(req);
-    const { agent_id } = parseQuery(RefreshQuery, req);
-    if (agent_id && !(await getAgentRow(ctx.db, agent_id))) throw notFound(`Agent ${agent_id}`);
-    const tools = await listTools(server.id, server.server_name, server.config);
-    res.json(await syncMcpTools(ctx.db, server.id, tools));
-  });
+  router.patch(
+    `${BASE}/:mcpServerId/refresh`,
+    {
+      summary: 'Refresh MCP server tools',
+      description:
+        "Lists the server's tools again and makes the stored ones match: new ones added, changed " +
+        'ones updated, gone ones deleted.',
+      query: RefreshQuery,
+      response: McpToolSyncSchema,
+    },
+    async (req, res) => {
+      const server = await loadServer(req);
+      const { agent_id } = parseQuery(RefreshQuery, req);
+      if (agent_id && !(await getAgentRow(ctx.db, agent_id))) throw notFound(`Agent ${agent_id}`);
+      const tools = await listTools(server.id, server.server_name, server.config);
+      res.json(await syncMcpTools(ctx.db, server.id, tools));
+    },
+  );
 
-  router.get(`${BASE}/:mcpServerId/tools`, async (req, res) => {
-    const server = await loadServer(req);
-    res.json((await toolsOfMcpServer(ctx.db, server.id)).map(toolShape));
-  });
+  router.get(
+    `${BASE}/:mcpServerId/tools`,
+    { summary: 'List tools for MCP server', response: z.array(ToolSchema) },
+    async (req, res) => {
+      const server = await loadServer(req);
+      res.json((await toolsOfMcpServer(ctx.db, server.id)).map(toolShape));
+    },
+  );
 
-  router.get(`${BASE}/:mcpServerId/tools/:toolId`, async (req, res) => {
-    res.json(toolShape(await loadTool(req)));
-  });
+  router.get(
+    `${BASE}/:mcpServerId/tools/:toolId`,
+    { summary: 'Retrieve MCP tool', response: ToolSchema },
+    async (req, res) => {
+      res.json(toolShape(await loadTool(req)));
+    },
+  );
 
-  router.post(`${BASE}/:mcpServerId/tools/:toolId/run`, async (req, res) => {
-    const tool = await loadTool(req);
-    res.json(await runMcpToolNow(ctx, tool, parseBody(McpToolRunSchema, req).args));
-  });
+  router.post(
+    `${BASE}/:mcpServerId/tools/:toolId/run`,
+    { summary: 'Run MCP tool', body: McpToolRunSchema, response: ToolExecutionResultSchema },
+    async (req, res) => {
+      const tool = await loadTool(req);
+      res.json(await runMcpToolNow(ctx, tool, parseBody(McpToolRunSchema, req).args));
+    },
+  );
 
   return router;
 }

@@ -1,5 +1,6 @@
-import { Router, type Response } from 'express';
-import type { LettaResponse } from '../schemas/responses';
+import type { Response } from 'express';
+import { z } from 'zod';
+import { LettaMessageSchema, LettaResponseSchema, RunSchema, type LettaResponse } from '../schemas/responses';
 import type { ApiContext } from '../context';
 import { checkWebhookUrl } from '../../agent/webhooks';
 import { HttpError, notFound } from '../errors';
@@ -7,8 +8,11 @@ import { parseBody, parseQuery } from '../validation';
 import {
   AgentMessagesQuery,
   AllMessagesQuery,
+  CancelledRunsSchema,
   CancelSchema,
+  LettaMessageSearchResultSchema,
   LettaRequestSchema,
+  LettaStreamingResponseSchema,
   SearchMessagesSchema,
   type LettaRequest,
 } from '../schemas/messages';
@@ -23,6 +27,7 @@ import { type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
 import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
 
 type InputMessage = NonNullable<LettaRequest['messages']>[number];
 
@@ -156,8 +161,8 @@ export function messageHandlers(ctx: ApiContext) {
   return { start, send, cancel };
 }
 
-export function messagesRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function messagesRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Messages');
   const { start, send, cancel } = messageHandlers(ctx);
   const inDefault = (agentId: string): ConversationRef => ({ agentId, conversationId: null });
 
@@ -165,71 +170,129 @@ export function messagesRouter(ctx: ApiContext): Router {
     if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
   };
 
-  router.post('/v1/agents/:agentId/messages', async (req, res) => {
-    const body = parseBody(LettaRequestSchema, req);
-    await send(inDefault(req.params.agentId), body, res, body.streaming);
-  });
+  router.post(
+    '/v1/agents/:agentId/messages',
+    {
+      summary: 'Send message',
+      description:
+        'Answers once the step has stopped. With `streaming: true`, answers instead with server-sent events, ' +
+        'as `/v1/agents/{agentId}/messages/stream` does (each one a LettaStreamingResponse).',
+      body: LettaRequestSchema,
+      response: LettaResponseSchema,
+    },
+    async (req, res) => {
+      const body = parseBody(LettaRequestSchema, req);
+      await send(inDefault(req.params.agentId), body, res, body.streaming);
+    },
+  );
 
-  router.post('/v1/agents/:agentId/messages/stream', async (req, res) => {
-    await send(inDefault(req.params.agentId), parseBody(LettaRequestSchema, req), res, true);
-  });
+  router.post(
+    '/v1/agents/:agentId/messages/stream',
+    {
+      summary: 'Send message streaming',
+      body: LettaRequestSchema,
+      response: LettaStreamingResponseSchema,
+      streams: true,
+    },
+    async (req, res) => {
+      await send(inDefault(req.params.agentId), parseBody(LettaRequestSchema, req), res, true);
+    },
+  );
 
-  router.post('/v1/agents/:agentId/messages/async', async (req, res) => {
-    const { run } = await start(
-      inDefault(req.params.agentId),
-      parseBody(LettaRequestSchema, req),
-      'send_message_async',
-      true,
-    );
-    res.json(runShape(run));
-  });
+  router.post(
+    '/v1/agents/:agentId/messages/async',
+    { summary: 'Send message async', body: LettaRequestSchema, response: RunSchema },
+    async (req, res) => {
+      const { run } = await start(
+        inDefault(req.params.agentId),
+        parseBody(LettaRequestSchema, req),
+        'send_message_async',
+        true,
+      );
+      res.json(runShape(run));
+    },
+  );
 
-  router.get('/v1/agents/:agentId/messages', async (req, res) => {
-    await requireAgent(req.params.agentId);
-    const query = parseQuery(AgentMessagesQuery, req);
-    // `default`: the agent's own conversation; a conversation's id: that one; none: all of them.
-    const conversationId = query.conversation_id === 'default' ? null : query.conversation_id;
-    const rows = await listMessages(ctx.db, { agentId: req.params.agentId, conversationId }, query);
-    res.json(rows.flatMap(lettaMessages));
-  });
+  router.get(
+    '/v1/agents/:agentId/messages',
+    { summary: 'List messages', query: AgentMessagesQuery, response: z.array(LettaMessageSchema) },
+    async (req, res) => {
+      await requireAgent(req.params.agentId);
+      const query = parseQuery(AgentMessagesQuery, req);
+      // `default`: the agent's own conversation; a conversation's id: that one; none: all of them.
+      const conversationId = query.conversation_id === 'default' ? null : query.conversation_id;
+      const rows = await listMessages(ctx.db, { agentId: req.params.agentId, conversationId }, query);
+      res.json(rows.flatMap(lettaMessages));
+    },
+  );
 
-  router.get('/v1/messages', async (req, res) => {
-    const {
-      conversation_id,
-      include_return_message_types: types,
-      ...page
-    } = parseQuery(AllMessagesQuery, req);
-    const rows = await listMessages(ctx.db, { conversationId: conversation_id }, page);
-    const messages = rows.flatMap(lettaMessages);
-    res.json(types?.length ? messages.filter((m) => types.includes(m.message_type)) : messages);
-  });
+  router.get(
+    '/v1/messages',
+    { summary: 'List all messages', query: AllMessagesQuery, response: z.array(LettaMessageSchema) },
+    async (req, res) => {
+      const {
+        conversation_id,
+        include_return_message_types: types,
+        ...page
+      } = parseQuery(AllMessagesQuery, req);
+      const rows = await listMessages(ctx.db, { conversationId: conversation_id }, page);
+      const messages = rows.flatMap(lettaMessages);
+      res.json(types?.length ? messages.filter((m) => types.includes(m.message_type)) : messages);
+    },
+  );
 
-  router.post('/v1/messages/search', async (req, res) => {
-    const body = parseBody(SearchMessagesSchema, req);
-    const rows = await searchMessages(
-      ctx.db,
-      { agentId: body.agent_id ?? undefined, conversationId: body.conversation_id ?? undefined },
-      {
-        query: body.query,
-        limit: body.limit,
-        startDate: body.start_date ?? undefined,
-        endDate: body.end_date ?? undefined,
-      },
-    );
-    res.json(rows.flatMap(messageSearchResults));
-  });
+  router.post(
+    '/v1/messages/search',
+    {
+      summary: 'Search all messages',
+      body: SearchMessagesSchema,
+      response: z.array(LettaMessageSearchResultSchema),
+    },
+    async (req, res) => {
+      const body = parseBody(SearchMessagesSchema, req);
+      const rows = await searchMessages(
+        ctx.db,
+        { agentId: body.agent_id ?? undefined, conversationId: body.conversation_id ?? undefined },
+        {
+          query: body.query,
+          limit: body.limit,
+          startDate: body.start_date ?? undefined,
+          endDate: body.end_date ?? undefined,
+        },
+      );
+      res.json(rows.flatMap(messageSearchResults));
+    },
+  );
 
   // One stored message in Letta's forms (a row may be several: reasoning, then a tool call).
-  router.get('/v1/messages/:messageId', async (req, res) => {
-    const row = await getMessage(ctx.db, req.params.messageId);
-    if (!row) throw notFound(`Message ${req.params.messageId}`);
-    res.json(lettaMessages(row));
-  });
+  router.get(
+    '/v1/messages/:messageId',
+    {
+      summary: 'Retrieve message',
+      description:
+        'Several LettaMessages when the stored message holds several parts (reasoning, then a tool call).',
+      response: z.array(LettaMessageSchema),
+    },
+    async (req, res) => {
+      const row = await getMessage(ctx.db, req.params.messageId);
+      if (!row) throw notFound(`Message ${req.params.messageId}`);
+      res.json(lettaMessages(row));
+    },
+  );
 
-  router.post('/v1/agents/:agentId/messages/cancel', async (req, res) => {
-    const { run_ids: runIds } = parseBody(CancelSchema, req);
-    res.json(await cancel(inDefault(req.params.agentId), runIds));
-  });
+  router.post(
+    '/v1/agents/:agentId/messages/cancel',
+    {
+      summary: 'Cancel message',
+      description: "Cancels the agent's active runs (or those named), and answers once they have ended.",
+      body: CancelSchema,
+      response: CancelledRunsSchema,
+    },
+    async (req, res) => {
+      const { run_ids: runIds } = parseBody(CancelSchema, req);
+      res.json(await cancel(inDefault(req.params.agentId), runIds));
+    },
+  );
 
   return router;
 }

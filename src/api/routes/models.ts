@@ -3,8 +3,10 @@
  * Letta lists them (routers/v1/llms.py), context windows included. Clients such as letta-code read
  * them before they create an agent.
  */
-import { Router } from 'express';
+import { z } from 'zod';
 import type { ApiContext } from '../context';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { EmbeddingModelSchema, ModelSchema, type EmbeddingModel, type Model } from '../schemas/models';
 import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
 import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
 import { errorText } from '../../temporal/connection';
@@ -12,8 +14,8 @@ import { embeddingConfigOf } from '../../agent/embeddings';
 
 const isEmbeddingModel = (id: string) => /embed/i.test(id);
 
-export function modelsRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function modelsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Models');
   const providers = providerRegistry(ctx.config);
 
   /** Each configured provider's model ids; one that cannot be listed now is left out, with a warning. */
@@ -32,23 +34,31 @@ export function modelsRouter(ctx: ApiContext): Router {
     return lists.flat();
   }
 
-  router.get('/v1/models', async (_req, res) => {
-    const models = (await servedModels()).filter(({ id }) => !isEmbeddingModel(id));
-    res.json(
-      models.map(({ provider, id }) => llmModelShape(provider, id, providerEndpoint(provider, ctx.config))),
-    );
-  });
+  router.get(
+    '/v1/models',
+    { summary: 'List LLM models', response: z.array(ModelSchema) },
+    async (_req, res) => {
+      const models = (await servedModels()).filter(({ id }) => !isEmbeddingModel(id));
+      res.json(
+        models.map(({ provider, id }) => llmModelShape(provider, id, providerEndpoint(provider, ctx.config))),
+      );
+    },
+  );
 
-  router.get('/v1/models/embedding', async (_req, res) => {
-    const models = (await servedModels()).filter(({ id }) => isEmbeddingModel(id));
-    res.json(
-      models.map(({ provider, id }) => ({
-        ...names(provider, id),
-        model_type: 'embedding',
-        ...embeddingConfigOf(provider, id, ctx.config),
-      })),
-    );
-  });
+  router.get(
+    '/v1/models/embedding',
+    { summary: 'List embedding models', response: z.array(EmbeddingModelSchema) },
+    async (_req, res) => {
+      const models = (await servedModels()).filter(({ id }) => isEmbeddingModel(id));
+      res.json(
+        models.map(({ provider, id }): EmbeddingModel => ({
+          ...names(provider, id),
+          model_type: 'embedding',
+          ...embeddingConfigOf(provider, id, ctx.config),
+        })),
+      );
+    },
+  );
 
   return router;
 }
@@ -59,11 +69,11 @@ const names = (provider: string, id: string) => ({
   display_name: id,
   provider_type: provider,
   provider_name: provider,
-  provider_category: 'base',
+  provider_category: 'base' as const,
 });
 
 /** Letta's `Model`: the llm_config an agent of this handle gets, and the model's names. */
-function llmModelShape(provider: string, id: string, endpoint: string) {
+function llmModelShape(provider: string, id: string, endpoint: string): Model {
   const contextWindow = defaultContextWindow(provider, id);
   return {
     ...names(provider, id),

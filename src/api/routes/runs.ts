@@ -1,9 +1,11 @@
-import { Router } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { RetrieveStreamSchema } from '../schemas/messages';
+import { LettaStreamingResponseSchema, RetrieveStreamSchema } from '../schemas/messages';
+import { LettaMessageSchema, RunSchema, UsageStatisticsSchema } from '../schemas/responses';
+import { RunWithPendingApprovalSchema } from '../schemas/runs';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { streamRun } from '../run-stream';
 import { runLiveness } from '../../agent/steps';
 import { pageQuery, queryBoolean, stringList } from '../schemas/common';
@@ -23,8 +25,10 @@ const ListRunsQuery = pageQuery(100, 'desc').extend({
   active: queryBoolean,
 });
 
-export function runsRouter(ctx: ApiContext): Router {
-  const router = Router();
+const RunMessagesQuery = pageQuery(100, 'asc');
+
+export function runsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Runs');
 
   const loadRun = async (id: string) => {
     const run = await getRun(ctx.db, id);
@@ -32,50 +36,85 @@ export function runsRouter(ctx: ApiContext): Router {
     return run;
   };
 
-  router.get('/v1/runs', async (req, res) => {
-    const query = parseQuery(ListRunsQuery, req);
-    const runs = await listRuns(
-      ctx.db,
-      {
-        agentId: query.agent_id,
-        conversationId: query.conversation_id,
-        statuses: query.statuses as RunStatus[] | undefined,
-        background: query.background,
-        stopReason: query.stop_reason,
-        active: query.active,
-      },
-      query,
-    );
-    res.json(runs.map(runShape));
-  });
+  router.get(
+    '/v1/runs',
+    { summary: 'List runs', query: ListRunsQuery, response: z.array(RunSchema) },
+    async (req, res) => {
+      const query = parseQuery(ListRunsQuery, req);
+      const runs = await listRuns(
+        ctx.db,
+        {
+          agentId: query.agent_id,
+          conversationId: query.conversation_id,
+          statuses: query.statuses as RunStatus[] | undefined,
+          background: query.background,
+          stopReason: query.stop_reason,
+          active: query.active,
+        },
+        query,
+      );
+      res.json(runs.map(runShape));
+    },
+  );
 
-  router.get('/v1/runs/:runId', async (req, res) => {
-    const run = await loadRun(req.params.runId);
-    const scope = { agentId: run.agent_id, conversationId: run.conversation_id };
-    const pending = await pendingApproval(ctx.db, scope);
-    const waiting = pending?.run_id === run.id ? await pendingApprovalView(ctx.db, pending) : null;
-    res.json({ ...runShape(run), pending_approval: waiting });
-  });
+  router.get(
+    '/v1/runs/:runId',
+    {
+      summary: 'Retrieve run',
+      description: 'With `pending_approval`: what the run waits for, when it is the one paused for approval.',
+      response: RunWithPendingApprovalSchema,
+    },
+    async (req, res) => {
+      const run = await loadRun(req.params.runId);
+      const scope = { agentId: run.agent_id, conversationId: run.conversation_id };
+      const pending = await pendingApproval(ctx.db, scope);
+      const waiting = pending?.run_id === run.id ? await pendingApprovalView(ctx.db, pending) : null;
+      res.json({ ...runShape(run), pending_approval: waiting });
+    },
+  );
 
-  router.get('/v1/runs/:runId/usage', async (req, res) => {
-    res.json(usageShape((await loadRun(req.params.runId)).usage));
-  });
+  router.get(
+    '/v1/runs/:runId/usage',
+    { summary: 'Retrieve usage for run', response: UsageStatisticsSchema },
+    async (req, res) => {
+      res.json(usageShape((await loadRun(req.params.runId)).usage));
+    },
+  );
 
-  router.get('/v1/runs/:runId/messages', async (req, res) => {
-    const run = await loadRun(req.params.runId);
-    const page = parseQuery(pageQuery(100, 'asc'), req);
-    res.json((await listMessages(ctx.db, { runId: run.id }, page)).flatMap(lettaMessages));
-  });
+  router.get(
+    '/v1/runs/:runId/messages',
+    {
+      summary: 'List messages for run',
+      query: RunMessagesQuery,
+      response: z.array(LettaMessageSchema),
+    },
+    async (req, res) => {
+      const run = await loadRun(req.params.runId);
+      const page = parseQuery(RunMessagesQuery, req);
+      res.json((await listMessages(ctx.db, { runId: run.id }, page)).flatMap(lettaMessages));
+    },
+  );
 
   // A stream that dropped goes on from the last message its client has (`starting_after`).
-  router.post('/v1/runs/:runId/stream', async (req, res) => {
-    const run = await loadRun(req.params.runId);
-    const body = parseBody(RetrieveStreamSchema, req);
-    await streamRun(ctx, res, run, runLiveness(ctx, run), {
-      includePings: body.include_pings,
-      startingAfter: body.starting_after,
-    });
-  });
+  router.post(
+    '/v1/runs/:runId/stream',
+    {
+      summary: 'Retrieve stream for run',
+      description:
+        'Resumes a dropped stream after `starting_after` (the `seq_id` of the last message received).',
+      body: RetrieveStreamSchema,
+      response: LettaStreamingResponseSchema,
+      streams: true,
+    },
+    async (req, res) => {
+      const run = await loadRun(req.params.runId);
+      const body = parseBody(RetrieveStreamSchema, req);
+      await streamRun(ctx, res, run, runLiveness(ctx, run), {
+        includePings: body.include_pings,
+        startingAfter: body.starting_after,
+      });
+    },
+  );
 
   return router;
 }

@@ -1,4 +1,5 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
+import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
@@ -13,6 +14,8 @@ import {
   sandboxConfigUpdateSchema,
 } from '../schemas/sandbox-configs';
 import { sandboxConfigShape, sandboxEnvVarShape } from '../letta-shapes';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { SandboxConfigSchema, SandboxEnvVarSchema } from '../schemas/responses';
 import * as repo from '../../db/sandbox-configs';
 import { isUniqueViolation } from '../../db/sql';
 import { unmaskSecret } from '../../masking';
@@ -26,12 +29,20 @@ import {
 const BASE = '/v1/sandbox-config';
 
 /**
+ * The update body as documented: the route parses with the schema for the stored config's type, which
+ * reads the same JSON for each type (only which type a body of unstated type is taken for differs).
+ */
+const SandboxConfigUpdateBody = sandboxConfigUpdateSchema('local');
+
+const TYPE_NAMES: Record<SandboxType, string> = { local: 'local', e2b: 'E2B' };
+
+/**
  * Letta's sandbox configs and their environment variables. There is one config per type: creating one
  * of a type that exists replaces its fields, and setting a key a config has replaces its value, as
  * Letta's create-or-update does.
  */
-export function sandboxConfigsRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Sandbox configs');
 
   const loadConfig = async (req: Request) => {
     const { sandboxConfigId } = parseParams(SandboxConfigParams, req);
@@ -49,95 +60,166 @@ export function sandboxConfigsRouter(ctx: ApiContext): Router {
 
   const defaultConfig = (type: SandboxType) => repo.ensureSandboxConfig(ctx.db, sandboxConfigOf(type, {}));
 
-  router.post(BASE, async (req, res) => {
-    const { config } = parseBody(SandboxConfigCreateSchema, req);
-    res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
-  });
+  router.post(
+    BASE,
+    { summary: 'Create sandbox config', body: SandboxConfigCreateSchema, response: SandboxConfigSchema },
+    async (req, res) => {
+      const { config } = parseBody(SandboxConfigCreateSchema, req);
+      res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
+    },
+  );
 
-  router.post(`${BASE}/local`, async (req, res) => {
-    const config = sandboxConfigOf('local', parseBody(LocalSandboxConfigSchema, req));
-    res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
-  });
+  router.post(
+    `${BASE}/local`,
+    {
+      summary: 'Create custom local sandbox config',
+      body: LocalSandboxConfigSchema,
+      response: SandboxConfigSchema,
+    },
+    async (req, res) => {
+      const config = sandboxConfigOf('local', parseBody(LocalSandboxConfigSchema, req));
+      res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
+    },
+  );
 
   for (const type of SANDBOX_TYPES) {
-    router.post(`${BASE}/${type}/default`, async (_req, res) => {
-      res.json(sandboxConfigShape(await defaultConfig(type)));
-    });
+    router.post(
+      `${BASE}/${type}/default`,
+      {
+        summary: `Create default ${TYPE_NAMES[type]} sandbox config`,
+        description: `The ${TYPE_NAMES[type]} sandbox config, made with the default fields if there is none.`,
+        response: SandboxConfigSchema,
+      },
+      async (_req, res) => {
+        res.json(sandboxConfigShape(await defaultConfig(type)));
+      },
+    );
   }
 
   // Letta deletes and rebuilds the venv here. Tools' dependencies are not installed by this server yet
   // (a venv per requirements hash is planned), so there is nothing to rebuild: the config is returned.
-  router.post(`${BASE}/local/recreate-venv`, async (_req, res) => {
-    res.json(sandboxConfigShape(await defaultConfig('local')));
-  });
+  router.post(
+    `${BASE}/local/recreate-venv`,
+    {
+      summary: 'Force recreate local sandbox venv',
+      description:
+        'Letta rebuilds the venv here. Tool dependencies are not installed in a venv by this server yet, ' +
+        'so there is nothing to rebuild: answers with the local sandbox config (made with the default ' +
+        'fields if there is none).',
+      response: SandboxConfigSchema,
+    },
+    async (_req, res) => {
+      res.json(sandboxConfigShape(await defaultConfig('local')));
+    },
+  );
 
-  router.patch(`${BASE}/:sandboxConfigId`, async (req, res) => {
-    const stored = await loadConfig(req);
-    const { config } = parseBody(sandboxConfigUpdateSchema(stored.type), req);
-    if (!config) return res.json(sandboxConfigShape(stored));
-    if (config.type !== stored.type) {
-      throw new HttpError(
-        400,
-        `Mismatched type for sandbox config update: tried to update sandbox_config of type ${stored.type} ` +
-          `with config of type ${config.type}`,
-      );
-    }
-    const merged = sandboxConfigOf(stored.type, { ...stored.config, ...config.given });
-    res.json(sandboxConfigShape(await repo.updateSandboxConfig(ctx.db, stored.id, merged.config)));
-  });
+  router.patch(
+    `${BASE}/:sandboxConfigId`,
+    {
+      summary: 'Update sandbox config',
+      description:
+        'The config given must be of the stored config’s type; its fields given replace the stored ones.',
+      body: SandboxConfigUpdateBody,
+      response: SandboxConfigSchema,
+    },
+    async (req, res) => {
+      const stored = await loadConfig(req);
+      const { config } = parseBody(sandboxConfigUpdateSchema(stored.type), req);
+      if (!config) return res.json(sandboxConfigShape(stored));
+      if (config.type !== stored.type) {
+        throw new HttpError(
+          400,
+          `Mismatched type for sandbox config update: tried to update sandbox_config of type ${stored.type} ` +
+            `with config of type ${config.type}`,
+        );
+      }
+      const merged = sandboxConfigOf(stored.type, { ...stored.config, ...config.given });
+      res.json(sandboxConfigShape(await repo.updateSandboxConfig(ctx.db, stored.id, merged.config)));
+    },
+  );
 
-  router.delete(`${BASE}/:sandboxConfigId`, async (req, res) => {
+  router.delete(`${BASE}/:sandboxConfigId`, { summary: 'Delete sandbox config' }, async (req, res) => {
     await repo.deleteSandboxConfig(ctx.db, (await loadConfig(req)).id);
     res.status(204).end();
   });
 
-  router.get(BASE, async (req, res) => {
-    const query = parseQuery(ListSandboxConfigsQuery, req);
-    const configs = await repo.listSandboxConfigs(ctx.db, { type: query.sandbox_type }, query);
-    res.json(configs.map(sandboxConfigShape));
-  });
+  router.get(
+    BASE,
+    {
+      summary: 'List sandbox configs',
+      query: ListSandboxConfigsQuery,
+      response: z.array(SandboxConfigSchema),
+    },
+    async (req, res) => {
+      const query = parseQuery(ListSandboxConfigsQuery, req);
+      const configs = await repo.listSandboxConfigs(ctx.db, { type: query.sandbox_type }, query);
+      res.json(configs.map(sandboxConfigShape));
+    },
+  );
 
-  router.post(`${BASE}/:sandboxConfigId/environment-variable`, async (req, res) => {
-    const config = await loadConfig(req);
-    const body = parseBody(EnvVarCreateSchema, req);
-    const stored = (await repo.listSandboxEnvVars(ctx.db, config.id)).find((v) => v.key === body.key);
-    const value = unmaskSecret(body.value, stored?.value);
-    const envVar = await repo.upsertSandboxEnvVar(ctx.db, config.id, { ...body, value });
-    res.json(sandboxEnvVarShape(envVar));
-  });
+  router.post(
+    `${BASE}/:sandboxConfigId/environment-variable`,
+    {
+      summary: 'Create sandbox env var',
+      description:
+        'Setting a key the config has replaces its value (a masked value sent back keeps the stored one).',
+      body: EnvVarCreateSchema,
+      response: SandboxEnvVarSchema,
+    },
+    async (req, res) => {
+      const config = await loadConfig(req);
+      const body = parseBody(EnvVarCreateSchema, req);
+      const stored = (await repo.listSandboxEnvVars(ctx.db, config.id)).find((v) => v.key === body.key);
+      const value = unmaskSecret(body.value, stored?.value);
+      const envVar = await repo.upsertSandboxEnvVar(ctx.db, config.id, { ...body, value });
+      res.json(sandboxEnvVarShape(envVar));
+    },
+  );
 
-  router.get(`${BASE}/:sandboxConfigId/environment-variable`, async (req, res) => {
-    const config = await loadConfig(req);
-    const envVars = await repo.listSandboxEnvVars(ctx.db, config.id, parseQuery(ListEnvVarsQuery, req));
-    res.json(envVars.map(sandboxEnvVarShape));
-  });
+  router.get(
+    `${BASE}/:sandboxConfigId/environment-variable`,
+    { summary: 'List sandbox env vars', query: ListEnvVarsQuery, response: z.array(SandboxEnvVarSchema) },
+    async (req, res) => {
+      const config = await loadConfig(req);
+      const envVars = await repo.listSandboxEnvVars(ctx.db, config.id, parseQuery(ListEnvVarsQuery, req));
+      res.json(envVars.map(sandboxEnvVarShape));
+    },
+  );
 
-  router.patch(`${BASE}/environment-variable/:envVarId`, async (req, res) => {
-    const envVar = await loadEnvVar(req);
-    const patch = parseBody(EnvVarUpdateSchema, req);
-    try {
-      const updated = await repo.updateSandboxEnvVar(ctx.db, envVar.id, {
-        key: patch.key ?? undefined,
-        value:
-          patch.value === undefined || patch.value === null
-            ? undefined
-            : unmaskSecret(patch.value, envVar.value),
-        description: patch.description ?? undefined,
-      });
-      res.json(sandboxEnvVarShape(updated));
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      throw new HttpError(
-        409,
-        `Sandbox config ${envVar.sandbox_config_id} already has an environment variable ${patch.key}`,
-      );
-    }
-  });
+  router.patch(
+    `${BASE}/environment-variable/:envVarId`,
+    { summary: 'Update sandbox env var', body: EnvVarUpdateSchema, response: SandboxEnvVarSchema },
+    async (req, res) => {
+      const envVar = await loadEnvVar(req);
+      const patch = parseBody(EnvVarUpdateSchema, req);
+      try {
+        const updated = await repo.updateSandboxEnvVar(ctx.db, envVar.id, {
+          key: patch.key ?? undefined,
+          value:
+            patch.value === undefined || patch.value === null
+              ? undefined
+              : unmaskSecret(patch.value, envVar.value),
+          description: patch.description ?? undefined,
+        });
+        res.json(sandboxEnvVarShape(updated));
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        throw new HttpError(
+          409,
+          `Sandbox config ${envVar.sandbox_config_id} already has an environment variable ${patch.key}`,
+        );
+      }
+    },
+  );
 
-  router.delete(`${BASE}/environment-variable/:envVarId`, async (req, res) => {
-    await repo.deleteSandboxEnvVar(ctx.db, (await loadEnvVar(req)).id);
-    res.status(204).end();
-  });
+  router.delete(
+    `${BASE}/environment-variable/:envVarId`,
+    { summary: 'Delete sandbox env var' },
+    async (req, res) => {
+      await repo.deleteSandboxEnvVar(ctx.db, (await loadEnvVar(req)).id);
+      res.status(204).end();
+    },
+  );
 
   return router;
 }

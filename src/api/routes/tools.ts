@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
@@ -12,6 +12,9 @@ import {
   SearchToolsSchema,
 } from '../../schemas/tools';
 import { toolExecutionShape, toolShape } from '../letta-shapes';
+import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
+import { ToolDeletedSchema, ToolSearchResultSchema } from '../schemas/tools';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
 import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
@@ -50,8 +53,8 @@ const ListToolsQuery = pageQuery(50, 'desc').extend({
 });
 
 /** Letta's tools API (routes are not strict: `/v1/tools` and `/v1/tools/` both match). */
-export function toolsRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function toolsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Tools');
   const python = { python: ctx.config.PYTHON_PATH, timeoutMs: ctx.config.SCHEMA_GENERATION_TIMEOUT_MS };
 
   const loadTool = async (id: string) => {
@@ -67,8 +70,26 @@ export function toolsRouter(ctx: ApiContext): Router {
       const tool = await createTool(ctx.db, parseBody(ToolCreateSchema, req), python, { replace });
       res.json(toolShape(tool));
     };
-  router.post('/v1/tools', create(false));
-  router.put('/v1/tools', create(true));
+  router.post(
+    '/v1/tools',
+    {
+      summary: 'Create tool',
+      description: 'A name in use by another tool is refused (409).',
+      body: ToolCreateSchema,
+      response: ToolSchema,
+    },
+    create(false),
+  );
+  router.put(
+    '/v1/tools',
+    {
+      summary: 'Upsert tool',
+      description: 'Replaces the tool of the same name, if any.',
+      body: ToolCreateSchema,
+      response: ToolSchema,
+    },
+    create(true),
+  );
 
   const execute = async (job: ToolJob) => {
     try {
@@ -79,88 +100,125 @@ export function toolsRouter(ctx: ApiContext): Router {
     }
   };
 
-  router.post('/v1/tools/run', async (req, res) => {
-    const body = parseBody(ToolRunFromSourceSchema, req);
-    const result = await execute({
-      name: await functionName(body, python),
-      ...runtimeFields(body),
-      source: body.source_code,
-      args: body.args,
-      env: body.env_vars ?? {},
-      timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
-      // Letta's ToolRunFromSource names no limit: a tool's default one.
-      returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
-    });
-    res.json(toolExecutionShape(result, DEFAULT_RETURN_CHAR_LIMIT));
-  });
+  router.post(
+    '/v1/tools/run',
+    {
+      summary: 'Run tool from source',
+      body: ToolRunFromSourceSchema,
+      response: ToolExecutionResultSchema,
+    },
+    async (req, res) => {
+      const body = parseBody(ToolRunFromSourceSchema, req);
+      const result = await execute({
+        name: await functionName(body, python),
+        ...runtimeFields(body),
+        source: body.source_code,
+        args: body.args,
+        env: body.env_vars ?? {},
+        timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+        // Letta's ToolRunFromSource names no limit: a tool's default one.
+        returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
+      });
+      res.json(toolExecutionShape(result, DEFAULT_RETURN_CHAR_LIMIT));
+    },
+  );
 
-  router.post('/v1/agents/:agentId/tools/:toolName/run', async (req, res) => {
-    const agent = await getAgent(ctx.db, req.params.agentId);
-    if (!agent) throw notFound(`Agent ${req.params.agentId}`);
-    const tool = agent.tools.find((t) => t.name === req.params.toolName);
-    if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
-    const { args } = parseBody(AgentToolRunSchema, req);
-    let execution: { status: string; func_return: unknown };
-    if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
-    else if (tool.tool_type === 'custom') {
-      const job = customToolJob(
-        await sandboxEnvironment(ctx.db, sandboxConfigType(ctx.config)),
-        agent,
-        tool,
-        args,
-        ctx.config.TOOL_TIMEOUT_MS,
-      );
-      execution = toolExecutionShape(await execute(job), tool.return_char_limit);
-    } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
-    // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
-    res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
-  });
+  router.post(
+    '/v1/agents/:agentId/tools/:toolName/run',
+    {
+      summary: 'Run tool for agent',
+      description: 'Custom and MCP tools only; the return is null when the tool failed.',
+      body: AgentToolRunSchema,
+      response: ToolExecutionResultSchema,
+    },
+    async (req, res) => {
+      const agent = await getAgent(ctx.db, req.params.agentId);
+      if (!agent) throw notFound(`Agent ${req.params.agentId}`);
+      const tool = agent.tools.find((t) => t.name === req.params.toolName);
+      if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
+      const { args } = parseBody(AgentToolRunSchema, req);
+      let execution: { status: string; func_return: unknown };
+      if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
+      else if (tool.tool_type === 'custom') {
+        const job = customToolJob(
+          await sandboxEnvironment(ctx.db, sandboxConfigType(ctx.config)),
+          agent,
+          tool,
+          args,
+          ctx.config.TOOL_TIMEOUT_MS,
+        );
+        execution = toolExecutionShape(await execute(job), tool.return_char_limit);
+      } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
+      // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
+      res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
+    },
+  );
 
   // Letta's upsert of its built-in tools, which clients call when an agent names one a server lacks.
-  router.post('/v1/tools/add-base-tools', async (_req, res) => {
-    await ensureBuiltinTools(ctx.db);
-    const names = builtinToolNames();
-    const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
-    res.json(tools.map(toolShape));
-  });
+  router.post(
+    '/v1/tools/add-base-tools',
+    { summary: 'Upsert base tools', response: z.array(ToolSchema) },
+    async (_req, res) => {
+      await ensureBuiltinTools(ctx.db);
+      const names = builtinToolNames();
+      const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
+      res.json(tools.map(toolShape));
+    },
+  );
 
-  router.post('/v1/tools/search', async (req, res) => {
-    const body = parseBody(SearchToolsSchema, req);
-    const found = await searchTools(
-      ctx.db,
-      {
-        query: body.query ?? undefined,
-        tags: body.tags ?? undefined,
-        toolTypes: body.tool_types ?? undefined,
-      },
-      body.limit,
-    );
-    res.json(found.map(({ score, ...tool }) => ({ tool: toolShape(tool), combined_score: score })));
-  });
+  router.post(
+    '/v1/tools/search',
+    { summary: 'Search tools', body: SearchToolsSchema, response: z.array(ToolSearchResultSchema) },
+    async (req, res) => {
+      const body = parseBody(SearchToolsSchema, req);
+      const found = await searchTools(
+        ctx.db,
+        {
+          query: body.query ?? undefined,
+          tags: body.tags ?? undefined,
+          toolTypes: body.tool_types ?? undefined,
+        },
+        body.limit,
+      );
+      res.json(found.map(({ score, ...tool }) => ({ tool: toolShape(tool), combined_score: score })));
+    },
+  );
 
-  router.get('/v1/tools', async (req, res) => {
-    const query = parseQuery(ListToolsQuery, req);
-    const tools = await listTools(
-      ctx.db,
-      { name: query.name, names: query.names, toolTypes: query.tool_types, search: query.search },
-      query,
-    );
-    res.json(tools.map(toolShape));
-  });
+  router.get(
+    '/v1/tools',
+    { summary: 'List tools', query: ListToolsQuery, response: z.array(ToolSchema) },
+    async (req, res) => {
+      const query = parseQuery(ListToolsQuery, req);
+      const tools = await listTools(
+        ctx.db,
+        { name: query.name, names: query.names, toolTypes: query.tool_types, search: query.search },
+        query,
+      );
+      res.json(tools.map(toolShape));
+    },
+  );
 
-  router.get('/v1/tools/:toolId', async (req, res) => {
+  router.get('/v1/tools/:toolId', { summary: 'Retrieve tool', response: ToolSchema }, async (req, res) => {
     res.json(toolShape(await loadTool(req.params.toolId)));
   });
 
-  router.patch('/v1/tools/:toolId', async (req, res) => {
-    const tool = await loadTool(req.params.toolId);
-    res.json(toolShape(await modifyTool(ctx.db, tool, parseBody(ToolUpdateSchema, req), python)));
-  });
+  router.patch(
+    '/v1/tools/:toolId',
+    { summary: 'Modify tool', body: ToolUpdateSchema, response: ToolSchema },
+    async (req, res) => {
+      const tool = await loadTool(req.params.toolId);
+      res.json(toolShape(await modifyTool(ctx.db, tool, parseBody(ToolUpdateSchema, req), python)));
+    },
+  );
 
-  router.delete('/v1/tools/:toolId', async (req, res) => {
-    if (!(await deleteTool(ctx.db, req.params.toolId))) throw notFound(`Tool ${req.params.toolId}`);
-    res.json({ message: `Tool id=${req.params.toolId} successfully deleted` });
-  });
+  router.delete(
+    '/v1/tools/:toolId',
+    { summary: 'Delete tool', response: ToolDeletedSchema },
+    async (req, res) => {
+      if (!(await deleteTool(ctx.db, req.params.toolId))) throw notFound(`Tool ${req.params.toolId}`);
+      res.json({ message: `Tool id=${req.params.toolId} successfully deleted` });
+    },
+  );
 
   return router;
 }

@@ -47,3 +47,14 @@ export const ImportAgentForm = z.object({
   env_vars_json: z.string().max(1_000_000).optional(),
   project_id: formText,
 });
+
+/** The multipart form of `POST /v1/agents/import`: the agent file and the fields above. */
+export const ImportAgentUpload = ImportAgentForm.extend({
+  file: z.any().meta({ type: 'string', format: 'binary', description: 'The agent file (.af)' }),
+});
+
+/** What an import answers: the ids of the agents it made. */
+export const ImportedAgentsResponseSchema = z
+  .object({ agent_ids: z.array(z.string()) })
+  .meta({ id: 'ImportedAgentsResponse' });
+export type ImportedAgentsResponse = z.infer<typeof ImportedAgentsResponseSchema>;

@@ -38,3 +38,12 @@ export const ListConversationsQuery = pageQuery(50, 'desc').extend({
 export const AgentOfDefaultQuery = z.object({ agent_id: z.string().optional() });
 
 export const ConversationMessagesQuery = pageQuery(100, 'desc').extend(AgentOfDefaultQuery.shape);
+
+/** What compacting a conversation answers (compactConversation). */
+export const CompactionResponseSchema = z
+  .object({
+    summary: z.string(),
+    num_messages_before: z.number().int(),
+    num_messages_after: z.number().int(),
+  })
+  .meta({ id: 'CompactionResponse' });

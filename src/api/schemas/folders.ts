@@ -61,41 +61,45 @@ export const FolderParams = z.object({ folderId: idOf('source') });
 export const FileParams = z.object({ folderId: idOf('source'), fileId: idOf('file') });
 
 /** Letta's Folder (Source). */
-export const FolderSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  instructions: z.string().nullable(),
-  metadata: JsonObject.nullable(),
-  embedding_config: JsonObject,
-  vector_db_provider: z.literal('native'),
-  created_by_id: z.null(),
-  last_updated_by_id: z.null(),
-  created_at: z.string().nullable(),
-  updated_at: z.string().nullable(),
-});
+export const FolderSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    instructions: z.string().nullable(),
+    metadata: JsonObject.nullable(),
+    embedding_config: JsonObject,
+    vector_db_provider: z.literal('native'),
+    created_by_id: z.null(),
+    last_updated_by_id: z.null(),
+    created_at: z.string().nullable(),
+    updated_at: z.string().nullable(),
+  })
+  .meta({ id: 'Folder' });
 export type Folder = z.infer<typeof FolderSchema>;
 
 /** Letta's FileMetadata. */
-export const FileMetadataSchema = z.object({
-  id: z.string(),
-  source_id: z.string(),
-  file_name: z.string(),
-  original_file_name: z.string(),
-  file_path: z.null(),
-  file_type: z.string().nullable(),
-  file_size: z.number().nullable(),
-  file_creation_date: z.null(),
-  file_last_modified_date: z.null(),
-  processing_status: z.enum(['pending', 'parsing', 'embedding', 'completed', 'error']),
-  error_message: z.string().nullable(),
-  total_chunks: z.number().nullable(),
-  chunks_embedded: z.number().nullable(),
-  content: z.string().nullable(),
-  organization_id: z.null(),
-  created_at: z.string().nullable(),
-  updated_at: z.string().nullable(),
-});
+export const FileMetadataSchema = z
+  .object({
+    id: z.string(),
+    source_id: z.string(),
+    file_name: z.string(),
+    original_file_name: z.string(),
+    file_path: z.null(),
+    file_type: z.string().nullable(),
+    file_size: z.number().nullable(),
+    file_creation_date: z.null(),
+    file_last_modified_date: z.null(),
+    processing_status: z.enum(['pending', 'parsing', 'embedding', 'completed', 'error']),
+    error_message: z.string().nullable(),
+    total_chunks: z.number().nullable(),
+    chunks_embedded: z.number().nullable(),
+    content: z.string().nullable(),
+    organization_id: z.null(),
+    created_at: z.string().nullable(),
+    updated_at: z.string().nullable(),
+  })
+  .meta({ id: 'FileMetadata' });
 export type FileMetadata = z.infer<typeof FileMetadataSchema>;
 
 /** Letta's Passage of a folder's file: the file and the folder it came from. */
@@ -103,5 +107,8 @@ export const FolderPassageSchema = PassageSchema.extend({
   file_id: z.string().nullable(),
   file_name: z.string().nullable(),
   source_id: z.string(),
-});
+}).meta({ id: 'FolderPassage' });
 export type FolderPassage = z.infer<typeof FolderPassageSchema>;
+
+/** A multipart upload's form: the file (`file`). */
+export const UploadForm = z.object({ file: z.any().meta({ type: 'string', format: 'binary' }) });

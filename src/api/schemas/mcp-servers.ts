@@ -5,3 +5,52 @@ export const McpServerParams = z.object({ mcpServerId: idOf('mcp_server') });
 export const McpToolParams = McpServerParams.extend({ toolId: idOf('tool') });
 export const RefreshQuery = z.object({ agent_id: idOf('agent').optional() });
 export const McpToolRunSchema = z.object({ args: z.record(z.string(), z.unknown()).default({}) });
+
+const StringMap = z.record(z.string(), z.string());
+const ServerFields = { id: z.string(), server_name: z.string() };
+const HttpFields = {
+  server_url: z.string(),
+  auth_header: z.string().nullish(),
+  /** Masked: its last four characters at most. */
+  auth_token: z.string().nullish(),
+  /** Their values masked. */
+  custom_headers: StringMap.nullish(),
+};
+
+/** Letta's flat MCP server shapes: id, name and the config's fields, credentials masked (mcpServerShape). */
+export const StdioMcpServerSchema = z
+  .object({
+    ...ServerFields,
+    mcp_server_type: z.literal('stdio'),
+    command: z.string(),
+    args: z.array(z.string()),
+    /** Its values masked. */
+    env: StringMap.nullish(),
+  })
+  .meta({ id: 'StdioMCPServer' });
+export const SseMcpServerSchema = z
+  .object({ ...ServerFields, mcp_server_type: z.literal('sse'), ...HttpFields })
+  .meta({ id: 'SSEMCPServer' });
+export const StreamableHttpMcpServerSchema = z
+  .object({ ...ServerFields, mcp_server_type: z.literal('streamable_http'), ...HttpFields })
+  .meta({ id: 'StreamableHTTPMCPServer' });
+
+export const McpServerSchema = z
+  .discriminatedUnion('mcp_server_type', [
+    StdioMcpServerSchema,
+    SseMcpServerSchema,
+    StreamableHttpMcpServerSchema,
+  ])
+  .meta({ id: 'MCPServer' });
+export type McpServer = z.infer<typeof McpServerSchema>;
+
+/** What refreshing a server's tools changed (src/mcp/tool-sync.ts's SyncSummary): tool names. */
+export const McpToolSyncSchema = z
+  .object({
+    added: z.array(z.string()),
+    updated: z.array(z.string()),
+    deleted: z.array(z.string()),
+    /** Tools the server lists that cannot become tools here, with why. */
+    skipped: z.array(z.object({ name: z.string(), reason: z.string() })),
+  })
+  .meta({ id: 'MCPToolSyncResult' });

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { pageQuery, stringList } from './common';
 import { ClientToolSchema } from '../../schemas/tools';
+import {
+  LettaMessageSchema,
+  RunSchema,
+  StopReasonSchema,
+  ToolCallChunkSchema,
+  UsageStatisticsSchema,
+} from './responses';
 
 const TextPart = z.object({ type: z.literal('text'), text: z.string() }).loose();
 const Content = z.union([z.string(), z.array(z.union([TextPart, z.object({ type: z.string() }).loose()]))]);
@@ -131,3 +138,53 @@ export const RetrieveStreamSchema = z
     otid: z.string().nullish(),
   })
   .loose();
+
+/** Letta's keepalive event of a stream (`include_pings`). */
+export const LettaPingSchema = z
+  .object({ id: z.string(), date: z.string(), message_type: z.literal('ping'), run_id: z.string() })
+  .meta({ id: 'LettaPing' });
+
+/** The `event: error` a stream sends after its stop reason when the run failed (instead of its usage). */
+export const LettaErrorMessageSchema = z
+  .object({
+    message_type: z.literal('error_message'),
+    run_id: z.string(),
+    error_type: z.string(),
+    message: z.string(),
+  })
+  .meta({ id: 'LettaErrorMessage' });
+
+/**
+ * One event of a stream: a message (or, with `stream_tokens`, a piece of one), a ping, then the stop
+ * reason and the usage (or an error); the stream ends with `data: [DONE]`.
+ */
+export const LettaStreamingResponseSchema = z
+  .union([
+    LettaMessageSchema,
+    ToolCallChunkSchema,
+    LettaPingSchema,
+    StopReasonSchema,
+    UsageStatisticsSchema,
+    LettaErrorMessageSchema,
+  ])
+  .meta({ id: 'LettaStreamingResponse' });
+
+const searchResultFields = {
+  message_id: z.string(),
+  agent_id: z.string(),
+  conversation_id: z.string().nullable(),
+  created_at: z.string(),
+};
+
+/** A stored message's text part, as the message search lists it (messageSearchResults). */
+export const LettaMessageSearchResultSchema = z
+  .discriminatedUnion('message_type', [
+    z.object({ ...searchResultFields, message_type: z.literal('system_message'), content: z.string() }),
+    z.object({ ...searchResultFields, message_type: z.literal('user_message'), content: z.string() }),
+    z.object({ ...searchResultFields, message_type: z.literal('reasoning_message'), reasoning: z.string() }),
+    z.object({ ...searchResultFields, message_type: z.literal('assistant_message'), content: z.string() }),
+  ])
+  .meta({ id: 'LettaMessageSearchResult' });
+
+/** What a cancel answers, once the runs have ended: each run's id with its status. */
+export const CancelledRunsSchema = z.record(z.string(), RunSchema.shape.status);

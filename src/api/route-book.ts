@@ -1,0 +1,69 @@
+/**
+ * Routes registered together with what the API reference says of them: each router of src/api/routes
+ * declares a route's summary and the zod schemas of its body, query and answer beside its handler, and
+ * /openapi.json is generated from those declarations (src/api/openapi.ts). The schemas are the ones the
+ * handler parses with and the shape functions return, so the document cannot describe another API.
+ */
+import { Router, type RequestHandler } from 'express';
+import type { RouteParameters } from 'express-serve-static-core';
+import type { z } from 'zod';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** What the API reference says of one route. */
+export interface RouteDoc {
+  summary: string;
+  description?: string;
+  /** A JSON body. */
+  body?: z.ZodType;
+  /** A multipart/form-data body (uploads): its fields, a file field as `z.any()` with `format: binary`. */
+  form?: z.ZodType;
+  query?: z.ZodObject;
+  /** The JSON of a 200 answer; none: the route answers with no body, or with `{}`. */
+  response?: z.ZodType;
+  /** Answers with server-sent events (each `data:` one JSON of `response`) when asked to stream. */
+  streams?: boolean;
+  /** Answers with a file to download rather than JSON. */
+  download?: string;
+}
+
+export interface DocumentedRoute extends RouteDoc {
+  method: Method;
+  /** Express's form: `/v1/agents/:agentId`. */
+  path: string;
+  /** The group the reference lists it under. */
+  tag: string;
+}
+
+/** Registers a route; its handlers' `req.params` are typed from the path, as with express's own. */
+type Register = <Path extends string>(
+  path: Path,
+  doc: RouteDoc,
+  ...handlers: RequestHandler<RouteParameters<Path>>[]
+) => void;
+
+/** An express Router whose routes are registered with their documentation. */
+export interface DocumentedRouter extends Record<Method, Register> {
+  router: Router;
+  routes: DocumentedRoute[];
+}
+
+export function documentedRouter(tag: string): DocumentedRouter {
+  const router = Router();
+  const routes: DocumentedRoute[] = [];
+  const register =
+    (method: Method): Register =>
+    (path, doc, ...handlers) => {
+      routes.push({ ...doc, method, path, tag });
+      router[method](path, ...(handlers as RequestHandler[]));
+    };
+  return {
+    router,
+    routes,
+    get: register('get'),
+    post: register('post'),
+    put: register('put'),
+    patch: register('patch'),
+    delete: register('delete'),
+  };
+}

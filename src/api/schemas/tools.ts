@@ -1,0 +1,10 @@
+import { z } from 'zod';
+import { ToolSchema } from './responses';
+
+/** One tool the tool search found, with how well it matched. */
+export const ToolSearchResultSchema = z
+  .object({ tool: ToolSchema, combined_score: z.number() })
+  .meta({ id: 'ToolSearchResult' });
+
+/** What deleting a tool answers. */
+export const ToolDeletedSchema = z.object({ message: z.string() });

@@ -94,6 +94,7 @@ export const ConfigSchema = z.object({
   AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_FAILURE_WINDOW_MS: milliseconds.default(60_000),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 
   DATABASE_URL: optional(url),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).default(10),

@@ -1,7 +1,17 @@
 import pino from 'pino';
+import pretty from 'pino-pretty';
 
 export type Logger = pino.Logger;
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'letta-temporal' } });
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/** Whether logs are for a person: `pretty`, or `auto` on a terminal. */
+export const logsArePretty = (format: LogFormat) =>
+  format === 'pretty' || (format === 'auto' && Boolean(process.stdout.isTTY));
+
+/** JSON lines on stdout; on a terminal (LOG_FORMAT=auto) coloured lines through pino-pretty. */
+export function createLogger(level: string, format: LogFormat = 'json'): Logger {
+  const options = { level, base: { service: 'letta-temporal' } };
+  if (!logsArePretty(format)) return pino(options);
+  return pino(options, pretty({ translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service', sync: true }));
 }

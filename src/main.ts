@@ -1,32 +1,43 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config';
-import { createLogger } from './logger';
-import { startServer, type Role } from './server';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger, logsArePretty, type Logger } from './logger';
+import { modelProviders, startupBanner, type StartupFacts } from './banner';
+import { checkReport, runChecks } from './check';
+import { startServer, type Role, type RunningServer } from './server';
 import { errorText } from './temporal/connection';
 import { installTemporalRuntime } from './temporal/runtime';
 
 const roles: Role[] = ['all', 'api', 'worker'];
 
-function parseRole(argv: string[]): Role {
-  const { values } = parseArgs({ args: argv, options: { role: { type: 'string', default: 'all' } } });
+function parseOptions(argv: string[]): { role: Role; check: boolean } {
+  const { values } = parseArgs({
+    args: argv,
+    options: { role: { type: 'string', default: 'all' }, check: { type: 'boolean', default: false } },
+  });
   if (!roles.includes(values.role as Role)) {
     throw new ConfigError(`--role=${values.role}: expected one of ${roles.join(', ')}`);
   }
-  return values.role as Role;
+  return { role: values.role as Role, check: values.check };
 }
 
 async function main(): Promise<void> {
-  let role: Role;
+  let options;
   let config;
   try {
-    role = parseRole(process.argv.slice(2));
+    options = parseOptions(process.argv.slice(2));
     config = loadConfig();
   } catch (error) {
     // One line naming what is wrong, before any logger exists, then a non-zero exit.
     process.stderr.write(`${errorText(error)}\n`);
     process.exit(2);
   }
-  const log = createLogger(config.LOG_LEVEL);
+  if (options.check) {
+    const results = await runChecks(config);
+    process.stdout.write(checkReport(results));
+    process.exit(results.every((r) => r.ok) ? 0 : 1);
+  }
+  const { role } = options;
+  const log = createLogger(config.LOG_LEVEL, config.LOG_FORMAT);
   installTemporalRuntime(log);
 
   const server = await startServer(config, log, { role }).catch((error) => {
@@ -34,6 +45,8 @@ async function main(): Promise<void> {
     process.stderr.write(`start-up failed: ${errorText(error)}\n`);
     process.exit(error instanceof ConfigError ? 2 : 1);
   });
+
+  void announce(server, config, log);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -54,6 +67,22 @@ async function main(): Promise<void> {
     await server.stop();
     process.exitCode = 1;
   });
+}
+
+/** The banner on a terminal; otherwise the same facts as one log line. */
+async function announce(server: RunningServer, config: Config, log: Logger): Promise<void> {
+  const facts: StartupFacts = {
+    apiUrl: server.url,
+    temporalUiUrl: server.temporalUiUrl,
+    temporalAddress: server.temporalAddress,
+    dataDir: config.dataDir,
+    embeddedDatabase: !config.DATABASE_URL,
+    providers: modelProviders(config),
+    sandbox: await server.sandboxStatus,
+    passwordRequired: server.passwordRequired,
+  };
+  if (logsArePretty(config.LOG_FORMAT)) process.stdout.write(startupBanner(facts));
+  else log.info(facts, 'ready');
 }
 
 void main();

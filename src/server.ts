@@ -18,6 +18,7 @@ import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost } from './api/access';
 import { createApp } from './api/app';
+import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
 import { providerRegistry } from './llm';
 import { ensureBuiltinTools } from './tools/builtin';
@@ -54,9 +55,19 @@ export interface ServerOptions {
   activities?: (deps: { db: Database }) => object;
 }
 
+/** Whether custom tools can run here, as the sandbox's start-up probe found. */
+export interface SandboxStatus {
+  description: string;
+  problem?: string;
+}
+
 export interface RunningServer {
   /** The API's base URL, when this process serves the API. */
   url?: string;
+  /** Whether the API asks every request for a password. */
+  passwordRequired: boolean;
+  /** Settles once the sandbox's start-up probe has run. */
+  sandboxStatus: Promise<SandboxStatus>;
   temporalAddress: string;
   temporalUiUrl?: string;
   db: Database;
@@ -116,7 +127,7 @@ export async function startServer(
     const queues = taskQueues(config.TASK_QUEUE_PREFIX, deploymentId);
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
-    void reportSandbox(sandbox, config, log);
+    const sandboxStatus = reportSandbox(sandbox, config, log);
     const stdio = mcpStdioLauncher(mcpStdioOptions(config));
     void reportMcpStdio(stdio, log);
     const mcp = mcpClientPool(config, stdio, db, log);
@@ -231,6 +242,7 @@ export async function startServer(
     }
 
     let url: string | undefined;
+    let passwordRequired = false;
     if (role !== 'worker') {
       const runEvents = new RunEvents(
         db,
@@ -239,9 +251,11 @@ export async function startServer(
       );
       runEvents.start();
       undo.push(() => runEvents.close());
+      const password = apiPassword(config, log);
+      passwordRequired = Boolean(password);
       const app = createApp({
         ...steps,
-        config: { ...config, LETTA_SERVER_PASSWORD: apiPassword(config, log) },
+        config: { ...config, LETTA_SERVER_PASSWORD: password },
         connection,
         sandbox,
         mcp,
@@ -261,6 +275,8 @@ export async function startServer(
     const finished = Promise.race([new Promise<void>((resolve) => (stopped = resolve)), componentFailure]);
     return {
       url,
+      passwordRequired,
+      sandboxStatus,
       temporalAddress: temporal.address,
       temporalUiUrl: temporal.embedded?.uiUrl,
       db,
@@ -338,11 +354,16 @@ function closeServer(server: http.Server): Promise<void> {
 }
 
 /** The start-up probe of the sandbox, in the log: custom tools are refused while it fails. */
-async function reportSandbox(sandbox: ConfiguredSandbox, config: Config, log: Logger): Promise<void> {
+async function reportSandbox(
+  sandbox: ConfiguredSandbox,
+  config: Config,
+  log: Logger,
+): Promise<SandboxStatus> {
   const problem = await sandbox.problem();
+  const status = { description: sandbox.describe(), ...(problem ? { problem } : {}) };
   if (problem)
     log.error(
-      { sandbox: sandbox.describe(), problem },
+      { sandbox: sandbox.describe(), problem, fix: sandboxFix(problem) },
       'the sandbox does not work here: custom tools are refused',
     );
   else if (config.SANDBOX_TYPE === 'local-unsafe')
@@ -351,6 +372,7 @@ async function reportSandbox(sandbox: ConfiguredSandbox, config: Config, log: Lo
       'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',
     );
   else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
+  return status;
 }
 
 /** Where stdio MCP servers run, in the log: unconfined only on request, refused when the sandbox fails. */

@@ -4,10 +4,13 @@ import path from 'node:path';
 import type { Logger } from '../logger';
 import { projectRoot, toolsBinDir } from '../paths';
 
+/** The version scripts/install-temporal.sh installs. */
+export const TEMPORAL_CLI_VERSION = '1.5.1';
+
 export interface TemporalBinary {
   path: string;
   /** Which rule found it, for the start-up log. */
-  source: 'TEMPORAL_CLI_PATH' | 'PATH' | 'tools folder' | 'built with Go';
+  source: 'TEMPORAL_CLI_PATH' | 'PATH' | 'tools folder' | 'installed';
 }
 
 function isExecutable(file: string): boolean {
@@ -27,23 +30,31 @@ function findOnPath(name: string, searchPath = process.env.PATH ?? ''): string |
     .find(isExecutable);
 }
 
-function goAvailable(): boolean {
+export function goAvailable(): boolean {
   return Boolean(findOnPath('go')) || isExecutable('/usr/local/go/bin/go');
 }
 
-/** Runs scripts/install-temporal.sh, relaying its output to the log line by line. */
-function buildWithGo(log: Logger): Promise<void> {
+/**
+ * Runs scripts/install-temporal.sh (download, else a build with Go): on a terminal its progress bar and
+ * messages go straight to it, otherwise its lines go to the log.
+ */
+function installCli(log: Logger): Promise<void> {
   const script = path.join(projectRoot, 'scripts', 'install-temporal.sh');
+  const onTerminal = Boolean(process.stderr.isTTY);
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script], {
+      stdio: ['ignore', onTerminal ? 'inherit' : 'pipe', onTerminal ? 'inherit' : 'pipe'],
+    });
     const relay = (chunk: Buffer) =>
       chunk
         .toString()
         .split('\n')
         .filter(Boolean)
-        .forEach((line) => log.info(`install-temporal: ${line}`));
-    child.stdout.on('data', relay);
-    child.stderr.on('data', relay);
+        .forEach((line) =>
+          log.info(line.startsWith('install-temporal') ? line : `install-temporal: ${line}`),
+        );
+    child.stdout?.on('data', relay);
+    child.stderr?.on('data', relay);
     child.on('error', reject);
     child.on('exit', (code) =>
       code === 0 ? resolve() : reject(new Error(`scripts/install-temporal.sh exited with ${code}`)),
@@ -51,14 +62,8 @@ function buildWithGo(log: Logger): Promise<void> {
   });
 }
 
-/**
- * Finds the `temporal` CLI: TEMPORAL_CLI_PATH, then PATH, then the project's tools folder, then a
- * fresh `go install` into that folder. Undefined when none of those can give one (no Go either).
- */
-export async function resolveTemporalBinary(
-  cliPath: string | undefined,
-  log: Logger,
-): Promise<TemporalBinary | undefined> {
+/** The `temporal` CLI already here: TEMPORAL_CLI_PATH, then PATH, then the project's tools folder. */
+export function findTemporalBinary(cliPath: string | undefined): TemporalBinary | undefined {
   if (cliPath) {
     if (!isExecutable(cliPath)) throw new Error(`TEMPORAL_CLI_PATH=${cliPath} is not an executable file`);
     return { path: cliPath, source: 'TEMPORAL_CLI_PATH' };
@@ -67,8 +72,25 @@ export async function resolveTemporalBinary(
   if (onPath) return { path: onPath, source: 'PATH' };
   const inTools = path.join(toolsBinDir, 'temporal');
   if (isExecutable(inTools)) return { path: inTools, source: 'tools folder' };
-  if (!goAvailable()) return undefined;
-  log.info('no temporal binary found: building the Temporal CLI with Go (a few minutes, once)');
-  await buildWithGo(log);
-  return { path: inTools, source: 'built with Go' };
+  return undefined;
+}
+
+/**
+ * Finds the `temporal` CLI (findTemporalBinary), or installs it into the tools folder
+ * (scripts/install-temporal.sh). Undefined when that fails too (offline, and no Go).
+ */
+export async function resolveTemporalBinary(
+  cliPath: string | undefined,
+  log: Logger,
+): Promise<TemporalBinary | undefined> {
+  const found = findTemporalBinary(cliPath);
+  if (found) return found;
+  log.info('no temporal binary found: getting the Temporal CLI (a download, else a build with Go; once)');
+  try {
+    await installCli(log);
+  } catch (error) {
+    log.warn({ error: (error as Error).message }, 'could not download or build the Temporal CLI');
+    return undefined;
+  }
+  return { path: path.join(toolsBinDir, 'temporal'), source: 'installed' };
 }

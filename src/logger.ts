@@ -13,5 +13,8 @@ export const logsArePretty = (format: LogFormat) =>
 export function createLogger(level: string, format: LogFormat = 'json'): Logger {
   const options = { level, base: { service: 'letta-temporal' } };
   if (!logsArePretty(format)) return pino(options);
-  return pino(options, pretty({ translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service', sync: true }));
+  return pino(
+    options,
+    pretty({ translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service', singleLine: true, sync: true }),
+  );
 }

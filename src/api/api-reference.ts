@@ -50,7 +50,7 @@ export function apiReference(routes: DocumentedRoute[]): DocumentedRouter {
   );
   reference.get(
     '/docs',
-    { summary: 'The API reference page', description: 'Open without the password.', download: 'HTML' },
+    { summary: 'The API reference page', description: 'Open without the password.', mediaType: 'text/html' },
     (_req, res) => {
       res.type('html').send(PAGE);
     },

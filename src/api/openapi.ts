@@ -37,8 +37,7 @@ function operationId(route: DocumentedRoute): string {
 }
 
 function answerOf(route: DocumentedRoute) {
-  if (route.download)
-    return { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } };
+  if (route.mediaType) return { [route.mediaType]: { schema: z.string() } };
   if (!route.response) return json(z.object({}));
   if (!route.streams) return json(route.response);
   return { ...json(route.response), 'text/event-stream': { schema: route.response } };
@@ -64,7 +63,7 @@ function operationOf(route: DocumentedRoute, params: string[]): ZodOpenApiOperat
     ...(requestBody ? { requestBody } : {}),
     responses: {
       '200': {
-        description: route.download ? `The file (${route.download})` : 'OK',
+        description: 'OK',
         content: answerOf(route),
       },
       default: { description: 'An error, in Letta’s shape', content: json(ErrorSchema) },

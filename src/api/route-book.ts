@@ -23,8 +23,8 @@ export interface RouteDoc {
   response?: z.ZodType;
   /** Answers with server-sent events (each `data:` one JSON of `response`) when asked to stream. */
   streams?: boolean;
-  /** Answers with a file to download rather than JSON. */
-  download?: string;
+  /** Answers with a document of this media type rather than JSON (the reference's HTML page). */
+  mediaType?: string;
 }
 
 export interface DocumentedRoute extends RouteDoc {

@@ -90,7 +90,7 @@ export function agentFilesRouter(ctx: ApiContext): DocumentedRouter {
       summary: 'Export agent',
       description: 'The agent as an agent file (Letta’s AgentFileSchema), indented JSON.',
       query: ExportAgentQuery,
-      download: 'agent file, .af JSON',
+      response: AgentFileSchema,
     },
     async (req, res) => {
       const query = parseQuery(ExportAgentQuery, req);
@@ -110,7 +110,7 @@ export function agentFilesRouter(ctx: ApiContext): DocumentedRouter {
       description:
         'The agent as an agent file (Letta’s AgentFileSchema), indented JSON, the given skills included.',
       body: ExportAgentBody,
-      download: 'agent file, .af JSON',
+      response: AgentFileSchema,
     },
     async (req, res) => {
       const body = parseBody(ExportAgentBody, req);

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseQuery } from '../validation';
-import { pageQuery, queryBoolean } from '../schemas/common';
+import { MessageAnswerSchema, pageQuery, queryBoolean } from '../schemas/common';
 import { agentFileShape, folderShape } from '../letta-shapes';
 import { agentState } from '../agent-state';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
@@ -33,7 +33,6 @@ const MODERN_SDK_NULL =
   'Letta answers its 1.x SDKs (a Stainless header, or no User-Agent) with null, and older clients with the agent.';
 
 /** What closing a file answers, as Letta does. */
-const ClosedAnswer = z.object({ message: z.string() });
 
 /** The names of the files closed (to keep within the agent's open-file limit, or by close-all). */
 const ClosedFileNames = z.array(z.string());
@@ -191,7 +190,7 @@ export function agentFoldersRouter(ctx: ApiContext): DocumentedRouter {
 
   router.patch(
     '/v1/agents/:agentId/files/:fileId/close',
-    { summary: 'Close file for agent', response: ClosedAnswer },
+    { summary: 'Close file for agent', response: MessageAnswerSchema },
     async (req, res) => {
       const agent = await loadAgent(req.params.agentId);
       const { fileId } = req.params;

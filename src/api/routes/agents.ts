@@ -5,7 +5,7 @@ import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { CreateAgentSchema, UpdateAgentSchema, UpdateBlockSchema } from '../../schemas/agents';
-import { pageQuery, queryBoolean, queryList, stringList } from '../schemas/common';
+import { MessageAnswerSchema, pageQuery, queryBoolean, queryList, stringList } from '../schemas/common';
 import {
   AGENT_RELATIONSHIPS,
   ALL_RELATIONSHIPS,
@@ -67,7 +67,6 @@ const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 const AttachedPageQuery = pageQuery(1000, 'asc');
 
 /** What deleting an agent answers, as Letta does. */
-const DeletedAnswer = z.object({ message: z.string() });
 
 const MODERN_SDK_NULL =
   'Letta answers its 1.x SDKs (a Stainless header, or no User-Agent) with null, and older clients with the agent.';
@@ -134,7 +133,7 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.delete(
     '/v1/agents/:agentId',
-    { summary: 'Delete agent', response: DeletedAnswer },
+    { summary: 'Delete agent', response: MessageAnswerSchema },
     async (req, res) => {
       // Its schedules first: a firing must not find the agent gone.
       await deleteAgentSchedules(ctx, req.params.agentId);

@@ -8,6 +8,7 @@ import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { MessageAnswerSchema } from '../schemas/common';
 import { archiveShape, passageShape } from '../letta-shapes';
 import { ArchivalSearchResponseSchema, ArchiveSchema, PassageSchema } from '../schemas/responses';
 import {
@@ -17,7 +18,6 @@ import {
   CreateArchiveSchema,
   ListAgentPassagesQuery,
   ListArchivesQuery,
-  PassageDeleteResponseSchema,
   SearchAgentPassagesQuery,
   UpdateArchiveSchema,
 } from '../schemas/archives';
@@ -101,7 +101,7 @@ export function archivesRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/agents/:agentId/archival-memory/:memoryId',
     {
       summary: "Delete a passage from an agent's archival memory",
-      response: PassageDeleteResponseSchema,
+      response: MessageAnswerSchema,
     },
     async (req, res) => {
       const { agentId, memoryId } = req.params;

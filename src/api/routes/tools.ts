@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { pageQuery, stringList } from '../schemas/common';
+import { MessageAnswerSchema, pageQuery, stringList } from '../schemas/common';
 import {
   AgentToolRunSchema,
   ToolCreateSchema,
@@ -13,7 +13,7 @@ import {
 } from '../../schemas/tools';
 import { toolExecutionShape, toolShape } from '../letta-shapes';
 import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
-import { ToolDeletedSchema, ToolSearchResultSchema } from '../schemas/tools';
+import { ToolSearchResultSchema } from '../schemas/tools';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
 import { createTool, modifyTool } from '../../tools/registry';
@@ -213,7 +213,7 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.delete(
     '/v1/tools/:toolId',
-    { summary: 'Delete tool', response: ToolDeletedSchema },
+    { summary: 'Delete tool', response: MessageAnswerSchema },
     async (req, res) => {
       if (!(await deleteTool(ctx.db, req.params.toolId))) throw notFound(`Tool ${req.params.toolId}`);
       res.json({ message: `Tool id=${req.params.toolId} successfully deleted` });

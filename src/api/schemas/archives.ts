@@ -56,8 +56,3 @@ export const CreateArchivePassageSchema = z.object({
 export const CreateArchivePassagesSchema = z.object({
   passages: z.array(CreateArchivePassageSchema).min(1).max(1000),
 });
-
-/** What deleting a passage of an agent's archival memory answers (Letta's, a message). */
-export const PassageDeleteResponseSchema = z
-  .object({ message: z.string() })
-  .meta({ id: 'PassageDeleteResponse' });

@@ -25,3 +25,6 @@ export const pageQuery = (defaultLimit: number, defaultOrder: 'asc' | 'desc') =>
   });
 
 export { queryBoolean };
+
+/** Letta's answer of a few deletes and closes: a sentence saying what was done. */
+export const MessageAnswerSchema = z.object({ message: z.string() });

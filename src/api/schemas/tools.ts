@@ -5,6 +5,3 @@ import { ToolSchema } from './responses';
 export const ToolSearchResultSchema = z
   .object({ tool: ToolSchema, combined_score: z.number() })
   .meta({ id: 'ToolSearchResult' });
-
-/** What deleting a tool answers. */
-export const ToolDeletedSchema = z.object({ message: z.string() });

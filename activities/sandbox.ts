@@ -5,20 +5,16 @@
 import type { Database } from '../src/db';
 import { agentBlocks, agentSecrets } from '../src/db/agents';
 import { stringifyReturn } from '../src/agent/tool-returns';
-import type { Sandbox, ToolRunResult } from '../src/sandbox';
-import { sandboxEnvironment } from '../src/sandbox/environment';
-import { changedBlocks, customToolJob, writeBackMemory } from '../src/tools/custom-tools';
-import type { SandboxType } from '../src/schemas/sandbox-config';
+import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
+import { changedBlocks, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 
 export interface SandboxActivityDeps {
   db: Database;
-  sandbox: Sandbox;
-  /** How long one tool may run before its process group is killed. */
+  sandboxes: ToolSandboxes;
+  /** How long one tool may run before its process group is killed (unless its sandbox config says). */
   toolTimeoutMs: number;
-  /** Whose sandbox config's variables the tools see. */
-  sandboxType: SandboxType;
 }
 
 const resultOf = (run: ToolRunResult): ToolResult => ({
@@ -34,22 +30,13 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
  * result; a sandbox that cannot run fails the activity, which retries. The block values the tool
  * changed in its `agent_state` are written back with the call's record.
  */
-export function sandboxExecutor({
-  db,
-  sandbox,
-  toolTimeoutMs,
-  sandboxType,
-}: SandboxActivityDeps): ToolExecutor {
+export function sandboxExecutor({ db, sandboxes, toolTimeoutMs }: SandboxActivityDeps): ToolExecutor {
   return {
     async execute({ agent, tool, args, signal }) {
       if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
-      const [blocks, secrets, environment] = await Promise.all([
-        agentBlocks(db, agent.id),
-        agentSecrets(db, agent.id),
-        sandboxEnvironment(db, sandboxType),
-      ]);
-      const job = customToolJob(environment, { ...agent, blocks, secrets }, tool, args, toolTimeoutMs);
-      const run = await sandbox.run(job, signal);
+      const [blocks, secrets] = await Promise.all([agentBlocks(db, agent.id), agentSecrets(db, agent.id)]);
+      const call = { agent: { ...agent, blocks, secrets }, tool, args, defaultTimeoutMs: toolTimeoutMs };
+      const { job, run } = await runCustomTool(db, sandboxes.choicesFor(tool), call, signal);
       const result = resultOf(run);
       // Only a write-back needs the transaction under the agent's lock.
       if (run.status !== 'success' || !changedBlocks(job, run).length) return result;

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { parseAllowList } from './net/private-addresses';
+import { modalUnsupportedReason } from './sandbox/modal-support';
 import { parseSecretsKey } from './secrets';
 import { TemporalSettingsError, temporalTarget, type TemporalTarget } from './temporal/env-config';
 
@@ -180,9 +181,18 @@ export const ConfigSchema = z.object({
   E2B_SANDBOX_TIMEOUT_MS: milliseconds.default(300_000),
   E2B_SANDBOX_REUSE: flag.default(false),
   E2B_CODE_TEMPLATE: optional(z.string().min(1)),
+  MODAL_TOKEN_ID: optional(z.string()),
+  MODAL_TOKEN_SECRET: optional(z.string()),
+  MODAL_ENVIRONMENT: optional(z.string().min(1)),
+  MODAL_APP_NAME: z.string().min(1).default('letta-tools'),
+  MODAL_PYTHON_IMAGE: z.string().min(1).default('python:3.12-slim'),
+  MODAL_NODE_IMAGE: z.string().min(1).default('node:22-slim'),
+  MODAL_SANDBOX_REUSE: flag.default(true),
+  MODAL_SANDBOX_IDLE_MS: milliseconds.default(300_000),
+  MODAL_SANDBOX_LIFETIME_MS: milliseconds.default(3_600_000),
   PYTHON_PATH: z.string().min(1).default('python3'),
   SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
-  SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b']).default('local'),
+  SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b', 'modal']).default('local'),
   SANDBOX_BWRAP_PATH: z.string().min(1).default('bwrap'),
   SANDBOX_CPU_SECONDS: z.coerce.number().int().positive().default(180),
   SANDBOX_MEMORY_BYTES: z.coerce
@@ -315,6 +325,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // E2B runs only when chosen, and then it needs its key (the key alone never selects it).
   if (parsed.data.SANDBOX_TYPE === 'e2b' && !parsed.data.E2B_API_KEY)
     throw new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b');
+  if (parsed.data.SANDBOX_TYPE === 'modal') {
+    if (!parsed.data.MODAL_TOKEN_ID || !parsed.data.MODAL_TOKEN_SECRET)
+      throw new ConfigError(
+        'Invalid configuration: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET are required with SANDBOX_TYPE=modal',
+      );
+    const unsupported = modalUnsupportedReason();
+    if (unsupported) throw new ConfigError(`Invalid configuration: SANDBOX_TYPE=modal: ${unsupported}`);
+  }
   let temporal: TemporalTarget | undefined;
   try {
     temporal = temporalTarget(env);

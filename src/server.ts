@@ -39,7 +39,7 @@ import {
   workerDeploymentOptions,
 } from './temporal/versioning';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import { sandboxConfigType, sandboxFor, type ConfiguredSandbox } from './sandbox';
+import { sandboxFor, toolSandboxesFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
@@ -128,6 +128,8 @@ export async function startServer(
     const sandbox = sandboxFor(config);
     undo.push(async () => sandbox.close());
     const sandboxStatus = reportSandbox(sandbox, config, log);
+    const toolSandboxes = toolSandboxesFor(config, sandbox, log.child({ component: 'modal' }));
+    undo.push(() => toolSandboxes.close());
     const stdio = mcpStdioLauncher(mcpStdioOptions(config));
     void reportMcpStdio(stdio, log);
     const mcp = mcpClientPool(config, stdio, db, log);
@@ -150,9 +152,8 @@ export async function startServer(
       const sandboxed = {
         ...sandboxActivities({
           db,
-          sandbox,
+          sandboxes: toolSandboxes,
           toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-          sandboxType: sandboxConfigType(config),
         }),
         ...runCodeActivities({
           db,
@@ -258,6 +259,7 @@ export async function startServer(
         config: { ...config, LETTA_SERVER_PASSWORD: password },
         connection,
         sandbox,
+        toolSandboxes,
         mcp,
         runEvents,
         log,

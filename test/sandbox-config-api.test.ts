@@ -3,12 +3,70 @@ import Letta from '@letta-ai/letta-client';
 import { decryptSecret, SecretsKeyError, useSecretsKey } from '../src/secrets';
 import { sandboxEnvironment } from '../src/sandbox/environment';
 import { getAgent } from '../src/db/agents';
+import { upsertSandboxConfig } from '../src/db/sandbox-configs';
+import { modalUnsupportedReason } from '../src/sandbox/modal-support';
+import { sandboxConfigBody, sandboxConfigOf, type SandboxType } from '../src/schemas/sandbox-config';
 import { startTestServer, type TestServer } from './helpers/server';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const LOCAL_DEFAULTS = { use_venv: false, venv_name: 'venv', pip_requirements: [], allow_network: false };
 const UNKNOWN_CONFIG = `sandbox-${crypto.randomUUID()}`;
 const UNKNOWN_ENV_VAR = `sandbox-env-${crypto.randomUUID()}`;
+/** Letta's ModalSandboxConfig() as stored (`exclude_none`: the requirements, None, are left out). */
+const MODAL_DEFAULTS = { timeout: 60, language: 'python' };
+/** Modal's SDK needs Node 22: each Node runs the tests of what it can do, none are skipped. */
+const modalSupported = modalUnsupportedReason() === null;
+const MODAL_REFUSAL = `Modal sandboxes need Node 22 or later; this server runs Node ${process.versions.node}`;
+
+describe('modalUnsupportedReason', () => {
+  it('refuses Modal before Node 22, naming the version needed and the one running', () => {
+    expect(modalUnsupportedReason('20.20.0')).toBe(
+      'Modal sandboxes need Node 22 or later; this server runs Node 20.20.0',
+    );
+    expect(modalUnsupportedReason('v21.7.3')).toBe(
+      'Modal sandboxes need Node 22 or later; this server runs Node 21.7.3',
+    );
+  });
+
+  it('accepts Node 22 and later', () => {
+    expect(modalUnsupportedReason('22.0.0')).toBeNull();
+    expect(modalUnsupportedReason('24.1.0')).toBeNull();
+  });
+});
+
+describe('the sandbox config body, typed as Letta types LocalSandboxConfig | E2BSandboxConfig | ModalSandboxConfig', () => {
+  const typeOf = (fields: Record<string, unknown>, preferred: SandboxType = 'local') =>
+    sandboxConfigBody(preferred).parse(fields).type;
+
+  it('takes a body naming Modal’s own fields for a Modal config, with Letta’s defaults', () => {
+    expect(typeOf({ npm_requirements: ['lodash'] })).toBe('modal');
+    expect(typeOf({ language: 'typescript' })).toBe('modal');
+    expect(typeOf({ timeout: 30, pip_requirements: ['numpy'], language: 'python' })).toBe('modal');
+    expect(sandboxConfigBody('local').parse({ language: 'typescript' })).toEqual({
+      type: 'modal',
+      config: { timeout: 60, language: 'typescript' },
+      given: { language: 'typescript' },
+    });
+    expect(sandboxConfigOf('modal', {})).toEqual({ type: 'modal', config: MODAL_DEFAULTS });
+  });
+
+  it('still takes local and E2B bodies for theirs', () => {
+    expect(typeOf({})).toBe('local');
+    expect(typeOf({ use_venv: true, pip_requirements: [{ name: 'requests' }] })).toBe('local');
+    // Fields E2B and Modal share: E2B's, as Letta's union lists it first.
+    expect(typeOf({ timeout: 30 })).toBe('e2b');
+    expect(typeOf({ pip_requirements: ['numpy'] })).toBe('e2b');
+    expect(typeOf({ timeout: 30, template: 'tpl' })).toBe('e2b');
+    // Patching a Modal config, shared fields are that config's.
+    expect(typeOf({ timeout: 30 }, 'modal')).toBe('modal');
+  });
+
+  it('answers a Modal body with a bad field with Modal’s errors', () => {
+    const parsed = sandboxConfigBody('local').safeParse({ language: 'rust' });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([['language']]);
+  });
+});
 
 type SandboxConfig = { id: string; type: string; organization_id: null; config: Record<string, unknown> };
 type EnvVar = {
@@ -120,7 +178,8 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     expect((await call('POST', '/', { config: { use_venv: 'yes' } })).status).toBe(422);
     expect((await call('POST', '/', {})).status).toBe(422);
     expect((await call('POST', '/local', { pip_requirements: [{}] })).status).toBe(422);
-    expect((await call('GET', '/?sandbox_type=modal')).status).toBe(422);
+    expect((await call('GET', '/?sandbox_type=docker')).status).toBe(422);
+    expect((await call('POST', '/', { config: { language: 'rust' } })).status).toBe(422);
     const local = await ok<SandboxConfig>('POST', '/local/default');
     expect((await call('PATCH', `/${local.id}`, { config: { use_venv: 'yes' } })).status).toBe(422);
     expect((await call('POST', `/${local.id}/environment-variable`, { value: 'v' })).status).toBe(422);
@@ -269,4 +328,120 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     }
     expect((await call('GET', `/${local.id}/environment-variable`)).status).toBe(200);
   });
+
+  it('has no default route for Modal, as Letta has none', async () => {
+    expect((await call('POST', '/modal/default')).status).toBe(404);
+  });
+
+  if (modalSupported) {
+    it('creates, reads, lists, updates and deletes a Modal config in Letta’s shape', async () => {
+      const created = await ok<SandboxConfig>('POST', '/', {
+        config: {
+          timeout: 120,
+          pip_requirements: ['numpy'],
+          npm_requirements: ['lodash@4'],
+          language: 'typescript',
+        },
+      });
+      expect(created).toEqual({
+        id: expect.stringMatching(new RegExp(`^sandbox-${UUID}$`)),
+        type: 'modal',
+        organization_id: null,
+        config: {
+          timeout: 120,
+          pip_requirements: ['numpy'],
+          npm_requirements: ['lodash@4'],
+          language: 'typescript',
+        },
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+      expect(await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal')).toEqual([created]);
+      expect((await sandboxEnvironment(server.db, 'modal')).config).toMatchObject({
+        id: created.id,
+        type: 'modal',
+        config: created.config,
+      });
+
+      // Creating one again replaces its fields, keeping the config (Letta's create-or-update).
+      const replaced = await ok<SandboxConfig>('POST', '/', { config: { npm_requirements: ['zod'] } });
+      expect(replaced).toMatchObject({
+        id: created.id,
+        type: 'modal',
+        config: { ...MODAL_DEFAULTS, npm_requirements: ['zod'] },
+      });
+      expect(replaced.config).not.toHaveProperty('pip_requirements');
+
+      // A patch changes the fields it gives; `timeout` alone is the Modal config's, not E2B's.
+      const patched = await ok<SandboxConfig>('PATCH', `/${created.id}`, { config: { timeout: 90 } });
+      expect(patched).toMatchObject({ id: created.id, type: 'modal' });
+      expect(patched.config).toEqual({ timeout: 90, language: 'python', npm_requirements: ['zod'] });
+      const mismatch = await call<{ detail: string }>('PATCH', `/${created.id}`, {
+        config: { template: 'tpl' },
+      });
+      expect(mismatch.status).toBe(400);
+      expect(mismatch.body.detail).toMatch(/type modal with config of type e2b/);
+
+      expect((await call('DELETE', `/${created.id}`)).status).toBe(204);
+      expect(await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal')).toEqual([]);
+    });
+
+    it('fills in Letta’s defaults for a Modal config given by its language alone', async () => {
+      const created = await ok<SandboxConfig>('POST', '/', { config: { language: 'typescript' } });
+      expect(created).toMatchObject({ type: 'modal', config: { timeout: 60, language: 'typescript' } });
+      expect(Object.keys(created.config).sort()).toEqual(['language', 'timeout']);
+      expect((await call('DELETE', `/${created.id}`)).status).toBe(204);
+    });
+  } else {
+    it('refuses to create a Modal config on this Node, naming the version needed and the one running', async () => {
+      for (const config of [
+        { language: 'typescript' },
+        { npm_requirements: ['lodash'] },
+        { timeout: 120, pip_requirements: ['numpy'], npm_requirements: ['zod'], language: 'python' },
+      ]) {
+        const refused = await call<{ detail: string }>('POST', '/', { config });
+        expect([config, refused.status, refused.body]).toEqual([config, 400, { detail: MODAL_REFUSAL }]);
+      }
+      expect(await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal')).toEqual([]);
+      // Local and E2B configs are not affected.
+      expect((await ok<SandboxConfig>('POST', '/', { config: { timeout: 30 } })).type).toBe('e2b');
+    });
+  }
+
+  it(
+    modalSupported
+      ? 'reads, updates and deletes a stored Modal config'
+      : 'reads and deletes a stored Modal config on this Node, but refuses to change it',
+    async () => {
+      const stored = await upsertSandboxConfig(
+        server.db,
+        sandboxConfigOf('modal', { timeout: 45, npm_requirements: ['zod'] }),
+      );
+      const shown = { ...MODAL_DEFAULTS, timeout: 45, npm_requirements: ['zod'] };
+      const [listed] = await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal');
+      expect(listed).toMatchObject({ id: stored.id, type: 'modal', organization_id: null, config: shown });
+      expect((await ok<SandboxConfig[]>('GET', '/')).map((c) => c.id)).toContain(stored.id);
+      const envVar = await ok<EnvVar>('POST', `/${stored.id}/environment-variable`, {
+        key: 'MODAL_TOKEN',
+        value: 'v',
+      });
+      expect(envVar.sandbox_config_id).toBe(stored.id);
+
+      const patch = await call<SandboxConfig | { detail: string }>('PATCH', `/${stored.id}`, {
+        config: { timeout: 90 },
+      });
+      if (modalSupported) {
+        expect(patch.status).toBe(200);
+        expect((patch.body as SandboxConfig).config).toEqual({ ...shown, timeout: 90 });
+      } else {
+        expect([patch.status, patch.body]).toEqual([400, { detail: MODAL_REFUSAL }]);
+        expect((await call('PATCH', `/${stored.id}`, {})).status).toBe(400);
+        const [unchanged] = await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal');
+        expect(unchanged.config).toEqual(shown);
+      }
+
+      expect((await call('DELETE', `/${stored.id}`)).status).toBe(204);
+      expect(await ok<SandboxConfig[]>('GET', '/?sandbox_type=modal')).toEqual([]);
+    },
+  );
 });

@@ -1,13 +1,15 @@
 import type { Logger } from '../logger';
-import type { ConfiguredSandbox } from '../sandbox';
+import type { ConfiguredSandbox, ToolSandboxes } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
 import type { StepServices } from '../agent/steps';
 import type { RunEvents } from './run-events';
 
 /** What route handlers work with: what steps need (the database, Temporal, the queues), and more. */
 export interface ApiContext extends StepServices {
-  /** Where `POST /v1/tools/run` and the agent tool run endpoint run custom tools. */
+  /** Where `POST /v1/tools/run` runs source. */
   sandbox: ConfiguredSandbox;
+  /** Where the agent tool run endpoint runs custom tools, as steps do. */
+  toolSandboxes: ToolSandboxes;
   /** The API's own MCP connections (registering servers, the run endpoints). */
   mcp: McpClientPool;
   /** Wakes the followers of a run when the database says it changed. */

@@ -21,9 +21,17 @@ import {
   type SandboxOpts,
 } from 'e2b';
 import { projectRoot } from '../paths';
-import { newResultMarker, splitFramedResult, CorruptResultError } from './result-frame';
-import { failure, keptOf, outputLines, parsedResult, stoppedResult, type OutputLimits } from './results';
-import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
+import { newResultMarker } from './result-frame';
+import {
+  capturedOutput,
+  framedResult,
+  pipSpecs,
+  shellQuote,
+  stopWhen,
+  unavailable as unavailableIn,
+} from './remote-call';
+import { failure, stoppedResult, type OutputLimits } from './results';
+import { type Sandbox, type ToolJob, type ToolRunResult } from './types';
 
 /** The part of an E2B sandbox this backend uses; the SDK's instances are one. */
 export interface E2BInstance extends Pick<E2B, 'sandboxId' | 'kill'> {
@@ -58,8 +66,6 @@ const RUNNER = readFileSync(path.join(projectRoot, 'src', 'sandbox', 'python', '
  * also means a dead sandbox), E2B's only ends a command whose caller went away.
  */
 const COMMAND_GRACE_MS = 10_000;
-
-type Stop = 'timeout' | 'cancelled';
 
 export function e2bSandbox(options: E2BSandboxOptions, sdk: E2BSdk = E2B): Sandbox {
   return new E2BToolSandbox(options, sdk);
@@ -123,7 +129,7 @@ class E2BToolSandbox implements Sandbox {
     if (install && install.exitCode !== 0) {
       return {
         ...failure(job, 'PipInstallError', `pip install exited with code ${install.exitCode}`),
-        ...this.captured(install.stdout, install.stderr),
+        ...capturedOutput(install.stdout, install.stderr, this.options.outputs),
       };
     }
     const marker = newResultMarker();
@@ -143,12 +149,12 @@ class E2BToolSandbox implements Sandbox {
       ]),
     );
     const output = await command(sandbox, runnerCommand(dir), job);
-    return this.result(job, output, marker);
+    return framedResult(job, output, marker, this.options.outputs);
   }
 
   /** Installs the job's requirements once per sandbox; undefined when it has none. */
   private install(sandbox: E2BInstance, job: ToolJob): Promise<CommandResult> | undefined {
-    const specs = requirementSpecs(job);
+    const specs = pipSpecs(job);
     if (specs.length === 0) return undefined;
     const id = sandbox.sandboxId;
     let installing = this.installs.get(id);
@@ -162,27 +168,6 @@ class E2BToolSandbox implements Sandbox {
       }, forget);
     }
     return installing;
-  }
-
-  private result(job: ToolJob, output: CommandResult, marker: string): ToolRunResult {
-    try {
-      const { result, stdout } = splitFramedResult(Buffer.from(output.stdout), marker);
-      const captured = this.captured(stdout, output.stderr);
-      if (result === undefined) {
-        const message = `the tool exited (code ${output.exitCode}) without a result`;
-        return { ...failure(job, 'SandboxError', message), ...captured };
-      }
-      return { ...parsedResult(job, result, { code: output.exitCode, signal: null }, null), ...captured };
-    } catch (error) {
-      if (!(error instanceof CorruptResultError)) throw error;
-      return { ...failure(job, error.name, error.message), ...this.captured('', output.stderr) };
-    }
-  }
-
-  private captured(stdout: string, stderr: string): Pick<ToolRunResult, 'stdout' | 'stderr'> {
-    const keep = this.options.outputs.keepOutputBytes;
-    const kept = (text: string) => outputLines(keptOf(Buffer.from(text), keep));
-    return { stdout: kept(stdout), stderr: kept(stderr) };
   }
 
   private async kill(sandbox: E2BInstance): Promise<void> {
@@ -219,11 +204,7 @@ async function guarded<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-function unavailable(error: unknown): SandboxUnavailableError {
-  if (error instanceof SandboxUnavailableError) return error;
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new SandboxUnavailableError(`E2B sandbox: ${text}`, { cause: error });
-}
+const unavailable = (error: unknown) => unavailableIn('E2B', error);
 
 /**
  * The call's folder goes with the call, so a reused sandbox keeps no earlier job (arguments, agent
@@ -233,33 +214,8 @@ function runnerCommand(dir: string): string {
   return `python3 ${dir}/runner.py < ${dir}/job.json; status=$?; rm -rf ${dir}; exit $status`;
 }
 
-function requirementSpecs(job: ToolJob): string[] {
-  return (job.pipRequirements ?? []).map((r) => (r.version ? `${r.name}==${r.version}` : r.name));
-}
-
 function configHash(template: string, job: ToolJob): string {
-  const requirements = requirementSpecs(job).sort();
+  const requirements = pipSpecs(job).sort();
   const env = Object.entries(job.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256').update(JSON.stringify({ template, requirements, env })).digest('hex');
-}
-
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-/** Settles when the tool's time is up or the run is cancelled, whichever comes first. */
-function stopWhen(timeoutMs: number, signal?: AbortSignal) {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort = () => {};
-  const stopped = new Promise<Stop>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    onAbort = () => resolve('cancelled');
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort);
-  });
-  const clear = () => {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-  };
-  return { stopped, clear };
 }

@@ -1,17 +1,20 @@
 import type { Config } from '../config';
-import type { SandboxType } from '../schemas/sandbox-config';
+import type { Logger } from '../logger';
 import { cgroups } from './cgroups';
-import { e2bSandbox } from './e2b';
+import { e2bSandbox, type E2BSandboxOptions } from './e2b';
 import { localSandbox } from './local';
+import { modalSandbox, type ModalToolSandbox } from './modal';
 import { nodeRuntimeOptions } from './node-runtime';
 import { pythonEnvOptions } from './python-env';
 import { warmPool } from './warm-pool';
 import type { OutputLimits } from './results';
+import { toolSandboxes, type ToolSandboxes } from './tool-sandboxes';
 import type { Sandbox, ToolJob, ToolRunResult } from './types';
 
 export type { AgentStateSnapshot, PipRequirement, Sandbox, ToolJob, ToolRunResult } from './types';
 export { SandboxUnavailableError } from './types';
 export { ToolEnvironmentError } from './tool-environment-error';
+export { runInFirstAvailable, type SandboxChoice, type ToolSandboxes } from './tool-sandboxes';
 
 /** The configured sandbox, with what its start-up probe found. */
 export interface ConfiguredSandbox extends Sandbox {
@@ -77,27 +80,60 @@ const outputLimits = (config: Config): OutputLimits => ({
   maxResultBytes: config.SANDBOX_MAX_RESULT_BYTES,
 });
 
-/** Whose sandbox config (variables) applies: `local-unsafe` is a local sandbox without isolation. */
-export const sandboxConfigType = (config: Config): SandboxType =>
-  config.SANDBOX_TYPE === 'e2b' ? 'e2b' : 'local';
-
-/** The sandbox custom tools run in, as the operator chose it (SANDBOX_TYPE); never switched implicitly. */
+/** The operator's sandbox (SANDBOX_TYPE): E2B, or the local one (also with SANDBOX_TYPE=modal). */
 export function sandboxFor(config: Config): ConfiguredSandbox {
   if (config.SANDBOX_TYPE !== 'e2b') return localSandboxFor(config);
   // Not probed: a probe would start a paid sandbox at every start-up; E2B's failures fail the activity.
-  const sandbox = e2bSandbox({
-    apiKey: config.E2B_API_KEY!, // loadConfig requires it with SANDBOX_TYPE=e2b
-    template: config.E2B_TEMPLATE,
-    sandboxTimeoutMs: config.E2B_SANDBOX_TIMEOUT_MS,
-    reuse: config.E2B_SANDBOX_REUSE,
-    outputs: outputLimits(config),
-  });
+  const sandbox = e2bSandbox(e2bOptions(config, config.E2B_API_KEY!)); // loadConfig requires the key
   return {
     run: (job, signal) => sandbox.run(job, signal),
     problem: async () => null,
     describe: () => `e2b (template ${config.E2B_TEMPLATE})`,
     close: () => undefined,
   };
+}
+
+/**
+ * Where custom tools run: the operator's sandbox, and Modal for the tools that ask for it (with
+ * E2B and the local sandbox as its fallbacks).
+ */
+export function toolSandboxesFor(config: Config, operators: ConfiguredSandbox, log?: Logger): ToolSandboxes {
+  const e2bKey = config.E2B_API_KEY;
+  const onE2B = config.SANDBOX_TYPE === 'e2b';
+  return toolSandboxes({
+    operators: { name: onE2B ? 'E2B' : 'local', configType: onE2B ? 'e2b' : 'local', sandbox: operators },
+    modal: modalSandboxFor(config, log),
+    e2b: !onE2B && e2bKey ? () => e2bSandbox(e2bOptions(config, e2bKey)) : null,
+    local: onE2B ? () => localSandboxFor({ ...config, SANDBOX_TYPE: 'local' }) : null,
+    everyToolOnModal: config.SANDBOX_TYPE === 'modal',
+  });
+}
+
+const e2bOptions = (config: Config, apiKey: string): E2BSandboxOptions => ({
+  apiKey,
+  template: config.E2B_TEMPLATE,
+  sandboxTimeoutMs: config.E2B_SANDBOX_TIMEOUT_MS,
+  reuse: config.E2B_SANDBOX_REUSE,
+  outputs: outputLimits(config),
+});
+
+/** The Modal sandbox, when Modal has credentials. */
+export function modalSandboxFor(config: Config, log?: Logger): ModalToolSandbox | null {
+  const { MODAL_TOKEN_ID: tokenId, MODAL_TOKEN_SECRET: tokenSecret } = config;
+  if (!tokenId || !tokenSecret) return null;
+  return modalSandbox({
+    tokenId,
+    tokenSecret,
+    environment: config.MODAL_ENVIRONMENT,
+    appName: config.MODAL_APP_NAME,
+    pythonImage: config.MODAL_PYTHON_IMAGE,
+    nodeImage: config.MODAL_NODE_IMAGE,
+    reuse: config.MODAL_SANDBOX_REUSE,
+    idleMs: config.MODAL_SANDBOX_IDLE_MS,
+    lifetimeMs: config.MODAL_SANDBOX_LIFETIME_MS,
+    outputs: outputLimits(config),
+    log,
+  });
 }
 
 function localSandboxFor(config: Config): ConfiguredSandbox {

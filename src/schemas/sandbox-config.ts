@@ -25,15 +25,39 @@ export const E2BSandboxConfigSchema = z.object({
 });
 export type E2BSandboxConfig = z.infer<typeof E2BSandboxConfigSchema>;
 
-export const SANDBOX_TYPES = ['local', 'e2b'] as const;
+/**
+ * Letta's ModalSandboxConfig, its descriptions Letta's: requirements are plain strings, as E2B's. A
+ * config of this type is refused where Modal's SDK cannot run (src/sandbox/modal-support.ts).
+ */
+export const ModalSandboxConfigSchema = z.object({
+  timeout: z.number().int().positive().default(60).describe('Time limit for the sandbox (in seconds).'),
+  pip_requirements: z
+    .array(z.string())
+    .nullish()
+    .describe('A list of pip packages to install in the Modal sandbox'),
+  npm_requirements: z
+    .array(z.string())
+    .nullish()
+    .describe('A list of npm packages to install in the Modal sandbox'),
+  language: z.enum(['python', 'typescript']).default('python'),
+});
+export type ModalSandboxConfig = z.infer<typeof ModalSandboxConfigSchema>;
+
+/** In Letta's order, which breaks ties of the smart union below (after the type preferred). */
+export const SANDBOX_TYPES = ['local', 'e2b', 'modal'] as const;
 export type SandboxType = (typeof SANDBOX_TYPES)[number];
 
-const SCHEMAS = { local: LocalSandboxConfigSchema, e2b: E2BSandboxConfigSchema };
+const SCHEMAS = {
+  local: LocalSandboxConfigSchema,
+  e2b: E2BSandboxConfigSchema,
+  modal: ModalSandboxConfigSchema,
+};
 
 /** A sandbox config as stored: its type and its fields, with Letta's defaults and without nulls. */
 export const TypedSandboxConfigSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('local'), config: LocalSandboxConfigSchema }),
   z.object({ type: z.literal('e2b'), config: E2BSandboxConfigSchema }),
+  z.object({ type: z.literal('modal'), config: ModalSandboxConfigSchema }),
 ]);
 export type TypedSandboxConfig = z.infer<typeof TypedSandboxConfigSchema>;
 
@@ -52,9 +76,10 @@ export const sandboxConfigOf = (type: SandboxType, fields: Record<string, unknow
 
 /**
  * A `config` body of unstated type, typed much as pydantic's smart union types Letta's
- * `LocalSandboxConfig | E2BSandboxConfig` (unknown fields are ignored): the type whose fields it names
- * most, then the one that accepts it, then `preferred`; its errors if that type refuses it. Besides the
- * typed config, `given` holds only the fields the body set.
+ * `LocalSandboxConfig | E2BSandboxConfig | ModalSandboxConfig` (unknown fields are ignored): the type
+ * whose fields it names most, then the one that accepts it, then `preferred`, then Letta's order (so
+ * `{timeout}` is E2B's, and `npm_requirements` or `language` make it Modal's); its errors if that type
+ * refuses it. Besides the typed config, `given` holds only the fields the body set.
  */
 export const sandboxConfigBody = (preferred: SandboxType) =>
   z.record(z.string(), z.unknown()).transform((fields, ctx) => {

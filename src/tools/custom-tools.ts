@@ -7,9 +7,17 @@ import type { Queryable } from '../db';
 import { agentBlocks } from '../db/agents';
 import { updateBlock } from '../db/blocks';
 import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
-import type { AgentStateSnapshot, PipRequirement, ToolJob, ToolRunResult } from '../sandbox';
+import {
+  runInFirstAvailable,
+  type AgentStateSnapshot,
+  type PipRequirement,
+  type SandboxChoice,
+  type ToolJob,
+  type ToolRunResult,
+} from '../sandbox';
 import { runtimeFields } from '../sandbox/node-runtime';
-import { toolEnvironment, type SandboxEnvironment } from '../sandbox/environment';
+import { sandboxEnvironment, toolEnvironment, type SandboxEnvironment } from '../sandbox/environment';
+import type { NpmRequirement } from '../sandbox/types';
 import { ToolError } from './tool-error';
 import { toolTimeoutMs } from './tool-timeout';
 
@@ -32,6 +40,49 @@ function snapshot(agent: ToolAgent): AgentStateSnapshot {
   };
 }
 
+/** A call of a custom tool, before it is known where it runs. */
+export interface CustomToolCall {
+  agent: ToolAgent;
+  tool: ToolRow;
+  args: Record<string, unknown>;
+  defaultTimeoutMs: number;
+}
+
+/**
+ * Runs the call where its tool runs (Modal's fallbacks included), each place with the job its own
+ * sandbox config makes.
+ */
+export async function runCustomTool(
+  db: Queryable,
+  choices: SandboxChoice[],
+  { agent, tool, args, defaultTimeoutMs }: CustomToolCall,
+  signal?: AbortSignal,
+): Promise<{ job: ToolJob; run: ToolRunResult }> {
+  const jobFor = async (choice: SandboxChoice) =>
+    customToolJob(await sandboxEnvironment(db, choice.configType), agent, tool, args, defaultTimeoutMs);
+  return runInFirstAvailable(choices, jobFor, signal);
+}
+
+/** A Modal config's requirements are pip's or npm's own spellings (`name==1.0`, `name@1`). */
+const asRequirements = (specs: string[] | null | undefined): PipRequirement[] =>
+  (specs ?? []).map((name) => ({ name }));
+
+/** The requirements a tool's sandbox config adds to its own, which Letta installs too. */
+function configRequirements(sandbox: SandboxEnvironment): { pip: PipRequirement[]; npm: NpmRequirement[] } {
+  const config = sandbox.config;
+  if (config?.type === 'local') return { pip: config.config.pip_requirements, npm: [] };
+  if (config?.type === 'modal')
+    return {
+      pip: asRequirements(config.config.pip_requirements),
+      npm: asRequirements(config.config.npm_requirements),
+    };
+  return { pip: [], npm: [] };
+}
+
+/** A Modal config's timeout is the time limit of its tools that set none themselves. */
+const configTimeoutMs = (sandbox: SandboxEnvironment) =>
+  sandbox.config?.type === 'modal' ? sandbox.config.config.timeout * 1000 : undefined;
+
 /**
  * A custom tool's job. It sees only its sandbox config's variables, overlaid by the agent's secrets,
  * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
@@ -50,20 +101,20 @@ export function customToolJob(
     agentId: agent.id,
     toolId: tool.id,
   });
+  const runtime = runtimeFields(tool);
+  const requirements = configRequirements(sandbox);
   return {
     name: tool.name,
-    ...runtimeFields(tool),
+    ...runtime,
+    ...(runtime.npmRequirements && { npmRequirements: [...requirements.npm, ...runtime.npmRequirements] }),
     source: tool.source_code ?? '',
     args,
     env,
-    timeoutMs: toolTimeoutMs(tool) ?? defaultTimeoutMs,
+    timeoutMs: toolTimeoutMs(tool) ?? configTimeoutMs(sandbox) ?? defaultTimeoutMs,
     returnCharLimit: tool.return_char_limit,
     network: sandbox.config?.type === 'local' && sandbox.config.config.allow_network,
-    // The local sandbox config's requirements first, then the tool's own (Letta installs both).
-    pipRequirements: [
-      ...(sandbox.config?.type === 'local' ? sandbox.config.config.pip_requirements : []),
-      ...((tool.pip_requirements ?? []) as PipRequirement[]),
-    ],
+    // The sandbox config's requirements first, then the tool's own (Letta installs both).
+    pipRequirements: [...requirements.pip, ...((tool.pip_requirements ?? []) as PipRequirement[])],
     agentState: snapshot(agent),
     agentId: agent.id,
   };

@@ -19,12 +19,8 @@ import { SandboxConfigSchema, SandboxEnvVarSchema } from '../schemas/responses';
 import * as repo from '../../db/sandbox-configs';
 import { isUniqueViolation } from '../../db/sql';
 import { unmaskSecret } from '../../masking';
-import {
-  LocalSandboxConfigSchema,
-  SANDBOX_TYPES,
-  sandboxConfigOf,
-  type SandboxType,
-} from '../../schemas/sandbox-config';
+import { modalUnsupportedReason } from '../../sandbox/modal-support';
+import { LocalSandboxConfigSchema, sandboxConfigOf, type SandboxType } from '../../schemas/sandbox-config';
 
 const BASE = '/v1/sandbox-config';
 
@@ -34,7 +30,20 @@ const BASE = '/v1/sandbox-config';
  */
 const SandboxConfigUpdateBody = sandboxConfigUpdateSchema('local');
 
-const TYPE_NAMES: Record<SandboxType, string> = { local: 'local', e2b: 'E2B' };
+const TYPE_NAMES: Record<SandboxType, string> = { local: 'local', e2b: 'E2B', modal: 'Modal' };
+
+/** The types Letta's router has a `POST /{type}/default` for: there is none for Modal. */
+const DEFAULT_ROUTE_TYPES = ['local', 'e2b'] as const satisfies readonly SandboxType[];
+
+/**
+ * A config of `type` may be created or changed here: not a Modal one where Modal's SDK cannot run
+ * (400, naming the Node versions). Reading and deleting one work everywhere.
+ */
+function assertWritable(type: SandboxType): void {
+  if (type !== 'modal') return;
+  const reason = modalUnsupportedReason();
+  if (reason) throw new HttpError(400, reason);
+}
 
 /**
  * Letta's sandbox configs and their environment variables. There is one config per type: creating one
@@ -62,9 +71,17 @@ export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.post(
     BASE,
-    { summary: 'Create sandbox config', body: SandboxConfigCreateSchema, response: SandboxConfigSchema },
+    {
+      summary: 'Create sandbox config',
+      description:
+        'The config’s type (local, E2B or Modal) is told from its fields, as Letta’s union types it. ' +
+        'A Modal config is refused (400) on a Node older than Modal’s SDK needs (22).',
+      body: SandboxConfigCreateSchema,
+      response: SandboxConfigSchema,
+    },
     async (req, res) => {
       const { config } = parseBody(SandboxConfigCreateSchema, req);
+      assertWritable(config.type);
       res.json(sandboxConfigShape(await repo.upsertSandboxConfig(ctx.db, config)));
     },
   );
@@ -82,7 +99,7 @@ export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
     },
   );
 
-  for (const type of SANDBOX_TYPES) {
+  for (const type of DEFAULT_ROUTE_TYPES) {
     router.post(
       `${BASE}/${type}/default`,
       {
@@ -118,13 +135,15 @@ export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
     {
       summary: 'Update sandbox config',
       description:
-        'The config given must be of the stored config’s type; its fields given replace the stored ones.',
+        'The config given must be of the stored config’s type; its fields given replace the stored ones. ' +
+        'A Modal config cannot be changed on a Node older than Modal’s SDK needs (22): 400.',
       body: SandboxConfigUpdateBody,
       response: SandboxConfigSchema,
     },
     async (req, res) => {
       const stored = await loadConfig(req);
       const { config } = parseBody(sandboxConfigUpdateSchema(stored.type), req);
+      assertWritable(stored.type);
       if (!config) return res.json(sandboxConfigShape(stored));
       if (config.type !== stored.type) {
         throw new HttpError(

@@ -20,11 +20,9 @@ import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
-import { customToolJob } from '../../tools/custom-tools';
+import { runCustomTool } from '../../tools/custom-tools';
 import { builtinToolNames, ensureBuiltinTools } from '../../tools/builtin';
-import { sandboxConfigType } from '../../sandbox';
 import { runtimeFields } from '../../sandbox/node-runtime';
-import { sandboxEnvironment } from '../../sandbox/environment';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
@@ -91,9 +89,10 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
     create(true),
   );
 
-  const execute = async (job: ToolJob) => {
+  /** A sandbox that cannot run anything is the server's problem, not the request's. */
+  const execute = async <T>(run: () => Promise<T>) => {
     try {
-      return await ctx.sandbox.run(job);
+      return await run();
     } catch (error) {
       if (error instanceof SandboxUnavailableError) throw new HttpError(503, error.message);
       throw error;
@@ -109,7 +108,7 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const body = parseBody(ToolRunFromSourceSchema, req);
-      const result = await execute({
+      const job: ToolJob = {
         name: await functionName(body, python),
         ...runtimeFields(body),
         source: body.source_code,
@@ -118,7 +117,8 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
         timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
         // Letta's ToolRunFromSource names no limit: a tool's default one.
         returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
-      });
+      };
+      const result = await execute(() => ctx.sandbox.run(job));
       res.json(toolExecutionShape(result, DEFAULT_RETURN_CHAR_LIMIT));
     },
   );
@@ -140,14 +140,9 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
       let execution: { status: string; func_return: unknown };
       if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
       else if (tool.tool_type === 'custom') {
-        const job = customToolJob(
-          await sandboxEnvironment(ctx.db, sandboxConfigType(ctx.config)),
-          agent,
-          tool,
-          args,
-          ctx.config.TOOL_TIMEOUT_MS,
-        );
-        execution = toolExecutionShape(await execute(job), tool.return_char_limit);
+        const call = { agent, tool, args, defaultTimeoutMs: ctx.config.TOOL_TIMEOUT_MS };
+        const { run } = await execute(() => runCustomTool(ctx.db, ctx.toolSandboxes.choicesFor(tool), call));
+        execution = toolExecutionShape(run, tool.return_char_limit);
       } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
       // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
       res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });

@@ -5,7 +5,7 @@ import { idOf, pageQuery } from './common';
 export const SandboxConfigParams = z.object({ sandboxConfigId: idOf('sandbox') });
 export const EnvVarParams = z.object({ envVarId: idOf('sandbox-env') });
 
-/** Letta's SandboxConfigCreate: `{config}`, a local or E2B config told apart by its fields. */
+/** Letta's SandboxConfigCreate: `{config}`, a local, E2B or Modal config told apart by its fields. */
 export const SandboxConfigCreateSchema = z.object({ config: sandboxConfigBody('local') });
 
 /** Letta's SandboxConfigUpdate, for a config of `type`: a body of another type is refused by the route. */

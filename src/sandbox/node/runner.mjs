@@ -1,15 +1,21 @@
 /**
  * Runs one TypeScript tool call (already transpiled to an ES module) with Letta's execution contract.
- * Reads the job as JSON on stdin: {source, name, args, param_order?, return_char_limit}; calls the
- * module's export `name` with the arguments by position (in `param_order`, else as given), awaits it,
- * and writes {status, func_return, func_return_chars?, agent_state: null} as JSON on fd 3, apart from
- * the tool's own stdout and stderr. No dependencies; runs inside the sandbox, where /tmp is the only writable folder.
+ * Reads the job as JSON on stdin: {source, name, args, param_order?, return_char_limit, tool_file?,
+ * marker?}; calls the module's export `name` with the arguments by position (in `param_order`, else as
+ * given), awaits it, and writes {status, func_return, func_return_chars?, agent_state: null} as JSON
+ * apart from the tool's own stdout and stderr: on fd 3, or, where only stdout exists (Modal), framed on
+ * stdout as runner.py frames it (result-frame.ts). No dependencies.
  */
+import { Buffer } from 'node:buffer';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import process from 'node:process';
+import { pathToFileURL } from 'node:url';
 
-// In /tmp, so that the tool's imports resolve from /node_modules, where its npm requirements are.
-const TOOL_FILE = '/tmp/tool.mjs';
+// Locally in /tmp (the only writable folder), so that the tool's imports resolve from /node_modules,
+// where its npm requirements are; remote sandboxes name one in the call's own folder (the working one).
+const DEFAULT_TOOL_FILE = '/tmp/tool.mjs';
 
 /** The return as JSON can carry it: itself when it can, else its String(). */
 function portable(value) {
@@ -38,8 +44,9 @@ function outcome(status, value, limit) {
 }
 
 async function call(job) {
-  fs.writeFileSync(TOOL_FILE, job.source);
-  const tool = (await import(TOOL_FILE))[job.name];
+  const file = path.resolve(job.tool_file ?? DEFAULT_TOOL_FILE);
+  fs.writeFileSync(file, job.source);
+  const tool = (await import(pathToFileURL(file).href))[job.name];
   if (typeof tool !== 'function') throw new TypeError(`${job.name} is not a function`);
   const order = job.param_order ?? Object.keys(job.args);
   return tool(...order.map((key) => job.args[key]));
@@ -60,7 +67,17 @@ async function run(job) {
   }
 }
 
-const result = await run(JSON.parse(fs.readFileSync(0, 'utf8')));
-fs.writeSync(3, JSON.stringify(result));
+async function send(result, marker) {
+  const payload = Buffer.from(JSON.stringify(result));
+  if (!marker) return fs.writeSync(3, payload);
+  const digest = createHash('md5').update(payload).digest('hex');
+  const length = payload.length.toString(16).padStart(8, '0');
+  // Through process.stdout, after what the tool printed, and written out before the exit below.
+  const frame = Buffer.concat([Buffer.from(`${marker}${length}${digest}`), payload]);
+  await new Promise((resolve) => process.stdout.write(frame, resolve));
+}
+
+const job = JSON.parse(fs.readFileSync(0, 'utf8'));
+await send(await run(job), job.marker);
 // Timers or sockets the tool left open must not keep it running once it has answered.
 process.exit(0);

@@ -1,0 +1,78 @@
+/**
+ * What the remote sandboxes (E2B, Modal) share: they run the runner by a command whose only channel
+ * back is its output, so the result comes framed on stdout; their timers decide timeouts; their own
+ * failures are the sandbox's, not the tool's.
+ */
+import { CorruptResultError, splitFramedResult } from './result-frame';
+import { failure, keptOf, outputLines, parsedResult, type OutputLimits } from './results';
+import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from './types';
+
+/** What a finished remote command gave back. */
+export interface CommandOutput {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/** The tool's result from the runner's framed stdout, with what it printed, kept as the limits say. */
+export function framedResult(
+  job: ToolJob,
+  output: CommandOutput,
+  marker: string,
+  outputs: OutputLimits,
+): ToolRunResult {
+  try {
+    const { result, stdout } = splitFramedResult(Buffer.from(output.stdout), marker);
+    const captured = capturedOutput(stdout, output.stderr, outputs);
+    if (result === undefined) {
+      const message = `the tool exited (code ${output.exitCode}) without a result`;
+      return { ...failure(job, 'SandboxError', message), ...captured };
+    }
+    return { ...parsedResult(job, result, { code: output.exitCode, signal: null }, null), ...captured };
+  } catch (error) {
+    if (!(error instanceof CorruptResultError)) throw error;
+    return { ...failure(job, error.name, error.message), ...capturedOutput('', output.stderr, outputs) };
+  }
+}
+
+/** Remote sandboxes hand output over whole: only its head and tail are kept. */
+export function capturedOutput(
+  stdout: string,
+  stderr: string,
+  outputs: OutputLimits,
+): Pick<ToolRunResult, 'stdout' | 'stderr'> {
+  const kept = (text: string) => outputLines(keptOf(Buffer.from(text), outputs.keepOutputBytes));
+  return { stdout: kept(stdout), stderr: kept(stderr) };
+}
+
+/** Settles when the tool's time is up or the run is cancelled, whichever comes first. */
+export function stopWhen(timeoutMs: number, signal?: AbortSignal) {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = () => {};
+  const stopped = new Promise<'timeout' | 'cancelled'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    onAbort = () => resolve('cancelled');
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
+  });
+  const clear = () => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  };
+  return { stopped, clear };
+}
+
+/** A failure of the sandbox `name` itself (unreachable, refused, gone): the server's, not the tool's. */
+export function unavailable(name: string, error: unknown): SandboxUnavailableError {
+  if (error instanceof SandboxUnavailableError) return error;
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new SandboxUnavailableError(`${name} sandbox: ${text}`, { cause: error });
+}
+
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** pip's spelling of the job's requirements. */
+export const pipSpecs = (job: ToolJob): string[] =>
+  (job.pipRequirements ?? []).map((r) => (r.version ? `${r.name}==${r.version}` : r.name));

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, ConfigSchema, loadConfig } from '../src/config';
+import { modalUnsupportedReason } from '../src/sandbox/modal-support';
 
 describe('loadConfig', () => {
   it('fills in the documented defaults from an empty environment', () => {
@@ -93,6 +94,21 @@ describe('loadConfig', () => {
       new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b'),
     );
     expect(loadConfig({ SANDBOX_TYPE: 'e2b', E2B_API_KEY: 'e2b_key' }).SANDBOX_TYPE).toBe('e2b');
+  });
+
+  it('runs every tool on Modal with SANDBOX_TYPE=modal only with its credentials, on a Node that can', () => {
+    expect(() => loadConfig({ SANDBOX_TYPE: 'modal' })).toThrow(
+      new ConfigError(
+        'Invalid configuration: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET are required with SANDBOX_TYPE=modal',
+      ),
+    );
+    const env = { SANDBOX_TYPE: 'modal', MODAL_TOKEN_ID: 'ak-1', MODAL_TOKEN_SECRET: 'as-1' };
+    const unsupported = modalUnsupportedReason();
+    if (unsupported)
+      expect(() => loadConfig(env)).toThrow(
+        new ConfigError(`Invalid configuration: SANDBOX_TYPE=modal: ${unsupported}`),
+      );
+    else expect(loadConfig(env).SANDBOX_TYPE).toBe('modal');
   });
 
   it('reads E2B_SANDBOX_REUSE as true or false', () => {

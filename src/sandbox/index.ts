@@ -4,6 +4,7 @@ import { cgroups } from './cgroups';
 import { e2bSandbox, type E2BSandboxOptions } from './e2b';
 import { localSandbox } from './local';
 import { modalSandbox, type ModalToolSandbox } from './modal';
+import { modalUnsupportedReason } from './modal-support';
 import { nodeRuntimeOptions } from './node-runtime';
 import { pythonEnvOptions } from './python-env';
 import { warmPool } from './warm-pool';
@@ -82,6 +83,21 @@ const outputLimits = (config: Config): OutputLimits => ({
 
 /** The operator's sandbox (SANDBOX_TYPE): E2B, or the local one (also with SANDBOX_TYPE=modal). */
 export function sandboxFor(config: Config): ConfiguredSandbox {
+  const operators = operatorsSandbox(config);
+  const modal = modalDescription(config);
+  return modal ? { ...operators, describe: () => `${operators.describe()}; ${modal}` } : operators;
+}
+
+/** What the banner and the log say of Modal, when it has credentials. */
+function modalDescription(config: Config): string | null {
+  if (!config.MODAL_TOKEN_ID || !config.MODAL_TOKEN_SECRET) return null;
+  const unsupported = modalUnsupportedReason();
+  if (unsupported) return `Modal configured but not usable (${unsupported}): its tools fall back`;
+  const which = config.SANDBOX_TYPE === 'modal' ? 'every custom tool' : 'tools that ask for it';
+  return `Modal for ${which} (app ${config.MODAL_APP_NAME})`;
+}
+
+function operatorsSandbox(config: Config): ConfiguredSandbox {
   if (config.SANDBOX_TYPE !== 'e2b') return localSandboxFor(config);
   // Not probed: a probe would start a paid sandbox at every start-up; E2B's failures fail the activity.
   const sandbox = e2bSandbox(e2bOptions(config, config.E2B_API_KEY!)); // loadConfig requires the key

@@ -1,12 +1,13 @@
-# The server (API + worker). Debian-based on purpose: the Temporal SDK's native module has no musl build.
-FROM node:20-bookworm-slim AS build
+# The server (API + worker) on Node 24 LTS. Debian-based on purpose: the Temporal SDK's native module has no
+# musl build.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # python3 and bubblewrap run custom tools in the local sandbox.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 bubblewrap ca-certificates \

@@ -102,12 +102,12 @@ describe('docker-compose.yml', () => {
     expect(ConfigSchema.safeParse(literal).success).toBe(true);
   });
 
-  it('builds this server from a Debian-based Node 20 image (the Temporal native module has no musl build)', () => {
+  it('builds this server from a Debian-based Node 22 or 24 image (the Temporal native module has no musl build)', () => {
     expect(services['letta-temporal'].build).toBe('.');
     const dockerfile = fs.readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
     const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
     expect(bases.length).toBeGreaterThan(0);
-    for (const base of bases) expect(base).toMatch(/^node:20-(bookworm|bullseye)/);
+    for (const base of bases) expect(base).toMatch(/^node:(22|24)-(bookworm|bullseye)/);
     expect(dockerfile).toContain('CMD ["node", "dist/src/main.js"]');
   });
 });

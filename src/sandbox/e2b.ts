@@ -25,6 +25,7 @@ import { newResultMarker } from './result-frame';
 import {
   capturedOutput,
   framedResult,
+  framedRunnerJob,
   pipSpecs,
   shellQuote,
   stopWhen,
@@ -134,14 +135,7 @@ class E2BToolSandbox implements Sandbox {
     }
     const marker = newResultMarker();
     const dir = `/tmp/letta-tool-${randomUUID()}`;
-    const jobJson = JSON.stringify({
-      source: job.source,
-      args: job.args,
-      return_char_limit: job.returnCharLimit,
-      agent_state: job.agentState,
-      agent_id: job.agentId,
-      marker,
-    });
+    const jobJson = JSON.stringify(framedRunnerJob(job, marker));
     await guarded(() =>
       sandbox.files.write([
         { path: `${dir}/runner.py`, data: RUNNER },

@@ -24,7 +24,14 @@ import { projectRoot } from '../paths';
 import { ToolError } from '../tools/tool-error';
 import { modalUnsupportedReason } from './modal-support';
 import { newResultMarker } from './result-frame';
-import { framedResult, pipSpecs, shellQuote, stopWhen, unavailable as unavailableIn } from './remote-call';
+import {
+  framedResult,
+  framedRunnerJob,
+  pipSpecs,
+  shellQuote,
+  stopWhen,
+  unavailable as unavailableIn,
+} from './remote-call';
 import { failure, stoppedResult, type OutputLimits } from './results';
 import { transpileTool } from './typescript';
 import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
@@ -258,15 +265,8 @@ function runnerCall(job: ToolJob, marker: string): RunnerCall {
     const command = inDir(['node', '--input-type=module', '-e', NODE_RUNNER]);
     return { command, input: JSON.stringify(input), marker };
   }
-  const input = {
-    source: job.source,
-    args: job.args,
-    return_char_limit: job.returnCharLimit,
-    agent_state: job.agentState,
-    agent_id: job.agentId,
-    marker,
-  };
-  return { command: inDir(['python3', '-c', PYTHON_RUNNER]), input: JSON.stringify(input), marker };
+  const input = JSON.stringify(framedRunnerJob(job, marker));
+  return { command: inDir(['python3', '-c', PYTHON_RUNNER]), input, marker };
 }
 
 /** The image layers that install a job's requirements: pip for Python, npm (into /letta) for TypeScript. */

@@ -73,6 +73,16 @@ export function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
+/** runner.py's job where its result comes back framed on stdout under `marker`. */
+export const framedRunnerJob = (job: ToolJob, marker: string) => ({
+  source: job.source,
+  args: job.args,
+  return_char_limit: job.returnCharLimit,
+  agent_state: job.agentState,
+  agent_id: job.agentId,
+  marker,
+});
+
 /** pip's spelling of the job's requirements. */
 export const pipSpecs = (job: ToolJob): string[] =>
   (job.pipRequirements ?? []).map((r) => (r.version ? `${r.name}==${r.version}` : r.name));

@@ -7,10 +7,12 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
+import { ModalClient } from 'modal';
 import OpenAI from 'openai';
 import type { Config } from './config';
 import { connectPostgres } from './db/database';
 import { sandboxFor } from './sandbox';
+import { modalUnsupportedReason } from './sandbox/modal-support';
 import { sandboxFix } from './banner';
 import { errorText } from './temporal/connection';
 import { findTemporalBinary, goAvailable, TEMPORAL_CLI_VERSION } from './temporal/cli-binary';
@@ -204,7 +206,29 @@ const models: Check = async (config) => {
   return Promise.all(checks);
 };
 
-const CHECKS = [node, python, sandbox, temporal, database, ports, models];
+/** Modal, when it has credentials: the Node its SDK needs, and its API taking them. */
+const modal: Check = async (config) => {
+  const { MODAL_TOKEN_ID: tokenId, MODAL_TOKEN_SECRET: tokenSecret } = config;
+  if (!tokenId || !tokenSecret) return [];
+  const unsupported = modalUnsupportedReason();
+  if (unsupported)
+    return failed('Modal', unsupported, 'run the server on Node 22 or 24 (scripts/install-node.sh 24)');
+  const client = new ModalClient({
+    tokenId,
+    tokenSecret,
+    ...(config.MODAL_ENVIRONMENT && { environment: config.MODAL_ENVIRONMENT }),
+  });
+  try {
+    await within(15_000, 'Modal', client.apps.fromName(config.MODAL_APP_NAME, { createIfMissing: true }));
+    return passed('Modal', `app ${config.MODAL_APP_NAME} answers with the token`);
+  } catch (error) {
+    return failed('Modal', errorText(error), 'check MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (modal token new)');
+  } finally {
+    client.close();
+  }
+};
+
+const CHECKS = [node, python, sandbox, temporal, database, ports, models, modal];
 
 export async function runChecks(config: Config): Promise<CheckResult[]> {
   const results = await Promise.all(

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { freePort, testTemporalAddress } from './helpers/env';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { startModalServer, type ModalServer } from './helpers/modal-server';
 import { startProcess, waitForStatus } from './helpers/process';
+import { modalUnsupportedReason } from '../src/sandbox/modal-support';
 
 const main = 'dist/src/main.js';
 
@@ -87,6 +89,39 @@ describe('npm start -- --check', () => {
     );
     expect(code).toBe(1);
   }, 60_000);
+});
+
+describe('npm start -- --check with Modal credentials', () => {
+  let modal: ModalServer;
+  beforeAll(async () => (modal = await startModalServer()));
+  afterAll(() => modal.close());
+
+  const check = async (env: Record<string, string>) => {
+    const proc = startProcess('node', [main, '--check'], {
+      DATA_DIR: os.tmpdir(),
+      DATABASE_URL: 'postgres://root@127.0.0.1:1/none',
+      TEMPORAL_ADDRESS: testTemporalAddress(),
+      ...modal.env,
+      ...env,
+    });
+    await proc.exited;
+    return proc.output();
+  };
+
+  if (modalUnsupportedReason()) {
+    it('says Modal needs a newer Node, and how to get one', async () => {
+      expect(await check({})).toMatch(
+        /✗ Modal: Modal sandboxes need Node 22 or later; this server runs Node 20.*\n\s+→ run the server on Node 22 or 24/,
+      );
+    }, 60_000);
+  } else {
+    it("asks Modal's API with the token, and says when it is refused", async () => {
+      expect(await check({})).toContain('✓ Modal: app letta-tools answers with the token');
+      expect(await check({ MODAL_TOKEN_SECRET: 'wrong' })).toMatch(
+        /✗ Modal: .*\n\s+→ check MODAL_TOKEN_ID and MODAL_TOKEN_SECRET/,
+      );
+    }, 60_000);
+  }
 });
 
 describe('the start-up banner', () => {

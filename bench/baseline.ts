@@ -17,6 +17,12 @@ interface Multiple {
   of(r: Results): number;
   /** Whether a larger multiple is better (throughput); otherwise smaller is. */
   higherIsBetter?: boolean;
+  /**
+   * Not checked by the quick mode: it divides a figure that moves with the machine's process
+   * creation by one that does not, so it differs across machines by more than any tolerance would
+   * forgive; a multiple of the same figure that does is checked instead.
+   */
+  unchecked?: true;
 }
 
 const p50 = (p: Percentiles) => p.p50;
@@ -31,6 +37,15 @@ export const MULTIPLES: Record<string, Multiple> = {
   },
   sandboxed_call_over_activity: {
     of: (r) => p50(r.sandboxed_tool_call.warm_pool.per_call_ms) / p50(r.bare_temporal.activity_ms),
+    unchecked: true,
+  },
+  // Both are process creation: a warm call was 0.34× a fresh interpreter in the recorded run, and
+  // 0.73–0.86× on a 2-core VM where a C fork takes 1–1.5 ms (there it is 47–54 ms, against the
+  // recorded 9.2, while a Temporal activity takes 1.7× its recorded time).
+  sandboxed_call_over_fresh_interpreter: {
+    of: (r) =>
+      p50(r.sandboxed_tool_call.warm_pool.per_call_ms) /
+      p50(r.sandboxed_tool_call.fresh_interpreter_per_call_ms),
   },
   mcp_stdio_call_over_activity: { of: (r) => mcp(r, 'stdio') / p50(r.bare_temporal.activity_ms) },
   mcp_http_call_over_activity: { of: (r) => mcp(r, 'streamable_http') / p50(r.bare_temporal.activity_ms) },
@@ -119,6 +134,10 @@ export function checkQuick(quick: Results, recorded: Results): boolean {
   let ok = true;
   for (const [name, multiple] of Object.entries(MULTIPLES)) {
     const now = quick.baseline.multiples[name] as number;
+    if (multiple.unchecked || before[name] === undefined) {
+      console.log(`—  ${name}: ${now} (recorded ${before[name] ?? 'nothing'}; not checked)`);
+      continue;
+    }
     const worse = multiple.higherIsBetter ? before[name] / now : now / before[name];
     const regressed = worse > QUICK_TOLERANCE;
     ok &&= !regressed;

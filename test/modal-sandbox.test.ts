@@ -137,6 +137,17 @@ describe('the Modal sandbox (real SDK, local Modal server)', () => {
     expect(h.modal.sandboxes.slice(before.sandboxes)).toHaveLength(2);
   });
 
+  it('gives calls at once sandboxes of their own, and reuses them for the calls after', async () => {
+    const sandbox = backend();
+    const before = h.modal.sandboxes.length;
+    const call = () => sandbox.run(job(ECHO, 'echo', { args: { text: 'x' }, env: { AT_ONCE: '1' } }));
+    const results = await Promise.all([call(), call()]);
+    expect(results.map((r) => r.status)).toEqual(['success', 'success']);
+    expect(h.modal.sandboxes.length - before).toBe(2);
+    await Promise.all([call(), call()]);
+    expect(h.modal.sandboxes.length - before).toBe(2);
+  });
+
   it('terminates a kept sandbox once it has been idle, and each one after its call without reuse', async () => {
     const idle = backend({ idleMs: 300 });
     await idle.run(job(ECHO, 'echo', { args: { text: 'x' }, env: { IDLE: '1' } }));

@@ -76,10 +76,11 @@ const IN_CALL_DIR =
 /** Modal's own exec deadline, past the tool's: our timer decides the timeout. */
 const EXEC_GRACE_MS = 10_000;
 
+/** A sandbox of one configuration, serving one call at a time. */
 interface KeptSandbox {
+  key: string;
   sandbox: Promise<ModalSandbox>;
-  /** Calls running in it now. */
-  calls: number;
+  busy: boolean;
   idleTimer?: NodeJS.Timeout;
   endsAt: number;
 }
@@ -97,7 +98,7 @@ class ModalSandboxes implements ModalToolSandbox {
   private client?: ModalClient;
   private app?: Promise<App>;
   private readonly images = new Map<string, Image>();
-  private readonly kept = new Map<string, KeptSandbox>();
+  private readonly kept = new Set<KeptSandbox>();
 
   constructor(private readonly options: ModalSandboxOptions) {}
 
@@ -115,7 +116,7 @@ class ModalSandboxes implements ModalToolSandbox {
     const key = sandboxKey(this.imageKey(job), job);
     const kept = this.take(key, job);
     const sandbox = await kept.sandbox.catch((error: unknown) => {
-      this.forget(key, kept);
+      void this.forget(kept);
       throw unavailable(error);
     });
     const stop = stopWhen(job.timeoutMs, signal);
@@ -125,23 +126,22 @@ class ModalSandboxes implements ModalToolSandbox {
       const outcome = await Promise.race([work, stop.stopped]);
       if (typeof outcome === 'string') {
         // A tool that overran or was cancelled may still run: its sandbox is not reused.
-        this.forget(key, kept);
+        void this.forget(kept);
         return { ...stoppedResult(job, outcome, this.options.outputs), stdout: [], stderr: [] };
       }
       return outcome;
     } catch (error) {
-      this.forget(key, kept);
+      void this.forget(kept);
       throw unavailable(error);
     } finally {
       stop.clear();
-      this.release(key, kept);
+      this.release(kept);
     }
   }
 
   /** Terminates every kept sandbox. */
   async close(): Promise<void> {
-    const all = [...this.kept.entries()];
-    await Promise.all(all.map(([key, kept]) => this.forget(key, kept)));
+    await Promise.all([...this.kept].map((kept) => this.forget(kept)));
     this.client?.close();
   }
 
@@ -182,22 +182,22 @@ class ModalSandboxes implements ModalToolSandbox {
     return JSON.stringify([base, installCommands(job)]);
   }
 
-  /** The kept sandbox of the job's configuration, or a new one; counted as busy until released. */
+  /**
+   * An idle sandbox of the job's configuration, or a new one; busy until released. Calls at once get
+   * sandboxes of their own, so a call that is stopped (its sandbox terminated) takes no other with it.
+   */
   private take(key: string, job: ToolJob): KeptSandbox {
-    const found = this.kept.get(key);
-    // A sandbox that would reach its end of life during the call is left to end.
-    if (found && found.endsAt > Date.now() + job.timeoutMs + EXEC_GRACE_MS) {
-      clearTimeout(found.idleTimer);
-      found.calls += 1;
-      return found;
+    // A sandbox that would reach its end of life during the call is not taken.
+    const lastsLongEnough = (kept: KeptSandbox) => kept.endsAt > Date.now() + job.timeoutMs + EXEC_GRACE_MS;
+    const idle = [...this.kept].find((kept) => kept.key === key && !kept.busy && lastsLongEnough(kept));
+    if (idle) {
+      clearTimeout(idle.idleTimer);
+      idle.busy = true;
+      return idle;
     }
     const lifetimeMs = Math.max(this.options.lifetimeMs, job.timeoutMs + 2 * EXEC_GRACE_MS);
-    const kept: KeptSandbox = {
-      sandbox: this.create(job, lifetimeMs),
-      calls: 1,
-      endsAt: Date.now() + lifetimeMs,
-    };
-    this.kept.set(key, kept);
+    const kept = { key, sandbox: this.create(job, lifetimeMs), busy: true, endsAt: Date.now() + lifetimeMs };
+    this.kept.add(kept);
     return kept;
   }
 
@@ -210,18 +210,18 @@ class ModalSandboxes implements ModalToolSandbox {
     });
   }
 
-  private release(key: string, kept: KeptSandbox): void {
-    kept.calls -= 1;
-    if (kept.calls > 0 || this.kept.get(key) !== kept) return;
-    if (!this.options.reuse) return void this.forget(key, kept);
-    kept.idleTimer = setTimeout(() => void this.forget(key, kept), this.options.idleMs);
+  private release(kept: KeptSandbox): void {
+    kept.busy = false;
+    if (!this.kept.has(kept)) return;
+    if (!this.options.reuse) return void this.forget(kept);
+    kept.idleTimer = setTimeout(() => void this.forget(kept), this.options.idleMs);
     kept.idleTimer.unref();
   }
 
   /** Not reused any more; terminated (best effort: Modal ends it at its timeouts anyway). */
-  private async forget(key: string, kept: KeptSandbox): Promise<void> {
+  private async forget(kept: KeptSandbox): Promise<void> {
     clearTimeout(kept.idleTimer);
-    if (this.kept.get(key) === kept) this.kept.delete(key);
+    this.kept.delete(kept);
     const sandbox = await kept.sandbox.catch(() => undefined);
     await sandbox?.terminate().catch(() => undefined);
   }

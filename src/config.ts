@@ -1,9 +1,19 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseAllowList } from './net/private-addresses';
 import { modalUnsupportedReason } from './sandbox/modal-support';
 import { parseSecretsKey } from './secrets';
 import { TemporalSettingsError, temporalTarget, type TemporalTarget } from './temporal/env-config';
+
+/**
+ * The node TypeScript tools run on: the server's own when the sandbox can see it (it shows only /usr),
+ * else the system's (a server run from nvm or scripts/install-node.sh's cache).
+ */
+function sandboxNode(): string {
+  if (process.execPath.startsWith('/usr/')) return process.execPath;
+  return ['/usr/bin/node', '/usr/local/bin/node'].find((node) => fs.existsSync(node)) ?? process.execPath;
+}
 
 /** Empty strings count as unset, as docker-compose and shells often pass them. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -236,7 +246,7 @@ export const ConfigSchema = z.object({
   PIP_FIND_LINKS: optional(z.string()),
   PIP_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
   SANDBOX_ENV_MAX_AGE_MS: milliseconds.default(7 * 24 * 60 * 60 * 1000),
-  SANDBOX_NODE: z.string().min(1).default(process.execPath),
+  SANDBOX_NODE: z.string().min(1).default(sandboxNode()),
   SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce.number().int().positive().default(512),
   NPM_REGISTRY_URL: optional(url),
   NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),

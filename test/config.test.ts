@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import fs, { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, ConfigSchema, loadConfig } from '../src/config';
 import { modalUnsupportedReason } from '../src/sandbox/modal-support';
@@ -109,6 +109,13 @@ describe('loadConfig', () => {
         new ConfigError(`Invalid configuration: SANDBOX_TYPE=modal: ${unsupported}`),
       );
     else expect(loadConfig(env).SANDBOX_TYPE).toBe('modal');
+  });
+
+  it("runs TypeScript tools on a node the sandbox can see (only /usr is shown), the server's when it can", () => {
+    const node = loadConfig({}).SANDBOX_NODE;
+    expect(node.startsWith('/usr/') || !fs.existsSync('/usr/bin/node')).toBe(true);
+    if (process.execPath.startsWith('/usr/')) expect(node).toBe(process.execPath);
+    expect(loadConfig({ SANDBOX_NODE: '/opt/node/bin/node' }).SANDBOX_NODE).toBe('/opt/node/bin/node');
   });
 
   it('reads E2B_SANDBOX_REUSE as true or false', () => {

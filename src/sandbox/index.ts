@@ -119,8 +119,8 @@ export function toolSandboxesFor(config: Config, operators: ConfiguredSandbox, l
   return toolSandboxes({
     operators: { name: onE2B ? 'E2B' : 'local', configType: onE2B ? 'e2b' : 'local', sandbox: operators },
     modal: modalSandboxFor(config, log),
-    e2b: !onE2B && e2bKey ? () => e2bSandbox(e2bOptions(config, e2bKey)) : null,
-    local: onE2B ? () => localSandboxFor({ ...config, SANDBOX_TYPE: 'local' }) : null,
+    e2b: !onE2B && e2bKey ? e2bSandbox(e2bOptions(config, e2bKey)) : null,
+    local: onE2B ? localSandboxFor({ ...config, SANDBOX_TYPE: 'local' }) : null,
     everyToolOnModal: config.SANDBOX_TYPE === 'modal',
   });
 }

@@ -22,16 +22,16 @@ export interface ToolSandboxes {
   close(): Promise<void>;
 }
 
-/** The sandboxes a call may run in; the fallbacks are made on first use. */
+/** The sandboxes a call may run in (none starts anything before its first call). */
 export interface SandboxBackends {
   /** SANDBOX_TYPE's (the local one with SANDBOX_TYPE=modal). */
   operators: SandboxChoice;
   /** Null when Modal is not configured. */
   modal: ModalToolSandbox | null;
   /** E2B when it has a key and is not the operator's. */
-  e2b: (() => Sandbox) | null;
-  /** The local sandbox when the operator's is E2B. */
-  local: (() => Sandbox) | null;
+  e2b: Sandbox | null;
+  /** The local sandbox when the operator's is E2B; closed with the others. */
+  local: (Sandbox & { close(): void }) | null;
   /** SANDBOX_TYPE=modal: every tool asks for Modal. */
   everyToolOnModal: boolean;
 }
@@ -50,29 +50,24 @@ export function toolSandboxes(backends: SandboxBackends): ToolSandboxes {
     configType: 'modal',
     sandbox: backends.modal ?? NOT_CONFIGURED,
   };
-  const fallbacks = once((): SandboxChoice[] => {
-    const e2b = operators.name === 'E2B' ? operators : backends.e2b && choice('E2B', 'e2b', backends.e2b());
-    const local = backends.local ? choice('local', 'local', backends.local()) : operators;
-    return [...(e2b ? [e2b] : []), local];
-  });
+  const e2b: SandboxChoice | null =
+    operators.name === 'E2B'
+      ? operators
+      : backends.e2b && { name: 'E2B', configType: 'e2b', sandbox: backends.e2b };
+  const local: SandboxChoice = backends.local
+    ? { name: 'local', configType: 'local', sandbox: backends.local }
+    : operators;
+  const fallbacks = [...(e2b ? [e2b] : []), local];
   return {
     choicesFor(tool) {
       const asksModal = backends.everyToolOnModal || tool.metadata?.sandbox === 'modal';
-      return asksModal ? [modal, ...fallbacks()] : [operators];
+      return asksModal ? [modal, ...fallbacks] : [operators];
     },
-    close: async () => backends.modal?.close(),
+    close: async () => {
+      backends.local?.close();
+      await backends.modal?.close();
+    },
   };
-}
-
-const choice = (name: SandboxChoice['name'], configType: SandboxType, sandbox: Sandbox): SandboxChoice => ({
-  name,
-  configType,
-  sandbox,
-});
-
-function once<T>(make: () => T): () => T {
-  let made: { value: T } | undefined;
-  return () => (made ??= { value: make() }).value;
 }
 
 /**

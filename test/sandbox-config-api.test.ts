@@ -180,6 +180,7 @@ describe('sandbox configs and env vars (/v1/sandbox-config)', () => {
     expect((await call('POST', '/local', { pip_requirements: [{}] })).status).toBe(422);
     expect((await call('GET', '/?sandbox_type=docker')).status).toBe(422);
     expect((await call('POST', '/', { config: { language: 'rust' } })).status).toBe(422);
+    expect((await call('POST', '/', { config: { language: 'python', timeout: 86_401 } })).status).toBe(422);
     const local = await ok<SandboxConfig>('POST', '/local/default');
     expect((await call('PATCH', `/${local.id}`, { config: { use_venv: 'yes' } })).status).toBe(422);
     expect((await call('POST', `/${local.id}/environment-variable`, { value: 'v' })).status).toBe(422);

@@ -30,7 +30,14 @@ export type E2BSandboxConfig = z.infer<typeof E2BSandboxConfigSchema>;
  * config of this type is refused where Modal's SDK cannot run (src/sandbox/modal-support.ts).
  */
 export const ModalSandboxConfigSchema = z.object({
-  timeout: z.number().int().positive().default(60).describe('Time limit for the sandbox (in seconds).'),
+  // At most a day, Modal's own longest sandbox (and within what a timer can wait).
+  timeout: z
+    .number()
+    .int()
+    .positive()
+    .max(86_400)
+    .default(60)
+    .describe('Time limit for the sandbox (in seconds).'),
   pip_requirements: z
     .array(z.string())
     .nullish()

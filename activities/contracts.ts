@@ -68,6 +68,11 @@ export const CallModelInputSchema = z.object({
   requestUsage: RunUsageSchema,
   /** The request streams tokens: the reply's pieces are published as the provider streams them. */
   streamTokens: z.boolean().optional(),
+  /**
+   * A reply without tool calls ends the request: its run ends with it, in the transaction that stores
+   * it (a plain step then needs no activity after its model call).
+   */
+  endsRunWhenFinal: z.boolean().optional(),
 });
 export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 
@@ -89,6 +94,8 @@ export const ModelTurnSchema = z.object({
   usage: TokenUsageSchema,
   /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
   approvalWait: ApprovalWaitSchema.optional(),
+  /** Set when the reply ended the run (`endsRunWhenFinal`): the stop reason it ended with. */
+  stopReason: z.string().optional(),
 });
 export type ModelTurn = z.infer<typeof ModelTurnSchema>;
 

@@ -30,6 +30,8 @@ import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { addUsage } from '../workflows/usage';
 import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
+import { finalReplyStopReason } from '../workflows/stop-reasons';
+import { startRunCallback, storeRunEnd } from './run';
 
 /**
  * A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on and
@@ -73,16 +75,21 @@ function offeredTools(
   ];
 }
 
-function turnOf(message: MessageRow): ModelTurn {
+/** The stored reply as the step sees it; one that ends its request says with what stop reason. */
+function turnOf(message: MessageRow, input: CallModelInput): ModelTurn {
   const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: ModelTurn['finishReason'] };
-  return {
+  const turn: ModelTurn = {
     messageId: message.id,
     stepId: message.step_id!,
     toolCalls: (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name })),
     finishReason: meta.finish_reason ?? 'stop',
     usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
   };
+  return endsRun(turn, input) ? { ...turn, stopReason: finalReplyStopReason(turn.finishReason) } : turn;
 }
+
+const endsRun = (turn: Pick<ModelTurn, 'toolCalls'>, input: CallModelInput) =>
+  Boolean(input.endsRunWhenFinal) && turn.toolCalls.length === 0;
 
 /**
  * A failure the workflow reads as `llm_api_error`, with Letta's error type as its detail; retried by
@@ -180,10 +187,33 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
   const notifyPause = async (input: CallModelInput, turn: ModelTurn) => {
     if (!turn.approvalWait) return turn;
     const { agentId, runId } = input;
-    if ((await getRun(db, runId))?.callback_url)
-      await startWebhook({ kind: 'run_callback', id: runId, agentId });
+    if ((await getRun(db, runId))?.callback_url) await startRunCallback(startWebhook, input);
     await startWebhook({ kind: 'approval_requested', id: turn.messageId, agentId });
     return turn;
+  };
+
+  /** A reply that ends its request, stored in the transaction that ends the run. */
+  const storeFinalReply = async (
+    input: CallModelInput,
+    store: (q: Queryable) => Promise<MessageRow>,
+    replyId: string,
+    usage: TokenUsage,
+  ) => {
+    const { message, callbackUrl } = await db.transaction(async (tx) => {
+      const message = await store(tx);
+      // Stored before, by an attempt that ended the run with it.
+      if (message.id !== replyId) return { message, callbackUrl: null };
+      const end = {
+        agentId: input.agentId,
+        runId: input.runId,
+        stopReason: finalReplyStopReason(message.metadata?.finish_reason as ModelTurn['finishReason']),
+        usage: addUsage(input.requestUsage, usage),
+        pendingToolCallIds: [],
+      };
+      return { message, ...(await storeRunEnd(tx, end)) };
+    });
+    if (callbackUrl) await startRunCallback(startWebhook, input);
+    return turnOf(message, input);
   };
 
   return {
@@ -208,7 +238,7 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
         getAgent(db, input.agentId),
         runContext(db, input.runId),
       ]);
-      if (stored) return { ...turnOf(stored), ...(await pausedBy(db, stored, input)) };
+      if (stored) return { ...turnOf(stored, input), ...(await pausedBy(db, stored, input)) };
       if (!agent)
         throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
       const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
@@ -288,15 +318,17 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
         return insertMessage(q, replyMessage);
       };
       const { requestUsage } = input;
-      if (!waiting.length) return turnOf(requestInput.length ? await db.transaction(store) : await store(db));
+      if (endsRun({ toolCalls }, input)) return storeFinalReply(input, store, replyMessage.id, usage);
+      if (!waiting.length)
+        return turnOf(requestInput.length ? await db.transaction(store) : await store(db), input);
       // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
       // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {
         const run = await lockRun(tx, input.runId);
         const message = await store(tx);
         if (message.id !== replyMessage.id)
-          return { ...turnOf(message), ...(await pausedBy(tx, message, input)) };
-        if (!run || !isActiveRun(run)) return turnOf(message);
+          return { ...turnOf(message, input), ...(await pausedBy(tx, message, input)) };
+        if (!run || !isActiveRun(run)) return turnOf(message, input);
         const pause = {
           agentId: agent.id,
           runId: input.runId,
@@ -305,7 +337,7 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
           usage: addUsage(requestUsage, usage),
         };
         return {
-          ...turnOf(message),
+          ...turnOf(message, input),
           approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
         };
       });

@@ -6,6 +6,7 @@ import { cancelUnstartedRuns, finishRun as storeRunOutcome } from '../src/db/run
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
+import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from './contracts';
 import { releaseCancelledPause } from './approvals';
@@ -18,6 +19,30 @@ export function runStatusFor(stopReason: string): RunStatus {
     ? 'completed'
     : 'failed';
 }
+
+/**
+ * Stores a run's end in `tx`, a transaction that locks the run's row first (its notification goes out
+ * with the tool message): a cancelled run also releases a pause its model call may have entered
+ * meanwhile.
+ */
+export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
+  const outcome = await storeRunOutcome(tx, input.runId, {
+    status: runStatusFor(input.stopReason),
+    stopReason: input.stopReason,
+    usage: usageRecord(input.usage),
+    error: input.error && { error_type: input.error.type, message: input.error.message },
+  });
+  if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
+  await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
+  await setLastStopReason(tx, input.agentId, input.stopReason);
+  return outcome;
+}
+
+/** The run's callback: its delivery is a workflow of its own, started once however often this runs. */
+export const startRunCallback = (
+  startWebhook: ActivityDeps['startWebhook'],
+  run: { runId: string; agentId: string },
+) => startWebhook({ kind: 'run_callback', id: run.runId, agentId: run.agentId });
 
 export function runActivities({ db, startWebhook }: ActivityDeps) {
   return {
@@ -64,25 +89,10 @@ export function runActivities({ db, startWebhook }: ActivityDeps) {
       });
     },
 
-    /**
-     * Ends the run, in one transaction that locks its row first (its notification goes out with the
-     * tool message): a cancelled run also releases a pause its model call may have entered meanwhile.
-     */
+    /** Ends the run (see storeRunEnd); its callback's delivery starts from here. */
     async finishRun(input: FinishRunInput): Promise<void> {
-      const { callbackUrl } = await db.transaction(async (tx) => {
-        const outcome = await storeRunOutcome(tx, input.runId, {
-          status: runStatusFor(input.stopReason),
-          stopReason: input.stopReason,
-          usage: usageRecord(input.usage),
-          error: input.error && { error_type: input.error.type, message: input.error.message },
-        });
-        if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
-        await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
-        await setLastStopReason(tx, input.agentId, input.stopReason);
-        return outcome;
-      });
-      // Its delivery is a workflow of its own, started (once) from here, so a retry starts no second.
-      if (callbackUrl) await startWebhook({ kind: 'run_callback', id: input.runId, agentId: input.agentId });
+      const { callbackUrl } = await db.transaction((tx) => storeRunEnd(tx, input));
+      if (callbackUrl) await startRunCallback(startWebhook, input);
     },
   };
 }

@@ -47,7 +47,7 @@ describe('sandboxed calls as local activities (the default)', () => {
   it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['callModel', 'runSandboxTool', 'callModel', 'finishRun']);
+    expect(localActivityTypes(events)).toEqual(['callModel', 'runSandboxTool', 'callModel']);
     expect(scheduledOn(events)).toEqual([]);
   });
 });
@@ -58,7 +58,7 @@ describe('model calls as regular activities (LOCAL_MODEL_CALLS=false)', () => {
   it('schedules each model call on the agent’s task queue, with the tool call still local', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['runSandboxTool', 'finishRun']);
+    expect(localActivityTypes(events)).toEqual(['runSandboxTool']);
     expect(scheduledOn(events)).toEqual([
       { type: 'callModel', queue: h.server.steps.taskQueues.agent },
       { type: 'callModel', queue: h.server.steps.taskQueues.agent },
@@ -72,7 +72,7 @@ describe('sandboxed calls on their task queue (LOCAL_TOOL_CALLS=false)', () => {
   it('schedules the call as an activity on the tools-sandbox queue', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['callModel', 'callModel', 'finishRun']);
+    expect(localActivityTypes(events)).toEqual(['callModel', 'callModel']);
     const sandboxCall = scheduledOn(events).find((a) => a.type === 'runSandboxTool');
     expect(sandboxCall?.queue).toMatch(/\.tools-sandbox$/);
   });

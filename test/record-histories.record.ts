@@ -190,6 +190,31 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  record('step-model-call-ends-run', async () => {
+    const agent = await local.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+    });
+    local.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
+      { text: 'Noted.' },
+    );
+    const response = await local.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
+    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(localActivityTypes(events)).toEqual(['callModel', 'runBuiltinTool', 'callModel']);
+    await save(
+      'step-model-call-ends-run',
+      'completed (end_turn): model → memory_insert → model, whose final reply ended the run (no finishRun after it)',
+      events,
+    );
+  });
+
   /** A step of the `local` server paused for the client tool `ask_user`; `then`, the replies after it. */
   const pausedLocally = async (...then: { text: string }[]) => {
     const agent = await local.client.agents.create({ model: 'openai/gpt-4o-mini' });

@@ -8,7 +8,6 @@ import {
   workflowTypeOf,
   type HistoryEntry,
 } from './helpers/histories';
-import { localActivityTypes, scheduledActivities } from './helpers/temporal';
 
 /**
  * Upgrades never break a paused step: every history of the corpus (test/fixtures/histories/, recorded
@@ -102,6 +101,7 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
       'session-continued-as-new',
       'step-agent-message',
       'step-local-tool-calls',
+      'step-model-call-ends-run',
     ])
       expect(scenarios).toContain(scenario);
   });
@@ -113,19 +113,22 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
 
   it('fails, naming the history, against workflow code whose commands are reordered (the test of the test)', async () => {
     // Every finished step ends with finishRequest: the stop reason's search attribute, then finishRun
-    // (an activity, or a local one since the patch).
-    // The reordered copy issues them the other way round; histories that never got there still replay.
+    // (an activity, or a local one since the patch), unless its final model call ended the run. The
+    // reordered copy always issues finishRun, before the attribute; histories that never got there
+    // still replay.
     const finishedSteps = manifest.histories
       .filter((h: HistoryEntry) => h.workflowType === 'agentStep')
-      .filter((h) => {
-        const events = loadHistory(h.file).events ?? [];
-        const finishRuns = [...scheduledActivities(events).map((a) => a.type), ...localActivityTypes(events)];
-        return finishRuns.includes('finishRun');
-      })
+      .filter((h) =>
+        (loadHistory(h.file).events ?? []).some((e) => e.workflowExecutionCompletedEventAttributes),
+      )
       .map((h) => h.file)
       .sort();
     expect(finishedSteps).toEqual(
-      expect.arrayContaining(['step-approval-answered.binpb', 'step-finished-tools.binpb']),
+      expect.arrayContaining([
+        'step-approval-answered.binpb',
+        'step-finished-tools.binpb',
+        'step-model-call-ends-run.binpb',
+      ]),
     );
 
     const failures = await replayCorpus(files, withReordered('step-activities'));

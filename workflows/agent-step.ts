@@ -12,6 +12,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   setCurrentDetails,
   setHandler,
   setWorkflowOptions,
@@ -31,6 +32,7 @@ import type {
 import { approvalAnsweredSignal } from './messages';
 import { stopReasonKey } from './search-attributes';
 import { addUsage, noUsage } from './usage';
+import { finalReplyStopReason } from './stop-reasons';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
 import { dispatchToolCall, runsOnClient, runToolCalls, withClientTools } from './tool-executors';
 import {
@@ -57,6 +59,13 @@ interface Request {
   /** Its tools and rules, as they came with it (AgentStepInput.context, ApprovalAnswered.context). */
   context: StepContext;
 }
+
+/**
+ * The model call whose reply ends the request ends its run too, in the transaction that stores the
+ * reply: no activity after it, so a plain step is one model call (bench/where-the-time-goes.md).
+ * Histories from before ran `finishRun` after it, and replay so.
+ */
+const MODEL_CALL_ENDS_RUN = 'model-call-ends-run';
 
 export async function agentStep(input: AgentStepInput): Promise<AgentStepResult> {
   const { agentId, limits } = input;
@@ -133,6 +142,9 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       for (let step = 0; step < request.maxSteps; step++) {
         const allowed = allowedTools(rules, available, history);
         const forced = mustCallTool(rules, history);
+        // A reply without calls ends the request unless required tools are still to be called.
+        const uncalled = uncalledRequiredTools(rules, available, history);
+        const alertsIfFinal = uncalled.length > 0 && step + 1 < request.maxSteps;
         setCurrentDetails(`Waiting for the model (step ${step + 1})`);
         const turn: ModelTurn = await acts.model.callModel.executeWithOptions(
           { ...acts.modelOptions, summary: `model ${context.model}` },
@@ -150,6 +162,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
               followUpsFrom: outcome.followUpsFrom,
               requestUsage: outcome.usage,
               streamTokens: request.streamTokens,
+              endsRunWhenFinal: !alertsIfFinal && patched(MODEL_CALL_ENDS_RUN),
             },
           ],
         );
@@ -158,15 +171,12 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         outcome.followUpsFrom = undefined;
 
         if (turn.toolCalls.length === 0) {
-          const uncalled = uncalledRequiredTools(rules, available, history);
-          if (uncalled.length && step + 1 < request.maxSteps) {
+          if (alertsIfFinal) {
             await acts.run.appendUserMessage({ agentId, runId, step, text: requiredToolAlert(uncalled) });
             continue;
           }
-          return {
-            ...outcome,
-            stopReason: turn.finishReason === 'length' ? 'max_tokens_exceeded' : 'end_turn',
-          };
+          const stopReason = finalReplyStopReason(turn.finishReason);
+          return { ...outcome, stopReason, runEnded: turn.stopReason !== undefined };
         }
 
         const waiting = turn.toolCalls.filter((call) => approvalTools().includes(call.name));

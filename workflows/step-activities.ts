@@ -97,6 +97,8 @@ export interface RequestOutcome {
   pendingToolCallIds: string[];
   followUpsFrom?: string;
   error?: AgentStepError;
+  /** The model call ended the run as it stored the final reply: only the workflow's tag is left. */
+  runEnded?: boolean;
   /**
    * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
    * call entered (none when a cancel ended the run first: the cancel is on its way).
@@ -128,6 +130,7 @@ export async function finishRequest(
   const { stopReason, usage, error } = outcome;
   setCurrentDetails(`Stopped: ${stopReason}`);
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
+  if (outcome.runEnded) return { stopReason, usage };
   const finisher = patched(FINISH_RUN_LOCALLY) ? acts.run : acts.runEndUnpatched;
   await CancellationScope.nonCancellable(() =>
     finisher.finishRun({

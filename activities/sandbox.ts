@@ -6,7 +6,12 @@ import type { Database } from '../src/db';
 import { agentBlocks, agentSecrets } from '../src/db/agents';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
-import { changedBlocks, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
+import {
+  changedBlocks,
+  runCustomTool,
+  sandboxEnvironments,
+  writeBackMemory,
+} from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 
@@ -34,9 +39,14 @@ export function sandboxExecutor({ db, sandboxes, toolTimeoutMs }: SandboxActivit
   return {
     async execute({ agent, tool, args, signal }) {
       if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
-      const [blocks, secrets] = await Promise.all([agentBlocks(db, agent.id), agentSecrets(db, agent.id)]);
+      const choices = sandboxes.choicesFor(tool);
+      const [blocks, secrets, environments] = await Promise.all([
+        agentBlocks(db, agent.id),
+        agentSecrets(db, agent.id),
+        sandboxEnvironments(db, choices),
+      ]);
       const call = { agent: { ...agent, blocks, secrets }, tool, args, defaultTimeoutMs: toolTimeoutMs };
-      const { job, run } = await runCustomTool(db, sandboxes.choicesFor(tool), call, signal);
+      const { job, run } = await runCustomTool(choices, environments, call, signal);
       const result = resultOf(run);
       // Only a write-back needs the transaction under the agent's lock.
       if (run.status !== 'success' || !changedBlocks(job, run).length) return result;

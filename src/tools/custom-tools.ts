@@ -49,17 +49,25 @@ export interface CustomToolCall {
 }
 
 /**
+ * The sandbox configs (and their variables) of the places a tool may run, in `choices`' order: read
+ * at once, and by a sandboxed call together with its agent's blocks and secrets, so that the reads
+ * before the tool runs are one round trip.
+ */
+export const sandboxEnvironments = (db: Queryable, choices: SandboxChoice[]): Promise<SandboxEnvironment[]> =>
+  Promise.all(choices.map((choice) => sandboxEnvironment(db, choice.configType)));
+
+/**
  * Runs the call where its tool runs (Modal's fallbacks included), each place with the job its own
- * sandbox config makes.
+ * sandbox config (`environments`, as sandboxEnvironments reads them) makes.
  */
 export async function runCustomTool(
-  db: Queryable,
   choices: SandboxChoice[],
+  environments: SandboxEnvironment[],
   { agent, tool, args, defaultTimeoutMs }: CustomToolCall,
   signal?: AbortSignal,
 ): Promise<{ job: ToolJob; run: ToolRunResult }> {
   const jobFor = async (choice: SandboxChoice) =>
-    customToolJob(await sandboxEnvironment(db, choice.configType), agent, tool, args, defaultTimeoutMs);
+    customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
   return runInFirstAvailable(choices, jobFor, signal);
 }
 

@@ -20,7 +20,7 @@ import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
-import { runCustomTool } from '../../tools/custom-tools';
+import { runCustomTool, sandboxEnvironments } from '../../tools/custom-tools';
 import { builtinToolNames, ensureBuiltinTools } from '../../tools/builtin';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
@@ -141,7 +141,9 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
       if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
       else if (tool.tool_type === 'custom') {
         const call = { agent, tool, args, defaultTimeoutMs: ctx.config.TOOL_TIMEOUT_MS };
-        const { run } = await execute(() => runCustomTool(ctx.db, ctx.toolSandboxes.choicesFor(tool), call));
+        const choices = ctx.toolSandboxes.choicesFor(tool);
+        const environments = await sandboxEnvironments(ctx.db, choices);
+        const { run } = await execute(() => runCustomTool(choices, environments, call));
         execution = toolExecutionShape(run, tool.return_char_limit);
       } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
       // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).

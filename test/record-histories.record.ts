@@ -152,6 +152,19 @@ describe('recording the replay corpus', () => {
   // activities of the step's worker.
   const local = useAgentServer('openai');
 
+  /** The history of a step of the `local` server that the stub's `replies` take to its end. */
+  const finishedLocalStep = async (agentId: string, ...replies: Parameters<typeof local.stub.enqueue>) => {
+    local.stub.enqueue(...replies);
+    const response = await local.client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
+    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    await handle.result();
+    return (await handle.fetchHistory()).events ?? [];
+  };
+
   record('step-local-tool-calls', async () => {
     const ping = await local.client.tools.create({
       source_code:
@@ -162,30 +175,22 @@ describe('recording the replay corpus', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
       tool_ids: [ping.id],
     });
-    local.stub.enqueue(
+    const events = await finishedLocalStep(
+      agent.id,
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
       { toolCalls: [{ name: 'ping', arguments: { n: 1 } }] },
       { text: 'Done.' },
     );
-    const response = await local.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'I like tea' }],
-    });
-    expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
-    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
-    await handle.result();
-    const events = (await handle.fetchHistory()).events ?? [];
     expect(localActivityTypes(events)).toEqual([
       'callModel',
       'runBuiltinTool',
       'callModel',
       'runSandboxTool',
       'callModel',
-      'finishRun',
     ]);
     await save(
       'step-local-tool-calls',
-      "completed (end_turn): model → memory_insert → model → custom Python tool → model, the calls and the run's end local activities",
+      'completed (end_turn): model → memory_insert → model → custom Python tool → model, the calls local activities, the last model call ending the run',
       events,
     );
   });
@@ -195,18 +200,11 @@ describe('recording the replay corpus', () => {
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
-    local.stub.enqueue(
+    const events = await finishedLocalStep(
+      agent.id,
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
       { text: 'Noted.' },
     );
-    const response = await local.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'I like tea' }],
-    });
-    expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
-    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
-    await handle.result();
-    const events = (await handle.fetchHistory()).events ?? [];
     expect(localActivityTypes(events)).toEqual(['callModel', 'runBuiltinTool', 'callModel']);
     await save(
       'step-model-call-ends-run',
@@ -253,15 +251,10 @@ describe('recording the replay corpus', () => {
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
-    expect(localActivityTypes(events)).toEqual([
-      'callModel',
-      'applyApprovalAnswer',
-      'callModel',
-      'finishRun',
-    ]);
+    expect(localActivityTypes(events)).toEqual(['callModel', 'applyApprovalAnswer', 'callModel']);
     await save(
       'step-local-model-calls',
-      "completed (end_turn): a model call paused for a client tool, answered, then the model; model calls, the answer and the run's end local activities",
+      'completed (end_turn): a model call paused for a client tool, answered, then the model; model calls and the answer local activities, the last model call ending the run',
       events,
     );
   });

@@ -10,13 +10,13 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../config';
-import type { Database } from '../db';
+import type { Database, Queryable } from '../db';
 import type { TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
 import { lockAgentRow } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
 import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
-import type { PendingApproval, RunRow } from '../db/rows';
+import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
 import type { AgentStepInput, ClientTool, QueuedStep } from '../../activities/contracts';
@@ -116,6 +116,17 @@ const requestConfig = (request: RequestOptions) => ({
   ...(request.streamTokens ? { stream_tokens: true } : {}),
 });
 
+/**
+ * The pending approval of the request's conversation, once its agent's row is locked (and read): the
+ * default conversation's came with that row; another conversation's row is locked now.
+ */
+const pendingApprovalOfLocked = async (
+  tx: Queryable,
+  request: ConversationRef,
+  agent: Pick<AgentRow, 'pending_approval'>,
+): Promise<PendingApproval | null> =>
+  request.conversationId ? lockPendingApproval(tx, request) : agent.pending_approval;
+
 const pendingApprovalError = (pending: PendingApproval) =>
   conflict({
     code: 'PENDING_APPROVAL',
@@ -182,7 +193,7 @@ export async function startAgentStep(
         queued: earlier.status !== 'created',
         agentName: agent.name,
       };
-    const pending = await lockPendingApproval(tx, request);
+    const pending = await pendingApprovalOfLocked(tx, request, agent);
     if (pending) throw pendingApprovalError(pending);
     const row = await insertRun(tx, {
       id: runId,
@@ -291,7 +302,7 @@ export async function answerPausedStep(
   const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
     const agent = await lockAgentRow(tx, agentId);
     if (!agent) throw notFound(`Agent ${agentId}`);
-    const pending = await lockPendingApproval(tx, request);
+    const pending = await pendingApprovalOfLocked(tx, request, agent);
     if (!pending) {
       const earlier = await earlierAnswer(tx, agentId, request.answers);
       if (!earlier) throw invalid(NOTHING_PENDING);

@@ -199,21 +199,22 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
     replyId: string,
     usage: TokenUsage,
   ) => {
-    const { message, callbackUrl } = await db.transaction(async (tx) => {
+    const { turn, callbackUrl } = await db.transaction(async (tx) => {
       const message = await store(tx);
+      const turn = turnOf(message, input);
       // Stored before, by an attempt that ended the run with it.
-      if (message.id !== replyId) return { message, callbackUrl: null };
+      if (message.id !== replyId) return { turn, callbackUrl: null };
       const end = {
         agentId: input.agentId,
         runId: input.runId,
-        stopReason: finalReplyStopReason(message.metadata?.finish_reason as ModelTurn['finishReason']),
+        stopReason: turn.stopReason!,
         usage: addUsage(input.requestUsage, usage),
         pendingToolCallIds: [],
       };
-      return { message, ...(await storeRunEnd(tx, end)) };
+      return { turn, ...(await storeRunEnd(tx, end)) };
     });
     if (callbackUrl) await startRunCallback(startWebhook, input);
-    return turnOf(message, input);
+    return turn;
   };
 
   return {

@@ -169,6 +169,7 @@ export async function startServer(
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+        isolateExecutionTimeoutMs: config.WORKER_ISOLATE_EXECUTION_TIMEOUT_MS,
         deployment,
         activities: options.activities?.({ db }) ?? {
           ...createActivities({

@@ -1,4 +1,9 @@
-import { Worker, type NativeConnection, type WorkerDeploymentOptions } from '@temporalio/worker';
+import {
+  Worker,
+  type NativeConnection,
+  type WorkerDeploymentOptions,
+  type WorkerOptions,
+} from '@temporalio/worker';
 
 export interface AgentWorkerOptions {
   connection: NativeConnection;
@@ -12,6 +17,14 @@ export interface AgentWorkerOptions {
    * paused step needs none: when its answer comes, it is replayed from its history if evicted.
    */
   maxCachedWorkflows: number;
+  /**
+   * How long one activation of a workflow may run before the SDK fails its task (a loop that never
+   * yields); 0: no limit. Node enforces the limit with a watchdog thread started for every entry into
+   * the workflow's V8 context, several per activation, about 0.1 ms each on a VM: a millisecond of
+   * every tool call. The workflows here are ours alone (no user code runs in them), so none is the
+   * default; patches/@temporalio+worker+*.patch makes the SDK take 0 as none.
+   */
+  isolateExecutionTimeoutMs: number;
   /** The deployment version this worker registers (src/temporal/versioning.ts); none: unversioned. */
   deployment?: WorkerDeploymentOptions;
 }
@@ -23,6 +36,9 @@ export interface AgentWorkerOptions {
  */
 const HEARTBEAT_THROTTLE = '1 second';
 
+/** The SDK takes this option, though its type leaves it out ("not exposed at the moment"). */
+const isolateExecutionTimeout = (ms: number) => ({ isolateExecutionTimeout: ms }) as Partial<WorkerOptions>;
+
 /** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -32,13 +48,16 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
     workflowsPath: options.workflowsPath ?? require.resolve('../../workflows'),
     activities: options.activities,
     maxCachedWorkflows: options.maxCachedWorkflows,
+    ...isolateExecutionTimeout(options.isolateExecutionTimeoutMs),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     workerDeploymentOptions: options.deployment,
   });
 }
 
 /** A worker for one tool execution mode's task queue (`tools-sandbox`, `tools-mcp`): activities only. */
-export function createToolWorker(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows'>) {
+export function createToolWorker(
+  options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows' | 'isolateExecutionTimeoutMs'>,
+) {
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

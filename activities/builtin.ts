@@ -17,13 +17,13 @@ export function builtinExecutor({
 }: Pick<ActivityDeps, 'db' | 'web' | 'providers' | 'files'>): ToolExecutor {
   return {
     writesMemory: editsMemory,
-    async execute({ input, agent, args, signal }) {
+    async execute({ input, agent, args, signal, blocks }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);
       const run = async (q: Queryable): Promise<ToolResult> => ({
         status: 'success',
         text: stringifyReturn(
-          await executeBuiltinTool({ db: q, agent, web, providers, files, signal }, name, args),
+          await executeBuiltinTool({ db: q, agent, web, providers, files, signal, blocks }, name, args),
         ),
         untruncated: UNTRUNCATED.has(name),
       });

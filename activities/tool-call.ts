@@ -7,7 +7,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
-import type { AgentRow, ToolRow } from '../src/db/rows';
+import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
 import { readToolCall, type ToolCallRead } from '../src/db/tool-calls';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
@@ -34,6 +34,8 @@ export interface ToolCall {
   signal: AbortSignal;
   /** An MCP tool's server, read with the call; none when it is no longer registered. */
   mcpServer?: McpServerRow;
+  /** A memory-writing tool's: the agent's blocks, read with the call under the agent's memory lock. */
+  blocks?: MemoryBlock[];
 }
 
 export interface ToolResult {
@@ -161,7 +163,7 @@ async function runCall(
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
 ): Promise<ToolOutcome> {
-  const read = await readToolCall(q, input);
+  const read = await readToolCall(q, input, { blocks: executor.writesMemory?.(input.toolName) });
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
@@ -176,6 +178,7 @@ async function runCall(
         args: argumentsOf(read, input, agent, tool),
         signal,
         mcpServer: read.mcpServer,
+        blocks: read.blocks,
       }),
     ),
   );

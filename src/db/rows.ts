@@ -19,6 +19,9 @@ export interface BlockRow {
   updated_at: Date;
 }
 
+/** What a memory edit reads of the agent's blocks. */
+export type MemoryBlock = Pick<BlockRow, 'id' | 'label' | 'value' | 'char_limit' | 'read_only'>;
+
 export interface ToolRow {
   id: string;
   name: string;

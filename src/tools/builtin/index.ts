@@ -8,7 +8,7 @@ import type { Database, Queryable } from '../../db';
 import { agentBlocks, agentSecrets, attachBlocks, lockAgentRow } from '../../db/agents';
 import { insertBlock, updateBlock } from '../../db/blocks';
 import { upsertBuiltinTool } from '../../db/tools';
-import type { AgentRow, BlockRow } from '../../db/rows';
+import type { AgentRow, MemoryBlock } from '../../db/rows';
 import { insertArchival, searchArchival, type Providers } from '../../agent/archival';
 import { DomainError } from '../../errors';
 import { ModelApiError } from '../../llm/types';
@@ -156,8 +156,14 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
  * Applies a memory edit. The caller holds a transaction in which the agent's row is locked
  * (`lockAgentMemory`), so concurrent edits do not race and the edit commits with its record.
  */
-async function editMemory(tx: Queryable, agentId: string, name: string, args: Args): Promise<string | null> {
-  const blocks = await agentBlocks(tx, agentId);
+async function editMemory(
+  tx: Queryable,
+  agentId: string,
+  name: string,
+  args: Args,
+  read?: MemoryBlock[],
+): Promise<string | null> {
+  const blocks = read ?? (await agentBlocks(tx, agentId));
   const edit = EDITS[name](blocks, args);
   await writeEdit(tx, agentId, blocks, edit);
   return edit.result;
@@ -173,7 +179,7 @@ export async function lockAgentMemory(tx: Queryable, agentId: string): Promise<v
 async function writeEdit(
   tx: Queryable,
   agentId: string,
-  blocks: BlockRow[],
+  blocks: MemoryBlock[],
   edit: MemoryEdit,
 ): Promise<void> {
   const block = blocks.find((b) => b.label === edit.label);
@@ -211,6 +217,8 @@ export interface BuiltinToolContext {
   /** The file tools' limits (defaults: Letta's). */
   files?: FileToolSettings;
   signal?: AbortSignal;
+  /** The agent's blocks, when a memory edit read them with its call (under the lock); read here if not. */
+  blocks?: MemoryBlock[];
 }
 
 /** The archival tools: what the agent cannot do (no embedding model, a bad date) is the tool's error. */
@@ -288,6 +296,6 @@ export async function executeBuiltinTool(
     case 'send_message_to_agent_async':
       throw new Error(`${name} runs in the ${builtinMode(name)} execution mode, not in this process`);
     default:
-      return editMemory(db, agent.id, name, args);
+      return editMemory(db, agent.id, name, args, context.blocks);
   }
 }

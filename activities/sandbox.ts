@@ -3,15 +3,9 @@
  * activity of the `tools-sandbox` task queue, whose worker pool can live apart from the agent workers.
  */
 import type { Database } from '../src/db';
-import { agentBlocks, agentSecrets } from '../src/db/agents';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
-import {
-  changedBlocks,
-  runCustomTool,
-  sandboxEnvironments,
-  writeBackMemory,
-} from '../src/tools/custom-tools';
+import { changedBlocks, environmentsOf, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 
@@ -31,22 +25,25 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
 });
 
 /**
- * Runs a custom tool at the version the step resolved when it started. The tool's own failure is its
+ * Runs a custom tool at the version the step resolved when it started, with the agent's blocks,
+ * secrets and sandbox configs read with the call (`readsSandboxContext`). The tool's own failure is its
  * result; a sandbox that cannot run fails the activity, which retries. The block values the tool
  * changed in its `agent_state` are written back with the call's record.
  */
-export function sandboxExecutor({ db, sandboxes, toolTimeoutMs }: SandboxActivityDeps): ToolExecutor {
+export function sandboxExecutor({ sandboxes, toolTimeoutMs }: Omit<SandboxActivityDeps, 'db'>): ToolExecutor {
   return {
-    async execute({ agent, tool, args, signal }) {
+    readsSandboxContext: true,
+    async execute({ agent, tool, args, signal, blocks, sandbox }) {
       if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
+      if (!blocks || !sandbox) throw new Error('a sandboxed call runs with its sandbox context');
       const choices = sandboxes.choicesFor(tool);
-      const [blocks, secrets, environments] = await Promise.all([
-        agentBlocks(db, agent.id),
-        agentSecrets(db, agent.id),
-        sandboxEnvironments(db, choices),
-      ]);
-      const call = { agent: { ...agent, blocks, secrets }, tool, args, defaultTimeoutMs: toolTimeoutMs };
-      const { job, run } = await runCustomTool(choices, environments, call, signal);
+      const call = {
+        agent: { ...agent, blocks, secrets: sandbox.secrets },
+        tool,
+        args,
+        defaultTimeoutMs: toolTimeoutMs,
+      };
+      const { job, run } = await runCustomTool(choices, environmentsOf(sandbox, choices), call, signal);
       const result = resultOf(run);
       // Only a write-back needs the transaction under the agent's lock.
       if (run.status !== 'success' || !changedBlocks(job, run).length) return result;

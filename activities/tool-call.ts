@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
-import { readToolCall, type ToolCallRead } from '../src/db/tool-calls';
+import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
 import { lockAgentMemory } from '../src/tools/builtin';
 import {
@@ -34,8 +34,13 @@ export interface ToolCall {
   signal: AbortSignal;
   /** An MCP tool's server, read with the call; none when it is no longer registered. */
   mcpServer?: McpServerRow;
-  /** A memory-writing tool's: the agent's blocks, read with the call under the agent's memory lock. */
+  /**
+   * The agent's blocks, read with the call: a memory-writing tool's under the agent's memory lock, a
+   * sandboxed tool's for its `agent_state`.
+   */
   blocks?: MemoryBlock[];
+  /** A sandboxed tool's: the agent's secrets and the sandbox configs, read with the call. */
+  sandbox?: SandboxContext;
 }
 
 export interface ToolResult {
@@ -67,6 +72,8 @@ export interface ToolExecutor {
   execute(call: ToolCall): Promise<ToolResult | MemoryWrite>;
   /** Whether calls of the tool named so write memory: then `execute` gives a MemoryWrite. */
   writesMemory?(toolName: string): boolean;
+  /** Whether its calls need the agent's blocks, secrets and sandbox configs (`ToolCall.sandbox`). */
+  readsSandboxContext?: boolean;
 }
 
 export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
@@ -163,7 +170,10 @@ async function runCall(
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
 ): Promise<ToolOutcome> {
-  const read = await readToolCall(q, input, { blocks: executor.writesMemory?.(input.toolName) });
+  const read = await readToolCall(q, input, {
+    blocks: executor.writesMemory?.(input.toolName),
+    sandbox: executor.readsSandboxContext,
+  });
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
@@ -179,6 +189,7 @@ async function runCall(
         signal,
         mcpServer: read.mcpServer,
         blocks: read.blocks,
+        sandbox: read.sandbox,
       }),
     ),
   );

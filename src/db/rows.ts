@@ -19,8 +19,11 @@ export interface BlockRow {
   updated_at: Date;
 }
 
-/** What a memory edit reads of the agent's blocks. */
-export type MemoryBlock = Pick<BlockRow, 'id' | 'label' | 'value' | 'char_limit' | 'read_only'>;
+/** What a memory edit, and a sandboxed tool's `agent_state`, read of the agent's blocks. */
+export type MemoryBlock = Pick<
+  BlockRow,
+  'id' | 'label' | 'value' | 'char_limit' | 'description' | 'read_only'
+>;
 
 export interface ToolRow {
   id: string;

@@ -1,6 +1,7 @@
 /** What running one tool call reads: everything in one statement, before the tool runs. */
 import type { Queryable } from './database';
-import type { AgentRow, MemoryBlock, ToolRow } from './rows';
+import type { AgentRow, MemoryBlock, SandboxConfigRow, SecretRow, ToolRow } from './rows';
+import { decryptSecret } from '../secrets';
 import type { ToolExecution } from './tool-executions';
 import { mcpServerOf, type McpServerRow, type StoredMcpServer } from './mcp-servers';
 
@@ -24,6 +25,32 @@ export interface ToolCallRead {
   mcpServer?: McpServerRow;
   /** The agent's blocks in their order, when asked for (a memory edit's, read under its lock). */
   blocks?: MemoryBlock[];
+  /** A sandboxed call's: the agent's secrets and every sandbox config with its variables, decrypted. */
+  sandbox?: SandboxContext;
+}
+
+export interface SandboxContext {
+  secrets: Pick<SecretRow, 'key' | 'value'>[];
+  configs: { config: SandboxConfigRow; env: Record<string, string> }[];
+}
+
+/** What the statement gives of a sandbox context: JSON, so dates as text and values as stored. */
+interface StoredSandboxContext {
+  secrets: Pick<SecretRow, 'key' | 'value'>[];
+  configs: {
+    config: SandboxConfigRow & { created_at: string; updated_at: string };
+    vars: Pick<SecretRow, 'key' | 'value'>[];
+  }[];
+}
+
+function sandboxContextOf(stored: StoredSandboxContext): SandboxContext {
+  return {
+    secrets: stored.secrets.map(({ key, value }) => ({ key, value: decryptSecret(value) })),
+    configs: stored.configs.map(({ config, vars }) => ({
+      config: { ...config, created_at: new Date(config.created_at), updated_at: new Date(config.updated_at) },
+      env: Object.fromEntries(vars.map(({ key, value }) => [key, decryptSecret(value)])),
+    })),
+  };
 }
 
 type Row = Partial<AgentRow> & {
@@ -32,16 +59,17 @@ type Row = Partial<AgentRow> & {
   call_arguments: string | null;
   call_mcp_server: StoredMcpServer | null;
   call_blocks: MemoryBlock[] | null;
+  call_sandbox: StoredSandboxContext | null;
 };
 
 /**
- * The call's recorded result, its agent, its tool at the step's version, its arguments and MCP server,
- * and with `blocks` the agent's blocks.
+ * The call's recorded result, its agent, its tool at the step's version, its arguments and MCP server;
+ * with `blocks` the agent's blocks, with `sandbox` those and its sandbox context.
  */
 export async function readToolCall(
   db: Queryable,
   key: ToolCallKey,
-  { blocks = false } = {},
+  { blocks = false, sandbox = false } = {},
 ): Promise<ToolCallRead> {
   const [row] = await db.query<Row>(
     `SELECT a.*,
@@ -51,17 +79,24 @@ export async function readToolCall(
          WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
        (SELECT to_jsonb(s) FROM mcp_servers s
          WHERE s.id = t.tool->'metadata'->'mcp'->>'server_id') AS call_mcp_server,
-       CASE WHEN $6 THEN (SELECT coalesce(json_agg(json_build_object('id', b.id, 'label', b.label,
-           'value', b.value, 'char_limit', b.char_limit, 'read_only', b.read_only)
-           ORDER BY ab.position, b.created_at), '[]')
-         FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id WHERE ab.agent_id = $2) END AS call_blocks
+       CASE WHEN $6 OR $7 THEN (SELECT coalesce(json_agg(json_build_object('id', b.id, 'label', b.label,
+           'value', b.value, 'char_limit', b.char_limit, 'description', b.description,
+           'read_only', b.read_only) ORDER BY ab.position, b.created_at), '[]')
+         FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id WHERE ab.agent_id = $2) END AS call_blocks,
+       CASE WHEN $7 THEN json_build_object(
+         'secrets', (SELECT coalesce(json_agg(json_build_object('key', s.key, 'value', s.value) ORDER BY s.key), '[]')
+           FROM agent_secrets s WHERE s.agent_id = $2),
+         'configs', (SELECT coalesce(json_agg(json_build_object('config', to_jsonb(c),
+             'vars', (SELECT coalesce(json_agg(json_build_object('key', v.key, 'value', v.value)
+               ORDER BY v.created_at, v.id), '[]') FROM sandbox_env_vars v WHERE v.sandbox_config_id = c.id))), '[]')
+           FROM sandbox_configs c)) END AS call_sandbox
      FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2
      CROSS JOIN LATERAL (SELECT coalesce(
        (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
        (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS tool) t`,
-    [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId, blocks],
+    [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId, blocks, sandbox],
   );
-  const { call_done, call_tool, call_arguments, call_mcp_server, call_blocks, ...agent } = row;
+  const { call_done, call_tool, call_arguments, call_mcp_server, call_blocks, call_sandbox, ...agent } = row;
   return {
     done: call_done ?? undefined,
     agent: agent.id ? (agent as AgentRow) : undefined,
@@ -69,5 +104,6 @@ export async function readToolCall(
     arguments: call_arguments ?? undefined,
     mcpServer: call_mcp_server ? mcpServerOf(call_mcp_server) : undefined,
     blocks: call_blocks ?? undefined,
+    sandbox: call_sandbox ? sandboxContextOf(call_sandbox) : undefined,
   };
 }

@@ -6,7 +6,8 @@
 import type { Queryable } from '../db';
 import { agentBlocks } from '../db/agents';
 import { updateBlock } from '../db/blocks';
-import type { AgentRecord, BlockRow, ToolRow } from '../db/rows';
+import type { MemoryBlock, SecretRow, ToolRow } from '../db/rows';
+import type { SandboxContext } from '../db/tool-calls';
 import {
   runInFirstAvailable,
   type AgentStateSnapshot,
@@ -22,7 +23,12 @@ import { ToolError } from './tool-error';
 import { toolTimeoutMs } from './tool-timeout';
 
 /** What a tool's run sees of its agent. */
-type ToolAgent = Pick<AgentRecord, 'id' | 'name' | 'blocks' | 'secrets'>;
+interface ToolAgent {
+  id: string;
+  name: string;
+  blocks: Omit<MemoryBlock, 'id'>[];
+  secrets: Pick<SecretRow, 'key' | 'value'>[];
+}
 
 function snapshot(agent: ToolAgent): AgentStateSnapshot {
   return {
@@ -48,13 +54,16 @@ export interface CustomToolCall {
   defaultTimeoutMs: number;
 }
 
-/**
- * The sandbox configs (and their variables) of the places a tool may run, in `choices`' order: read
- * at once, and by a sandboxed call together with its agent's blocks and secrets, so that the reads
- * before the tool runs are one round trip.
- */
+/** The sandbox configs (and their variables) of the places a tool may run, in `choices`' order. */
 export const sandboxEnvironments = (db: Queryable, choices: SandboxChoice[]): Promise<SandboxEnvironment[]> =>
   Promise.all(choices.map((choice) => sandboxEnvironment(db, choice.configType)));
+
+/** The same, from the sandbox context a sandboxed call read with itself (readToolCall). */
+export const environmentsOf = (context: SandboxContext, choices: SandboxChoice[]): SandboxEnvironment[] =>
+  choices.map(
+    (choice) =>
+      context.configs.find(({ config }) => config.type === choice.configType) ?? { config: null, env: {} },
+  );
 
 /**
  * Runs the call where its tool runs (Modal's fallbacks included), each place with the job its own
@@ -143,7 +152,7 @@ export function changedBlocks(job: ToolJob, result: ToolRunResult): { label: str
 export async function writeBackMemory(tx: Queryable, agentId: string, job: ToolJob, result: ToolRunResult) {
   const changed = changedBlocks(job, result);
   if (!changed.length) return;
-  const blocks = new Map<string, BlockRow>((await agentBlocks(tx, agentId)).map((b) => [b.label, b]));
+  const blocks = new Map((await agentBlocks(tx, agentId)).map((b) => [b.label, b]));
   for (const { label, value } of changed) {
     const limit = blocks.get(label)?.char_limit ?? Infinity;
     if (value.length > limit)

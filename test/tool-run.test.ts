@@ -114,6 +114,16 @@ describe('running custom tools in the local sandbox', () => {
       args: { greeting: 'Hello' },
     });
     expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada in Oslo' });
+
+    // Called by the model in a step, the tool sees the same: read with the call, in its own statement.
+    h.stub.enqueue({ toolCalls: [{ name: 'whoami', arguments: { greeting: 'Hi' } }] }, { text: 'Done.' });
+    const step = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Who are you?' }],
+    });
+    expect(step.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+      tool_return: 'Hi Ada in Oslo',
+    });
   });
 
   const versioned = (reply: string) =>

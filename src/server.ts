@@ -30,7 +30,7 @@ import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
-import { createAgentWorker, createToolWorker } from './temporal/worker';
+import { createAgentWorker, createToolWorker, isolateExecutionTimeoutFor } from './temporal/worker';
 import {
   deploymentName,
   gitCommit,
@@ -163,13 +163,19 @@ export async function startServer(
         }),
       };
       const mcpCalls = mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS });
+      const isolateTimeout = isolateExecutionTimeoutFor(config.WORKER_ISOLATE_EXECUTION_TIMEOUT_MS);
+      if (isolateTimeout.fallback)
+        log.warn(
+          { isolateExecutionTimeoutMs: isolateTimeout.ms },
+          'the Temporal SDK is installed without patches/ (npm install applies it): workflow activations keep its watchdog, about a millisecond per tool call',
+        );
       const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-        isolateExecutionTimeoutMs: config.WORKER_ISOLATE_EXECUTION_TIMEOUT_MS,
+        isolateExecutionTimeoutMs: isolateTimeout.ms,
         deployment,
         activities: options.activities?.({ db }) ?? {
           ...createActivities({

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import {
   Worker,
   type NativeConnection,
@@ -35,6 +37,27 @@ export interface AgentWorkerOptions {
  * that long to stop a tool. A heartbeat a second is cheap, and only long calls send more than one.
  */
 const HEARTBEAT_THROTTLE = '1 second';
+
+/** The SDK's own bound on an activation. */
+const SDK_ISOLATE_EXECUTION_TIMEOUT_MS = 5_000;
+
+/**
+ * Whether the SDK takes an isolate execution timeout of 0 as none: patches/, which npm's postinstall
+ * applies. An SDK installed without it (`--ignore-scripts`) would fail every activation on 0.
+ */
+function sdkTakesNoTimeout(): boolean {
+  const vm = path.join(path.dirname(require.resolve('@temporalio/worker')), 'workflow', 'reusable-vm.js');
+  return fs.readFileSync(vm, 'utf8').includes('isolateExecutionTimeoutMs || undefined');
+}
+
+/**
+ * The isolate execution timeout the agent worker gets for the one configured: none (0) stands only where
+ * the SDK takes it; elsewhere the SDK's default does, and `fallback` says so.
+ */
+export function isolateExecutionTimeoutFor(configuredMs: number): { ms: number; fallback: boolean } {
+  if (configuredMs > 0 || sdkTakesNoTimeout()) return { ms: configuredMs, fallback: false };
+  return { ms: SDK_ISOLATE_EXECUTION_TIMEOUT_MS, fallback: true };
+}
 
 /** The SDK takes this option, though its type leaves it out ("not exposed at the moment"). */
 const isolateExecutionTimeout = (ms: number) => ({ isolateExecutionTimeout: ms }) as Partial<WorkerOptions>;

@@ -23,7 +23,7 @@ export interface ToolCallRead {
   arguments?: string;
   /** An MCP tool's server, if it is still registered. */
   mcpServer?: McpServerRow;
-  /** The agent's blocks in their order, when asked for (a memory edit's, read under its lock). */
+  /** The agent's blocks in their order, when asked for: a memory edit's (under its lock), a sandboxed call's. */
   blocks?: MemoryBlock[];
   /** A sandboxed call's: the agent's secrets and every sandbox config with its variables, decrypted. */
   sandbox?: SandboxContext;

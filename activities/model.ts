@@ -227,18 +227,27 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
     {
       // A request's run is running from its first model call, which stores the messages it brought
       // with its reply.
-      const [started] = await Promise.all([
+      const idempotencyKey = `${input.runId}:model:${input.step}`;
+      // The reads, at once on connections of their own, wait for the tool returns to flush (the
+      // transcript holds them), not for the run's start: a request's first call reads as it starts.
+      const reads = flushToolReturns(
+        db,
+        input.agentId,
+        input.runId,
+        input.pendingToolCallIds,
+        input.followUpsFrom,
+      ).then(() =>
+        Promise.all([
+          messageByKey(db, idempotencyKey),
+          getAgent(db, input.agentId),
+          runContext(db, input.runId),
+        ]),
+      );
+      const [started, [stored, agent, { conversationId, summary, transcript }]] = await Promise.all([
         input.step === 0 ? startRunWithInput(db, input.runId) : undefined,
-        flushToolReturns(db, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom),
+        reads,
       ]);
       const requestInput = started ?? [];
-      const idempotencyKey = `${input.runId}:model:${input.step}`;
-      // Read at once, on connections of their own: the transcript the returns just flushed are part of.
-      const [stored, agent, { conversationId, summary, transcript }] = await Promise.all([
-        messageByKey(db, idempotencyKey),
-        getAgent(db, input.agentId),
-        runContext(db, input.runId),
-      ]);
       if (stored) return { ...turnOf(stored, input), ...(await pausedBy(db, stored, input)) };
       if (!agent)
         throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');

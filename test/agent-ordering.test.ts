@@ -11,6 +11,7 @@ import { processesMentioning, type StartedProcess } from './helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
 import { testTemporalAddress } from './helpers/env';
 import { startTestServer, type TestServer } from './helpers/server';
+import { sessionWorkflowIdFor } from '../src/agent/steps';
 
 type ChatMessage = ChatRequest['messages'][number];
 
@@ -251,6 +252,34 @@ describe('a bounded queue per agent', () => {
     await send('m2');
     await expect(send('m3')).rejects.toMatchObject({ status: 409 });
     expect((await running).stop_reason.stop_reason).toBe('end_turn');
+  });
+});
+
+describe("an agent's session that ended idle", () => {
+  const h = useAgentServer('openai', { AGENT_SESSION_IDLE_MS: '300' });
+
+  it('is started again by the next message, which is answered like the first', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const session = h.server.steps.temporal.workflow.getHandle(
+      sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null),
+    );
+    const send = (content: string) =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] });
+
+    expect((await send('first')).stop_reason.stop_reason).toBe('end_turn');
+    const firstRun = (await session.describe()).runId;
+    await eventually(
+      async () => (await session.describe()).status.name,
+      (status) => status === 'COMPLETED',
+    );
+    expect((await send('second')).stop_reason.stop_reason).toBe('end_turn');
+    const second = await h.server.steps.temporal.workflow.getHandle(session.workflowId).describe();
+    expect(second.runId).not.toBe(firstRun);
+    const texts = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
+    expect(texts.filter((m) => m.message_type === 'user_message').map((m) => m.content)).toEqual([
+      'first',
+      'second',
+    ]);
   });
 });
 

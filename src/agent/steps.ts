@@ -259,24 +259,27 @@ function stepMetadata(agentName: string, runId: string, request: StepRequest, me
   return { summary: text ? `${agentName}: ${text}` : agentName, details: details.join('\n\n') };
 }
 
-/** The step's update to its conversation's session, which the update starts if it does not run. */
+/**
+ * The step's update to its conversation's session, which the update starts if it does not run. A
+ * running session takes a plain update, about a millisecond quicker than update-with-start (which the
+ * server persists as a new workflow task rather than a speculative one): only a conversation idle past
+ * AGENT_SESSION_IDLE_MS pays for the refused try. Both carry the run's id as the update's id, so one
+ * that reached the session before its answer was lost is not queued twice.
+ */
 async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedStep): Promise<void> {
-  const { agentId } = step.input;
-  const { config } = ctx;
-  const session = new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
-    workflowId: sessionId,
-    taskQueue: ctx.taskQueues.agent,
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    args: [{ agentId, idleMs: config.AGENT_SESSION_IDLE_MS, maxStepsPerRun: SESSION_STEPS_PER_RUN }],
-    typedSearchAttributes: [{ key: agentIdKey, value: agentId }],
-    staticSummary: `Session of ${agentId}: its steps, one at a time`,
-  });
+  const update = { args: [step] as [QueuedStep], updateId: step.input.runId };
   try {
-    await ctx.temporal.workflow.executeUpdateWithStart(enqueueStepUpdate, {
-      args: [step],
-      updateId: step.input.runId,
-      startWorkflowOperation: session,
-    });
+    try {
+      await ctx.temporal.workflow
+        .getHandle<typeof agentSession>(sessionId)
+        .executeUpdate(enqueueStepUpdate, update);
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      await ctx.temporal.workflow.executeUpdateWithStart(enqueueStepUpdate, {
+        ...update,
+        startWorkflowOperation: sessionStart(ctx, sessionId, step.input.agentId),
+      });
+    }
   } catch (error) {
     const cause = (error as { cause?: unknown }).cause;
     if (
@@ -288,6 +291,17 @@ async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedSte
     throw error;
   }
 }
+
+/** A conversation's session, started by the update of its first step (or joined, if one runs by then). */
+const sessionStart = (ctx: StepServices, sessionId: string, agentId: string) =>
+  new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
+    workflowId: sessionId,
+    taskQueue: ctx.taskQueues.agent,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: [{ agentId, idleMs: ctx.config.AGENT_SESSION_IDLE_MS, maxStepsPerRun: SESSION_STEPS_PER_RUN }],
+    typedSearchAttributes: [{ key: agentIdKey, value: agentId }],
+    staticSummary: `Session of ${agentId}: its steps, one at a time`,
+  });
 
 /**
  * Answers the step the agent is paused in. The answer must cover exactly the pending calls; it is

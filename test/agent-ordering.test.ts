@@ -275,11 +275,9 @@ describe("an agent's session that ended idle", () => {
     expect((await send('second')).stop_reason.stop_reason).toBe('end_turn');
     const second = await h.server.steps.temporal.workflow.getHandle(session.workflowId).describe();
     expect(second.runId).not.toBe(firstRun);
-    const texts = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
-    expect(texts.filter((m) => m.message_type === 'user_message').map((m) => m.content)).toEqual([
-      'first',
-      'second',
-    ]);
+    const stored = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
+    const userTexts = stored.flatMap((m) => (m.message_type === 'user_message' ? [m.content] : []));
+    expect(userTexts).toEqual(['first', 'second']);
   });
 });
 

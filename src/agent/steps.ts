@@ -263,8 +263,8 @@ function stepMetadata(agentName: string, runId: string, request: StepRequest, me
  * The step's update to its conversation's session, which the update starts if it does not run. A
  * running session takes a plain update, about a millisecond quicker than update-with-start (which the
  * server persists as a new workflow task rather than a speculative one): only a conversation idle past
- * AGENT_SESSION_IDLE_MS pays for the refused try. Both carry the run's id as the update's id, so one
- * that reached the session before its answer was lost is not queued twice.
+ * AGENT_SESSION_IDLE_MS pays for the refused try. Both carry the run's id as the update's id: a
+ * session takes a step once, however often it is sent.
  */
 async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedStep): Promise<void> {
   const update = { args: [step] as [QueuedStep], updateId: step.input.runId };

@@ -11,7 +11,7 @@ import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
 import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
 import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
-import { lockAgentMemory } from '../src/tools/builtin';
+import { agentLock } from '../src/db/agents';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
   friendlyError,
@@ -148,17 +148,14 @@ async function recordResult(
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   return (input: ToolCallInput): Promise<ToolOutcome> => {
+    const memoryLock = agentLock(input.agentId);
     if (executor.writesMemory?.(input.toolName))
-      return db.transaction(async (tx) => {
-        await lockAgentMemory(tx, input.agentId);
-        return runCall(tx, input, executor, (record) => record(tx));
-      });
+      return db.transaction((tx) => runCall(tx, input, executor, (record) => record(tx)), memoryLock);
     return runCall(db, input, executor, (record) =>
       db.transaction(async (tx) => {
-        await lockAgentMemory(tx, input.agentId);
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
-      }),
+      }, memoryLock),
     );
   };
 }

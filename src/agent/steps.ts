@@ -13,7 +13,7 @@ import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import type { TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
-import { lockAgentRow } from '../db/agents';
+import { agentLock } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
 import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
@@ -181,33 +181,35 @@ export async function startAgentStep(
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const runId = request.runId ?? newId('run');
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
-  const { run, context, queued, agentName } = await ctx.db.transaction(async (tx) => {
-    const agent = await lockAgentRow(tx, request.agentId);
-    if (!agent) throw notFound(`Agent ${request.agentId}`);
-    const earlier = request.runId ? await getRun(tx, runId) : undefined;
-    // Started already: queued again, it would run twice (its session may have ended since).
-    if (earlier)
-      return {
-        run: earlier,
-        context: await resolveStepContext(tx, agent),
-        queued: earlier.status !== 'created',
-        agentName: agent.name,
-      };
-    const pending = await pendingApprovalOfLocked(tx, request, agent);
-    if (pending) throw pendingApprovalError(pending);
-    const row = await insertRun(tx, {
-      id: runId,
-      agent_id: request.agentId,
-      background: request.background,
-      metadata: { ...request.metadata, run_type: request.runType },
-      request_config: requestConfig(request),
-      workflow_id: workflowId,
-      input: request.userMessages,
-      conversation_id: request.conversationId,
-      callback_url: request.callbackUrl ?? null,
-    });
-    return { run: row, context: await resolveStepContext(tx, agent), queued: false, agentName: agent.name };
-  });
+  const { run, context, queued, agentName } = await ctx.db.transaction(
+    async (tx, [agent]: (AgentRow | undefined)[]) => {
+      if (!agent) throw notFound(`Agent ${request.agentId}`);
+      const earlier = request.runId ? await getRun(tx, runId) : undefined;
+      // Started already: queued again, it would run twice (its session may have ended since).
+      if (earlier)
+        return {
+          run: earlier,
+          context: await resolveStepContext(tx, agent),
+          queued: earlier.status !== 'created',
+          agentName: agent.name,
+        };
+      const pending = await pendingApprovalOfLocked(tx, request, agent);
+      if (pending) throw pendingApprovalError(pending);
+      const row = await insertRun(tx, {
+        id: runId,
+        agent_id: request.agentId,
+        background: request.background,
+        metadata: { ...request.metadata, run_type: request.runType },
+        request_config: requestConfig(request),
+        workflow_id: workflowId,
+        input: request.userMessages,
+        conversation_id: request.conversationId,
+        callback_url: request.callbackUrl ?? null,
+      });
+      return { run: row, context: await resolveStepContext(tx, agent), queued: false, agentName: agent.name };
+    },
+    agentLock(request.agentId),
+  );
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
   const alive = stepLiveness(ctx, sessionId, workflowId);
   if (queued) return { run, alive };
@@ -313,36 +315,38 @@ export async function answerPausedStep(
   request: AnswerRequest,
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const { agentId } = request;
-  const { answered, workflowId, repeated } = await ctx.db.transaction(async (tx) => {
-    const agent = await lockAgentRow(tx, agentId);
-    if (!agent) throw notFound(`Agent ${agentId}`);
-    const pending = await pendingApprovalOfLocked(tx, request, agent);
-    if (!pending) {
-      const earlier = await earlierAnswer(tx, agentId, request.answers);
-      if (!earlier) throw invalid(NOTHING_PENDING);
-      if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
-      const run = await getRun(tx, earlier.answered.runId);
-      const answered = { ...earlier.answered, context: await resolveStepContext(tx, agent) };
-      return { answered, workflowId: run!.workflow_id, repeated: true };
-    }
-    const answers = withLegacyIds(pending, request.answers);
-    const mismatch = answersMismatch(pending, answers);
-    if (mismatch) throw invalid(mismatch);
-    const recorded = await recordAnswer(tx, {
-      agentId,
-      pending,
-      answers,
-      followUps: request.followUps,
-      runId: newId('run'),
-      newRun: {
-        background: request.background,
-        metadata: { run_type: request.runType },
-        request_config: requestConfig(request),
-      },
-    });
-    const context = await resolveStepContext(tx, agent);
-    return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
-  });
+  const { answered, workflowId, repeated } = await ctx.db.transaction(
+    async (tx, [agent]: (AgentRow | undefined)[]) => {
+      if (!agent) throw notFound(`Agent ${agentId}`);
+      const pending = await pendingApprovalOfLocked(tx, request, agent);
+      if (!pending) {
+        const earlier = await earlierAnswer(tx, agentId, request.answers);
+        if (!earlier) throw invalid(NOTHING_PENDING);
+        if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
+        const run = await getRun(tx, earlier.answered.runId);
+        const answered = { ...earlier.answered, context: await resolveStepContext(tx, agent) };
+        return { answered, workflowId: run!.workflow_id, repeated: true };
+      }
+      const answers = withLegacyIds(pending, request.answers);
+      const mismatch = answersMismatch(pending, answers);
+      if (mismatch) throw invalid(mismatch);
+      const recorded = await recordAnswer(tx, {
+        agentId,
+        pending,
+        answers,
+        followUps: request.followUps,
+        runId: newId('run'),
+        newRun: {
+          background: request.background,
+          metadata: { run_type: request.runType },
+          request_config: requestConfig(request),
+        },
+      });
+      const context = await resolveStepContext(tx, agent);
+      return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
+    },
+    agentLock(agentId),
+  );
   const handle = ctx.temporal.workflow.getHandle<typeof agentStep>(workflowId);
   try {
     await handle.signal(approvalAnsweredSignal, answered);

@@ -19,7 +19,14 @@ export interface Subscription {
 /** PostgreSQL behind one interface, whether a server (`pg`) or embedded (PGlite): same SQL either way. */
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in a transaction. An `opening` statement (no parameters: a lock, see `agentLock`) goes
+   * to the server with the BEGIN, in one round trip, and `work` gets its rows.
+   */
+  transaction<T, Row = Record<string, unknown>>(
+    work: (tx: Queryable, opened: Row[]) => Promise<T>,
+    opening?: string,
+  ): Promise<T>;
   /** Hands each NOTIFY payload of `channel` to `onPayload`. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<Subscription>;
   close(): Promise<void>;
@@ -78,11 +85,10 @@ export function connectPostgres(connectionString: string, poolSize = 10): Databa
   return {
     kind: 'postgres',
     ...wrapPgClient(pool),
-    async transaction(work) {
+    async transaction(work, opening) {
       const client = await pool.connect();
       try {
-        await client.query('BEGIN');
-        const result = await work(wrapPgClient(client));
+        const result = await work(wrapPgClient(client), await begin(client, opening));
         await client.query('COMMIT');
         return result;
       } catch (error) {
@@ -95,6 +101,16 @@ export function connectPostgres(connectionString: string, poolSize = 10): Databa
     listen: (channel, onPayload) => listenOn(connectionString, channel, onPayload),
     close: () => pool.end(),
   };
+}
+
+/** BEGIN, with the transaction's opening statement in the same script: one round trip for both. */
+async function begin<Row>(client: pg.PoolClient, opening?: string): Promise<Row[]> {
+  if (!opening) {
+    await client.query('BEGIN');
+    return [];
+  }
+  const [, opened] = (await client.query(`BEGIN; ${opening}`)) as unknown as pg.QueryResult[];
+  return opened.rows as Row[];
 }
 
 /** LISTEN needs a connection of its own, outside the pool: it stays subscribed as long as it lives. */
@@ -139,7 +155,10 @@ export async function openPglite(dir: string): Promise<Database> {
   return {
     kind: 'pglite',
     ...wrapPglite(db),
-    transaction: (work) => db.transaction((tx) => work(wrapPglite(tx))),
+    transaction: (work, opening) =>
+      db.transaction(async (tx) =>
+        work(wrapPglite(tx), opening ? (await tx.query<never>(opening)).rows : []),
+      ),
     async listen(channel, onPayload) {
       const unlisten = await db.listen(channel, onPayload);
       let end = () => {};

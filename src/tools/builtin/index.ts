@@ -5,7 +5,7 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import { agentBlocks, agentSecrets, attachBlocks, lockAgentRow } from '../../db/agents';
+import { agentBlocks, agentSecrets, attachBlocks } from '../../db/agents';
 import { insertBlock, updateBlock } from '../../db/blocks';
 import { upsertBuiltinTool } from '../../db/tools';
 import type { AgentRow, MemoryBlock } from '../../db/rows';
@@ -154,7 +154,7 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
 
 /**
  * Applies a memory edit. The caller holds a transaction in which the agent's row is locked
- * (`lockAgentMemory`), so concurrent edits do not race and the edit commits with its record.
+ * (`agentLock`), so concurrent edits do not race and the edit commits with its record.
  */
 async function editMemory(
   tx: Queryable,
@@ -171,10 +171,6 @@ async function editMemory(
 
 /** Tools whose effect is a database write: run them in a transaction that also records the call. */
 export const editsMemory = (name: string) => name in EDITS;
-
-export async function lockAgentMemory(tx: Queryable, agentId: string): Promise<void> {
-  await lockAgentRow(tx, agentId);
-}
 
 async function writeEdit(
   tx: Queryable,
@@ -207,7 +203,7 @@ export interface WebSettings {
   exa: ExaSettings;
 }
 
-/** What a built-in tool runs against: for memory edits, a transaction holding `lockAgentMemory`. */
+/** What a built-in tool runs against: for memory edits, a transaction holding `agentLock`. */
 export interface BuiltinToolContext {
   db: Queryable;
   agent: AgentRow;

@@ -96,9 +96,9 @@ export async function getAgentRow(db: Queryable, id: string): Promise<AgentRow |
   return row;
 }
 
-/** The agent's row, locked until the transaction ends (its pending approval changes under this lock). */
 /**
- * The statement that locks an agent's row and reads it, for a transaction to open with
+ * The statement that reads an agent's row and locks it until the transaction ends (its pending
+ * approval and its memory change under this lock), for a transaction to open with
  * (`Database.transaction`): sent with the BEGIN, it saves a round trip. Without parameters, so the id
  * is quoted into it.
  */

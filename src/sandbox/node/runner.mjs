@@ -77,7 +77,17 @@ async function send(result, marker) {
   await new Promise((resolve) => process.stdout.write(frame, resolve));
 }
 
-const job = JSON.parse(fs.readFileSync(0, 'utf8'));
+/**
+ * The job, stdin read to its end. Not with a read of fd 0 at once: where stdin does not block (an
+ * exec's in Modal's sandboxes, say), that fails with EAGAIN whenever the job has not arrived yet.
+ */
+async function readJob() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+const job = await readJob();
 await send(await run(job), job.marker);
 // Timers or sockets the tool left open must not keep it running once it has answered.
 process.exit(0);

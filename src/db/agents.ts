@@ -135,16 +135,16 @@ export async function agentSecrets(db: Queryable, agentId: string): Promise<Secr
   return rows.map((row) => ({ ...row, value: decryptSecret(row.value) }));
 }
 
+/** The agent with its blocks, tools, secrets and directories, all read at once (one round trip on a pool). */
 export async function getAgent(db: Queryable, id: string): Promise<AgentRecord | undefined> {
-  const row = await getAgentRow(db, id);
-  if (!row) return undefined;
-  const [blocks, tools, secrets, directories] = await Promise.all([
+  const [row, blocks, tools, secrets, directories] = await Promise.all([
+    getAgentRow(db, id),
     agentBlocks(db, id),
     agentTools(db, id),
     agentSecrets(db, id),
     agentDirectories(db, id),
   ]);
-  return { ...row, blocks, tools, secrets, directories };
+  return row && { ...row, blocks, tools, secrets, directories };
 }
 
 /** Agents, newest first by default, optionally filtered by name or tags. */

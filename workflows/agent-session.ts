@@ -3,8 +3,8 @@
  * an Update (with update-with-start when no session runs: the first message starts it), which queues
  * the step in arrival order, as Temporal saw the updates; the session runs the queued steps one at a
  * time, each as a child `agentStep` workflow, waiting for one to end (a pause for approval included)
- * before it starts the next. So two tabs, a retrying client or two API replicas can never run two steps of one agent at once,
- * and every step sees the history the one before it left.
+ * before it starts the next. So two tabs, a retrying client or two API replicas can never run two
+ * steps of one agent at once, and every step sees the history the one before it left.
  *
  * A cancel is an Update too: it drops queued steps and cancels the running one, and completes only
  * once they have ended. The session continues as new when Temporal suggests it, carrying its queue, and

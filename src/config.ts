@@ -133,6 +133,7 @@ export const ConfigSchema = z.object({
   AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
   WORKER_ISOLATE_EXECUTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(0),
+  WORKFLOW_STACK_TRACES: flag.default(false),
   // Worker versioning (src/temporal/versioning.ts): the build id of this release, and who makes it current.
   WORKER_BUILD_ID: optional(
     z

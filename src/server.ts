@@ -176,6 +176,7 @@ export async function startServer(
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         isolateExecutionTimeoutMs: isolateTimeout.ms,
+        stackTraces: config.WORKFLOW_STACK_TRACES,
         deployment,
         activities: options.activities?.({ db }) ?? {
           ...createActivities({

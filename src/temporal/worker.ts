@@ -27,6 +27,13 @@ export interface AgentWorkerOptions {
    * default; patches/@temporalio+worker+*.patch makes the SDK take 0 as none.
    */
   isolateExecutionTimeoutMs: number;
+  /**
+   * Whether the Temporal UI's Stack Trace tab (the `__stack_trace` query) works for our workflows. The
+   * SDK records it with a promise hook that captures and source-maps a stack trace for every promise
+   * workflow code creates: half of a tool call's activation on the workflow thread (0.9 against
+   * 0.4 ms, bench/where-the-time-goes.md). patches/ lets the SDK leave the hook out.
+   */
+  stackTraces: boolean;
   /** The deployment version this worker registers (src/temporal/versioning.ts); none: unversioned. */
   deployment?: WorkerDeploymentOptions;
 }
@@ -62,8 +69,16 @@ export function isolateExecutionTimeoutFor(configuredMs: number): { ms: number; 
 /** The SDK takes this option, though its type leaves it out ("not exposed at the moment"). */
 const isolateExecutionTimeout = (ms: number) => ({ isolateExecutionTimeout: ms }) as Partial<WorkerOptions>;
 
+/**
+ * Read by the patched SDK in its workflow threads, which Worker.create spawns with a copy of this
+ * environment (patched to pass it explicitly: a test runner's sandboxed `process.env` is not the one
+ * Node would copy by default).
+ */
+const PROMISE_HOOK_SWITCH = 'TEMPORAL_WORKFLOW_PROMISE_HOOK';
+
 /** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
+  process.env[PROMISE_HOOK_SWITCH] = options.stackTraces ? 'on' : 'off';
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -79,7 +94,10 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
 
 /** A worker for one tool execution mode's task queue (`tools-sandbox`, `tools-mcp`): activities only. */
 export function createToolWorker(
-  options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows' | 'isolateExecutionTimeoutMs'>,
+  options: Omit<
+    AgentWorkerOptions,
+    'workflowsPath' | 'maxCachedWorkflows' | 'isolateExecutionTimeoutMs' | 'stackTraces'
+  >,
 ) {
   return Worker.create({
     connection: options.connection,

@@ -1,4 +1,5 @@
 import type { Database } from '../src/db';
+import type { ConversationRef } from '../src/db/conversations';
 import type { WebhookSubject } from './contracts';
 import type { Logger } from '../src/logger';
 import type { ModelProvider } from '../src/llm/types';
@@ -14,6 +15,8 @@ export interface ActivityDeps {
   web: WebSettings;
   /** Starts the delivery of a webhook (src/agent/webhooks.ts): a run's callback, an approval notice. */
   startWebhook: (subject: WebhookSubject) => Promise<void>;
+  /** Tells a conversation's session that the step it waited for gave the lane back (src/db/lanes.ts). */
+  laneReleased: (scope: ConversationRef) => Promise<void>;
   /** The file tools' limits (unset: Letta's). */
   files?: FileToolSettings;
 }

@@ -168,7 +168,7 @@ function tokenStream(
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({ db, providers, log, startWebhook }: ActivityDeps) {
+export function modelActivities({ db, providers, log, startWebhook, laneReleased }: ActivityDeps) {
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -199,11 +199,11 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
     replyId: string,
     usage: TokenUsage,
   ) => {
-    const { turn, callbackUrl } = await db.transaction(async (tx) => {
+    const { turn, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
       const message = await store(tx);
       const turn = turnOf(message, input);
       // Stored before, by an attempt that ended the run with it.
-      if (message.id !== replyId) return { turn, callbackUrl: null };
+      if (message.id !== replyId) return { turn, callbackUrl: null, laneWaited: undefined };
       const end = {
         agentId: input.agentId,
         runId: input.runId,
@@ -213,6 +213,7 @@ export function modelActivities({ db, providers, log, startWebhook }: ActivityDe
       };
       return { turn, ...(await storeRunEnd(tx, end)) };
     });
+    if (laneWaited) await laneReleased(laneWaited);
     if (callbackUrl) await startRunCallback(startWebhook, input);
     return turn;
   };

@@ -11,6 +11,7 @@ import type { ActivityDeps } from './deps';
 import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from './contracts';
 import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
+import { releaseLane } from '../src/db/lanes';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -23,10 +24,11 @@ export function runStatusFor(stopReason: string): RunStatus {
 /**
  * Stores a run's end in `tx`, a transaction that locks the run's row first (its notification goes out
  * with the tool message): a cancelled run also releases a pause its model call may have entered
- * meanwhile.
+ * meanwhile. The run ends its step, which gives its conversation's lane back: `waited` when its
+ * session waits for it (laneWaitedOn tells it).
  */
 export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
-  const outcome = await storeRunOutcome(tx, input.runId, {
+  const { lane, ...outcome } = await storeRunOutcome(tx, input.runId, {
     status: runStatusFor(input.stopReason),
     stopReason: input.stopReason,
     usage: usageRecord(input.usage),
@@ -35,7 +37,9 @@ export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
   if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
   await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
   await setLastStopReason(tx, input.agentId, input.stopReason);
-  return outcome;
+  const scope = { agentId: input.agentId, conversationId: lane?.conversation_id ?? null };
+  const { waited } = lane ? await releaseLane(tx, scope, lane.workflow_id) : { waited: false };
+  return { ...outcome, laneWaited: waited ? scope : undefined };
 }
 
 /** The run's callback: its delivery is a workflow of its own, started once however often this runs. */
@@ -44,7 +48,7 @@ export const startRunCallback = (
   run: { runId: string; agentId: string },
 ) => startWebhook({ kind: 'run_callback', id: run.runId, agentId: run.agentId });
 
-export function runActivities({ db, startWebhook }: ActivityDeps) {
+export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) {
   return {
     /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
@@ -91,7 +95,8 @@ export function runActivities({ db, startWebhook }: ActivityDeps) {
 
     /** Ends the run (see storeRunEnd); its callback's delivery starts from here. */
     async finishRun(input: FinishRunInput): Promise<void> {
-      const { callbackUrl } = await db.transaction((tx) => storeRunEnd(tx, input));
+      const { callbackUrl, laneWaited } = await db.transaction((tx) => storeRunEnd(tx, input));
+      if (laneWaited) await laneReleased(laneWaited);
       if (callbackUrl) await startRunCallback(startWebhook, input);
     },
   };

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { agentMessageActivities } from '../activities/agent-messages';
-import type { StepServices } from './agent/steps';
+import { laneActivities } from '../activities/lanes';
+import { signalLaneReleased, type StepServices } from './agent/steps';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
@@ -186,11 +187,13 @@ export async function startServer(
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
             startWebhook: (subject) => startWebhook(steps, subject),
+            laneReleased: (scope) => signalLaneReleased(steps, scope),
           }),
           // Sandboxed and MCP calls run here as local activities (LOCAL_TOOL_CALLS).
           ...sandboxed,
           ...mcpCalls,
           ...agentMessageActivities(steps),
+          ...laneActivities(steps),
           ...scheduleActivities(steps),
           ...webhookActivities({
             db,

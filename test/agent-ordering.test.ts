@@ -11,6 +11,7 @@ import { processesMentioning, type StartedProcess } from './helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
 import { testTemporalAddress } from './helpers/env';
 import { startTestServer, type TestServer } from './helpers/server';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { sessionWorkflowIdFor } from '../src/agent/steps';
 
 type ChatMessage = ChatRequest['messages'][number];
@@ -255,29 +256,75 @@ describe('a bounded queue per agent', () => {
   });
 });
 
-describe("an agent's session that ended idle", () => {
+describe("a conversation's lane: steps of an idle one start without its session", () => {
   const h = useAgentServer('openai', { AGENT_SESSION_IDLE_MS: '300' });
-
-  it('is started again by the next message, which is answered like the first', async () => {
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
-    const session = h.server.steps.temporal.workflow.getHandle(
-      sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null),
+  const sessionOf = (agentId: string) =>
+    h.server.steps.temporal.workflow.getHandle(
+      sessionWorkflowIdFor(h.server.steps.deploymentId, agentId, null),
     );
-    const send = (content: string) =>
-      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] });
+  const sendTo = (agentId: string) => (content: string) =>
+    h.client.agents.messages.create(agentId, { messages: [{ role: 'user', content }] });
+  /** Sends a message whose model call takes a while, and waits until that call has begun; then its answer. */
+  const slowStep = async (send: (content: string) => Promise<unknown>, content: string, delayMs: number) => {
+    h.stub.enqueue({ text: 'slow', delayMs });
+    const seen = h.stub.requests.length;
+    const answered = send(content);
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > seen,
+    );
+    return { answered };
+  };
+  const userTexts = async (agentId: string) =>
+    (await h.client.agents.messages.list(agentId, { order: 'asc' }))
+      .getPaginatedItems()
+      .flatMap((m) => (m.message_type === 'user_message' ? [m.content] : []));
+
+  it('queues a message behind a step the API started, in a session that ends idle and starts again', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const session = sessionOf(agent.id);
+    const send = sendTo(agent.id);
 
     expect((await send('first')).stop_reason.stop_reason).toBe('end_turn');
-    const firstRun = (await session.describe()).runId;
+    await expect(session.describe()).rejects.toThrow(WorkflowNotFoundError);
+
+    // 'third' waits in a session for the lane 'second' holds, and is woken as 'second' gives it back.
+    const second = (await slowStep(send, 'second', 1_000)).answered;
+    expect((await send('third')).stop_reason.stop_reason).toBe('end_turn');
+    await second;
+    const firstSession = (await session.describe()).runId;
     await eventually(
       async () => (await session.describe()).status.name,
       (status) => status === 'COMPLETED',
     );
-    expect((await send('second')).stop_reason.stop_reason).toBe('end_turn');
-    const second = await h.server.steps.temporal.workflow.getHandle(session.workflowId).describe();
-    expect(second.runId).not.toBe(firstRun);
-    const stored = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
-    const userTexts = stored.flatMap((m) => (m.message_type === 'user_message' ? [m.content] : []));
-    expect(userTexts).toEqual(['first', 'second']);
+
+    const fourth = (await slowStep(send, 'fourth', 500)).answered;
+    expect((await send('fifth')).stop_reason.stop_reason).toBe('end_turn');
+    await fourth;
+    expect((await session.describe()).runId).not.toBe(firstSession);
+    expect(await userTexts(agent.id)).toEqual(['first', 'second', 'third', 'fourth', 'fifth']);
+  });
+
+  it('takes the lane back from a step terminated in the Temporal UI: its run failed, the next one answered', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const send = sendTo(agent.id);
+    h.stub.enqueue({ text: 'never read', delayMs: 5_000 });
+    const stuck = await h.client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'stuck' }],
+    });
+    await eventually(
+      async () => (await h.client.runs.retrieve(stuck.id)).status,
+      (status) => status === 'running',
+    );
+    const workflowId = (
+      await h.server.db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [
+        stuck.id,
+      ])
+    )[0].workflow_id;
+    await h.server.steps.temporal.workflow.getHandle(workflowId).terminate('test');
+
+    expect((await send('after')).stop_reason.stop_reason).toBe('end_turn');
+    expect(await h.client.runs.retrieve(stuck.id)).toMatchObject({ status: 'failed', stop_reason: 'error' });
   });
 });
 

@@ -56,6 +56,7 @@ describe('activities retried after doing their work', () => {
       providers: providerRegistry(config),
       web: WEB,
       startWebhook: async (subject) => void webhooks.push(subject),
+      laneReleased: async () => {},
     });
   });
   afterAll(async () => {
@@ -255,6 +256,7 @@ describe('activities retried after doing their work', () => {
         providers: providerRegistry(config),
         web: WEB,
         startWebhook: async (subject) => void webhooks.push(subject),
+        laneReleased: async () => {},
       });
       const calls = await Promise.all(
         Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {

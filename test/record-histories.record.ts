@@ -407,6 +407,37 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  record('session-waits-for-lane', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ text: 'Slow.', delayMs: 1_000 }, { text: 'Queued.' });
+    const seen = h.stub.requests.length;
+    const first = h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'first' }],
+    });
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > seen,
+    );
+    // The first holds the lane (the API started it): the second waits for it in a session.
+    const second = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'second' }],
+    });
+    expect(second.stop_reason.stop_reason).toBe('end_turn');
+    expect((await first).stop_reason.stop_reason).toBe('end_turn');
+    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const events = await historyWhen(sessionId, (e) =>
+      e.some((event) => event.childWorkflowExecutionCompletedEventAttributes),
+    );
+    expect(
+      events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'laneReleased'),
+    ).toBe(true);
+    await save(
+      'session-waits-for-lane',
+      'running: an agentSession whose step waited for the lane a step the API started held (laneReleased signal), then ran as its child',
+      events,
+    );
+  });
+
   record('step-agent-message', async () => {
     const multiAgent = { include_multi_agent_tools: true };
     const [asker, expert] = await Promise.all([

@@ -6,6 +6,11 @@
  * before it starts the next. So two tabs, a retrying client or two API replicas can never run two
  * steps of one agent at once, and every step sees the history the one before it left.
  *
+ * A step runs only while it holds its conversation's lane (src/db/lanes.ts): the API starts a message's
+ * step itself, without the session, when the conversation is idle; the session takes the lane before
+ * each step it starts, and waits while a step the API started holds it (its end signals
+ * `laneReleased`; a holder that died without giving it back is found on a look every LANE_LOOK).
+ *
  * A cancel is an Update too: it drops queued steps and cancels the running one, and completes only
  * once they have ended. The session continues as new when Temporal suggests it, carrying its queue, and
  * ends when no message came for a while (the next message starts it again).
@@ -17,6 +22,8 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  isCancellation,
+  patched,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -25,17 +32,24 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
+import type { laneActivities } from '../activities/lanes';
 import { agentStep } from './agent-step';
 import type { AgentSessionInput, QueuedStep } from '../activities/contracts';
-import { cancelStepsUpdate, enqueueStepUpdate } from './messages';
-import { agentIdKey, runIdKey } from './search-attributes';
+import { cancelStepsUpdate, enqueueStepUpdate, laneReleasedSignal } from './messages';
+import { stepWorkflowOptions } from './step-options';
 
-type Activities = ReturnType<typeof createActivities>;
+type Activities = ReturnType<typeof createActivities> & ReturnType<typeof laneActivities>;
 
-const { cancelQueuedRuns } = proxyLocalActivities<Activities>({
+const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
 });
+
+/** Histories from before lanes started each step at once: they replay so. */
+const LANES = 'conversation-lanes';
+
+/** How often a session waiting for its lane looks whether the holder is still alive. */
+const LANE_LOOK = '10 seconds';
 
 /** Refusals the API turns into HTTP answers (see src/agent/steps.ts). */
 export const QUEUE_FULL = 'AgentQueueFull';
@@ -44,6 +58,26 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
   const queue: QueuedStep[] = [...(input.queue ?? [])];
   /** The step running now, and how to cancel it. */
   let running: { step: QueuedStep; scope: CancellationScope; ended: Promise<unknown> } | undefined;
+  let laneReleased = false;
+  /** Whether the step taken off the queue still waits for its lane: it counts as queued. */
+  let awaitingLane = false;
+  setHandler(laneReleasedSignal, () => void (laneReleased = true));
+
+  /** Takes the step's lane, waiting while another step holds it. */
+  const waitForLane = async (step: QueuedStep) => {
+    const turn = { agentId: input.agentId, runId: step.input.runId, workflowId: step.workflowId };
+    awaitingLane = true;
+    try {
+      for (;;) {
+        laneReleased = false;
+        if (await takeLaneTurn(turn)) return;
+        setCurrentDetails(`${step.input.runId} waits for the step that holds its conversation`);
+        await condition(() => laneReleased, LANE_LOOK);
+      }
+    } finally {
+      awaitingLane = false;
+    }
+  };
 
   setHandler(
     enqueueStepUpdate,
@@ -53,9 +87,10 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     },
     {
       validator: (step) => {
-        if (queue.length >= step.maxQueued)
+        const waiting = queue.length + (awaitingLane ? 1 : 0);
+        if (waiting >= step.maxQueued)
           throw ApplicationFailure.nonRetryable(
-            `The agent has ${queue.length} messages waiting for their turn, the most it takes (AGENT_MAX_QUEUED_MESSAGES): try again once some are answered`,
+            `The agent has ${waiting} messages waiting for their turn, the most it takes (AGENT_MAX_QUEUED_MESSAGES): try again once some are answered`,
             QUEUE_FULL,
           );
       },
@@ -83,7 +118,7 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     const step = queue.shift()!;
     setCurrentDetails(`Running ${step.input.runId} (${queue.length} waiting)`);
     const scope = new CancellationScope();
-    const ended = scope.run(() => runStep(step));
+    const ended = scope.run(() => runStep(step, waitForLane));
     running = { step, scope, ended };
     await ended.catch(() => undefined); // the step records its own outcome; a failure ends only it
     running = undefined;
@@ -94,23 +129,33 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
   }
 }
 
-/** One step as a child workflow of its own, with the run's id and search attributes. */
-async function runStep(step: QueuedStep): Promise<void> {
-  const child = await startChild(agentStep, {
-    workflowId: step.workflowId,
-    args: [step.input],
-    typedSearchAttributes: [
-      { key: agentIdKey, value: step.input.agentId },
-      { key: runIdKey, value: step.input.runId },
-    ],
-    staticSummary: step.summary,
-    staticDetails: step.details,
-    // A local tool call holds the step's workflow task; the worker renews it at 80% of this timeout,
-    // which is when a cancel reaches the call.
-    workflowTaskTimeout: step.input.limits.taskTimeoutMs,
-    // A cancel completes once the step has ended: its run cancelled, its tool calls stopped.
-    cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
+/**
+ * One step as a child workflow of its own, with the run's id and search attributes, once it holds its
+ * lane. Cancelled before it started, its run ends cancelled and the lane goes back.
+ */
+async function runStep(step: QueuedStep, waitForLane: (step: QueuedStep) => Promise<void>): Promise<void> {
+  const lanes = patched(LANES);
+  let child;
+  try {
+    if (lanes) await waitForLane(step);
+    child = await startChild(agentStep, {
+      ...stepWorkflowOptions(step),
+      args: [step.input],
+      // A cancel completes once the step has ended: its run cancelled, its tool calls stopped.
+      cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+  } catch (error) {
+    if (lanes && isCancellation(error))
+      await CancellationScope.nonCancellable(async () => {
+        await cancelQueuedRuns({ runIds: [step.input.runId] });
+        await giveLaneBack({
+          agentId: step.input.agentId,
+          runId: step.input.runId,
+          workflowId: step.workflowId,
+        });
+      });
+    throw error;
+  }
   await child.result();
 }
 

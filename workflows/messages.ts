@@ -7,6 +7,9 @@ import type { ApprovalAnswered, QueuedStep } from '../activities/contracts';
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');
 
+/** A step gave its conversation's lane back while the session waited for it (src/db/lanes.ts). */
+export const laneReleasedSignal = defineSignal('laneReleased');
+
 /** A new message: its step waits for its turn. Refused when the queue is full. */
 export const enqueueStepUpdate = defineUpdate<{ queued: number }, [QueuedStep]>('enqueueStep');
 

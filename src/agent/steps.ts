@@ -4,6 +4,7 @@
  */
 import {
   WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
@@ -16,14 +17,21 @@ import { conflict, invalid, notFound } from '../errors';
 import { agentLock } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
 import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
+import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
 import type { AgentStepInput, ClientTool, QueuedStep } from '../../activities/contracts';
 import type { agentStep } from '../../workflows/agent-step';
 import { QUEUE_FULL, type agentSession } from '../../workflows/agent-session';
-import { approvalAnsweredSignal, cancelStepsUpdate, enqueueStepUpdate } from '../../workflows/messages';
+import {
+  approvalAnsweredSignal,
+  cancelStepsUpdate,
+  enqueueStepUpdate,
+  laneReleasedSignal,
+} from '../../workflows/messages';
 import { agentIdKey } from '../../workflows/search-attributes';
+import { stepWorkflowOptions } from '../../workflows/step-options';
 import {
   ALREADY_ANSWERED,
   answersMismatch,
@@ -181,7 +189,7 @@ export async function startAgentStep(
 ): Promise<{ run: RunRow; alive: StepLiveness }> {
   const runId = request.runId ?? newId('run');
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
-  const { run, context, queued, agentName } = await ctx.db.transaction(
+  const { run, context, queued, agentName, laneTaken } = await ctx.db.transaction(
     async (tx, [agent]: (AgentRow | undefined)[]) => {
       if (!agent) throw notFound(`Agent ${request.agentId}`);
       const earlier = request.runId ? await getRun(tx, runId) : undefined;
@@ -192,6 +200,8 @@ export async function startAgentStep(
           context: await resolveStepContext(tx, agent),
           queued: earlier.status !== 'created',
           agentName: agent.name,
+          // The first request took the lane for it: its step starts (at most once) outside the session.
+          laneTaken: (await laneHolder(tx, request)) === earlier.workflow_id,
         };
       const pending = await pendingApprovalOfLocked(tx, request, agent);
       if (pending) throw pendingApprovalError(pending);
@@ -206,7 +216,13 @@ export async function startAgentStep(
         conversation_id: request.conversationId,
         callback_url: request.callbackUrl ?? null,
       });
-      return { run: row, context: await resolveStepContext(tx, agent), queued: false, agentName: agent.name };
+      return {
+        run: row,
+        context: await resolveStepContext(tx, agent),
+        queued: false,
+        agentName: agent.name,
+        laneTaken: await takeIdleLane(tx, request, row),
+      };
     },
     agentLock(request.agentId),
   );
@@ -230,13 +246,33 @@ export async function startAgentStep(
     },
   };
   try {
-    await enqueueStep(ctx, sessionId, step);
+    if (laneTaken) await startStep(ctx, step);
+    else await enqueueStep(ctx, sessionId, step);
   } catch (error) {
+    if (laneTaken) await releaseLane(ctx.db, request, workflowId);
     // A step asked for again keeps its run: the first request may still be on its way.
     if (!request.runId) await deleteRun(ctx.db, runId);
     throw error;
   }
   return { run, alive };
+}
+
+/**
+ * Starts a step whose conversation was idle: its lane taken, no session needs to order it. The same
+ * workflow options as the session's child steps (workflows/agent-session.ts).
+ */
+async function startStep(ctx: StepServices, step: QueuedStep): Promise<void> {
+  try {
+    await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {
+      taskQueue: ctx.taskQueues.agent,
+      ...stepWorkflowOptions(step),
+      args: [step.input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (error) {
+    // The same step asked for again (a chosen run id): its first request started it.
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
 }
 
 /** The start of a text, on one line, cut at `chars` (none at 0). */
@@ -371,6 +407,9 @@ export async function cancelSteps(
   workflowIds: string[],
   all: boolean,
 ): Promise<void> {
+  // A step the API started holds the lane outside the session.
+  const holder = all ? await laneHolder(ctx.db, conversation) : undefined;
+  if (holder) workflowIds = [...new Set([...workflowIds, holder])];
   try {
     const session = ctx.temporal.workflow.getHandle<typeof agentSession>(
       sessionWorkflowIdFor(ctx.deploymentId, conversation.agentId, conversation.conversationId),
@@ -395,6 +434,19 @@ async function cancelOutsideSession(ctx: StepServices, workflowId: string): Prom
   }
   // A run whose step never started (its request failed half-way) ends with nothing stored.
   await cancelUnstartedRuns(ctx.db, { workflowId });
+}
+
+/**
+ * Wakes the session of a conversation whose lane a step gave back while the session waited for it. A
+ * session gone meanwhile needs no wake; one the signal misses looks again on its own (LANE_LOOK).
+ */
+export async function signalLaneReleased(ctx: StepServices, scope: ConversationRef): Promise<void> {
+  const session = sessionWorkflowIdFor(ctx.deploymentId, scope.agentId, scope.conversationId);
+  try {
+    await ctx.temporal.workflow.getHandle<typeof agentSession>(session).signal(laneReleasedSignal);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
 }
 
 /** Letta's legacy form: the one pending call answered by the approval request's message id. */

@@ -109,12 +109,17 @@ export async function setPendingApproval(
   await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
 }
 
-/** The conversation a run's step belongs to. */
-export async function runScope(q: Queryable, runId: string): Promise<ConversationRef> {
+/** The conversation a run's step belongs to, while the run exists. */
+export async function findRunScope(q: Queryable, runId: string): Promise<ConversationRef | undefined> {
   const [run] = await q.query<Pick<RunRow, 'agent_id' | 'conversation_id'>>(
     'SELECT agent_id, conversation_id FROM runs WHERE id = $1',
     [runId],
   );
-  if (!run) throw new Error(`run ${runId} does not exist`);
-  return { agentId: run.agent_id, conversationId: run.conversation_id };
+  return run && { agentId: run.agent_id, conversationId: run.conversation_id };
+}
+
+export async function runScope(q: Queryable, runId: string): Promise<ConversationRef> {
+  const scope = await findRunScope(q, runId);
+  if (!scope) throw new Error(`run ${runId} does not exist`);
+  return scope;
 }

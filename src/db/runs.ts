@@ -76,15 +76,15 @@ export async function finishRun(
     usage: Record<string, number>;
     error?: { error_type: string; message: string };
   },
-): Promise<{ callbackUrl: string | null }> {
-  const [row] = await db.query<{ callback_url: string | null }>(
+): Promise<{ callbackUrl: string | null; lane?: Pick<RunRow, 'workflow_id' | 'conversation_id'> }> {
+  const [row] = await db.query<Pick<RunRow, 'callback_url' | 'workflow_id' | 'conversation_id'>>(
     `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now()),
        metadata = CASE WHEN $5::jsonb IS NULL THEN metadata
                        ELSE coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', $5::jsonb) END
-     WHERE id = $1 RETURNING callback_url`,
+     WHERE id = $1 RETURNING callback_url, workflow_id, conversation_id`,
     [id, outcome.status, outcome.stopReason, json(outcome.usage), json(outcome.error ?? null)],
   );
-  return { callbackUrl: row?.callback_url ?? null };
+  return { callbackUrl: row?.callback_url ?? null, lane: row };
 }
 
 export interface RunFilters {
@@ -145,6 +145,20 @@ export async function cancelUnstartedRuns(
     `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', completed_at = now()
      WHERE ${column} AND status = 'created'`,
     [value],
+  );
+}
+
+/**
+ * The runs a step's workflow left unfinished when it ended without ending them (terminated in the
+ * Temporal UI, say), or never started: failed, as followRun reports them.
+ */
+export async function failAbandonedRuns(db: Queryable, workflowId: string): Promise<void> {
+  await db.query(
+    `UPDATE runs SET status = 'failed', stop_reason = 'error', completed_at = now(),
+       metadata = coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', jsonb_build_object(
+         'error_type', 'internal_error', 'message', 'The agent step ended without finishing its run'))
+     WHERE workflow_id = $1 AND status IN ('created', 'running')`,
+    [workflowId],
   );
 }
 

@@ -27,6 +27,7 @@ import { agentFileLimits } from './0016-agent-file-limits';
 import { fileChunks } from './0017-file-chunks';
 import { runCallbacks } from './0018-run-callbacks';
 import { scheduledMessages } from './0019-scheduled-messages';
+import { lanes } from './0020-lanes';
 
 export const migrations: Migration[] = [
   initial,
@@ -48,4 +49,5 @@ export const migrations: Migration[] = [
   fileChunks,
   runCallbacks,
   scheduledMessages,
+  lanes,
 ];

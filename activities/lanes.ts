@@ -1,0 +1,71 @@
+/**
+ * The session's side of a conversation's lane (src/db/lanes.ts): its turn before each step it starts,
+ * and the lane given back by a step it cancelled before the step started.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { StepServices } from '../src/agent/steps';
+import { agentLock } from '../src/db/agents';
+import { findRunScope } from '../src/db/conversations';
+import { releaseLane, takeLane } from '../src/db/lanes';
+import { failAbandonedRuns } from '../src/db/runs';
+import type { Queryable } from '../src/db';
+
+export interface LaneTurn {
+  agentId: string;
+  runId: string;
+  workflowId: string;
+}
+
+/** How long a step the API started may take to appear in Temporal before its lane counts as lost. */
+const START_GRACE_MS = 30_000;
+
+/**
+ * Whether the workflow holding a lane can still give it back: it runs, or the API that took the lane
+ * for it is still about to start it.
+ */
+async function holderAlive(services: StepServices, holder: string): Promise<boolean> {
+  try {
+    const { status } = await services.temporal.workflow.getHandle(holder).describe();
+    return status.name === 'RUNNING';
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    const [run] = await services.db.query<{ age_ms: number }>(
+      `SELECT extract(epoch FROM now() - created_at) * 1000 AS age_ms FROM runs WHERE workflow_id = $1
+       ORDER BY created_at LIMIT 1`,
+      [holder],
+    );
+    return run !== undefined && run.age_ms < START_GRACE_MS;
+  }
+}
+
+const underLock = <T>(services: StepServices, turn: LaneTurn, work: (tx: Queryable) => Promise<T>) =>
+  services.db.transaction(work, agentLock(turn.agentId));
+
+export function laneActivities(services: StepServices) {
+  return {
+    /**
+     * Takes the lane for the step, or marks it waited on: true once taken. A holder that died without
+     * giving it back (its workflow closed, or never started) is replaced.
+     */
+    async takeLaneTurn(turn: LaneTurn): Promise<boolean> {
+      const scope = await findRunScope(services.db, turn.runId);
+      // Its run is gone with its agent: the step starts and fails on its own, as it did before lanes.
+      if (!scope) return true;
+      const holder = await underLock(services, turn, (tx) => takeLane(tx, scope, turn.workflowId));
+      if (holder === undefined) return true;
+      if (await holderAlive(services, holder)) return false;
+      const taken = await underLock(services, turn, async (tx) => {
+        if ((await takeLane(tx, scope, turn.workflowId, holder)) !== undefined) return false;
+        await failAbandonedRuns(tx, holder);
+        return true;
+      });
+      return taken;
+    },
+
+    /** Gives the lane back for a step that will not run. */
+    async giveLaneBack(turn: LaneTurn): Promise<void> {
+      const scope = await findRunScope(services.db, turn.runId);
+      if (scope) await releaseLane(services.db, scope, turn.workflowId);
+    },
+  };
+}

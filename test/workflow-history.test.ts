@@ -265,25 +265,34 @@ describe('what the Temporal Web UI shows of an agent step', () => {
 
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
-  it("replays an agent's session: two steps in turn, the first paused for a client tool and answered", async () => {
+  it("replays an agent's session: two steps in turn behind one the API started, the first paused for a client tool and answered", async () => {
     const agent = await createAgent();
     const clientTools = [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }];
     h.stub.enqueue(
+      { text: 'Slow.', delayMs: 1_000 },
       { toolCalls: [{ name: 'ask_user', arguments: {} }] },
       { text: 'Thanks.' },
       { text: 'Hi.' },
     );
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Ask me' }],
-      client_tools: clientTools,
-    });
+    const say = (content: string, extra = {}) =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }], ...extra });
+    const runsOf = async () => (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems().length;
+    // The first message finds the agent idle: the API starts its step, and the next two queue in the
+    // agent's session behind it, in the order they were sent.
+    const first = say('First');
+    await eventually(runsOf, (n) => n === 1);
+    const asking = say('Ask me', { client_tools: clientTools });
+    await eventually(runsOf, (n) => n === 2);
+    const hello = say('Hello');
+    await first;
+    const paused = await asking;
     const call = paused.messages.find((m) => m.message_type === 'approval_request_message') as {
       tool_call: { tool_call_id: string };
     };
     await h.client.agents.messages.create(agent.id, {
       messages: [clientToolReturn(call.tool_call.tool_call_id, 'yes')],
     });
-    await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'Hello' }] });
+    expect((await hello).stop_reason.stop_reason).toBe('end_turn');
 
     const sessionId = sessionWorkflowIdFor(await loadDeploymentId(h.server.db), agent.id, null);
     const events = await eventually(

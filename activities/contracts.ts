@@ -262,6 +262,11 @@ export const AgentSessionInputSchema = z.object({
   idleMs: z.number(),
   /** Steps a session runs before it continues as new, to keep its history small. */
   maxStepsPerRun: z.number().int(),
+  /**
+   * How often a step waiting for its lane looks whether the step holding it is still alive
+   * (AGENT_LANE_LOOK_MS); sessions started before lanes have none: 10 s.
+   */
+  laneLookMs: z.number().optional(),
   /** Steps still waiting, carried over when the session continued as new. */
   queue: z.array(QueuedStepSchema).optional(),
 });

@@ -16,12 +16,9 @@ export interface LaneTurn {
   workflowId: string;
 }
 
-/** How long a step the API started may take to appear in Temporal before its lane counts as lost. */
-const START_GRACE_MS = 30_000;
-
 /**
  * Whether the workflow holding a lane can still give it back: it runs, or the API that took the lane
- * for it is still about to start it.
+ * for it may still start it (AGENT_LANE_START_GRACE_MS).
  */
 async function holderAlive(services: StepServices, holder: string): Promise<boolean> {
   try {
@@ -34,7 +31,7 @@ async function holderAlive(services: StepServices, holder: string): Promise<bool
        ORDER BY created_at LIMIT 1`,
       [holder],
     );
-    return run !== undefined && run.age_ms < START_GRACE_MS;
+    return run !== undefined && run.age_ms < services.config.AGENT_LANE_START_GRACE_MS;
   }
 }
 

@@ -131,6 +131,8 @@ export const ConfigSchema = z.object({
   TASK_QUEUE_PREFIX: z.string().default(''),
   AGENT_MAX_QUEUED_MESSAGES: z.coerce.number().int().positive().default(100),
   AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
+  AGENT_LANE_LOOK_MS: milliseconds.min(100).default(10_000),
+  AGENT_LANE_START_GRACE_MS: milliseconds.default(30_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
   WORKER_ISOLATE_EXECUTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(0),
   WORKFLOW_STACK_TRACES: flag.default(false),

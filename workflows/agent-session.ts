@@ -9,7 +9,7 @@
  * A step runs only while it holds its conversation's lane (src/db/lanes.ts): the API starts a message's
  * step itself, without the session, when the conversation is idle; the session takes the lane before
  * each step it starts, and waits while a step the API started holds it (its end signals
- * `laneReleased`; a holder that died without giving it back is found on a look every LANE_LOOK).
+ * `laneReleased`; a holder that died without giving it back is found on a look every laneLookMs).
  *
  * A cancel is an Update too: it drops queued steps and cancels the running one, and completes only
  * once they have ended. The session continues as new when Temporal suggests it, carrying its queue, and
@@ -48,8 +48,8 @@ const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<Ac
 /** Histories from before lanes started each step at once: they replay so. */
 const LANES = 'conversation-lanes';
 
-/** How often a session waiting for its lane looks whether the holder is still alive. */
-const LANE_LOOK = '10 seconds';
+/** How often a session started without `laneLookMs` looks whether its lane's holder is still alive. */
+const LANE_LOOK_MS = 10_000;
 
 /** Refusals the API turns into HTTP answers (see src/agent/steps.ts). */
 export const QUEUE_FULL = 'AgentQueueFull';
@@ -72,7 +72,7 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
         laneReleased = false;
         if (await takeLaneTurn(turn)) return;
         setCurrentDetails(`${step.input.runId} waits for the step that holds its conversation`);
-        await condition(() => laneReleased, LANE_LOOK);
+        await condition(() => laneReleased, input.laneLookMs ?? LANE_LOOK_MS);
       }
     } finally {
       awaitingLane = false;

@@ -336,7 +336,14 @@ const sessionStart = (ctx: StepServices, sessionId: string, agentId: string) =>
     workflowId: sessionId,
     taskQueue: ctx.taskQueues.agent,
     workflowIdConflictPolicy: 'USE_EXISTING',
-    args: [{ agentId, idleMs: ctx.config.AGENT_SESSION_IDLE_MS, maxStepsPerRun: SESSION_STEPS_PER_RUN }],
+    args: [
+      {
+        agentId,
+        idleMs: ctx.config.AGENT_SESSION_IDLE_MS,
+        laneLookMs: ctx.config.AGENT_LANE_LOOK_MS,
+        maxStepsPerRun: SESSION_STEPS_PER_RUN,
+      },
+    ],
     typedSearchAttributes: [{ key: agentIdKey, value: agentId }],
     staticSummary: `Session of ${agentId}: its steps, one at a time`,
   });

@@ -108,7 +108,7 @@ export const ConfigSchema = z.object({
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 
   DATABASE_URL: optional(url),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).default(10),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).default(20),
   SECRETS_KEY: optional(secretsKey),
 
   TEMPORAL_ADDRESS: optional(hostPort),

@@ -24,8 +24,8 @@ export function runStatusFor(stopReason: string): RunStatus {
 /**
  * Stores a run's end in `tx`, a transaction that locks the run's row first (its notification goes out
  * with the tool message): a cancelled run also releases a pause its model call may have entered
- * meanwhile. The run ends its step, which gives its conversation's lane back: `waited` when its
- * session waits for it (laneWaitedOn tells it).
+ * meanwhile. The run ends its step, which gives its conversation's lane back: `laneWaited` names the
+ * conversation when its session waits for it (the caller wakes it once committed).
  */
 export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
   const { lane, ...outcome } = await storeRunOutcome(tx, input.runId, {

@@ -445,15 +445,16 @@ async function cancelOutsideSession(ctx: StepServices, workflowId: string): Prom
 
 /**
  * Wakes the session of a conversation whose lane a step gave back while the session waited for it. A
- * session gone meanwhile needs no wake; one the signal misses looks again on its own (LANE_LOOK).
+ * session gone meanwhile needs no wake, and one the signal misses (Temporal out of reach) looks again
+ * on its own (AGENT_LANE_LOOK_MS): a failed wake must not fail the step's last activity, whose run has
+ * ended already.
  */
 export async function signalLaneReleased(ctx: StepServices, scope: ConversationRef): Promise<void> {
   const session = sessionWorkflowIdFor(ctx.deploymentId, scope.agentId, scope.conversationId);
-  try {
-    await ctx.temporal.workflow.getHandle<typeof agentSession>(session).signal(laneReleasedSignal);
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
+  await ctx.temporal.workflow
+    .getHandle<typeof agentSession>(session)
+    .signal(laneReleasedSignal)
+    .catch(() => undefined);
 }
 
 /** Letta's legacy form: the one pending call answered by the approval request's message id. */

@@ -6,7 +6,7 @@
  */
 import type { ApiContext } from './context';
 import { runMessagesAfter } from '../db/messages';
-import { getRun } from '../db/runs';
+import { ABANDONED_RUN_ERROR, getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepLiveness } from '../agent/steps';
 import type { AgentStepError } from '../../activities/contracts';
@@ -104,7 +104,7 @@ export async function followRun(
           const last = await getRun(ctx.db, runId);
           await flush();
           if (last && isStopped(last)) return stopOf(last);
-          const error = { type: 'internal_error', message: 'The agent step ended without finishing its run' };
+          const error = { ...ABANDONED_RUN_ERROR };
           return { run: last ?? run!, stopReason: 'error', error };
         }
       }

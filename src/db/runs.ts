@@ -148,6 +148,12 @@ export async function cancelUnstartedRuns(
   );
 }
 
+/** The error of a run whose step's workflow ended without ending it. */
+export const ABANDONED_RUN_ERROR = {
+  type: 'internal_error',
+  message: 'The agent step ended without finishing its run',
+} as const;
+
 /**
  * The runs a step's workflow left unfinished when it ended without ending them (terminated in the
  * Temporal UI, say), or never started: failed, as followRun reports them.
@@ -156,9 +162,9 @@ export async function failAbandonedRuns(db: Queryable, workflowId: string): Prom
   await db.query(
     `UPDATE runs SET status = 'failed', stop_reason = 'error', completed_at = now(),
        metadata = coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', jsonb_build_object(
-         'error_type', 'internal_error', 'message', 'The agent step ended without finishing its run'))
+         'error_type', $2::text, 'message', $3::text))
      WHERE workflow_id = $1 AND status IN ('created', 'running')`,
-    [workflowId],
+    [workflowId, ABANDONED_RUN_ERROR.type, ABANDONED_RUN_ERROR.message],
   );
 }
 

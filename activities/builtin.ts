@@ -1,6 +1,12 @@
 /** Built-in tools (memory, conversation_search, fetch_webpage): trusted code of ours, run in-process. */
-import { editsMemory, executeBuiltinTool, isBuiltinTool, ToolError } from '../src/tools/builtin';
-import type { Queryable } from '../src/db';
+import {
+  editsMemory,
+  executeBuiltinTool,
+  isBuiltinTool,
+  planMemoryEdit,
+  ToolError,
+} from '../src/tools/builtin';
+import type { BlockValueWrite } from '../src/db/tool-executions';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
@@ -8,7 +14,7 @@ import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-cal
 /** Letta does not truncate what these return: they page through results themselves. */
 const UNTRUNCATED = new Set(['conversation_search']);
 
-/** A memory edit commits in the same transaction as its record, so it is never applied twice. */
+/** A memory edit's block write goes in the statement that records the call, so it is never applied twice. */
 export function builtinExecutor({
   db,
   web,
@@ -20,14 +26,22 @@ export function builtinExecutor({
     async execute({ input, agent, args, signal, blocks }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);
-      const run = async (q: Queryable): Promise<ToolResult> => ({
+      const success = (result: unknown, write?: BlockValueWrite): ToolResult => ({
         status: 'success',
-        text: stringifyReturn(
-          await executeBuiltinTool({ db: q, agent, web, providers, files, signal, blocks }, name, args),
-        ),
+        text: stringifyReturn(result),
         untruncated: UNTRUNCATED.has(name),
+        write,
       });
-      return editsMemory(name) ? { writeMemory: run } : run(db);
+      if (!editsMemory(name)) {
+        const context = { db, agent, web, providers, files, signal };
+        return success(await executeBuiltinTool(context, name, args));
+      }
+      return {
+        async writeMemory(tx) {
+          const { result, write } = await planMemoryEdit(tx, agent.id, name, args, blocks);
+          return success(result, write);
+        },
+      };
     },
   };
 }

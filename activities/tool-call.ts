@@ -10,7 +10,12 @@ import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
 import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
-import { findToolExecution, recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import {
+  findToolExecution,
+  recordToolExecution,
+  type BlockValueWrite,
+  type ToolExecution,
+} from '../src/db/tool-executions';
 import { agentLock } from '../src/db/agents';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
@@ -52,6 +57,8 @@ export interface ToolResult {
   stderr?: string[] | null;
   /** Kept whole: the tool pages through its results itself. */
   untruncated?: boolean;
+  /** A memory edit's block value, written by the statement that records the call (a MemoryWrite's only). */
+  write?: BlockValueWrite;
 }
 
 /**
@@ -126,16 +133,20 @@ async function recordResult(
     result.status === 'success' && !result.untruncated
       ? truncateReturn(result.text, tool?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT, result.length)
       : result.text;
-  const execution = await recordToolExecution(q, {
-    tool_call_id: input.toolCallId,
-    run_id: input.runId,
-    agent_id: input.agentId,
-    tool_name: input.toolName,
-    status: result.status,
-    func_return: packageFunctionResponse(result.status === 'success', text, agent.timezone),
-    stdout: result.stdout ?? null,
-    stderr: result.stderr ?? null,
-  });
+  const execution = await recordToolExecution(
+    q,
+    {
+      tool_call_id: input.toolCallId,
+      run_id: input.runId,
+      agent_id: input.agentId,
+      tool_name: input.toolName,
+      status: result.status,
+      func_return: packageFunctionResponse(result.status === 'success', text, agent.timezone),
+      stdout: result.stdout ?? null,
+      stderr: result.stderr ?? null,
+    },
+    result.write,
+  );
   return outcomeOf(execution, text);
 }
 

@@ -11,6 +11,7 @@ import { insertMessage } from '../src/db/messages';
 import type { PendingApproval } from '../src/db/rows';
 import { getRun } from '../src/db/runs';
 import { getToolByName } from '../src/db/tools';
+import { recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
 import { newId } from '../src/ids';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { ensureBuiltinTools } from '../src/tools/builtin';
@@ -244,6 +245,39 @@ describe('activities retried after doing their work', () => {
       expect(await getRun(db, answerRun)).toMatchObject({ status: 'cancelled', stop_reason: 'cancelled' });
       expect(await getRun(db, second.runId)).toMatchObject({ status: 'cancelled' });
     });
+  });
+
+  it("write a memory edit's block only with the call's first record", async () => {
+    const { agentId, runId } = await agentWithRun(db, {
+      memory_blocks: [{ label: 'human', value: 'Alice' }],
+    });
+    const [{ id: blockId }] = await db.query<{ id: string }>(
+      'SELECT block_id AS id FROM agent_blocks WHERE agent_id = $1',
+      [agentId],
+    );
+    const execution = (text: string): ToolExecution => ({
+      tool_call_id: `call_${newId('tool').slice(5, 20)}`,
+      run_id: runId,
+      agent_id: agentId,
+      tool_name: 'memory_insert',
+      status: 'success',
+      func_return: text,
+      stdout: null,
+      stderr: null,
+    });
+    const value = async () =>
+      (await db.query<{ value: string }>('SELECT value FROM blocks WHERE id = $1', [blockId]))[0].value;
+    const first = execution('first');
+    await recordToolExecution(db, first, { blockId, value: 'Alice\nLikes tea' });
+    expect(await value()).toBe('Alice\nLikes tea');
+    // Outside any lock, a second attempt of the same call: its record and its write both give way.
+    const again = await recordToolExecution(
+      db,
+      { ...first, func_return: 'again' },
+      { blockId, value: 'Bob' },
+    );
+    expect(again.func_return).toBe('first');
+    expect(await value()).toBe('Alice\nLikes tea');
   });
 
   it('edit the memories of more agents at once than the pool has connections', async () => {

@@ -76,10 +76,21 @@ const isolateExecutionTimeout = (ms: number) => ({ isolateExecutionTimeout: ms }
  */
 const PROMISE_HOOK_SWITCH = 'TEMPORAL_WORKFLOW_PROMISE_HOOK';
 
+/**
+ * Whether the agent worker runs its workflows on this thread. The SDK runs them in a worker thread of
+ * their own by default and passes every activation there and its completion back: 1.3–1.7 ms of every
+ * tool call on a 2-vCPU VM (bench/where-the-time-goes.md). Its `debugMode` (as its replayer does)
+ * runs them here instead; a workflow is isolated by its V8 context either way, and its activations are
+ * short (our workflows only, no user code). With stack traces on they keep their thread: the promise
+ * hook would otherwise watch every promise of the process.
+ */
+const workflowsOnThisThread = (stackTraces: boolean) => ({ debugMode: !stackTraces });
+
 /** The `agent` task queue's worker: agent-step workflows plus the model and built-in tool activities. */
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   process.env[PROMISE_HOOK_SWITCH] = options.stackTraces ? 'on' : 'off';
   return Worker.create({
+    ...workflowsOnThisThread(options.stackTraces),
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,

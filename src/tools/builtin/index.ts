@@ -7,6 +7,7 @@ import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
 import { agentBlocks, agentSecrets, attachBlocks } from '../../db/agents';
 import { insertBlock, updateBlock } from '../../db/blocks';
+import type { BlockValueWrite } from '../../db/tool-executions';
 import { upsertBuiltinTool } from '../../db/tools';
 import type { AgentRow, MemoryBlock } from '../../db/rows';
 import { insertArchival, searchArchival, type Providers } from '../../agent/archival';
@@ -152,38 +153,52 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
     }),
 };
 
+/** A memory edit's result, and the block value it writes unless it wrote already (a new block). */
+export interface PlannedMemoryEdit {
+  result: string | null;
+  write?: BlockValueWrite;
+}
+
 /**
- * Applies a memory edit. The caller holds a transaction in which the agent's row is locked
- * (`agentLock`), so concurrent edits do not race and the edit commits with its record.
+ * Plans a memory edit: what it returns and the block value it writes, for the caller to write with
+ * the call's record (one statement instead of two). A block the edit creates is written here. The
+ * caller holds a transaction in which the agent's row is locked (`agentLock`), so concurrent edits
+ * do not race and the edit commits with its record.
  */
-async function editMemory(
+export async function planMemoryEdit(
   tx: Queryable,
   agentId: string,
   name: string,
   args: Args,
   read?: MemoryBlock[],
-): Promise<string | null> {
+): Promise<PlannedMemoryEdit> {
   const blocks = read ?? (await agentBlocks(tx, agentId));
   const edit = EDITS[name](blocks, args);
-  await writeEdit(tx, agentId, blocks, edit);
-  return edit.result;
+  return { result: edit.result, write: await planWrite(tx, agentId, blocks, edit) };
+}
+
+/** Applies a memory edit, its block write included. */
+async function editMemory(tx: Queryable, agentId: string, name: string, args: Args, read?: MemoryBlock[]) {
+  const { result, write } = await planMemoryEdit(tx, agentId, name, args, read);
+  if (write) await updateBlock(tx, write.blockId, { value: write.value });
+  return result;
 }
 
 /** Tools whose effect is a database write: run them in a transaction that also records the call. */
 export const editsMemory = (name: string) => name in EDITS;
 
-async function writeEdit(
+async function planWrite(
   tx: Queryable,
   agentId: string,
   blocks: MemoryBlock[],
   edit: MemoryEdit,
-): Promise<void> {
+): Promise<BlockValueWrite | undefined> {
   const block = blocks.find((b) => b.label === edit.label);
   const limit = block?.char_limit ?? 100_000;
   if (edit.value.length > limit) {
     throw new ToolError(`Edit failed: Exceeds ${limit} character limit (requested ${edit.value.length})`);
   }
-  if (block) return updateBlock(tx, block.id, { value: edit.value });
+  if (block) return { blockId: block.id, value: edit.value };
   const id = await insertBlock(tx, {
     label: edit.label,
     value: edit.value,

@@ -89,12 +89,19 @@ const readStatement = (blocks: boolean, sandbox: boolean) => `SELECT a.*,
        WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
      (SELECT to_jsonb(s) FROM mcp_servers s
        WHERE s.id = t.tool->'metadata'->'mcp'->>'server_id') AS call_mcp_server,
-     ${blocks || sandbox ? BLOCKS : 'NULL'} AS call_blocks,
+     ${blocks ? BLOCKS : 'NULL'} AS call_blocks,
      ${sandbox ? SANDBOX : 'NULL'} AS call_sandbox
    FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2
    CROSS JOIN LATERAL (SELECT coalesce(
      (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
      (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS tool) t`;
+
+/** The call alone; with the agent's blocks; with those and its sandbox context (which needs them). */
+const READS = {
+  call: readStatement(false, false),
+  withBlocks: readStatement(true, false),
+  withSandbox: readStatement(true, true),
+};
 
 /**
  * The call's recorded result, its agent, its tool at the step's version, its arguments and MCP server;
@@ -105,7 +112,8 @@ export async function readToolCall(
   key: ToolCallKey,
   { blocks = false, sandbox = false } = {},
 ): Promise<ToolCallRead> {
-  const [row] = await db.query<Row>(readStatement(blocks, sandbox), [
+  const statement = sandbox ? READS.withSandbox : blocks ? READS.withBlocks : READS.call;
+  const [row] = await db.query<Row>(statement, [
     key.toolCallId,
     key.agentId,
     key.toolId,

@@ -7,7 +7,7 @@ import type { StepServices } from '../src/agent/steps';
 import { agentLock } from '../src/db/agents';
 import { findRunScope } from '../src/db/conversations';
 import { releaseLane, takeLane } from '../src/db/lanes';
-import { failAbandonedRuns } from '../src/db/runs';
+import { failAbandonedRuns, workflowRunAgeMs } from '../src/db/runs';
 import type { Queryable } from '../src/db';
 
 export interface LaneTurn {
@@ -26,12 +26,8 @@ async function holderAlive(services: StepServices, holder: string): Promise<bool
     return status.name === 'RUNNING';
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) throw error;
-    const [run] = await services.db.query<{ age_ms: number }>(
-      `SELECT extract(epoch FROM now() - created_at) * 1000 AS age_ms FROM runs WHERE workflow_id = $1
-       ORDER BY created_at LIMIT 1`,
-      [holder],
-    );
-    return run !== undefined && run.age_ms < services.config.AGENT_LANE_START_GRACE_MS;
+    const ageMs = await workflowRunAgeMs(services.db, holder);
+    return ageMs !== undefined && ageMs < services.config.AGENT_LANE_START_GRACE_MS;
   }
 }
 
@@ -51,12 +47,11 @@ export function laneActivities(services: StepServices) {
       const holder = await underLock(services, turn, (tx) => takeLane(tx, scope, turn.workflowId));
       if (holder === undefined) return true;
       if (await holderAlive(services, holder)) return false;
-      const taken = await underLock(services, turn, async (tx) => {
+      return underLock(services, turn, async (tx) => {
         if ((await takeLane(tx, scope, turn.workflowId, holder)) !== undefined) return false;
         await failAbandonedRuns(tx, holder);
         return true;
       });
-      return taken;
     },
 
     /** Gives the lane back for a step that will not run. */

@@ -168,6 +168,16 @@ export async function failAbandonedRuns(db: Queryable, workflowId: string): Prom
   );
 }
 
+/** How long ago the first run of a step's workflow was created; undefined when it has none. */
+export async function workflowRunAgeMs(db: Queryable, workflowId: string): Promise<number | undefined> {
+  const [run] = await db.query<{ age_ms: number }>(
+    `SELECT extract(epoch FROM now() - created_at) * 1000 AS age_ms FROM runs WHERE workflow_id = $1
+     ORDER BY created_at LIMIT 1`,
+    [workflowId],
+  );
+  return run?.age_ms;
+}
+
 export async function deleteRun(db: Queryable, id: string): Promise<void> {
   await db.query('DELETE FROM runs WHERE id = $1', [id]);
 }

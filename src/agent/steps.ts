@@ -268,6 +268,10 @@ async function startStep(ctx: StepServices, step: QueuedStep): Promise<void> {
       ...stepWorkflowOptions(step),
       args: [step.input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      // With the agent worker in this process (npm start), the start's response carries the first
+      // workflow task to it: no trip through matching. Without one (--role=api), the SDK's core does
+      // not ask for it, and the task goes through matching.
+      requestEagerStart: true,
     });
   } catch (error) {
     // The same step asked for again (a chosen run id): its first request started it.

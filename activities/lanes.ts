@@ -4,7 +4,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { StepServices } from '../src/agent/steps';
-import { agentLock } from '../src/db/agents';
+import { agentLockOnly } from '../src/db/agents';
 import { findRunScope } from '../src/db/conversations';
 import { releaseLane, takeLane } from '../src/db/lanes';
 import { failAbandonedRuns, workflowRunAgeMs } from '../src/db/runs';
@@ -32,7 +32,7 @@ async function holderAlive(services: StepServices, holder: string): Promise<bool
 }
 
 const underLock = <T>(services: StepServices, turn: LaneTurn, work: (tx: Queryable) => Promise<T>) =>
-  services.db.transaction(work, agentLock(turn.agentId));
+  services.db.transaction(work, agentLockOnly(turn.agentId));
 
 export function laneActivities(services: StepServices) {
   return {

@@ -16,7 +16,7 @@ import {
   type BlockValueWrite,
   type ToolExecution,
 } from '../src/db/tool-executions';
-import { agentLock } from '../src/db/agents';
+import { agentLockOnly } from '../src/db/agents';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
   friendlyError,
@@ -159,7 +159,7 @@ async function recordResult(
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   return (input: ToolCallInput): Promise<ToolOutcome> => {
-    const memoryLock = agentLock(input.agentId);
+    const memoryLock = agentLockOnly(input.agentId);
     if (executor.writesMemory?.(input.toolName))
       return db.transaction((tx) => runCall(tx, input, executor, (record) => record(tx)), memoryLock);
     return runCall(db, input, executor, (record) =>

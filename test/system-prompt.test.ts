@@ -82,6 +82,28 @@ describe('times and tool returns', () => {
     expect(isoInZone(at, 'America/New_York')).toBe('2026-01-15T16:05:03.000000-05:00');
   });
 
+  it('follows a zone across its transitions, second by second', () => {
+    // New York springs forward at 2026-03-08 07:00 UTC and falls back at 2026-11-01 06:00 UTC.
+    const times = (iso: string) =>
+      [-1000, 0, 1000].map((ms) => formatLettaTime(new Date(Date.parse(iso) + ms), 'America/New_York'));
+    expect(times('2026-03-08T07:00:00Z')).toEqual([
+      '2026-03-08 01:59:59 AM EST-0500',
+      '2026-03-08 03:00:00 AM EDT-0400',
+      '2026-03-08 03:00:01 AM EDT-0400',
+    ]);
+    expect(times('2026-11-01T06:00:00Z')).toEqual([
+      '2026-11-01 01:59:59 AM EDT-0400',
+      '2026-11-01 01:00:00 AM EST-0500',
+      '2026-11-01 01:00:01 AM EST-0500',
+    ]);
+    expect(formatLettaTime(new Date('2026-01-15T05:00:00Z'), 'America/New_York')).toBe(
+      '2026-01-15 12:00:00 AM EST-0500',
+    );
+    expect(isoInZone(new Date('2026-03-08T06:59:59.5Z'), 'America/New_York')).toBe(
+      '2026-03-08T01:59:59.500000-05:00',
+    );
+  });
+
   it('packages returns for the model and unpacks them for the API', () => {
     const packaged = packageFunctionResponse(true, 'done', 'UTC', at);
     expect(JSON.parse(packaged)).toEqual({

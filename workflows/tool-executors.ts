@@ -118,7 +118,8 @@ function toolOptions(limits: AgentStepLimits, timeoutMs: number): ActivityOption
     cancellationType,
     startToCloseTimeout: timeoutMs + 10_000,
     heartbeatTimeout: limits.heartbeatTimeoutMs,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
+    // In ms: the SDK parses a duration's text again at every call it schedules.
+    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
   };
 }
 

@@ -102,7 +102,16 @@ export async function getAgentRow(db: Queryable, id: string): Promise<AgentRow |
  * (`Database.transaction`): sent with the BEGIN, it saves a round trip. Without parameters, so the id
  * is quoted into it.
  */
-export const agentLock = (id: string) => `SELECT * FROM agents WHERE id = ${pg.escapeLiteral(id)} FOR UPDATE`;
+export const agentLock = (id: string) => lockStatement(id, '*');
+
+/**
+ * The same lock, reading nothing of the row: for a transaction whose own statements read what it needs
+ * (a tool call's: the row's forty-odd columns parsed for nothing, at every memory edit).
+ */
+export const agentLockOnly = (id: string) => lockStatement(id, 'id');
+
+const lockStatement = (id: string, columns: string) =>
+  `SELECT ${columns} FROM agents WHERE id = ${pg.escapeLiteral(id)} FOR UPDATE`;
 
 export async function agentBlocks(db: Queryable, agentId: string): Promise<BlockRow[]> {
   return db.query<BlockRow>(

@@ -3,9 +3,9 @@ import { offeredToModels } from '../src/mcp/tool-sync';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { newId } from '../src/ids';
-import { getAgent } from '../src/db/agents';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
-import { insertMessage, messageByKey, runContext, type NewMessage } from '../src/db/messages';
+import { insertMessage, type NewMessage } from '../src/db/messages';
+import { readModelCall } from '../src/db/model-calls';
 import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
@@ -237,14 +237,8 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         input.runId,
         input.pendingToolCallIds,
         input.followUpsFrom,
-      ).then(() =>
-        Promise.all([
-          messageByKey(db, idempotencyKey),
-          getAgent(db, input.agentId),
-          runContext(db, input.runId),
-        ]),
-      );
-      const [started, [stored, agent, { conversationId, summary, transcript }]] = await Promise.all([
+      ).then(() => readModelCall(db, { agentId: input.agentId, runId: input.runId, idempotencyKey }));
+      const [started, { stored, agent, conversationId, summary, transcript }] = await Promise.all([
         input.step === 0 ? startRunWithInput(db, input.runId) : undefined,
         reads,
       ]);

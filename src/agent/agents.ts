@@ -213,8 +213,23 @@ export async function insertNewAgent(
   return agent;
 }
 
+/** What of an agent its system prompt is compiled from. */
+type PromptSource = Pick<
+  AgentRecord,
+  | 'id'
+  | 'system'
+  | 'blocks'
+  | 'tool_rules'
+  | 'timezone'
+  | 'created_at'
+  | 'directories'
+  | 'max_files_open'
+  | 'per_file_view_window_char_limit'
+  | 'llm_config'
+>;
+
 /** The agent's system prompt as the model gets it in a conversation (null: the default one). */
-export function compiledPrompt(agent: AgentRecord, conversationId: string | null = null): string {
+export function compiledPrompt(agent: PromptSource, conversationId: string | null = null): string {
   return compileSystemPrompt({
     conversationId,
     agentId: agent.id,

@@ -136,28 +136,6 @@ export async function conversationContext(
   return { summary: window?.context_summary ?? null, transcript: await transcriptSince(db, ref, window) };
 }
 
-/** The context of the conversation a run's step continues, found with the run in one read. */
-export async function runContext(
-  db: Queryable,
-  runId: string,
-): Promise<{ conversationId: string | null; summary: string | null; transcript: MessageRow[] }> {
-  const [window] = await db.query<ContextWindow & { agent_id: string; conversation_id: string | null }>(
-    `SELECT r.agent_id, r.conversation_id,
-       CASE WHEN r.conversation_id IS NULL THEN a.context_start_seq ELSE c.context_start_seq END AS context_start_seq,
-       CASE WHEN r.conversation_id IS NULL THEN a.context_summary ELSE c.context_summary END AS context_summary
-     FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
-     WHERE r.id = $1`,
-    [runId],
-  );
-  if (!window) throw new Error(`run ${runId} does not exist`);
-  const ref = { agentId: window.agent_id, conversationId: window.conversation_id };
-  return {
-    conversationId: ref.conversationId,
-    summary: window.context_summary,
-    transcript: await transcriptSince(db, ref, window),
-  };
-}
-
 interface ContextWindow {
   context_start_seq: string;
   context_summary: string | null;

@@ -62,8 +62,15 @@ const CONTEXT = `SELECT a.*,
     w.summary AS call_summary
   FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2 LEFT JOIN (${WINDOW}) w ON true`;
 
-const TRANSCRIPT = `SELECT m.* FROM (${WINDOW}) w JOIN messages m ON m.agent_id = w.agent_id
-    AND m.conversation_id IS NOT DISTINCT FROM w.conversation_id AND m.seq >= w.start_seq
+/**
+ * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
+ * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
+ * filter over every message of the agent.
+ */
+const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW})
+  SELECT m.* FROM messages m WHERE m.agent_id = (SELECT agent_id FROM w)
+    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
+    AND m.seq >= (SELECT start_seq FROM w)
   ORDER BY m.seq`;
 
 /** Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`. */

@@ -106,7 +106,7 @@ export const agentLock = (id: string) => lockStatement(id, '*');
 
 /**
  * The same lock, reading nothing of the row: for a transaction whose own statements read what it needs
- * (a tool call's: the row's forty-odd columns parsed for nothing, at every memory edit).
+ * (a tool call's: every column of the row parsed for nothing, at every memory edit).
  */
 export const agentLockOnly = (id: string) => lockStatement(id, 'id');
 

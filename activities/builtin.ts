@@ -3,6 +3,7 @@ import {
   editsMemory,
   executeBuiltinTool,
   isBuiltinTool,
+  planBlockEdit,
   planMemoryEdit,
   ToolError,
 } from '../src/tools/builtin';
@@ -14,7 +15,10 @@ import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-cal
 /** Letta does not truncate what these return: they page through results themselves. */
 const UNTRUNCATED = new Set(['conversation_search']);
 
-/** A memory edit's block write goes in the statement that records the call, so it is never applied twice. */
+/**
+ * A memory edit's block write goes in the statement that records the call, so it is never applied
+ * twice, and only over the value it was planned from, so it never overwrites an edit it did not see.
+ */
 export function builtinExecutor({
   db,
   web,
@@ -36,9 +40,13 @@ export function builtinExecutor({
         const context = { db, agent, web, providers, files, signal };
         return success(await executeBuiltinTool(context, name, args));
       }
+      // Planned from the blocks read with the call, its write conditional on them unchanged; planned
+      // again under the lock when it creates a block, or when a block changed meanwhile (no `blocks`).
+      const planned = blocks && planBlockEdit(name, args, blocks);
+      if (planned) return success(planned.result, planned.write);
       return {
         async writeMemory(tx) {
-          const { result, write } = await planMemoryEdit(tx, agent.id, name, args, blocks);
+          const { result, write } = await planMemoryEdit(tx, agent.id, name, args);
           return success(result, write);
         },
       };

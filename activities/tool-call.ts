@@ -13,6 +13,7 @@ import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/
 import {
   findToolExecution,
   recordToolExecution,
+  StaleBlockError,
   type BlockValueWrite,
   type ToolExecution,
 } from '../src/db/tool-executions';
@@ -40,8 +41,8 @@ export interface ToolCall {
   /** An MCP tool's server, read with the call; none when it is no longer registered. */
   mcpServer?: McpServerRow;
   /**
-   * The agent's blocks, read with the call: a memory-writing tool's under the agent's memory lock, a
-   * sandboxed tool's for its `agent_state`.
+   * The agent's blocks, read with the call: a memory tool's to plan its edit from (none when they
+   * changed before its write: it plans again under the lock), a sandboxed tool's for its `agent_state`.
    */
   blocks?: MemoryBlock[];
   /** A sandboxed tool's: the agent's secrets and the sandbox configs, read with the call. */
@@ -57,7 +58,10 @@ export interface ToolResult {
   stderr?: string[] | null;
   /** Kept whole: the tool pages through its results itself. */
   untruncated?: boolean;
-  /** A memory edit's block value, written by the statement that records the call (a MemoryWrite's only). */
+  /**
+   * A memory edit's block value, written by the statement that records the call if the block still
+   * holds the value it was planned from.
+   */
   write?: BlockValueWrite;
 }
 
@@ -77,7 +81,10 @@ export interface ToolExecutor {
    * error fails the activity, which retries.
    */
   execute(call: ToolCall): Promise<ToolResult | MemoryWrite>;
-  /** Whether calls of the tool named so write memory: then `execute` gives a MemoryWrite. */
+  /**
+   * Whether calls of the tool named so edit memory: `execute` then plans the edit from the blocks read
+   * with the call (a result with a `write`), or, given none, gives a MemoryWrite that plans it again.
+   */
   writesMemory?(toolName: string): boolean;
   /** Whether its calls need the agent's blocks, secrets and sandbox configs (`ToolCall.sandbox`). */
   readsSandboxContext?: boolean;
@@ -152,22 +159,26 @@ async function recordResult(
 
 /**
  * The activity that runs `executor`'s calls, once per tool call id. A call's memory write is applied
- * in the transaction that records it, under the agent's lock, so that it is never applied twice: a
- * memory tool (`writesMemory`) reads, applies and records in one transaction; a tool that runs
- * elsewhere first (a sandboxed one writing back its `agent_state`) opens one once it has run, and
+ * by the statement that records it, so that it is never applied twice. A memory tool's edit
+ * (`writesMemory`) is planned from the blocks read with the call, and written only if they still hold
+ * what was read; if not, the call runs again with no blocks read, and plans its edit in the
+ * transaction below, with the blocks locked. A call that writes memory after it ran elsewhere (a
+ * sandboxed tool writing back its `agent_state`) opens that transaction, under the agent's lock, and
  * checks there that no other attempt recorded the call meanwhile.
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
-  return (input: ToolCallInput): Promise<ToolOutcome> => {
-    const memoryLock = agentLockOnly(input.agentId);
-    if (executor.writesMemory?.(input.toolName))
-      return db.transaction((tx) => runCall(tx, input, executor, (record) => record(tx)), memoryLock);
-    return runCall(db, input, executor, (record) =>
+  return async (input: ToolCallInput): Promise<ToolOutcome> => {
+    const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
-      }, memoryLock),
-    );
+      }, agentLockOnly(input.agentId));
+    try {
+      return await runCall(db, input, executor, locked);
+    } catch (error) {
+      if (!(error instanceof StaleBlockError)) throw error;
+      return runCall(db, input, executor, locked, { blocksChanged: true });
+    }
   };
 }
 
@@ -177,9 +188,10 @@ async function runCall(
   input: ToolCallInput,
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
+  { blocksChanged = false } = {},
 ): Promise<ToolOutcome> {
   const read = await readToolCall(q, input, {
-    blocks: executor.writesMemory?.(input.toolName),
+    blocks: executor.writesMemory?.(input.toolName) && !blocksChanged,
     sandbox: executor.readsSandboxContext,
   });
   if (read.done) return outcomeOf(read.done);

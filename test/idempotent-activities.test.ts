@@ -11,7 +11,12 @@ import { insertMessage } from '../src/db/messages';
 import type { PendingApproval } from '../src/db/rows';
 import { getRun } from '../src/db/runs';
 import { getToolByName } from '../src/db/tools';
-import { recordToolExecution, type ToolExecution } from '../src/db/tool-executions';
+import {
+  findToolExecution,
+  recordToolExecution,
+  StaleBlockError,
+  type ToolExecution,
+} from '../src/db/tool-executions';
 import { newId } from '../src/ids';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { ensureBuiltinTools } from '../src/tools/builtin';
@@ -247,14 +252,52 @@ describe('activities retried after doing their work', () => {
     });
   });
 
-  it("write a memory edit's block only with the call's first record", async () => {
+  /** Calls of built-in tool `name`, one for each of `argsList`, that one assistant message asked for. */
+  const builtinCalls = async (
+    { agentId, runId }: { agentId: string; runId: string },
+    name: string,
+    argsList: Record<string, unknown>[],
+  ): Promise<ToolCallInput[]> => {
+    const tool = (await getToolByName(db, name))!;
+    const messageId = newId('message');
+    const toolCalls = argsList.map((args) => ({
+      id: `call_${newId('tool').slice(5, 20)}`,
+      name,
+      arguments: JSON.stringify(args),
+    }));
+    await insertMessage(db, {
+      id: messageId,
+      agent_id: agentId,
+      run_id: runId,
+      step_id: newId('step'),
+      role: 'assistant',
+      tool_calls: toolCalls,
+    });
+    return toolCalls.map((call) => ({
+      agentId,
+      runId,
+      stepId: 'step',
+      messageId,
+      toolCallId: call.id,
+      toolName: name,
+      toolId: tool.id,
+      toolVersion: tool.version,
+    }));
+  };
+
+  const blockValue = async (blockId: string) =>
+    (await db.query<{ value: string }>('SELECT value FROM blocks WHERE id = $1', [blockId]))[0].value;
+
+  const firstBlockOf = async (agentId: string) =>
+    (
+      await db.query<{ id: string }>('SELECT block_id AS id FROM agent_blocks WHERE agent_id = $1', [agentId])
+    )[0].id;
+
+  it("write a memory edit's block only with the call's first record, and only over the value it was planned from", async () => {
     const { agentId, runId } = await agentWithRun(db, {
       memory_blocks: [{ label: 'human', value: 'Alice' }],
     });
-    const [{ id: blockId }] = await db.query<{ id: string }>(
-      'SELECT block_id AS id FROM agent_blocks WHERE agent_id = $1',
-      [agentId],
-    );
+    const blockId = await firstBlockOf(agentId);
     const execution = (text: string): ToolExecution => ({
       tool_call_id: `call_${newId('tool').slice(5, 20)}`,
       run_id: runId,
@@ -265,19 +308,36 @@ describe('activities retried after doing their work', () => {
       stdout: null,
       stderr: null,
     });
-    const value = async () =>
-      (await db.query<{ value: string }>('SELECT value FROM blocks WHERE id = $1', [blockId]))[0].value;
+    const write = (previous: string, value: string) => ({ blockId, label: 'human', previous, value });
     const first = execution('first');
-    await recordToolExecution(db, first, { blockId, value: 'Alice\nLikes tea' });
-    expect(await value()).toBe('Alice\nLikes tea');
+    await recordToolExecution(db, first, write('Alice', 'Alice\nLikes tea'));
+    expect(await blockValue(blockId)).toBe('Alice\nLikes tea');
     // Outside any lock, a second attempt of the same call: its record and its write both give way.
-    const again = await recordToolExecution(
-      db,
-      { ...first, func_return: 'again' },
-      { blockId, value: 'Bob' },
-    );
+    const again = await recordToolExecution(db, { ...first, func_return: 'again' }, write('Alice', 'Bob'));
     expect(again.func_return).toBe('first');
-    expect(await value()).toBe('Alice\nLikes tea');
+    // Another call planned from the value before the first's write: it records and writes nothing.
+    const late = execution('late');
+    await expect(recordToolExecution(db, late, write('Alice', 'Alice\nLikes coffee'))).rejects.toThrow(
+      StaleBlockError,
+    );
+    expect(await findToolExecution(db, late.tool_call_id)).toBeUndefined();
+    expect(await blockValue(blockId)).toBe('Alice\nLikes tea');
+  });
+
+  it('apply every edit of a block that two agents share, when they edit it at once', async () => {
+    const first = await agentWithRun(db, { memory_blocks: [{ label: 'notes', value: 'Notes' }] });
+    const blockId = await firstBlockOf(first.agentId);
+    const second = await agentWithRun(db, { block_ids: [blockId] });
+    const lines = Array.from({ length: 12 }, (_, i) => `line ${i}`);
+    const insert = (line: string) => ({ label: 'notes', new_str: line });
+    const calls = [
+      ...(await builtinCalls(first, 'memory_insert', lines.slice(0, 6).map(insert))),
+      ...(await builtinCalls(second, 'memory_insert', lines.slice(6).map(insert))),
+    ];
+    const outcomes = await Promise.all(calls.map((input) => run(activities.runBuiltinTool, input)));
+    expect(outcomes.map((o) => o.status)).toEqual(lines.map(() => 'success'));
+    const value = await blockValue(blockId);
+    expect(value.split('\n').sort()).toEqual(['Notes', ...lines].sort());
   });
 
   it('edit the memories of more agents at once than the pool has connections', async () => {
@@ -292,36 +352,16 @@ describe('activities retried after doing their work', () => {
         startWebhook: async (subject) => void webhooks.push(subject),
         laneReleased: async () => {},
       });
+      // Each creates a block: it plans its edit in a transaction that holds the agent's lock.
       const calls = await Promise.all(
-        Array.from({ length: 4 }, async (): Promise<ToolCallInput> => {
-          const { agentId, runId } = await agentWithRun(db, {
-            memory_blocks: [{ label: 'human', value: 'Alice' }],
-          });
-          const toolCallId = `call_${newId('tool').slice(5, 20)}`;
-          const messageId = newId('message');
-          await insertMessage(db, {
-            id: messageId,
-            agent_id: agentId,
-            run_id: runId,
-            step_id: newId('step'),
-            role: 'assistant',
-            tool_calls: [
-              { id: toolCallId, name: 'memory_insert', arguments: '{"label":"human","new_str":"Likes tea"}' },
-            ],
-          });
-          return {
-            agentId,
-            runId,
-            stepId: 'step',
-            messageId,
-            toolCallId,
-            toolName: 'memory_insert',
-            ...(await memoryInsert()),
-          };
+        Array.from({ length: 4 }, async () => {
+          const agent = await agentWithRun(db, { memory_blocks: [{ label: 'human', value: 'Alice' }] });
+          const args = { label: 'plans', new_memory: 'Tea at five' };
+          return (await builtinCalls(agent, 'memory_rethink', [args]))[0];
         }),
       );
-      // Each edit holds a transaction; one that asked the pool for a second connection inside it waited
-      // forever once every connection was held by such a transaction.
+      // An edit that asked the pool for a second connection inside its transaction waited forever
+      // once every connection was held by such a transaction.
       let timer: NodeJS.Timeout | undefined;
       const outcomes = await Promise.race([
         Promise.all(calls.map((input) => run(smallActivities.runBuiltinTool, input))),

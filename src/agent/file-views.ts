@@ -214,9 +214,12 @@ export function truncateVisibleContent(content: string | null, isOpen: boolean, 
 // ---------------------------------------------------------------------------------------------------
 // Opening and closing, with Letta's LRU rule.
 
-/** Serializes changes to one agent's open files (the agent's row lock, until the transaction ends). */
+/**
+ * Serializes changes to one agent's open files (the agent's row lock, in `agentLock`'s mode, until the
+ * transaction ends).
+ */
 async function lockAgent(db: Queryable, agentId: string): Promise<void> {
-  await db.query('SELECT id FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
+  await db.query('SELECT id FROM agents WHERE id = $1 FOR NO KEY UPDATE', [agentId]);
 }
 
 type Transactional = Queryable & { transaction?: <T>(work: (tx: Queryable) => Promise<T>) => Promise<T> };

@@ -110,13 +110,31 @@ export const agentLock = (id: string) => lockStatement(id, '*');
  */
 export const agentLockOnly = (id: string) => lockStatement(id, 'id');
 
+/**
+ * NO KEY UPDATE: it excludes every other holder of the lock, but not a statement inserting a row that
+ * refers to the agent (its foreign key check takes KEY SHARE), such as a memory edit's record, which
+ * holds its block locked meanwhile: with FOR UPDATE, a transaction holding this lock and waiting for
+ * that block deadlocked with it.
+ */
 const lockStatement = (id: string, columns: string) =>
-  `SELECT ${columns} FROM agents WHERE id = ${pg.escapeLiteral(id)} FOR UPDATE`;
+  `SELECT ${columns} FROM agents WHERE id = ${pg.escapeLiteral(id)} FOR NO KEY UPDATE`;
 
 export async function agentBlocks(db: Queryable, agentId: string): Promise<BlockRow[]> {
   return db.query<BlockRow>(
     `SELECT b.* FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id
      WHERE ab.agent_id = $1 ORDER BY ab.position, b.created_at`,
+    [agentId],
+  );
+}
+
+/**
+ * The agent's blocks locked until the transaction ends (a memory edit's), in the order of their ids:
+ * two edits locking blocks their agents share then wait for one another instead of deadlocking.
+ */
+export async function lockAgentBlocks(db: Queryable, agentId: string): Promise<BlockRow[]> {
+  return db.query<BlockRow>(
+    `SELECT b.* FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id
+     WHERE ab.agent_id = $1 ORDER BY b.id FOR UPDATE OF b`,
     [agentId],
   );
 }

@@ -91,7 +91,7 @@ export async function pendingApproval(
 ): Promise<PendingApproval | null> {
   const { table, id } = conversationHolder(scope);
   const [row] = await q.query<{ pending_approval: PendingApproval | null }>(
-    `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR UPDATE' : ''}`,
+    `SELECT pending_approval FROM ${table} WHERE id = $1 ${lock === 'lock' ? 'FOR NO KEY UPDATE' : ''}`,
     [id],
   );
   return row?.pending_approval ?? null;

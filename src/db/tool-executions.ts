@@ -19,10 +19,23 @@ export function findToolExecution(db: Queryable, toolCallId: string): Promise<To
     .then((rows) => rows[0]);
 }
 
-/** A block's new value, written by the statement that records the call that wrote it. */
+/**
+ * A memory edit's block write, written by the statement that records the call, and only over the
+ * value the edit was planned from: the block, still this agent's under the same label and writable,
+ * must hold `previous` still.
+ */
 export interface BlockValueWrite {
   blockId: string;
+  label: string;
+  previous: string;
   value: string;
+}
+
+/** The block a memory edit was planned from changed before its write: plan it again. */
+export class StaleBlockError extends Error {
+  constructor(blockId: string) {
+    super(`block ${blockId} changed while a memory edit was planned from it`);
+  }
 }
 
 const INSERT_EXECUTION = `INSERT INTO tool_executions
@@ -30,15 +43,27 @@ const INSERT_EXECUTION = `INSERT INTO tool_executions
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
   ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
 
-/** The record, and the block write only where the record is new: a call's write is never applied twice. */
-const INSERT_EXECUTION_WRITING_BLOCK = `WITH recorded AS (${INSERT_EXECUTION}),
+/**
+ * The record and the block write, both only where the block holds the planned-from value (locked
+ * until the statement ends, so nothing writes between the check and the write) and the record is
+ * new: a call's write is never applied twice, nor over a write it did not see.
+ */
+const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
+    SELECT b.id FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id AND ab.agent_id = $3
+    WHERE b.id = $9 AND b.label = $11 AND b.value = $12 AND NOT b.read_only
+    FOR UPDATE OF b),
+  recorded AS (INSERT INTO tool_executions
+      (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM unchanged
+    ON CONFLICT (tool_call_id) DO NOTHING RETURNING *),
   written AS (UPDATE blocks SET value = $10, updated_at = now()
     WHERE id = $9 AND EXISTS (SELECT 1 FROM recorded))
   SELECT * FROM recorded`;
 
 /**
  * Records a tool's result once, with its block write if it has one; a second record of the same call
- * keeps the first (and writes nothing).
+ * keeps the first (and writes nothing). A write whose block changed since it was planned records
+ * nothing: StaleBlockError.
  */
 export async function recordToolExecution(
   db: Queryable,
@@ -56,9 +81,17 @@ export async function recordToolExecution(
     json(execution.stderr),
   ];
   const [row] = write
-    ? await db.query<ToolExecution>(INSERT_EXECUTION_WRITING_BLOCK, [...params, write.blockId, write.value])
+    ? await db.query<ToolExecution>(INSERT_EXECUTION_WRITING_BLOCK, [
+        ...params,
+        write.blockId,
+        write.value,
+        write.label,
+        write.previous,
+      ])
     : await db.query<ToolExecution>(INSERT_EXECUTION, params);
-  return row ?? (await findToolExecution(db, execution.tool_call_id))!;
+  const recorded = row ?? (await findToolExecution(db, execution.tool_call_id));
+  if (!recorded) throw new StaleBlockError(write!.blockId);
+  return recorded;
 }
 
 export function toolExecutions(db: Queryable, toolCallIds: string[]): Promise<ToolExecution[]> {

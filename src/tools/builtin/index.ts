@@ -5,7 +5,7 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import { agentBlocks, agentSecrets, attachBlocks } from '../../db/agents';
+import { agentSecrets, attachBlocks, lockAgentBlocks } from '../../db/agents';
 import { insertBlock, updateBlock } from '../../db/blocks';
 import type { BlockValueWrite } from '../../db/tool-executions';
 import { upsertBuiltinTool } from '../../db/tools';
@@ -160,49 +160,68 @@ export interface PlannedMemoryEdit {
 }
 
 /**
- * Plans a memory edit: what it returns and the block value it writes, for the caller to write with
- * the call's record (one statement instead of two). A block the edit creates is written here. The
- * caller holds a transaction in which the agent's row is locked (`agentLock`), so concurrent edits
- * do not race and the edit commits with its record.
+ * Plans a memory edit of a block the agent has, from the blocks as they were read (with the call, no
+ * lock held): what it returns and the write, which the call's record applies only if the block still
+ * holds what was read. Undefined when the edit creates a block: planMemoryEdit, under the lock.
+ */
+export function planBlockEdit(
+  name: string,
+  args: Args,
+  blocks: MemoryBlock[],
+): PlannedMemoryEdit | undefined {
+  const edit = EDITS[name](blocks, args);
+  const block = blocks.find((b) => b.label === edit.label);
+  if (!block) return undefined;
+  checkLimit(edit, block.char_limit);
+  return {
+    result: edit.result,
+    write: { blockId: block.id, label: block.label, previous: block.value, value: edit.value },
+  };
+}
+
+/**
+ * Plans a memory edit from the agent's blocks read and locked in `tx`, so that no other edit races it
+ * (a tool call's transaction holds the agent's row locked too, `agentLock`, so that a block it
+ * creates is created once); a block it creates is written here.
  */
 export async function planMemoryEdit(
   tx: Queryable,
   agentId: string,
   name: string,
   args: Args,
-  read?: MemoryBlock[],
 ): Promise<PlannedMemoryEdit> {
-  const blocks = read ?? (await agentBlocks(tx, agentId));
+  const blocks = await lockAgentBlocks(tx, agentId);
+  const planned = planBlockEdit(name, args, blocks);
+  if (planned) return planned;
   const edit = EDITS[name](blocks, args);
-  return { result: edit.result, write: await planWrite(tx, agentId, blocks, edit) };
+  checkLimit(edit);
+  await createBlock(tx, agentId, edit);
+  return { result: edit.result };
 }
 
 /** Applies a memory edit, its block write included. */
-async function editMemory(tx: Queryable, agentId: string, name: string, args: Args, read?: MemoryBlock[]) {
-  const { result, write } = await planMemoryEdit(tx, agentId, name, args, read);
+async function editMemory(tx: Queryable, agentId: string, name: string, args: Args) {
+  const { result, write } = await planMemoryEdit(tx, agentId, name, args);
   if (write) await updateBlock(tx, write.blockId, { value: write.value });
   return result;
 }
 
-/** Tools whose effect is a database write: run them in a transaction that also records the call. */
+/** Tools whose effect is a database write: planned from the blocks read with the call. */
 export const editsMemory = (name: string) => name in EDITS;
 
-async function planWrite(
-  tx: Queryable,
-  agentId: string,
-  blocks: MemoryBlock[],
-  edit: MemoryEdit,
-): Promise<BlockValueWrite | undefined> {
-  const block = blocks.find((b) => b.label === edit.label);
-  const limit = block?.char_limit ?? 100_000;
+const DEFAULT_CHAR_LIMIT = 100_000;
+
+function checkLimit(edit: MemoryEdit, limit = DEFAULT_CHAR_LIMIT) {
   if (edit.value.length > limit) {
     throw new ToolError(`Edit failed: Exceeds ${limit} character limit (requested ${edit.value.length})`);
   }
-  if (block) return { blockId: block.id, value: edit.value };
+}
+
+async function createBlock(tx: Queryable, agentId: string, edit: MemoryEdit) {
   const id = await insertBlock(tx, {
     label: edit.label,
     value: edit.value,
-    char_limit: limit,
+    char_limit: DEFAULT_CHAR_LIMIT,
     description: null,
     read_only: false,
     hidden: null,
@@ -218,7 +237,7 @@ export interface WebSettings {
   exa: ExaSettings;
 }
 
-/** What a built-in tool runs against: for memory edits, a transaction holding `agentLock`. */
+/** What a built-in tool runs against: for memory edits, a transaction that locks their blocks. */
 export interface BuiltinToolContext {
   db: Queryable;
   agent: AgentRow;
@@ -228,8 +247,6 @@ export interface BuiltinToolContext {
   /** The file tools' limits (defaults: Letta's). */
   files?: FileToolSettings;
   signal?: AbortSignal;
-  /** The agent's blocks, when a memory edit read them with its call (under the lock); read here if not. */
-  blocks?: MemoryBlock[];
 }
 
 /** The archival tools: what the agent cannot do (no embedding model, a bad date) is the tool's error. */
@@ -307,6 +324,6 @@ export async function executeBuiltinTool(
     case 'send_message_to_agent_async':
       throw new Error(`${name} runs in the ${builtinMode(name)} execution mode, not in this process`);
     default:
-      return editMemory(db, agent.id, name, args, context.blocks);
+      return editMemory(db, agent.id, name, args);
   }
 }

@@ -63,6 +63,25 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     follower.stop();
   });
 
+  it('that wait for the stop alone: when the run stops, not when a message of it is stored', async () => {
+    const runId = await newRun(db);
+    const follower = events.follow(runId, { stopsOnly: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const next = follower.next(follower.seen());
+    await insertMessage(db, {
+      id: newId('message'),
+      agent_id: (await db.query<{ agent_id: string }>('SELECT agent_id FROM runs WHERE id = $1', [runId]))[0]
+        .agent_id,
+      run_id: runId,
+      role: 'user',
+      content: [{ type: 'text', text: 'hi' }],
+    });
+    expect(await within(next, 1_000)).toBe('still waiting');
+    await finishRun(db, runId, { status: 'completed', stopReason: 'end_turn', usage: {} });
+    expect(await within(next, 5_000)).toBe('woke');
+    follower.stop();
+  });
+
   it("not for another run's events", async () => {
     const [mine, other] = [await newRun(db), await newRun(db)];
     const follower = events.follow(mine);
@@ -77,9 +96,9 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
   it("hands a reply's token deltas to its run's followers, in order, however long they are", async () => {
     const [mine, other] = [await newRun(db), await newRun(db)];
     const notices: TokenNotice[] = [];
-    const follower = events.follow(mine, (notice) => notices.push(notice));
+    const follower = events.follow(mine, { onTokens: (notice) => notices.push(notice) });
     const overheard: TokenNotice[] = [];
-    const bystander = events.follow(other, (notice) => overheard.push(notice));
+    const bystander = events.follow(other, { onTokens: (notice) => overheard.push(notice) });
     await new Promise((resolve) => setTimeout(resolve, 200));
     const long = 'ü"\n'.repeat(6_000); // escaped in JSON, far past a notification's 8000 bytes
     const publisher = tokenPublisher(

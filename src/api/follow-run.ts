@@ -80,10 +80,11 @@ export async function followRun(
   alive: StepLiveness,
   { onMessages, onTokens, abandoned = () => false }: FollowOptions,
 ): Promise<RunStop | undefined> {
-  const follower = ctx.runEvents.follow(runId, onTokens);
+  // Without a stream to feed, only the run's stop matters: it wakes for the stop alone, not at each
+  // message, and the run's messages are read once, after it.
+  const follower = ctx.runEvents.follow(runId, { onTokens, stopsOnly: !onMessages });
   try {
     let lastSeq = 0;
-    // Without a stream to feed, only the run's stop matters: its messages are read once, after it.
     const flush = async () => {
       if (!onMessages) return;
       const rows = await runMessagesAfter(ctx.db, runId, lastSeq);

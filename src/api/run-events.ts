@@ -28,11 +28,20 @@ export interface RunFollower {
   stop(): void;
 }
 
-interface FollowerState {
+export interface FollowerOptions {
+  /** Gets the run's replies' pieces while they stream. */
+  onTokens?: (notice: TokenNotice) => void;
+  /** Counts the run's stop alone, not each message stored (a response without a stream to feed). */
+  stopsOnly?: boolean;
+}
+
+interface FollowerState extends FollowerOptions {
   events: number;
   wake?: () => void;
-  onTokens?: (notice: TokenNotice) => void;
 }
+
+/** The prefix of a stop's second announcement (migration 0021); the first is the bare run id. */
+const STOP_PREFIX = 'stop:';
 
 export class RunEvents {
   private readonly followers = new Map<string, Set<FollowerState>>();
@@ -56,9 +65,9 @@ export class RunEvents {
     await this.loop;
   }
 
-  /** Follows a run's events; `onTokens` gets its replies' pieces while they stream. */
-  follow(runId: string, onTokens?: (notice: TokenNotice) => void): RunFollower {
-    const state: FollowerState = { events: 0, onTokens };
+  /** Follows a run's events. */
+  follow(runId: string, options: FollowerOptions = {}): RunFollower {
+    const state: FollowerState = { events: 0, ...options };
     const all = this.followers.get(runId) ?? new Set();
     all.add(state);
     this.followers.set(runId, all);
@@ -84,10 +93,16 @@ export class RunEvents {
     };
   }
 
-  /** A notification: a run's id (migration 0007's triggers), or a token notice (db/token-deltas.ts). */
+  /**
+   * A notification: a run's id (migration 0007's triggers: a message stored, or the run's stop), the
+   * stop again under STOP_PREFIX (migration 0021), or a token notice (db/token-deltas.ts).
+   */
   private heard(payload: string): void {
     if (payload.startsWith('{')) return this.heardTokens(payload);
-    for (const state of this.followers.get(payload) ?? []) {
+    const stop = payload.startsWith(STOP_PREFIX);
+    const runId = stop ? payload.slice(STOP_PREFIX.length) : payload;
+    for (const state of this.followers.get(runId) ?? []) {
+      if (Boolean(state.stopsOnly) !== stop) continue;
       state.events++;
       state.wake?.();
     }

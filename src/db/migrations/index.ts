@@ -28,6 +28,7 @@ import { fileChunks } from './0017-file-chunks';
 import { runCallbacks } from './0018-run-callbacks';
 import { scheduledMessages } from './0019-scheduled-messages';
 import { lanes } from './0020-lanes';
+import { runStopEvents } from './0021-run-stop-events';
 
 export const migrations: Migration[] = [
   initial,
@@ -50,4 +51,5 @@ export const migrations: Migration[] = [
   runCallbacks,
   scheduledMessages,
   lanes,
+  runStopEvents,
 ];

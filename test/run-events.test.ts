@@ -40,20 +40,27 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     await done?.();
   });
 
+  /** A user message of the run, stored. */
+  const storeMessage = async (runId: string) => {
+    const [{ agent_id }] = await db.query<{ agent_id: string }>('SELECT agent_id FROM runs WHERE id = $1', [
+      runId,
+    ]);
+    await insertMessage(db, {
+      id: newId('message'),
+      agent_id,
+      run_id: runId,
+      role: 'user',
+      content: [{ type: 'text', text: 'hi' }],
+    });
+  };
+
   it('when a message of the run is stored, and when the run stops', async () => {
     const runId = await newRun(db);
     const follower = events.follow(runId);
     await new Promise((resolve) => setTimeout(resolve, 200)); // subscribed by now
     let seen = follower.seen();
     const message = follower.next(seen);
-    await insertMessage(db, {
-      id: newId('message'),
-      agent_id: (await db.query<{ agent_id: string }>('SELECT agent_id FROM runs WHERE id = $1', [runId]))[0]
-        .agent_id,
-      run_id: runId,
-      role: 'user',
-      content: [{ type: 'text', text: 'hi' }],
-    });
+    await storeMessage(runId);
     expect(await within(message, 5_000)).toBe('woke');
 
     seen = follower.seen();
@@ -68,14 +75,7 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     const follower = events.follow(runId, { stopsOnly: true });
     await new Promise((resolve) => setTimeout(resolve, 200));
     const next = follower.next(follower.seen());
-    await insertMessage(db, {
-      id: newId('message'),
-      agent_id: (await db.query<{ agent_id: string }>('SELECT agent_id FROM runs WHERE id = $1', [runId]))[0]
-        .agent_id,
-      run_id: runId,
-      role: 'user',
-      content: [{ type: 'text', text: 'hi' }],
-    });
+    await storeMessage(runId);
     expect(await within(next, 1_000)).toBe('still waiting');
     await finishRun(db, runId, { status: 'completed', stopReason: 'end_turn', usage: {} });
     expect(await within(next, 5_000)).toBe('woke');

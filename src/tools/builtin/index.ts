@@ -169,7 +169,11 @@ export function planBlockEdit(
   args: Args,
   blocks: MemoryBlock[],
 ): PlannedMemoryEdit | undefined {
-  const edit = EDITS[name](blocks, args);
+  return writeOf(EDITS[name](blocks, args), blocks);
+}
+
+/** The edit as a write of the block it names, over its value in `blocks`; undefined if it has none. */
+function writeOf(edit: MemoryEdit, blocks: MemoryBlock[]): PlannedMemoryEdit | undefined {
   const block = blocks.find((b) => b.label === edit.label);
   if (!block) return undefined;
   checkLimit(edit, block.char_limit);
@@ -191,9 +195,9 @@ export async function planMemoryEdit(
   args: Args,
 ): Promise<PlannedMemoryEdit> {
   const blocks = await lockAgentBlocks(tx, agentId);
-  const planned = planBlockEdit(name, args, blocks);
-  if (planned) return planned;
   const edit = EDITS[name](blocks, args);
+  const planned = writeOf(edit, blocks);
+  if (planned) return planned;
   checkLimit(edit);
   await createBlock(tx, agentId, edit);
   return { result: edit.result };

@@ -19,6 +19,8 @@ const cpu = (run: Results) =>
   `CPU: server ${run.server_process_cpu_percent}%, Temporal ${run.temporal_server_cpu_percent}%${run.postgres_cpu_percent === undefined ? '' : `, PostgreSQL ${run.postgres_cpu_percent}%`} (of one core)`;
 
 const times = (n: number) => `${n}×`;
+/** A throughput figure's rounds, lowest to highest: the figure is their median. */
+const spread = (rates: number[]) => `${Math.min(...rates)}–${Math.max(...rates)}`;
 
 function rows(r: Results): string[][] {
   const b = r.baseline;
@@ -43,7 +45,7 @@ function rows(r: Results): string[][] {
     [
       `   ${t.agents} workflows × ${t.calls_per_agent} activities at once / local ones`,
       `${b.activities_per_second} / ${b.local_activities_per_second} activities/s`,
-      '',
+      `rounds ${spread(b.activities_per_second_by_round)} / ${spread(b.local_activities_per_second_by_round)}`,
       '',
     ],
     [
@@ -92,13 +94,13 @@ function rows(r: Results): string[][] {
     [
       '5. Throughput: ' + `${t.agents} agents × ${t.calls_per_agent} calls, each agent's in one reply`,
       `${t.in_one_reply.tool_calls_per_second} tool calls/s`,
-      cpu(t.in_one_reply),
+      `rounds ${spread(t.in_one_reply.tool_calls_per_second_by_round)}; ${cpu(t.in_one_reply)}`,
       `${times(x.throughput_over_local_activities)} local activities`,
     ],
     [
       '   one call per model turn: model calls too',
       `${t.one_per_model_turn.tool_calls_per_second} tool calls/s`,
-      cpu(t.one_per_model_turn),
+      `rounds ${spread(t.one_per_model_turn.tool_calls_per_second_by_round)}; ${cpu(t.one_per_model_turn)}`,
       '',
     ],
     [
@@ -141,7 +143,7 @@ export function reportMarkdown(r: Results, withNotes = true): string {
     ...targets(r).map((g) => `| ${g.figure} | ${g.value} | ${g.target} | ${verdict(g.met)} |`),
   ];
   return [
-    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of steps' difference).`,
+    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of steps' difference). A throughput is the median of ${r.method.throughput_rounds} timed rounds after an untimed one.`,
     '',
     ...table,
     '',

@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
-import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
+import { readToolCall, type SandboxContext, type ToolCallKey, type ToolCallRead } from '../src/db/tool-calls';
 import {
   findToolExecution,
   recordToolExecution,
@@ -28,6 +28,7 @@ import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
 import { withHeartbeats } from './heartbeat';
+import { ReadsAhead } from './read-ahead';
 
 /** A call as its executor gets it. */
 export interface ToolCall {
@@ -164,36 +165,49 @@ async function recordResult(
  * what was read; if not, the call runs again with no blocks read, and plans its edit in the
  * transaction below, with the blocks locked. A call that writes memory after it ran elsewhere (a
  * sandboxed tool writing back its `agent_state`) opens that transaction, under the agent's lock, and
- * checks there that no other attempt recorded the call meanwhile.
+ * checks there that no other attempt recorded the call meanwhile. Once a call is recorded, the read of
+ * the call the workflow names as next starts (activities/read-ahead.ts).
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
+  const readsAhead = new ReadsAhead();
+  const read = (key: ToolCallKey & { toolName: string }, { blocksChanged = false } = {}) =>
+    readToolCall(db, key, {
+      blocks: executor.writesMemory?.(key.toolName) && !blocksChanged,
+      sandbox: executor.readsSandboxContext,
+    });
   return async (input: ToolCallInput): Promise<ToolOutcome> => {
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
       }, agentLockOnly(input.agentId));
+    let outcome: ToolOutcome;
     try {
-      return await runCall(db, input, executor, locked);
+      outcome = await runCall(
+        db,
+        input,
+        executor,
+        locked,
+        (await readsAhead.take(input)) ?? (await read(input)),
+      );
     } catch (error) {
       if (!(error instanceof StaleBlockError)) throw error;
-      return runCall(db, input, executor, locked, { blocksChanged: true });
+      outcome = await runCall(db, input, executor, locked, await read(input, { blocksChanged: true }));
     }
+    const { next } = input;
+    if (next) readsAhead.start({ ...input, ...next }, () => read({ ...input, ...next }));
+    return outcome;
   };
 }
 
-/** Runs a call and records its result; `locked` runs what records a memory write, under the lock. */
+/** Runs a call from what was read for it, and records its result; `locked` runs what records a memory write, under the lock. */
 async function runCall(
   q: Queryable,
   input: ToolCallInput,
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
-  { blocksChanged = false } = {},
+  read: ToolCallRead,
 ): Promise<ToolOutcome> {
-  const read = await readToolCall(q, input, {
-    blocks: executor.writesMemory?.(input.toolName) && !blocksChanged,
-    sandbox: executor.readsSandboxContext,
-  });
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);

@@ -34,7 +34,13 @@ import { stopReasonKey } from './search-attributes';
 import { addUsage, noUsage } from './usage';
 import { finalReplyStopReason } from './stop-reasons';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
-import { dispatchToolCall, runsOnClient, runToolCalls, withClientTools } from './tool-executors';
+import {
+  dispatchToolCall,
+  runsOnClient,
+  runToolCalls,
+  withClientTools,
+  type UpcomingCall,
+} from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -85,6 +91,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     turn: Pick<ModelTurn, 'messageId' | 'stepId'>,
     runId: string,
     prefilled?: Record<string, unknown>,
+    next?: UpcomingCall,
   ): Promise<ToolOutcome> => {
     const callInput = {
       agentId,
@@ -95,8 +102,13 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolName: call.name,
       prefilledArgs: prefilled,
     };
-    return dispatchToolCall(acts.runTool, callInput, tool, (reason) =>
-      acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
+    return dispatchToolCall(
+      acts.runTool,
+      callInput,
+      tool,
+      (reason) =>
+        acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
+      next,
     );
   };
 
@@ -111,6 +123,10 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       const available = context.tools.map((t) => t.name);
       const tools = () => withClientTools(request.clientTools, context.tools);
       const toolOf = (name: string) => tools().find((t) => t.name === name);
+      const upcoming = (next?: StepCall): UpcomingCall | undefined => {
+        const tool = next && toolOf(next.name);
+        return tool && { toolCallId: next.id, toolName: next.name, tool };
+      };
       const approvalTools = () => [
         ...tools()
           .filter(runsOnClient)
@@ -131,8 +147,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         // return for each call of the reply.
         outcome.pendingToolCallIds = plan.callIds;
         outcome.followUpsFrom = request.answer.approvalMessageId;
-        const outcomes = await runToolCalls(plan.toRun, context.tools, (call) =>
-          runTool(call, toolOf(call.name), plan, runId),
+        const outcomes = await runToolCalls(plan.toRun, context.tools, (call, next) =>
+          runTool(call, toolOf(call.name), plan, runId, undefined, upcoming(next)),
         );
         plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
         if (plan.toRun.some((call) => isTerminal(rules, call.name)))
@@ -189,7 +205,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         }
 
         outcome.pendingToolCallIds = turn.toolCalls.map((call) => call.id);
-        const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call) => {
+        const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call, next) => {
           if (!allowed.includes(call.name)) {
             return acts.run.rejectToolCall({
               agentId,
@@ -199,7 +215,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
               reason: constraintViolation(rules, call.name, allowed, history),
             });
           }
-          return runTool(call, toolOf(call.name), turn, runId, prefilledArgs(rules, call.name, history));
+          const prefilled = prefilledArgs(rules, call.name, history);
+          return runTool(call, toolOf(call.name), turn, runId, prefilled, upcoming(next));
         });
         turn.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
         if (turn.toolCalls.some((call) => isTerminal(rules, call.name)))

@@ -200,7 +200,10 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
   };
 }
 
-/** Runs a call from what was read for it, and records its result; `locked` runs what records a memory write, under the lock. */
+/**
+ * Runs a call from what was read for it, and records its result; `locked` runs what records a memory
+ * write, under the lock.
+ */
 async function runCall(
   q: Queryable,
   input: ToolCallInput,

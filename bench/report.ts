@@ -19,6 +19,9 @@ const cpu = (run: Results) =>
   `CPU: server ${run.server_process_cpu_percent}%, Temporal ${run.temporal_server_cpu_percent}%${run.postgres_cpu_percent === undefined ? '' : `, PostgreSQL ${run.postgres_cpu_percent}%`} (of one core)`;
 
 const times = (n: number) => `${n}×`;
+/** A paired difference's percentiles, each with its sign. */
+const signed = (p: Percentiles) =>
+  `${[p.p50, p.p95, p.max].map((v) => (v < 0 ? `${v}` : `+${v}`)).join(' / ')} ms`;
 /** A throughput figure's rounds, lowest to highest: the figure is their median. */
 const spread = (rates: number[]) => `${Math.min(...rates)}–${Math.max(...rates)}`;
 
@@ -57,7 +60,7 @@ function rows(r: Results): string[][] {
     [
       '2. Built-in tool call (`memory_insert`), calls in one reply',
       ms(o.in_one_reply.per_call_ms),
-      `direct call ${ms(o.direct_call_ms)}`,
+      `direct call ${ms(o.direct_call_ms)}; per round, over it: ${signed(o.in_one_reply.over_baseline_ms)}`,
       `${times(x.builtin_call_over_local_activity)} local activity`,
     ],
     [
@@ -69,7 +72,7 @@ function rows(r: Results): string[][] {
     [
       '3. Sandboxed Python call, warm',
       ms(s.warm_pool.per_call_ms),
-      `fresh interpreter ${ms(fresh)} (${ratio(s.warm_pool.per_call_ms.p50, fresh.p50)})`,
+      `fresh interpreter ${ms(fresh)}; per round, of it: ${times(s.warm_pool.over_baseline_ratio.p50)}`,
       `${times(x.sandboxed_call_over_activity)} activity`,
     ],
     ...(s.cold_sandbox
@@ -88,7 +91,7 @@ function rows(r: Results): string[][] {
     ].map(([transport, multiple]) => [
       `4. MCP \`echo\` over ${transport}, through the engine`,
       ms(mcp(transport).engine.per_call_ms),
-      `direct SDK call ${ms(mcp(transport).direct_sdk_call_ms)}`,
+      `direct SDK call ${ms(mcp(transport).direct_sdk_call_ms)}; per round, over it: ${signed(mcp(transport).engine.over_baseline_ms)}`,
       `${times(multiple)} activity`,
     ]),
     [
@@ -143,7 +146,7 @@ export function reportMarkdown(r: Results, withNotes = true): string {
     ...targets(r).map((g) => `| ${g.figure} | ${g.value} | ${g.target} | ${verdict(g.met)} |`),
   ];
   return [
-    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of steps' difference). A throughput is the median of ${r.method.throughput_rounds} timed rounds after an untimed one.`,
+    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of steps' difference; its difference from, or ratio to, its baseline: each round's against the same round's baseline runs). A throughput is the median of ${r.method.throughput_rounds} timed rounds after an untimed one.`,
     '',
     ...table,
     '',

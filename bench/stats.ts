@@ -22,7 +22,8 @@ export function percentiles(values: number[]): Percentiles {
   return { p50: round(at(50)), p95: round(at(95)), max: round(sorted[sorted.length - 1]), n: sorted.length };
 }
 
-async function timed(work: () => Promise<unknown>): Promise<number> {
+/** How long `work` takes, in milliseconds. */
+export async function timed(work: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await work();
   return performance.now() - started;

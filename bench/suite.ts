@@ -29,6 +29,7 @@ import {
   percentiles,
   perUnit,
   ratios,
+  timed,
   timeInTurn,
   timePairs,
   timeRuns,
@@ -147,28 +148,55 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
   ).id;
 
 /**
+ * What a call is compared with, timed in the same rounds as the steps (`runs` of `work` after each
+ * round's steps), so that a drift of the machine's speed, which on these VMs moves a figure by a
+ * fifth within minutes, moves both alike: the direct call, a fresh interpreter.
+ */
+interface InTurnBaseline {
+  runs: number;
+  work: () => Promise<unknown>;
+}
+
+/**
  * The per-call cost of `tool`: steps of `calls` + 1 calls and of one call alternate, and each pair's
  * difference, divided by `calls`, is one sample. Both steps make the same model calls (two, when the
  * calls come in one reply), so the difference is the calls' alone. A step without calls (one model
- * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`).
+ * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`). With a
+ * `baseline`, each round's sample is also taken over the mean of that round's baseline runs
+ * (`over_baseline_ms`, `over_baseline_ratio`).
  */
 async function perCallInStep(
   client: Letta,
   agentId: string,
   script: Omit<Script, 'times'>,
-  { calls = CALLS_PER_STEP } = {},
+  { calls = CALLS_PER_STEP, baseline }: { calls?: number; baseline?: InTurnBaseline } = {},
 ): Promise<Record<string, Percentiles | number>> {
+  const baselineRounds: number[][] = [];
+  const baselineRound = async () => {
+    const times: number[] = [];
+    for (let i = 0; i < baseline!.runs; i++) times.push(await timed(baseline!.work));
+    baselineRounds.push(times);
+  };
   const [withCalls, withOne, without] = await timeInTurn(REPS, [
     () => step(client, agentId, { ...script, times: calls + 1 }),
     () => step(client, agentId, { ...script, times: 1 }),
     () => step(client, agentId, { ...script, times: 0 }),
+    ...(baseline ? [baselineRound] : []),
   ]);
+  const perCall = perUnit({ a: withCalls, b: withOne }, calls);
+  const timedRounds = baselineRounds.slice(-REPS); // the warm-up rounds' first
+  const roundMean = (i: number) => timedRounds[i].reduce((sum, t) => sum + t, 0) / timedRounds[i].length;
   return {
     calls_per_step: calls,
     step_with_calls_ms: percentiles(withCalls),
     step_with_one_call_ms: percentiles(withOne),
     step_without_calls_ms: percentiles(without),
-    per_call_ms: percentiles(perUnit({ a: withCalls, b: withOne }, calls)),
+    per_call_ms: percentiles(perCall),
+    ...(baseline && {
+      baseline_ms: percentiles(timedRounds.flat()),
+      over_baseline_ms: percentiles(perCall.map((ms, i) => ms - roundMean(i))),
+      over_baseline_ratio: percentiles(perCall.map((ms, i) => ms / roundMean(i))),
+    }),
   };
 }
 
@@ -256,29 +284,29 @@ async function orchestrationOverhead(bench: Bench) {
   const agentId = await newAgent(bench.client, [], ['memory_insert']);
   const args = { label: 'notes', new_str: 'x' };
   const agent = (await getAgentRow(bench.server.db, agentId))!;
-  const direct = percentiles(
-    await timeRuns(REPS * CALLS_PER_STEP, () =>
-      bench.server.db.transaction((tx) =>
-        executeBuiltinTool(
-          {
-            db: tx,
-            agent,
-            web: {
-              policy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
-              exa: { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 },
-            },
-            providers: providerRegistry(testConfig({})),
+  const direct = () =>
+    bench.server.db.transaction((tx) =>
+      executeBuiltinTool(
+        {
+          db: tx,
+          agent,
+          web: {
+            policy: { timeoutMs: 1000, maxBytes: 1, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
+            exa: { baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 },
           },
-          'memory_insert',
-          args,
-        ),
+          providers: providerRegistry(testConfig({})),
+        },
+        'memory_insert',
+        args,
       ),
-    ),
-  );
+    );
   const script = { tool: 'memory_insert', args };
+  const inOneReply = await perCallInStep(bench.client, agentId, script, {
+    baseline: { runs: CALLS_PER_STEP, work: direct },
+  });
   return {
-    direct_call_ms: direct,
-    in_one_reply: await perCallInStep(bench.client, agentId, script),
+    direct_call_ms: inOneReply.baseline_ms,
+    in_one_reply: inOneReply,
     one_per_model_turn: await perCallInStep(bench.client, agentId, { ...script, perTurn: true }),
   };
 }
@@ -288,23 +316,27 @@ async function sandboxedCalls(bench: Bench) {
   const source =
     'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
   const tool = await bench.client.tools.create({ source_code: source });
-  const measure = async (client: Letta, calls?: number) =>
-    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, { calls });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-tool-'));
   const file = path.join(dir, 'tool.py');
-  const freshInterpreter = percentiles(
-    await timeRuns(REPS * 3, async () => {
-      fs.writeFileSync(file, `${source}\nimport json\nprint(json.dumps(ping(1)))\n`);
-      execFileSync('/usr/bin/python3', [file]);
-    }),
-  );
-  fs.rmSync(dir, { recursive: true, force: true });
-  return {
-    warm_pool: await measure(bench.client),
-    // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
-    ...(bench.coldClient && { cold_sandbox: await measure(bench.coldClient, CALLS_PER_STEP / 2) }),
-    fresh_interpreter_per_call_ms: freshInterpreter,
+  const freshInterpreter = async () => {
+    fs.writeFileSync(file, `${source}\nimport json\nprint(json.dumps(ping(1)))\n`);
+    execFileSync('/usr/bin/python3', [file]);
   };
+  const measure = async (client: Letta, options: Parameters<typeof perCallInStep>[3]) =>
+    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, options);
+  try {
+    const warm = await measure(bench.client, { baseline: { runs: 3, work: freshInterpreter } });
+    return {
+      warm_pool: warm,
+      // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
+      ...(bench.coldClient && {
+        cold_sandbox: await measure(bench.coldClient, { calls: CALLS_PER_STEP / 2 }),
+      }),
+      fresh_interpreter_per_call_ms: warm.baseline_ms,
+    };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** 3. server-everything's echo through the engine, and straight from the SDK in this process. */
@@ -320,17 +352,23 @@ async function mcpCalls(bench: Bench) {
       const server = await bench.client.mcpServers.create({ server_name: `bench-${transport}`, config });
       const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
       const agentId = await newAgent(bench.client, [echo.id!]);
-      const engine = await perCallInStep(bench.client, agentId, { tool: 'echo', args: { message: 'hi' } });
       // Started as the engine starts it (MCP_STDIO's default, the sandbox).
       const stdio = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
       const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 }, stdio);
-      const direct = percentiles(
-        await timeRuns(REPS * CALLS_PER_STEP, () =>
-          sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
-        ),
+      const engine = await perCallInStep(
+        bench.client,
+        agentId,
+        { tool: 'echo', args: { message: 'hi' } },
+        {
+          baseline: {
+            runs: CALLS_PER_STEP,
+            work: () => sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
+          },
+        },
       );
       await sdk.close();
       await bench.client.mcpServers.delete(server.id!);
+      const direct = engine.baseline_ms;
       out[transport] = { engine, direct_sdk_call_ms: direct };
     }
     return out;

@@ -157,7 +157,7 @@ export function reportMarkdown(r: Results, withNotes = true): string {
 }
 
 /** Written as `npm run format` would write it, so that lint passes after a bench run. */
-async function writeFormatted(file: string, text: string): Promise<void> {
+export async function writeFormatted(file: string, text: string): Promise<void> {
   const options = await prettier.resolveConfig(file);
   fs.writeFileSync(file, await prettier.format(text, { ...options, filepath: file }));
 }

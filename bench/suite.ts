@@ -36,7 +36,7 @@ import {
   WARMUP,
   type Percentiles,
 } from './stats';
-import { writeReport } from './report';
+import { writeFormatted, writeReport } from './report';
 import { baselineMultiples, checkQuick } from './baseline';
 import { baselineActivities } from './baseline-activities';
 
@@ -601,7 +601,7 @@ async function main() {
   console.log(JSON.stringify(results, null, 2));
   if (QUICK) process.exit(checkQuick(results, recorded()) ? 0 : 1);
   if (ONLY) process.exit(0);
-  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
+  await writeFormatted(RESULTS_FILE, JSON.stringify(results, null, 2));
   await writeReport(results);
   process.exit(0);
 }

@@ -175,7 +175,14 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       blocks: executor.writesMemory?.(key.toolName) && !blocksChanged,
       sandbox: executor.readsSandboxContext,
     });
+  // The next call reads the agent's blocks when this mode's calls edit memory or see it (a sandboxed
+  // tool's agent_state): its read waits for this call's record. Otherwise nothing it reads depends on
+  // this call, and its read runs while this call's tool does.
+  const nextReadsWrites = executor.writesMemory !== undefined || executor.readsSandboxContext === true;
   return async (input: ToolCallInput): Promise<ToolOutcome> => {
+    const { next } = input;
+    const readNext = () => next && readsAhead.start({ ...input, ...next }, () => read({ ...input, ...next }));
+    if (!nextReadsWrites) readNext();
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
@@ -194,8 +201,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       if (!(error instanceof StaleBlockError)) throw error;
       outcome = await runCall(db, input, executor, locked, await read(input, { blocksChanged: true }));
     }
-    const { next } = input;
-    if (next) readsAhead.start({ ...input, ...next }, () => read({ ...input, ...next }));
+    if (nextReadsWrites) readNext();
     return outcome;
   };
 }

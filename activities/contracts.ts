@@ -113,7 +113,7 @@ export const ToolCallInputSchema = z.object({
   toolVersion: z.number().int(),
   /**
    * The call of the same reply that runs next, through the same local activity: what it reads is read
-   * as soon as this call is recorded (activities/read-ahead.ts).
+   * while this call runs (activities/read-ahead.ts).
    */
   next: z
     .object({

@@ -1,9 +1,10 @@
 /**
- * What a tool call reads, read while the workflow is still between calls. The calls of one reply run
- * one after the other; when the next runs through the same local activity (so in this process), the
- * workflow names it in this call's input, and its read starts as soon as this call is recorded: its
- * round trip to the database overlaps the local activity's completion and the next one's start
- * (bench/where-the-time-goes.md) instead of adding to them.
+ * What a tool call reads, read before the call starts. The calls of one reply run one after the
+ * other; when the next runs through the same local activity (so in this process), the workflow names
+ * it in this call's input, and its read starts while this call runs (activities/tool-call.ts): with
+ * this call's tool when nothing it reads depends on this call, else as soon as this call is recorded.
+ * Its round trip to the database then overlaps the tool's wait, or the local activity's completion
+ * and the next one's start (bench/where-the-time-goes.md), instead of adding to them.
  *
  * The read says whether the call was already recorded: the check that keeps a tool from running
  * twice. A read taken early could miss a record made after it by another run of the same call. Here,

@@ -1,5 +1,5 @@
 /**
- * The next call's read, started as soon as a call is recorded (activities/read-ahead.ts): taken once,
+ * The next call's read, started while a call runs (activities/read-ahead.ts): taken once,
  * and only while young; and which calls the workflow names as next (workflows/tool-executors.ts).
  */
 import { MAX_AGE_MS, ReadsAhead } from '../activities/read-ahead';

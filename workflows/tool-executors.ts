@@ -134,7 +134,7 @@ export interface UpcomingCall {
 /**
  * Runs one call through its mode's activity, as the Temporal UI names it by `summary`. `next`, the
  * call that runs after it, is named in its input when both run through the same local activity: its
- * read then starts as soon as this call is recorded (activities/read-ahead.ts).
+ * read then starts while this call runs (activities/read-ahead.ts).
  */
 export type ToolRunner = (
   call: ToolCallInput,
@@ -149,7 +149,7 @@ const runsLocally = (limits: AgentStepLimits, tool: StepTool) =>
 
 /**
  * The call a call's input names as next: the one that runs after it, when both run through the same
- * local activity, so in this worker; its read then starts as soon as this call is recorded.
+ * local activity, so in this worker; its read then starts while this call runs.
  */
 export function readAheadOf(
   limits: AgentStepLimits,

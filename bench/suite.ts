@@ -48,9 +48,9 @@ const recorded = () => JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'));
 const CALLS_PER_STEP = 10;
 /**
  * The throughput figures' load: agents (or bare workflows) at once, each one step of this many tool
- * calls (or activities); timed rounds of it after one untimed, each on new agents. One round lasts about a
- * second, and consecutive ones differed by up to a quarter (259–327 calls a second): the median of
- * several is the figure.
+ * calls (or activities); timed rounds of it after one untimed, each on new agents. One round lasts
+ * about a second, and consecutive ones differed by up to a quarter (259–327 calls a second): the
+ * median of several is the figure.
  */
 const THROUGHPUT = { agents: 16, calls: 20, rounds: QUICK ? 3 : 7 };
 /** BENCH_ONLY=name,name measures just those figures (and no paused runs unless named): for profiling. */
@@ -220,7 +220,10 @@ async function inRounds<T>(round: () => Promise<T>): Promise<T[]> {
 
 const median = (values: number[]) => percentiles(values).p50;
 
-/** Rounds of the throughput figure's load in bare workflows, each of its calls a no-op activity: activities a second. */
+/**
+ * Rounds of the throughput figure's load in bare workflows, each of its calls a no-op activity:
+ * activities a second.
+ */
 async function bareThroughput(bench: Bench, asLocal: boolean) {
   const { agents, calls } = THROUGHPUT;
   const rates = await inRounds(async () => {

@@ -165,8 +165,8 @@ async function recordResult(
  * what was read; if not, the call runs again with no blocks read, and plans its edit in the
  * transaction below, with the blocks locked. A call that writes memory after it ran elsewhere (a
  * sandboxed tool writing back its `agent_state`) opens that transaction, under the agent's lock, and
- * checks there that no other attempt recorded the call meanwhile. Once a call is recorded, the read of
- * the call the workflow names as next starts (activities/read-ahead.ts).
+ * checks there that no other attempt recorded the call meanwhile. The read of the call the workflow
+ * names as next starts while this call runs (activities/read-ahead.ts).
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   const readsAhead = new ReadsAhead();
@@ -178,11 +178,11 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
   // The next call reads the agent's blocks when this mode's calls edit memory or see it (a sandboxed
   // tool's agent_state): its read waits for this call's record. Otherwise nothing it reads depends on
   // this call, and its read runs while this call's tool does.
-  const nextReadsWrites = executor.writesMemory !== undefined || executor.readsSandboxContext === true;
+  const nextReadWaitsForRecord = executor.writesMemory !== undefined || executor.readsSandboxContext === true;
   return async (input: ToolCallInput): Promise<ToolOutcome> => {
     const { next } = input;
     const readNext = () => next && readsAhead.start({ ...input, ...next }, () => read({ ...input, ...next }));
-    if (!nextReadsWrites) readNext();
+    if (!nextReadWaitsForRecord) readNext();
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
@@ -201,7 +201,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       if (!(error instanceof StaleBlockError)) throw error;
       outcome = await runCall(db, input, executor, locked, await read(input, { blocksChanged: true }));
     }
-    if (nextReadsWrites) readNext();
+    if (nextReadWaitsForRecord) readNext();
     return outcome;
   };
 }

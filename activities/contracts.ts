@@ -111,22 +111,8 @@ export const ToolCallInputSchema = z.object({
   /** The called tool, at the version the step resolved at its start. */
   toolId: z.string(),
   toolVersion: z.number().int(),
-  /**
-   * The call of the same reply that runs next, through the same local activity: what it reads is read
-   * while this call runs (activities/read-ahead.ts).
-   */
-  next: z
-    .object({
-      toolCallId: z.string(),
-      toolName: z.string(),
-      toolId: z.string(),
-      toolVersion: z.number().int(),
-    })
-    .optional(),
 });
 export type ToolCallInput = z.infer<typeof ToolCallInputSchema>;
-/** The call that runs next, as the workflow names it. */
-export type NextToolCall = NonNullable<ToolCallInput['next']>;
 
 export const ToolOutcomeSchema = z.object({
   status: z.enum(['success', 'error']),

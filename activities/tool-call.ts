@@ -5,11 +5,11 @@
  * queue's worker runs. The workflow side of each mode (task queue, timeouts, retries) is its row in
  * workflows/tool-executors.ts.
  */
-import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
-import { readToolCall, type SandboxContext, type ToolCallKey, type ToolCallRead } from '../src/db/tool-calls';
+import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
+import { releaseClaim, type ClaimHolder } from '../src/db/tool-claims';
 import {
   findToolExecution,
   recordToolExecution,
@@ -27,8 +27,7 @@ import {
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
-import { withHeartbeats } from './heartbeat';
-import { ReadsAhead } from './read-ahead';
+import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
 
 /** A call as its executor gets it. */
 export interface ToolCall {
@@ -37,7 +36,7 @@ export interface ToolCall {
   tool: ToolRow;
   /** The model's arguments without `request_heartbeat`, rule-fixed ones on top, strict-mode nulls dropped. */
   args: Record<string, unknown>;
-  /** Aborted when the run is cancelled: the executor stops the tool. */
+  /** Aborted when the run is cancelled or the call's claim is lost: the executor stops the tool. */
   signal: AbortSignal;
   /** An MCP tool's server, read with the call; none when it is no longer registered. */
   mcpServer?: McpServerRow;
@@ -129,10 +128,14 @@ async function resultOf<T>(toolName: string, run: () => Promise<T>): Promise<T |
   }
 }
 
-/** Records a call's result once (a retry keeps the first), packaged as the model sees it. */
+/**
+ * Records a call's result once (a retry keeps the first), packaged as the model sees it: only while
+ * `owner` holds the call's claim.
+ */
 async function recordResult(
   q: Queryable,
   input: ToolCallInput,
+  owner: string,
   agent: AgentRow,
   tool: ToolRow | undefined,
   result: ToolResult,
@@ -154,65 +157,58 @@ async function recordResult(
       stderr: result.stderr ?? null,
     },
     result.write,
+    owner,
   );
   return outcomeOf(execution, text);
 }
 
 /**
- * The activity that runs `executor`'s calls, once per tool call id. A call's memory write is applied
- * by the statement that records it, so that it is never applied twice. A memory tool's edit
- * (`writesMemory`) is planned from the blocks read with the call, and written only if they still hold
- * what was read; if not, the call runs again with no blocks read, and plans its edit in the
- * transaction below, with the blocks locked. A call that writes memory after it ran elsewhere (a
- * sandboxed tool writing back its `agent_state`) opens that transaction, under the agent's lock, and
- * checks there that no other attempt recorded the call meanwhile. The read of the call the workflow
- * names as next starts while this call runs (activities/read-ahead.ts).
+ * The activity that runs `executor`'s calls, once per tool call id and by one attempt at a time: the
+ * call is claimed with its read (activities/tool-claim.ts), and its result recorded only by the
+ * claim's holder. A call's memory write is applied by the statement that records it, so that it is
+ * never applied twice. A memory tool's edit (`writesMemory`) is planned from the blocks read with the
+ * call, and written only if they still hold what was read; if not, the call runs again with no blocks
+ * read, and plans its edit in the transaction below, with the blocks locked. A call that writes memory
+ * after it ran elsewhere (a sandboxed tool writing back its `agent_state`) opens that transaction,
+ * under the agent's lock, and checks there that no other attempt recorded the call meanwhile. An
+ * attempt that fails gives its claim up, so that the next one need not wait for its lease.
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
-  const readsAhead = new ReadsAhead();
-  const read = (key: ToolCallKey & { toolName: string }, { blocksChanged = false } = {}) =>
-    readToolCall(db, key, {
-      blocks: executor.writesMemory?.(key.toolName) && !blocksChanged,
+  const read = (input: ToolCallInput, holder: ClaimHolder, { blocksChanged = false } = {}) =>
+    readToolCall(db, input, holder, {
+      blocks: executor.writesMemory?.(input.toolName) && !blocksChanged,
       sandbox: executor.readsSandboxContext,
     });
-  // The next call reads the agent's blocks when this mode's calls edit memory or see it (a sandboxed
-  // tool's agent_state): its read waits for this call's record. Otherwise nothing it reads depends on
-  // this call, and its read runs while this call's tool does.
-  const nextReadWaitsForRecord = executor.writesMemory !== undefined || executor.readsSandboxContext === true;
   return async (input: ToolCallInput): Promise<ToolOutcome> => {
-    const { next } = input;
-    const readNext = () => next && readsAhead.start({ ...input, ...next }, () => read({ ...input, ...next }));
-    if (!nextReadWaitsForRecord) readNext();
+    const holder = claimHolder();
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
       }, agentLockOnly(input.agentId));
-    let outcome: ToolOutcome;
+    const run = (read: ToolCallRead) => runCall(db, input, holder, executor, locked, read);
     try {
-      outcome = await runCall(
-        db,
-        input,
-        executor,
-        locked,
-        (await readsAhead.take(input)) ?? (await read(input)),
-      );
+      try {
+        return await run(await readClaimed(() => read(input, holder)));
+      } catch (error) {
+        if (!(error instanceof StaleBlockError)) throw error;
+        return await run(await read(input, holder, { blocksChanged: true }));
+      }
     } catch (error) {
-      if (!(error instanceof StaleBlockError)) throw error;
-      outcome = await runCall(db, input, executor, locked, await read(input, { blocksChanged: true }));
+      await releaseClaim(db, input.toolCallId, holder.owner).catch(() => undefined);
+      throw error;
     }
-    if (nextReadWaitsForRecord) readNext();
-    return outcome;
   };
 }
 
 /**
- * Runs a call from what was read for it, and records its result; `locked` runs what records a memory
- * write, under the lock.
+ * Runs a call from what was read for it, holding its claim, and records its result; `locked` runs
+ * what records a memory write, under the lock.
  */
 async function runCall(
   q: Queryable,
   input: ToolCallInput,
+  holder: ClaimHolder,
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
   read: ToolCallRead,
@@ -220,10 +216,11 @@ async function runCall(
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
-  if (!tool) return recordResult(q, input, agent, tool, { status: 'error', text: 'Tool not found' });
-  const signal = Context.current().cancellationSignal;
+  const record = (tx: Queryable, result: ToolResult) =>
+    recordResult(tx, input, holder.owner, agent, tool, result);
+  if (!tool) return record(q, { status: 'error', text: 'Tool not found' });
   const ran = await resultOf(input.toolName, () =>
-    withHeartbeats(
+    holdingClaim(q, input.toolCallId, holder, (signal) =>
       executor.execute({
         input,
         agent,
@@ -236,8 +233,6 @@ async function runCall(
       }),
     ),
   );
-  if (!('writeMemory' in ran)) return recordResult(q, input, agent, tool, ran);
-  return locked(async (tx) =>
-    recordResult(tx, input, agent, tool, await resultOf(input.toolName, () => ran.writeMemory(tx))),
-  );
+  if (!('writeMemory' in ran)) return record(q, ran);
+  return locked(async (tx) => record(tx, await resultOf(input.toolName, () => ran.writeMemory(tx))));
 }

@@ -134,8 +134,6 @@ export const ConfigSchema = z.object({
   AGENT_LANE_LOOK_MS: milliseconds.min(100).default(10_000),
   AGENT_LANE_START_GRACE_MS: milliseconds.default(30_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
-  WORKER_ISOLATE_EXECUTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(0),
-  WORKFLOW_STACK_TRACES: flag.default(false),
   // Worker versioning (src/temporal/versioning.ts): the build id of this release, and who makes it current.
   WORKER_BUILD_ID: optional(
     z
@@ -185,10 +183,10 @@ export const ConfigSchema = z.object({
   MODEL_RETRY_INITIAL_MS: milliseconds.default(1_000),
   TOOL_TIMEOUT_MS: milliseconds.default(180_000),
   TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
-  LOCAL_TOOL_CALLS: flag.default(true),
-  LOCAL_MODEL_CALLS: flag.default(true),
+  LOCAL_TOOL_CALLS: flag.default(false),
+  LOCAL_MODEL_CALLS: flag.default(false),
   STEP_SUMMARY_MESSAGE_CHARS: z.coerce.number().int().min(0).max(500).default(80),
-  STEP_TASK_TIMEOUT_MS: milliseconds.min(1_000).default(2_000),
+  STEP_TASK_TIMEOUT_MS: optional(milliseconds.min(1_000)),
   ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
   E2B_API_KEY: optional(z.string()),
   E2B_TEMPLATE: z.string().min(1).default('base'),

@@ -31,7 +31,7 @@ import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
-import { createAgentWorker, createToolWorker, isolateExecutionTimeoutFor } from './temporal/worker';
+import { createAgentWorker, createToolWorker } from './temporal/worker';
 import {
   deploymentName,
   gitCommit,
@@ -164,20 +164,12 @@ export async function startServer(
         }),
       };
       const mcpCalls = mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS });
-      const isolateTimeout = isolateExecutionTimeoutFor(config.WORKER_ISOLATE_EXECUTION_TIMEOUT_MS);
-      if (isolateTimeout.fallback)
-        log.warn(
-          { isolateExecutionTimeoutMs: isolateTimeout.ms },
-          'the Temporal SDK is installed without patches/ (npm install applies it): workflow activations keep its watchdog, about a millisecond per tool call',
-        );
       const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.agent,
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-        isolateExecutionTimeoutMs: isolateTimeout.ms,
-        stackTraces: config.WORKFLOW_STACK_TRACES,
         deployment,
         activities: options.activities?.({ db }) ?? {
           ...createActivities({
@@ -189,7 +181,7 @@ export async function startServer(
             startWebhook: (subject) => startWebhook(steps, subject),
             laneReleased: (scope) => signalLaneReleased(steps, scope),
           }),
-          // Sandboxed and MCP calls run here as local activities (LOCAL_TOOL_CALLS).
+          // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
           ...sandboxed,
           ...mcpCalls,
           ...agentMessageActivities(steps),

@@ -1,8 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { WebhookSubject } from '../activities/contracts';
 import { createActivities } from '../activities';
-import { MAX_AGE_MS } from '../activities/read-ahead';
-import { toolCallActivity } from '../activities/tool-call';
 import type { CallModelInput, ToolCallInput } from '../activities/contracts';
 import { noUsage } from '../workflows/usage';
 import { openDatabase, type Database } from '../src/db';
@@ -340,52 +338,6 @@ describe('activities retried after doing their work', () => {
     expect(outcomes.map((o) => o.status)).toEqual(lines.map(() => 'success'));
     const value = await blockValue(blockId);
     expect(value.split('\n').sort()).toEqual(['Notes', ...lines].sort());
-  });
-
-  it('read the next call as soon as a call is recorded, and read it again once that read is too old', async () => {
-    const ids = await agentWithRun(db, { memory_blocks: [{ label: 'human', value: 'Alice' }] });
-    const lines = ['likes tea', 'likes cake', 'likes jam'].map((line) => ({ label: 'human', new_str: line }));
-    const [a, b, c] = await builtinCalls(ids, 'memory_insert', lines);
-    const nextOf = ({ toolCallId, toolName, toolId, toolVersion }: ToolCallInput) => ({
-      next: { toolCallId, toolName, toolId, toolVersion },
-    });
-    // Each call planned from the read started when the one before it was recorded: none lost.
-    for (const [input, next] of [
-      [a, b],
-      [b, c],
-    ])
-      expect(await run(activities.runBuiltinTool, { ...input, ...nextOf(next) })).toMatchObject({
-        status: 'success',
-      });
-    await run(activities.runBuiltinTool, c);
-    const blockId = await firstBlockOf(ids.agentId);
-    expect(await blockValue(blockId)).toBe('Alice\nlikes tea\nlikes cake\nlikes jam');
-
-    // A tool whose every run counts: its next call recorded elsewhere after its read began, and run
-    // here only once that read is older than its bound, reads again and does not run.
-    const ran: string[] = [];
-    const counting = toolCallActivity(db, {
-      async execute({ input }) {
-        ran.push(input.toolCallId);
-        return { status: 'success', text: 'ran here' };
-      },
-    });
-    const other = await agentWithRun(db);
-    const [first, second] = await builtinCalls(other, 'memory_insert', [{}, {}]);
-    await run(counting, { ...first, ...nextOf(second) });
-    await recordToolExecution(db, {
-      tool_call_id: second.toolCallId,
-      run_id: other.runId,
-      agent_id: other.agentId,
-      tool_name: second.toolName,
-      status: 'error',
-      func_return: 'ran elsewhere',
-      stdout: null,
-      stderr: null,
-    });
-    await new Promise((resolve) => setTimeout(resolve, MAX_AGE_MS + 20));
-    expect(await run(counting, second)).toEqual({ status: 'error' });
-    expect(ran).toEqual([first.toolCallId]);
   });
 
   it('edit the memories of more agents at once than the pool has connections', async () => {

@@ -8,17 +8,13 @@ const ASK_USER = {
 };
 
 /**
- * The Temporal UI's Stack Trace tab is the `__stack_trace` query, which the SDK answers from a promise
- * hook in its workflow threads; the agent worker leaves the hook out unless WORKFLOW_STACK_TRACES
- * (src/temporal/worker.ts, patches/).
+ * The Temporal UI's Stack Trace tab is the `__stack_trace` query, which the SDK answers from the promise
+ * hook of its workflow threads: on by default, as the worker runs workflows as the SDK does.
  */
-describe.each<{ setting: string; env: Record<string, string>; traced: boolean }>([
-  { setting: 'unset', env: {}, traced: false },
-  { setting: 'true', env: { WORKFLOW_STACK_TRACES: 'true' }, traced: true },
-])('a paused step’s stack trace with WORKFLOW_STACK_TRACES $setting', ({ env, traced }) => {
-  const h = useAgentServer('openai', env);
+describe('a paused step’s stack trace, on defaults', () => {
+  const h = useAgentServer('openai');
 
-  it(traced ? 'names where the step waits' : 'is refused: the hook is left out', async () => {
+  it('names where the step waits', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', include_base_tools: false });
     h.stub.enqueue({ toolCalls: [{ name: ASK_USER.name, arguments: {} }] });
     const paused = await h.client.agents.messages.create(agent.id, {
@@ -30,8 +26,7 @@ describe.each<{ setting: string; env: Record<string, string>; traced: boolean }>
     const temporal = await connectTemporalClient();
     try {
       const query = temporal.client.workflow.getHandle(workflowId).query<string>('__stack_trace');
-      if (traced) await expect(query).resolves.toContain('waitForAnswer');
-      else await expect(query).rejects.toThrow(/stack traces are not enabled/);
+      await expect(query).resolves.toContain('waitForAnswer');
     } finally {
       await temporal.close();
     }

@@ -34,13 +34,7 @@ import { stopReasonKey } from './search-attributes';
 import { addUsage, noUsage } from './usage';
 import { finalReplyStopReason } from './stop-reasons';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
-import {
-  dispatchToolCall,
-  runsOnClient,
-  runToolCalls,
-  withClientTools,
-  type UpcomingCall,
-} from './tool-executors';
+import { dispatchToolCall, runsOnClient, runToolCalls, withClientTools } from './tool-executors';
 import {
   allowedTools,
   approvalRequiredTools,
@@ -91,7 +85,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
     turn: Pick<ModelTurn, 'messageId' | 'stepId'>,
     runId: string,
     prefilled?: Record<string, unknown>,
-    next?: UpcomingCall,
   ): Promise<ToolOutcome> => {
     const callInput = {
       agentId,
@@ -108,7 +101,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       tool,
       (reason) =>
         acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
-      next,
     );
   };
 
@@ -123,10 +115,6 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       const available = context.tools.map((t) => t.name);
       const tools = () => withClientTools(request.clientTools, context.tools);
       const toolOf = (name: string) => tools().find((t) => t.name === name);
-      const upcoming = (next?: StepCall): UpcomingCall | undefined => {
-        const tool = next && toolOf(next.name);
-        return tool && { toolCallId: next.id, toolName: next.name, tool };
-      };
       const approvalTools = () => [
         ...tools()
           .filter(runsOnClient)
@@ -147,8 +135,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         // return for each call of the reply.
         outcome.pendingToolCallIds = plan.callIds;
         outcome.followUpsFrom = request.answer.approvalMessageId;
-        const outcomes = await runToolCalls(plan.toRun, context.tools, (call, next) =>
-          runTool(call, toolOf(call.name), plan, runId, undefined, upcoming(next)),
+        const outcomes = await runToolCalls(plan.toRun, context.tools, (call) =>
+          runTool(call, toolOf(call.name), plan, runId),
         );
         plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
         if (plan.toRun.some((call) => isTerminal(rules, call.name)))
@@ -205,7 +193,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
         }
 
         outcome.pendingToolCallIds = turn.toolCalls.map((call) => call.id);
-        const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call, next) => {
+        const outcomes = await runToolCalls(turn.toolCalls, context.tools, (call) => {
           if (!allowed.includes(call.name)) {
             return acts.run.rejectToolCall({
               agentId,
@@ -216,7 +204,7 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
             });
           }
           const prefilled = prefilledArgs(rules, call.name, history);
-          return runTool(call, toolOf(call.name), turn, runId, prefilled, upcoming(next));
+          return runTool(call, toolOf(call.name), turn, runId, prefilled);
         });
         turn.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
         if (turn.toolCalls.some((call) => isTerminal(rules, call.name)))

@@ -23,7 +23,6 @@ import type { mcpActivities } from '../activities/mcp';
 import type {
   AgentStepLimits,
   ClientTool,
-  NextToolCall,
   StepTool,
   ToolCallInput,
   ToolMode,
@@ -124,47 +123,12 @@ function toolOptions(limits: AgentStepLimits, timeoutMs: number): ActivityOption
   };
 }
 
-/** A call of the reply that runs after the one at hand. */
-export interface UpcomingCall {
-  toolCallId: string;
-  toolName: string;
-  tool: StepTool;
-}
-
-/**
- * Runs one call through its mode's activity, as the Temporal UI names it by `summary`. `next`, the
- * call that runs after it, is named in its input when both run through the same local activity: its
- * read then starts while this call runs (activities/read-ahead.ts).
- */
-export type ToolRunner = (
-  call: ToolCallInput,
-  tool: StepTool,
-  summary: string,
-  next?: UpcomingCall,
-) => Promise<ToolOutcome>;
+/** Runs one call through its mode's activity, as the Temporal UI names it by `summary`. */
+export type ToolRunner = (call: ToolCallInput, tool: StepTool, summary: string) => Promise<ToolOutcome>;
 
 /** Whether calls of `tool` run as local activities of the step's worker. */
 const runsLocally = (limits: AgentStepLimits, tool: StepTool) =>
   tool.local || (limits.localToolCalls === true && EXECUTORS[tool.mode]?.queue !== undefined);
-
-/**
- * The call a call's input names as next: the one that runs after it, when both run through the same
- * local activity, so in this worker; its read then starts while this call runs.
- */
-export function readAheadOf(
-  limits: AgentStepLimits,
-  tool: StepTool,
-  next: UpcomingCall | undefined,
-): NextToolCall | undefined {
-  const sameActivity = next && EXECUTORS[next.tool.mode]?.activity === EXECUTORS[tool.mode]?.activity;
-  if (!sameActivity || !runsLocally(limits, tool) || !runsLocally(limits, next.tool)) return undefined;
-  return {
-    toolCallId: next.toolCallId,
-    toolName: next.toolName,
-    toolId: next.tool.id,
-    toolVersion: next.tool.version,
-  };
-}
 
 export function toolRunner(limits: AgentStepLimits, queues: ToolQueues): ToolRunner {
   const base = toolOptions(limits, limits.toolTimeoutMs);
@@ -173,15 +137,14 @@ export function toolRunner(limits: AgentStepLimits, queues: ToolQueues): ToolRun
     startToCloseTimeout: base.startToCloseTimeout,
     retry: base.retry,
   });
-  return (call, tool, summary, next) => {
+  return (call, tool, summary) => {
     const row = EXECUTORS[tool.mode]!;
     const activity = row.activity!;
     const options = toolOptions(limits, row.timeoutMs?.(limits, tool) ?? limits.toolTimeoutMs);
     if (runsLocally(limits, tool)) {
       const { startToCloseTimeout, retry } = options;
-      const readAhead = readAheadOf(limits, tool, next);
       return local[activity].executeWithOptions({ startToCloseTimeout, retry, cancellationType, summary }, [
-        readAhead ? { ...call, next: readAhead } : call,
+        call,
       ]);
     }
     const taskQueue = row.queue && queues[row.queue];
@@ -198,13 +161,13 @@ export function toolRunner(limits: AgentStepLimits, queues: ToolQueues): ToolRun
 export async function runToolCalls(
   calls: StepCall[],
   tools: StepTool[],
-  run: (call: StepCall, next?: StepCall) => Promise<ToolOutcome>,
+  run: (call: StepCall) => Promise<ToolOutcome>,
 ): Promise<ToolOutcome[]> {
   const parallel =
     calls.length > 1 && calls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
   if (parallel) return Promise.all(calls.map((call) => run(call)));
   const outcomes: ToolOutcome[] = [];
-  for (const [i, call] of calls.entries()) outcomes.push(await run(call, calls[i + 1]));
+  for (const call of calls) outcomes.push(await run(call));
   return outcomes;
 }
 
@@ -235,7 +198,6 @@ export async function dispatchToolCall(
   call: Omit<ToolCallInput, 'toolId' | 'toolVersion'>,
   tool: StepTool | undefined,
   reject: (reason: string) => Promise<ToolOutcome>,
-  next?: UpcomingCall,
 ): Promise<ToolOutcome> {
   const row = tool && EXECUTORS[tool.mode];
   if (!tool || !row?.activity) {
@@ -248,7 +210,7 @@ export async function dispatchToolCall(
   const summary = `${call.toolName} (${row.label})`;
   setCurrentDetails(`Running tool ${summary}`);
   try {
-    return await run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary, next);
+    return await run({ ...call, toolId: tool.id, toolVersion: tool.version }, tool, summary);
   } catch (error) {
     const failed = error instanceof ActivityFailure || error instanceof ApplicationFailure;
     if (isCancellation(error) || !failed) throw error;

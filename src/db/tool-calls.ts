@@ -1,9 +1,13 @@
-/** What running one tool call reads: everything in one statement, before the tool runs. */
+/**
+ * What running one tool call reads, and its claim (src/db/tool-claims.ts): everything in one statement,
+ * before the tool runs.
+ */
 import type { Queryable } from './database';
 import type { AgentRow, MemoryBlock, SandboxConfigRow, SecretRow, ToolRow } from './rows';
 import { decryptSecret } from '../secrets';
 import type { ToolExecution } from './tool-executions';
 import { mcpServerOf, type McpServerRow, type StoredMcpServer } from './mcp-servers';
+import { TAKE_CLAIM, type ClaimHolder } from './tool-claims';
 
 export interface ToolCallKey {
   agentId: string;
@@ -17,6 +21,8 @@ export interface ToolCallKey {
 export interface ToolCallRead {
   /** The result an earlier attempt recorded: the call is not run again. */
   done?: ToolExecution;
+  /** Whether this attempt holds the call's claim: only then may it run the tool. */
+  claimed: boolean;
   agent?: AgentRow;
   tool?: ToolRow;
   /** The model's arguments as it sent them (JSON text); undefined when the call is not in its message. */
@@ -55,6 +61,7 @@ function sandboxContextOf(stored: StoredSandboxContext): SandboxContext {
 
 type Row = Partial<AgentRow> & {
   call_done: ToolExecution | null;
+  call_claimed: boolean;
   call_tool: ToolRow | null;
   call_arguments: string | null;
   call_mcp_server: StoredMcpServer | null;
@@ -82,8 +89,10 @@ const SANDBOX = `json_build_object(
  * off: PostgreSQL would cost a generic plan with every part in it and so plan the statement again at
  * every call (0.7 ms of a tool call on a 2-vCPU VM); a text per choice keeps one plan per connection.
  */
-const readStatement = (blocks: boolean, sandbox: boolean) => `SELECT a.*,
+const readStatement = (blocks: boolean, sandbox: boolean) => `WITH claim AS (${TAKE_CLAIM})
+   SELECT a.*,
      (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
+     EXISTS (SELECT 1 FROM claim) AS call_claimed,
      t.tool AS call_tool,
      (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
        WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
@@ -104,12 +113,14 @@ const READS = {
 };
 
 /**
- * The call's recorded result, its agent, its tool at the step's version, its arguments and MCP server;
- * with `blocks` the agent's blocks, with `sandbox` those and its sandbox context.
+ * Takes the call's claim for `holder`, and reads the call's recorded result, its agent, its tool at the
+ * step's version, its arguments and MCP server; with `blocks` the agent's blocks, with `sandbox` those
+ * and its sandbox context.
  */
 export async function readToolCall(
   db: Queryable,
   key: ToolCallKey,
+  holder: ClaimHolder,
   { blocks = false, sandbox = false } = {},
 ): Promise<ToolCallRead> {
   const statement = sandbox ? READS.withSandbox : blocks ? READS.withBlocks : READS.call;
@@ -119,10 +130,13 @@ export async function readToolCall(
     key.toolId,
     key.toolVersion,
     key.messageId,
+    holder.owner,
+    holder.leaseMs,
   ]);
-  const { call_done, call_tool, call_arguments, call_mcp_server, call_blocks, call_sandbox, ...agent } = row;
+  const { call_done, call_claimed, call_tool, call_arguments, call_mcp_server, call_blocks, call_sandbox, ...agent } = row;
   return {
     done: call_done ?? undefined,
+    claimed: call_claimed,
     agent: agent.id ? (agent as AgentRow) : undefined,
     tool: call_tool ?? undefined,
     arguments: call_arguments ?? undefined,

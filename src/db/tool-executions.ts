@@ -1,5 +1,6 @@
 import type { Queryable } from './database';
 import { json } from './sql';
+import { closeClaim } from './tool-claims';
 
 export interface ToolExecution {
   tool_call_id: string;
@@ -43,6 +44,21 @@ const INSERT_EXECUTION = `INSERT INTO tool_executions
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
   ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
 
+/** The record, made only by the holder ($9) of the call's claim, which it closes. */
+const INSERT_CLAIMED_EXECUTION = `WITH claim AS (${closeClaim(9)})
+  INSERT INTO tool_executions
+    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM claim)
+  ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
+
+/** The claim was taken over (its lease ran out while this attempt ran): it records nothing. */
+export class ClaimLostError extends Error {
+  constructor(toolCallId: string) {
+    super(`tool call ${toolCallId}: its claim was taken over by another attempt; nothing recorded`);
+    this.name = 'ClaimLostError';
+  }
+}
+
 /**
  * The record and the block write, both only where the block holds the planned-from value (locked
  * until the statement ends, so nothing writes between the check and the write) and the record is
@@ -52,9 +68,11 @@ const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
     SELECT b.id FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id AND ab.agent_id = $3
     WHERE b.id = $9 AND b.label = $11 AND b.value = $12 AND NOT b.read_only
     FOR UPDATE OF b),
+  claim AS (${closeClaim(13, 'EXISTS (SELECT 1 FROM unchanged)')}),
   recorded AS (INSERT INTO tool_executions
       (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM unchanged
+      WHERE $13::text IS NULL OR EXISTS (SELECT 1 FROM claim)
     ON CONFLICT (tool_call_id) DO NOTHING RETURNING *),
   written AS (UPDATE blocks SET value = $10, updated_at = now()
     WHERE id = $9 AND EXISTS (SELECT 1 FROM recorded))
@@ -63,12 +81,14 @@ const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
 /**
  * Records a tool's result once, with its block write if it has one; a second record of the same call
  * keeps the first (and writes nothing). A write whose block changed since it was planned records
- * nothing: StaleBlockError.
+ * nothing: StaleBlockError. With `owner`, only while that attempt holds the call's claim (closing it):
+ * otherwise nothing is recorded, ClaimLostError.
  */
 export async function recordToolExecution(
   db: Queryable,
   execution: ToolExecution,
   write?: BlockValueWrite,
+  owner?: string,
 ): Promise<ToolExecution> {
   const params = [
     execution.tool_call_id,
@@ -87,11 +107,25 @@ export async function recordToolExecution(
         write.value,
         write.label,
         write.previous,
+        owner ?? null,
       ])
-    : await db.query<ToolExecution>(INSERT_EXECUTION, params);
+    : owner
+      ? await db.query<ToolExecution>(INSERT_CLAIMED_EXECUTION, [...params, owner])
+      : await db.query<ToolExecution>(INSERT_EXECUTION, params);
   const recorded = row ?? (await findToolExecution(db, execution.tool_call_id));
-  if (!recorded) throw new StaleBlockError(write!.blockId);
-  return recorded;
+  if (recorded) return recorded;
+  if (owner && !(await holdsClaim(db, execution.tool_call_id, owner)))
+    throw new ClaimLostError(execution.tool_call_id);
+  throw new StaleBlockError(write!.blockId);
+}
+
+/** Whether `owner` still holds the call's claim (as after a write that found its block changed). */
+async function holdsClaim(db: Queryable, toolCallId: string, owner: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM tool_call_claims WHERE tool_call_id = $1 AND owner = $2', [
+    toolCallId,
+    owner,
+  ]);
+  return rows.length > 0;
 }
 
 export function toolExecutions(db: Queryable, toolCallIds: string[]): Promise<ToolExecution[]> {

@@ -29,6 +29,7 @@ import { runCallbacks } from './0018-run-callbacks';
 import { scheduledMessages } from './0019-scheduled-messages';
 import { lanes } from './0020-lanes';
 import { runStopEvents } from './0021-run-stop-events';
+import { toolCallClaims } from './0022-tool-call-claims';
 
 export const migrations: Migration[] = [
   initial,
@@ -52,4 +53,5 @@ export const migrations: Migration[] = [
   scheduledMessages,
   lanes,
   runStopEvents,
+  toolCallClaims,
 ];

@@ -21,3 +21,13 @@ export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
     clearInterval(timer);
   }
 }
+
+/**
+ * Heartbeats with what the call has done so far (tokens streamed, an MCP server's progress), which the
+ * Temporal UI shows under the pending activity. A local activity has no heartbeats: its workflow task
+ * stands for it.
+ */
+export function heartbeatProgress(details: unknown): void {
+  const context = Context.current();
+  if (!context.info.isLocal) context.heartbeat(details);
+}

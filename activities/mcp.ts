@@ -1,14 +1,16 @@
 /**
- * MCP tools, called on their servers: a local activity of the agent worker (LOCAL_TOOL_CALLS), or the
- * activity of the `tools-mcp` task queue. A worker process keeps one connection per server
+ * MCP tools, called on their servers: the activity of the `tools-mcp` task queue (or, with
+ * LOCAL_TOOL_CALLS, a local activity of the agent worker); the server's progress notifications are its
+ * heartbeats. A worker process keeps one connection per server
  * (src/mcp/client-pool.ts); only ids cross the workflow's history, never a server's credentials.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
 import { callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { toolTimeoutMs } from '../src/tools/tool-timeout';
+import { heartbeatProgress } from './heartbeat';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 
 export interface McpActivityDeps {
@@ -29,9 +31,7 @@ export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>
       const options = {
         timeoutMs: toolTimeoutMs(tool) ?? callTimeoutMs,
         signal,
-        // A local activity has no heartbeats: its workflow task stands for it.
-        onProgress: (progress: unknown) =>
-          !Context.current().info.isLocal && Context.current().heartbeat(progress),
+        onProgress: heartbeatProgress,
       };
       try {
         return await callMcpTool(pool, server, tool, args, options);

@@ -25,7 +25,7 @@ import { errorText } from '../src/temporal/connection';
 import { canBeStrict, strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
-import { withHeartbeats } from './heartbeat';
+import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { addUsage } from '../workflows/usage';
@@ -136,6 +136,18 @@ const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24
 /** The ids of the reply's calls that wait for an answer (they make it Letta's approval request). */
 const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
   calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
+
+/**
+ * A streamed reply's deltas handed on, each one a heartbeat that counts them: the Temporal UI shows the
+ * pending call's progress, and a stalled stream is noticed by the heartbeat timeout.
+ */
+function streamedWithHeartbeats(onDelta: (delta: ModelDelta) => void) {
+  let deltas = 0;
+  return (delta: ModelDelta) => {
+    heartbeatProgress({ deltas: ++deltas });
+    onDelta(delta);
+  };
+}
 
 /**
  * The reply's pieces as a token stream shows them: named by the reply's message, step and call ids.
@@ -279,7 +291,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
               reasoningEffort: agent.llm_config.reasoning_effort ?? undefined,
             },
             Context.current().cancellationSignal,
-            tokens?.onDelta,
+            tokens && streamedWithHeartbeats(tokens.onDelta),
           ),
         );
       } catch (error) {

@@ -1,6 +1,6 @@
 /**
- * Custom tools, run in the sandbox: a local activity of the agent worker (LOCAL_TOOL_CALLS), or the
- * activity of the `tools-sandbox` task queue, whose worker pool can live apart from the agent workers.
+ * Custom tools, run in the sandbox: the activity of the `tools-sandbox` task queue, whose worker pool
+ * can live apart from the agent workers (or, with LOCAL_TOOL_CALLS, a local activity of the agent worker).
  */
 import type { Database } from '../src/db';
 import { stringifyReturn } from '../src/agent/tool-returns';

@@ -24,7 +24,7 @@ import { providerRegistry } from '../src/llm';
 import { silentLogger, testConfig } from './helpers/env';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
-import { agentWithRun } from './helpers/runs';
+import { agentWithRun, toolCallsOf } from './helpers/runs';
 
 const WEB = {
   policy: { timeoutMs: 1000, maxBytes: 1000, maxRedirects: 0, allow: NO_PRIVATE_ADDRESSES },
@@ -253,37 +253,11 @@ describe('activities retried after doing their work', () => {
   });
 
   /** Calls of built-in tool `name`, one for each of `argsList`, that one assistant message asked for. */
-  const builtinCalls = async (
-    { agentId, runId }: { agentId: string; runId: string },
+  const builtinCalls = (
+    ids: { agentId: string; runId: string },
     name: string,
-    argsList: Record<string, unknown>[],
-  ): Promise<ToolCallInput[]> => {
-    const tool = (await getToolByName(db, name))!;
-    const messageId = newId('message');
-    const toolCalls = argsList.map((args) => ({
-      id: `call_${newId('tool').slice(5, 20)}`,
-      name,
-      arguments: JSON.stringify(args),
-    }));
-    await insertMessage(db, {
-      id: messageId,
-      agent_id: agentId,
-      run_id: runId,
-      step_id: newId('step'),
-      role: 'assistant',
-      tool_calls: toolCalls,
-    });
-    return toolCalls.map((call) => ({
-      agentId,
-      runId,
-      stepId: 'step',
-      messageId,
-      toolCallId: call.id,
-      toolName: name,
-      toolId: tool.id,
-      toolVersion: tool.version,
-    }));
-  };
+    args: Record<string, unknown>[],
+  ) => toolCallsOf(db, ids, name, args);
 
   const blockValue = async (blockId: string) =>
     (await db.query<{ value: string }>('SELECT value FROM blocks WHERE id = $1', [blockId]))[0].value;

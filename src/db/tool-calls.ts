@@ -133,7 +133,16 @@ export async function readToolCall(
     holder.owner,
     holder.leaseMs,
   ]);
-  const { call_done, call_claimed, call_tool, call_arguments, call_mcp_server, call_blocks, call_sandbox, ...agent } = row;
+  const {
+    call_done,
+    call_claimed,
+    call_tool,
+    call_arguments,
+    call_mcp_server,
+    call_blocks,
+    call_sandbox,
+    ...agent
+  } = row;
   return {
     done: call_done ?? undefined,
     claimed: call_claimed,

@@ -2,6 +2,9 @@ import { createAgent } from '../../src/agent/agents';
 import { CreateAgentSchema, type CreateAgent } from '../../src/schemas/agents';
 import type { Database } from '../../src/db';
 import { insertRun } from '../../src/db/runs';
+import { insertMessage } from '../../src/db/messages';
+import { getToolByName } from '../../src/db/tools';
+import type { ToolCallInput } from '../../activities/contracts';
 import { newId } from '../../src/ids';
 import { testConfig } from './env';
 
@@ -25,4 +28,41 @@ export async function agentWithRun(
     workflow_id: `${agent.id}/${runId}`,
   });
   return { agentId: agent.id, runId };
+}
+
+/**
+ * Calls of the tool `name` with each of `argsList`, in one assistant message of the run, as a step
+ * passes them to its tool activities.
+ */
+export async function toolCallsOf(
+  db: Database,
+  { agentId, runId }: { agentId: string; runId: string },
+  name: string,
+  argsList: Record<string, unknown>[],
+): Promise<ToolCallInput[]> {
+  const tool = (await getToolByName(db, name))!;
+  const messageId = newId('message');
+  const toolCalls = argsList.map((args) => ({
+    id: `call_${newId('tool').slice(5, 20)}`,
+    name,
+    arguments: JSON.stringify(args),
+  }));
+  await insertMessage(db, {
+    id: messageId,
+    agent_id: agentId,
+    run_id: runId,
+    step_id: newId('step'),
+    role: 'assistant',
+    tool_calls: toolCalls,
+  });
+  return toolCalls.map((call) => ({
+    agentId,
+    runId,
+    stepId: 'step',
+    messageId,
+    toolCallId: call.id,
+    toolName: name,
+    toolId: tool.id,
+    toolVersion: tool.version,
+  }));
 }

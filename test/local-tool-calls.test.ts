@@ -1,7 +1,7 @@
 /**
  * Where a sandboxed call runs (LOCAL_TOOL_CALLS) and where a model call runs (LOCAL_MODEL_CALLS): as
- * local activities of the step's worker by default, or as regular activities (a sandboxed call on the
- * `tools-sandbox` task queue, a model call on the agent's), as the step's history shows either way.
+ * regular activities by default (a sandboxed call on the `tools-sandbox` task queue, a model call on the
+ * agent's), or, switched on, as local activities of the step's worker, as the step's history shows.
  */
 import { useAgentServer, type AgentServer } from './helpers/agent-server';
 import {
@@ -41,39 +41,41 @@ const scheduledOn = (events: HistoryEvent[]) =>
     .filter((a) => a)
     .map((a) => ({ type: a!.activityType!.name!, queue: a!.taskQueue!.name! }));
 
-describe('sandboxed calls as local activities (the default)', () => {
+describe('model and sandboxed calls as regular activities (the default)', () => {
   const h = useAgentServer('openai');
 
-  it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
+  it('schedules the model calls on the agent’s task queue and the sandboxed call on tools-sandbox', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['callModel', 'runSandboxTool', 'callModel']);
-    expect(scheduledOn(events)).toEqual([]);
-  });
-});
-
-describe('model calls as regular activities (LOCAL_MODEL_CALLS=false)', () => {
-  const h = useAgentServer('openai', { LOCAL_MODEL_CALLS: 'false' });
-
-  it('schedules each model call on the agent’s task queue, with the tool call still local', async () => {
-    const { toolReturn, events } = await pingStep(h);
-    expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
-    expect(localActivityTypes(events)).toEqual(['runSandboxTool']);
+    expect(localActivityTypes(events)).toEqual([]);
     expect(scheduledOn(events)).toEqual([
       { type: 'callModel', queue: h.server.steps.taskQueues.agent },
+      { type: 'runSandboxTool', queue: h.server.steps.taskQueues.sandbox },
       { type: 'callModel', queue: h.server.steps.taskQueues.agent },
     ]);
   });
 });
 
-describe('sandboxed calls on their task queue (LOCAL_TOOL_CALLS=false)', () => {
-  const h = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'false' });
+describe('model calls as local activities (LOCAL_MODEL_CALLS=true)', () => {
+  const h = useAgentServer('openai', { LOCAL_MODEL_CALLS: 'true' });
 
-  it('schedules the call as an activity on the tools-sandbox queue', async () => {
+  it('runs each model call in the step’s own worker, the sandboxed call still on its queue', async () => {
     const { toolReturn, events } = await pingStep(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['callModel', 'callModel']);
-    const sandboxCall = scheduledOn(events).find((a) => a.type === 'runSandboxTool');
-    expect(sandboxCall?.queue).toMatch(/\.tools-sandbox$/);
+    expect(scheduledOn(events)).toEqual([
+      { type: 'runSandboxTool', queue: h.server.steps.taskQueues.sandbox },
+    ]);
+  });
+});
+
+describe('sandboxed calls as local activities (LOCAL_TOOL_CALLS=true)', () => {
+  const h = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'true' });
+
+  it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
+    const { toolReturn, events } = await pingStep(h);
+    expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
+    expect(localActivityTypes(events)).toEqual(['runSandboxTool']);
+    expect(scheduledOn(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
   });
 });

@@ -12,7 +12,6 @@ import { sessionWorkflowIdFor } from '../src/agent/steps';
 import { loadDeploymentId } from '../src/db/deployment';
 import {
   connectTemporalClient,
-  localActivities,
   localActivityTypes,
   payloadTexts,
   scheduledActivities,
@@ -144,15 +143,14 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const events = await finishedStepHistory(temporalClient, workflowId);
     const summaries = (kind: 'activityTaskScheduledEventAttributes' | 'markerRecordedEventAttributes') =>
       events.filter((e) => e[kind]).map(summaryOf);
-    // Model calls and a built-in tool that works on the database alone run as local activities:
-    // markers, named as a scheduled activity would be.
-    expect(summaries('activityTaskScheduledEventAttributes')).toEqual([]);
-    const namedMarkers = summaries('markerRecordedEventAttributes').filter((s) => s !== undefined); // not patches
-    expect(namedMarkers).toEqual([
+    // Model calls are regular activities; a built-in tool that works on the database alone runs as a
+    // local activity: a marker, named as a scheduled activity would be.
+    expect(summaries('activityTaskScheduledEventAttributes')).toEqual([
       'model openai/gpt-4o-mini',
-      'memory_insert (built-in)',
       'model openai/gpt-4o-mini',
     ]);
+    const namedMarkers = summaries('markerRecordedEventAttributes').filter((s) => s !== undefined); // not patches
+    expect(namedMarkers).toEqual(['memory_insert (built-in)']);
 
     const description = await temporalClient.workflow.getHandle(workflowId).describe();
     // Lists show the agent's name and the message's start; the workflow's page, who and what in full.
@@ -211,11 +209,13 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       temporalClient,
       await stepWorkflowId(h.server.db, response.messages[0].run_id!),
     );
-    // A local activity (LOCAL_MODEL_CALLS): its marker names the attempt that answered.
-    expect(localActivities(events).find((a) => a.type === 'callModel')?.attempt).toBe(3);
+    // A regular activity: its start names the attempt that answered, its failures stay out of the
+    // history until the last (the Temporal UI shows them under the pending activity meanwhile).
+    const started = events.find((e) => e.activityTaskStartedEventAttributes);
+    expect(started?.activityTaskStartedEventAttributes?.attempt).toBe(3);
   });
 
-  it("carries the step context in its input, runs database-only tools and the run's end as local activities", async () => {
+  it('carries the step context in its input, runs database-only tools as local activities', async () => {
     const agent = await createAgent();
     const note = { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'x' } }] };
     h.stub.enqueue(note, { text: 'Noted.' });
@@ -230,8 +230,8 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     // One patch: histories from before it end their runs with an activity after the last model call.
     const patchMarkers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
     expect(patchMarkers).toHaveLength(1);
-    expect(localActivityTypes(events)).toEqual(['callModel', 'runBuiltinTool', 'callModel']);
-    expect(scheduledActivities(events)).toEqual([]);
+    expect(localActivityTypes(events)).toEqual(['runBuiltinTool']);
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
 
@@ -248,7 +248,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       () => workflowHistory(temporalClient, workflowId),
       (events) => events.some((e) => e.upsertWorkflowSearchAttributesEventAttributes),
     );
-    expect(localActivityTypes(tagged)).toEqual(['callModel']);
+    expect(scheduledActivities(tagged).map((a) => a.type)).toEqual(['callModel']);
 
     const call = paused.messages.find((m) => m.message_type === 'approval_request_message') as {
       tool_call: { tool_call_id: string };
@@ -260,8 +260,8 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     await temporalClient.workflow.getHandle(workflowId).result();
     const events = await finishedStepHistory(temporalClient, workflowId);
     // The new step's tools came in its input, the resumed request's with the answer.
-    expect(localActivityTypes(events)).toEqual(['callModel', 'applyApprovalAnswer', 'callModel']);
-    expect(scheduledActivities(events)).toEqual([]);
+    expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
 
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });

@@ -1,7 +1,10 @@
-import { Context, heartbeat } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 
 /** The most time between heartbeats: a cancelled run reaches the call within about this long. */
 const MAX_INTERVAL_MS = 1_000;
+
+/** What each running activity last reported of its progress: every heartbeat carries it again. */
+const progress = new WeakMap<Context, unknown>();
 
 /**
  * Heartbeats while `work` runs, every second (or four times per heartbeat timeout, if that is shorter):
@@ -9,10 +12,11 @@ const MAX_INTERVAL_MS = 1_000;
  * cancelled run reaches the activity (the worker sends them at most as often, see src/temporal/worker.ts).
  */
 export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
-  const { heartbeatTimeoutMs: timeoutMs, isLocal } = Context.current().info;
+  const context = Context.current();
+  const { heartbeatTimeoutMs: timeoutMs, isLocal } = context.info;
   if (isLocal) return work; // a local activity lives inside its workflow task, which the worker keeps alive
   const timer = setInterval(
-    () => heartbeat(),
+    () => context.heartbeat(progress.get(context)),
     Math.min(timeoutMs ? timeoutMs / 4 : MAX_INTERVAL_MS, MAX_INTERVAL_MS),
   );
   try {
@@ -29,5 +33,7 @@ export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
  */
 export function heartbeatProgress(details: unknown): void {
   const context = Context.current();
-  if (!context.info.isLocal) context.heartbeat(details);
+  if (context.info.isLocal) return;
+  progress.set(context, details);
+  context.heartbeat(details);
 }

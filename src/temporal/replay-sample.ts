@@ -1,5 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
+import type { Logger } from '../logger';
+import { errorText } from './connection';
 
 /**
  * A new build replays a sample of the cluster's own histories before it takes their workflows: the
@@ -108,3 +110,19 @@ export async function replaySample(options: ReplaySampleOptions): Promise<Replay
 /** One line per failure, for a log or a terminal. */
 export const describeFailures = (failures: ReplayFailure[]): string =>
   failures.map((f) => `${f.workflowId} (run ${f.runId}): ${f.error}`).join('\n');
+
+/**
+ * Why this build must not replace the deployment's current version: the sampled histories it cannot
+ * replay, or why the replay could not run (then nothing says it is safe). Undefined when all replay.
+ */
+export async function vetBuild(options: ReplaySampleOptions & { log: Logger }): Promise<string | undefined> {
+  try {
+    const { replayed, failures } = await replaySample(options);
+    if (failures.length)
+      return `${failures.length} of the ${replayed} histories sampled do not replay:\n${describeFailures(failures)}`;
+    options.log.info({ replayed }, 'this build replays the running and recent step and session histories');
+    return undefined;
+  } catch (error) {
+    return `the replay of recent histories could not run: ${errorText(error)}`;
+  }
+}

@@ -11,15 +11,34 @@
  * Then, on one PostgreSQL schema, one Temporal dev server, one DATA_DIR and one environment: the old
  * build's server (`--role=all`) takes a message the model (a local OpenAI-compatible stub) answers with
  * a memory_insert call that needs approval, and the step pauses; the old server is killed (SIGKILL);
- * the current build's server starts, the approval is answered through the official client, and the
- * step must finish with the tool run and the memory block changed. The last line says PASS or FAIL.
+ * before the current build's server starts, the current build's workflows replay a sample of the
+ * cluster's histories (src/temporal/replay-sample.ts: the paused step among them), as a server with
+ * WORKER_VERSIONING=replay does before it makes itself current; then the current build's server
+ * starts, the approval is answered through the official client, and the step must finish with the
+ * tool run and the memory block changed. The last line says PASS or FAIL.
+ *
+ * `npm run upgrade:check -- --replay-only [--limit=N] [--where='<visibility filter>']` (or `npm run
+ * upgrade:replay`) does the replay alone, against the cluster the TEMPORAL_* settings name as they
+ * name the server's (address, namespace, TLS, API key, temporal.toml profile): the check of a build
+ * before an operator makes it current.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Letta from '@letta-ai/letta-client';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../src/config';
 import { projectRoot } from '../src/paths';
+import { connectTemporal } from '../src/temporal/connection';
+import {
+  DEFAULT_REPLAY_SAMPLE,
+  describeFailures,
+  replaySample,
+  sampleExecutions,
+  type ReplaySampleResult,
+} from '../src/temporal/replay-sample';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
 import { startProcess, waitForStatus, type StartedProcess } from '../test/helpers/process';
@@ -254,6 +273,7 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
 
     log('killing the previous release (SIGKILL)');
     await killProcess(server, 'SIGKILL');
+    await replayBeforeStart(temporalAddress, agent.id, log);
     which = 'current';
     log(`starting the current code's server (${projectRoot}/dist/src/main.js --role=all)`);
     server = await startServer(projectRoot, env);
@@ -307,10 +327,92 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
   }
 }
 
+/** The current build's workflows, as its worker bundles them. */
+const currentWorkflows = () => require.resolve('../workflows');
+
+/**
+ * The current build replays the check's agent's histories (the paused step's) from the cluster before
+ * it starts: on a shared cluster, the other histories are not the check's to judge.
+ */
+async function replayBeforeStart(
+  address: string,
+  agentId: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const sample = {
+      client: new Client({ connection }),
+      limit: DEFAULT_REPLAY_SAMPLE,
+      where: `LettaAgentId = "${agentId}"`,
+    };
+    // Visibility lists a workflow a moment after it starts (up to a second with Elasticsearch).
+    for (let tries = 0; tries < 20 && !(await sampleExecutions(sample)).length; tries++) await sleep(500);
+    const { replayed, failures } = await replaySample({ ...sample, workflowsPath: currentWorkflows() });
+    check(
+      failures.length === 0,
+      `the current code cannot replay ${failures.length} of ${replayed} histories:\n${describeFailures(failures)}`,
+    );
+    check(replayed > 0, 'no history to replay: the paused step was not listed');
+    log(`the current code replays the agent's ${replayed} step and session histories from the cluster`);
+  } finally {
+    await connection.close();
+  }
+}
+
+export interface ReplayOnlyOptions {
+  /** Where the cluster's settings come from: TEMPORAL_* (and a temporal.toml profile) as the server reads them. */
+  env: NodeJS.ProcessEnv;
+  limit?: number;
+  /** A visibility filter narrowing the sample, e.g. one deployment's `TaskQueue = "…"`. */
+  where?: string;
+  workflowsPath?: string;
+}
+
+/** Replays a sample of the configured cluster's step and session histories with the current build. */
+export async function runReplayOnly(options: ReplayOnlyOptions): Promise<ReplaySampleResult> {
+  const config = loadConfig(options.env);
+  if (!config.temporal)
+    throw new Error(
+      'no cluster to replay from: set TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE), or TEMPORAL_PROFILE',
+    );
+  const connection = await connectTemporal(config.temporal.connection, config.TEMPORAL_CONNECT_TIMEOUT_MS);
+  try {
+    return await replaySample({
+      client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      workflowsPath: options.workflowsPath ?? currentWorkflows(),
+      limit: options.limit ?? DEFAULT_REPLAY_SAMPLE,
+      where: options.where,
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** `--name=value` of the command line. */
+const flag = (args: string[], name: string) =>
+  args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+async function replayOnly(args: string[], say: (line: string) => void): Promise<void> {
+  const limit = Number(flag(args, 'limit') ?? DEFAULT_REPLAY_SAMPLE);
+  if (!Number.isInteger(limit) || limit < 1) throw new Error(`--limit must be a positive integer`);
+  const { replayed, failures } = await runReplayOnly({ env: process.env, limit, where: flag(args, 'where') });
+  if (failures.length) {
+    process.stdout.write(`${describeFailures(failures)}\n`);
+    say(`FAIL: this build cannot replay ${failures.length} of the ${replayed} histories sampled`);
+    process.exit(1);
+  }
+  say(`PASS: this build replays the ${replayed} step and session histories sampled`);
+  process.exit(0);
+}
+
 async function main(): Promise<void> {
   const say = (line: string) => process.stdout.write(`upgrade-check: ${line}\n`);
-  const previous = process.argv[2] || process.env.UPGRADE_CHECK_PREVIOUS || undefined;
+  const args = process.argv.slice(2);
+  const previous =
+    args.find((arg) => !arg.startsWith('--')) || process.env.UPGRADE_CHECK_PREVIOUS || undefined;
   try {
+    if (args.includes('--replay-only')) return await replayOnly(args, say);
     const result = await runUpgradeCheck({ previous, log: say });
     say(
       `PASS: a step paused for approval under ${result.previousSubject} finished under the current code (${result.seconds} s)`,

@@ -141,7 +141,9 @@ export const ConfigSchema = z.object({
       .max(255)
       .regex(/^[^\s]+$/, { error: 'expected a build id without spaces' }),
   ),
-  WORKER_VERSIONING: z.enum(['auto', 'manual'], { error: 'expected auto or manual' }).default('auto'),
+  WORKER_VERSIONING: z.enum(['replay', 'manual'], { error: 'expected replay or manual' }).default('replay'),
+  /** How many running and recent step and session histories a new build replays before it becomes current. */
+  WORKER_REPLAY_SAMPLE: z.coerce.number().int().min(1).default(50),
 
   MAX_REQUEST_BODY_BYTES: z.coerce
     .number()

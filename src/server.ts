@@ -31,11 +31,13 @@ import { provisionTemporal } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
-import { createAgentWorker, createToolWorker } from './temporal/worker';
+import { createAgentWorker, createToolWorker, WORKFLOWS_PATH } from './temporal/worker';
+import { vetBuild } from './temporal/replay-sample';
 import {
   deploymentName,
   gitCommit,
   makeVersionCurrent,
+  promotionCommands,
   workerBuildId,
   workerDeploymentOptions,
 } from './temporal/versioning';
@@ -231,8 +233,9 @@ export async function startServer(
         'worker polling',
       );
       // A versioned deployment routes tasks only to its current version: before the API takes a
-      // message, this version becomes current (when it is the newest; see src/temporal/versioning.ts).
-      if (config.WORKER_VERSIONING === 'auto')
+      // message, this version becomes current when nothing can be stranded by it (see
+      // src/temporal/versioning.ts).
+      if (config.WORKER_VERSIONING === 'replay')
         await makeVersionCurrent({
           connection,
           namespace: config.TEMPORAL_NAMESPACE,
@@ -240,6 +243,18 @@ export async function startServer(
           taskQueues: [queues.agent, queues.sandbox, queues.mcp],
           timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
           log,
+          vet: () =>
+            vetBuild({
+              client: steps.temporal,
+              workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
+              limit: config.WORKER_REPLAY_SAMPLE,
+              where: `TaskQueue = "${queues.agent}"`,
+              log,
+            }),
+          commands: promotionCommands(
+            { address: temporal.address, namespace: config.TEMPORAL_NAMESPACE },
+            workerVersion,
+          ),
         });
       const collecting = collectUnusedEnvironments(config, log);
       undo.push(async () => clearInterval(collecting));

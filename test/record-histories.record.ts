@@ -27,6 +27,7 @@ import {
   writeManifest,
   type HistoryEntry,
 } from './helpers/histories';
+import { shows, type Branch } from './helpers/history-branches';
 import { startHttpEverything } from './helpers/mcp-servers';
 import {
   localActivityTypes,
@@ -55,10 +56,14 @@ const commit = (() => {
   }
 })();
 
-/** Saves a history under `<name>.binpb`, or a dated name when that is taken, and lists it. */
-async function save(scenario: string, state: string, events: Events): Promise<void> {
-  // What is saved must replay against the code that recorded it.
+/**
+ * Saves a history under `<name>.binpb`, or a dated name when that is taken, and lists it with the
+ * branches it covers.
+ */
+async function save(scenario: string, state: string, events: Events, branches: Branch[] = []): Promise<void> {
+  // What is saved must replay against the code that recorded it, and show the branches it claims.
   await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, scenario);
+  for (const branch of branches) expect([branch, shows(branch, { events })]).toEqual([branch, true]);
   const day = new Date().toISOString().slice(0, 10);
   let file = `${scenario}.binpb`;
   for (let n = 1; fs.existsSync(path.join(HISTORIES_DIR, file)); n++)
@@ -73,6 +78,7 @@ async function save(scenario: string, state: string, events: Events): Promise<vo
     scenario,
     workflowType: workflowTypeOf({ events }),
     state,
+    ...(branches.length ? { branches } : {}),
     recorded: day,
     ...(commit ? { commit } : {}),
   };
@@ -89,10 +95,11 @@ describe('recording the replay corpus', () => {
     WEBHOOK_SECRET: 'a-webhook-secret-for-recordings',
     WEBHOOK_RETRY_INITIAL_MS: '100',
     WEBHOOK_RETRY_MAX_MS: '200',
-    // Tool calls as regular activities on their modes' task queues, whose histories show a call
-    // scheduled and running (a local one shows only once done); workflow-history.test.ts replays local ones.
-    LOCAL_TOOL_CALLS: 'false',
-    LOCAL_MODEL_CALLS: 'false',
+    // A model failure's retries over in a moment.
+    MODEL_MAX_ATTEMPTS: '2',
+    MODEL_RETRY_INITIAL_MS: '100',
+    // A call of a few seconds outlives it only by heartbeating.
+    ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000',
   });
   const temporalClient = (): Client => h.server.steps.temporal;
   const historyOf = async (workflowId: string, runId?: string): Promise<Events> =>
@@ -148,9 +155,8 @@ describe('recording the replay corpus', () => {
     ).tool_call.tool_call_id;
   const pythonTool = (source: string) => h.client.tools.create({ source_code: source });
 
-  // The default placement of tool and model calls (LOCAL_TOOL_CALLS, LOCAL_MODEL_CALLS): local
-  // activities of the step's worker.
-  const local = useAgentServer('openai');
+  // Tool and model calls as local activities of the step's worker (LOCAL_TOOL_CALLS, LOCAL_MODEL_CALLS).
+  const local = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'true', LOCAL_MODEL_CALLS: 'true' });
 
   /** The history of a step of the `local` server that the stub's `replies` take to its end. */
   const finishedLocalStep = async (agentId: string, ...replies: Parameters<typeof local.stub.enqueue>) => {
@@ -192,6 +198,7 @@ describe('recording the replay corpus', () => {
       'step-local-tool-calls',
       'completed (end_turn): model → memory_insert → model → custom Python tool → model, the calls local activities, the last model call ending the run',
       events,
+      ['step-end-turn'],
     );
   });
 
@@ -210,6 +217,7 @@ describe('recording the replay corpus', () => {
       'step-model-call-ends-run',
       'completed (end_turn): model → memory_insert → model, whose final reply ended the run (no finishRun after it)',
       events,
+      ['step-end-turn'],
     );
   });
 
@@ -239,6 +247,7 @@ describe('recording the replay corpus', () => {
       'step-paused-local-model-call',
       'running: paused for a client-side tool (ask_user) by a model call run as a local activity',
       events,
+      ['step-paused'],
     );
   });
 
@@ -256,6 +265,7 @@ describe('recording the replay corpus', () => {
       'step-local-model-calls',
       'completed (end_turn): a model call paused for a client tool, answered, then the model; model calls and the answer local activities, the last model call ending the run',
       events,
+      ['step-end-turn', 'step-approval-answered'],
     );
   });
 
@@ -294,6 +304,7 @@ describe('recording the replay corpus', () => {
         'step-finished-tools',
         'completed (end_turn): model → memory_insert (local activity) → model → custom Python tool (sandbox) → model → MCP echo → model',
         events,
+        ['step-end-turn'],
       );
     } finally {
       everything.child.kill('SIGKILL');
@@ -316,6 +327,7 @@ describe('recording the replay corpus', () => {
       'step-paused-client-tool',
       'running: paused for a client-side tool (ask_user), waiting on the approvalAnswered signal',
       events,
+      ['step-paused'],
     );
   });
 
@@ -338,6 +350,7 @@ describe('recording the replay corpus', () => {
       'step-paused-approval',
       'running: paused for approval of a server tool (memory_insert, requires_approval rule)',
       waiting,
+      ['step-paused'],
     );
 
     h.stub.enqueue({ text: 'Noted.' });
@@ -354,6 +367,7 @@ describe('recording the replay corpus', () => {
       'step-approval-answered',
       'completed (end_turn): paused for approval of memory_insert, approved by a second request, the tool run, then the model',
       await finished(workflowId),
+      ['step-end-turn', 'step-approval-answered'],
     );
   });
 
@@ -375,14 +389,211 @@ describe('recording the replay corpus', () => {
       'step-mid-tool-call',
       'running: a custom Python tool (sandbox activity) scheduled and still running',
       events,
+      ['step-mid-tool-call'],
     );
     await temporalClient().workflow.getHandle(workflowId).result();
+  });
+
+  const pingSource = (name: string) =>
+    `def ${name}(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n`;
+  const napSource =
+    'import time\n\ndef nap(seconds: int) -> str:\n    """Sleeps.\n\n    Args:\n        seconds: how long\n    """\n    time.sleep(seconds)\n    return "rested"\n';
+
+  /** The finished history of the step `createAsync` started for `content`, once the stub has played. */
+  const asyncStep = async (agentId: string, content: string, extra: Record<string, unknown> = {}) => {
+    const run = await h.client.agents.messages.createAsync(agentId, {
+      messages: [{ role: 'user', content }],
+      ...extra,
+    });
+    return stepWorkflowId(h.server.db, run.id);
+  };
+
+  /** A reply of two calls of a tool `parallel` or not, on an agent that allows several calls a reply. */
+  const twoCallsOfOneReply = async (parallel: boolean) => {
+    const name = parallel ? 'ping_together' : 'ping_in_turn';
+    const tool = await h.client.tools.create({
+      source_code: pingSource(name),
+      enable_parallel_execution: parallel,
+    });
+    const agent = await createAgent({ tool_ids: [tool.id], parallel_tool_calls: true });
+    h.stub.enqueue(
+      {
+        toolCalls: [
+          { name, arguments: { n: 1 } },
+          { name, arguments: { n: 2 } },
+        ],
+      },
+      { text: 'Both answered.' },
+    );
+    const events = await finished(await asyncStep(agent.id, 'Ping twice'));
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual([
+      'callModel',
+      'runSandboxTool',
+      'runSandboxTool',
+      'callModel',
+    ]);
+    return events;
+  };
+
+  record('step-calls-in-order', async () => {
+    await save(
+      'step-calls-in-order',
+      'completed (end_turn): model → two calls of one reply to a custom Python tool that is not parallel-safe, the second scheduled once the first ended → model',
+      await twoCallsOfOneReply(false),
+      ['step-calls-in-order', 'step-end-turn'],
+    );
+  });
+
+  record('step-parallel-calls', async () => {
+    await save(
+      'step-parallel-calls',
+      'completed (end_turn): model → two calls of one reply to a custom Python tool with enable_parallel_execution, scheduled by one workflow task → model',
+      await twoCallsOfOneReply(true),
+      ['step-parallel-calls', 'step-end-turn'],
+    );
+  });
+
+  record('step-rejected-call', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'no_such_tool', arguments: {} }] },
+      { text: 'That tool does not exist.' },
+    );
+    const events = await finished(await asyncStep(agent.id, 'Use a tool you lack'));
+    expect(localActivityTypes(events)).toContain('rejectToolCall');
+    await save(
+      'step-rejected-call',
+      'completed (end_turn): model → a call of a tool the agent does not have, refused (rejectToolCall) → model',
+      events,
+      ['step-rejected-call', 'step-end-turn'],
+    );
+  });
+
+  record('step-approval-expired', async () => {
+    const agent = await createAgent({
+      approval_timeout_seconds: 1,
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { text: 'Nobody answered.' },
+    );
+    const events = await finished(await asyncStep(agent.id, 'Remember I like tea'));
+    expect(localActivityTypes(events)).toContain('expireApproval');
+    await save(
+      'step-approval-expired',
+      'completed (end_turn): paused for approval of memory_insert, the approval timeout (1 s) fired, the call denied, then the model',
+      events,
+      ['step-approval-expired', 'step-end-turn'],
+    );
+  });
+
+  record('step-cancelled-mid-tool', async () => {
+    const nap = await pythonTool(napSource);
+    const agent = await createAgent({ tool_ids: [nap.id] });
+    h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] });
+    const workflowId = await asyncStep(agent.id, 'Take a long nap');
+    // Cancelled once the sandbox runs the call (a regular activity's start is written when it ends).
+    const handle = temporalClient().workflow.getHandle(workflowId);
+    await eventually(
+      async () => (await handle.describe()).raw.pendingActivities ?? [],
+      (pending) =>
+        pending.some(
+          (a) =>
+            a.activityType?.name === 'runSandboxTool' &&
+            a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        ),
+      30_000,
+    );
+    await h.client.agents.messages.cancel(agent.id);
+    const events = await finished(workflowId);
+    await save(
+      'step-cancelled-mid-tool',
+      'completed (cancelled): a custom Python tool (sandbox activity) running when the run was cancelled; the call cancelled, the run ended',
+      events,
+      ['step-cancelled-mid-tool'],
+    );
+  });
+
+  record('step-cancelled-while-paused', async () => {
+    const agent = await createAgent({
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
+    });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember I like tea' }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    await historyWhen(workflowId, (e) =>
+      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    await h.client.agents.messages.cancel(agent.id);
+    await save(
+      'step-cancelled-while-paused',
+      'completed (cancelled): paused for approval of memory_insert, then cancelled: the call denied, the run ended',
+      await finished(workflowId),
+      ['step-cancelled-while-paused'],
+    );
+  });
+
+  record('step-model-failure', async () => {
+    const agent = await createAgent();
+    h.stub.setDefault(() => ({ status: 500 }));
+    try {
+      const events = await finished(await asyncStep(agent.id, 'Hi'));
+      await save(
+        'step-model-failure',
+        'completed (llm_api_error): the model endpoint answered 500 to every attempt (MODEL_MAX_ATTEMPTS 2), the call failed, the run ended',
+        events,
+        ['step-model-failure'],
+      );
+    } finally {
+      h.stub.setDefault(() => ({ text: 'ok' }));
+    }
+  });
+
+  record('step-max-steps', async () => {
+    const ping = await pythonTool(pingSource('ping_again'));
+    const agent = await createAgent({ tool_ids: [ping.id] });
+    h.stub.setDefault(() => ({ toolCalls: [{ name: 'ping_again', arguments: { n: 1 } }] }));
+    try {
+      const events = await finished(await asyncStep(agent.id, 'Keep pinging', { max_steps: 2 }));
+      expect(scheduledActivities(events).map((a) => a.type)).toEqual([
+        'callModel',
+        'runSandboxTool',
+        'callModel',
+        'runSandboxTool',
+      ]);
+      await save(
+        'step-max-steps',
+        'completed (max_steps): max_steps 2, the model calling a custom Python tool at each step',
+        events,
+        ['step-max-steps'],
+      );
+    } finally {
+      h.stub.setDefault(() => ({ text: 'ok' }));
+    }
+  });
+
+  record('step-heartbeating-call', async () => {
+    const nap = await pythonTool(napSource);
+    const agent = await createAgent({ tool_ids: [nap.id] });
+    h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 5 } }] }, { text: 'Rested.' });
+    await save(
+      'step-heartbeating-call',
+      'completed (end_turn): model → a custom Python tool that sleeps 5 s, past its heartbeat timeout (2 s), on its first attempt: it heartbeated → model',
+      await finished(await asyncStep(agent.id, 'Take a nap')),
+      ['step-heartbeating-call', 'step-end-turn'],
+    );
   });
 
   record('session-continued-as-new', async () => {
     const agent = await createAgent();
     // The server's sessions continue as new after 500 steps; this one, started ahead of the first
-    // message (the messages join a running session), after 2.
+    // message, after 2.
     const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
     const session = await temporalClient().workflow.start('agentSession', {
       workflowId: sessionId,
@@ -390,20 +601,27 @@ describe('recording the replay corpus', () => {
       args: [{ agentId: agent.id, idleMs: 600_000, maxStepsPerRun: 2 }],
       typedSearchAttributes: [{ key: agentIdKey, value: agent.id }],
     });
-    h.stub.enqueue({ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' });
-    for (const content of ['one', 'two', 'three']) {
-      const response = await h.client.agents.messages.create(agent.id, {
-        messages: [{ role: 'user', content }],
-      });
-      expect(response.stop_reason.stop_reason).toBe('end_turn');
-    }
+    // The first message's step holds the lane (the API started it): the next three queue in the
+    // session, which runs two and carries the third into its next run.
+    h.stub.enqueue({ text: 'One.', delayMs: 2_000 }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' });
+    const seen = h.stub.requests.length;
+    const send = (content: string) =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] });
+    const first = send('one');
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > seen,
+    );
+    const responses = await Promise.all([first, ...['two', 'three', 'four'].map(send)]);
+    expect(responses.map((r) => r.stop_reason.stop_reason)).toEqual(Array(4).fill('end_turn'));
     const events = await historyOf(sessionId, session.firstExecutionRunId);
     expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(events.filter((e) => e.childWorkflowExecutionCompletedEventAttributes)).toHaveLength(2);
     await save(
       'session-continued-as-new',
-      'continued as new: an agentSession (maxStepsPerRun 2) that ran two steps, then continued as new',
+      'continued as new: an agentSession (maxStepsPerRun 2) that ran two queued steps as children (each after the lane), then continued as new carrying the third',
       events,
+      ['session-steps', 'session-continued-as-new'],
     );
   });
 
@@ -435,6 +653,7 @@ describe('recording the replay corpus', () => {
       'session-waits-for-lane',
       'running: an agentSession whose step waited for the lane a step the API started held (laneReleased signal), then ran as its child',
       events,
+      ['session-steps', 'session-waits-for-lane'],
     );
   });
 
@@ -466,6 +685,7 @@ describe('recording the replay corpus', () => {
       'step-agent-message',
       'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (the other agent’s step) → model',
       events,
+      ['step-end-turn'],
     );
   });
 

@@ -8,6 +8,7 @@ import {
   workflowTypeOf,
   type HistoryEntry,
 } from './helpers/histories';
+import { BRANCHES, shows, type Branch } from './helpers/history-branches';
 
 /**
  * Upgrades never break a paused step: every history of the corpus (test/fixtures/histories/, recorded
@@ -104,6 +105,18 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
       'step-model-call-ends-run',
     ])
       expect(scenarios).toContain(scenario);
+  });
+
+  it('covers every branch of the step and session workflows, each by a history that shows it', () => {
+    const covering = (branch: string) => manifest.histories.filter((h) => h.branches?.includes(branch));
+    expect(Object.keys(BRANCHES).filter((branch) => covering(branch).length === 0)).toEqual([]);
+    for (const entry of manifest.histories)
+      for (const branch of entry.branches ?? [])
+        expect({
+          file: entry.file,
+          branch,
+          shown: branch in BRANCHES && shows(branch as Branch, loadHistory(entry.file)),
+        }).toEqual({ file: entry.file, branch, shown: true });
   });
 
   it('replays every recorded history against the current workflow code', async () => {

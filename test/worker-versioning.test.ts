@@ -6,7 +6,13 @@ import { startServer, type RunningServer } from '../src/server';
 import { taskQueues } from '../src/temporal/task-queues';
 import { loadDeploymentId } from '../src/db/deployment';
 import { version as packageVersion } from '../src/paths';
-import { deploymentName, gitCommit, shouldBecomeCurrent, workerBuildId } from '../src/temporal/versioning';
+import {
+  deploymentName,
+  gitCommit,
+  promotionCommands,
+  shouldBecomeCurrent,
+  workerBuildId,
+} from '../src/temporal/versioning';
 import * as workflows from '../workflows';
 import { smokeActivities } from './fixtures/smoke-activities';
 import { answerSignal, waitForAnswer } from './fixtures/versioned-workflow';
@@ -26,18 +32,27 @@ describe('the deployment version', () => {
     expect(gitCommit()).toMatch(/^[0-9a-f]{12}$/);
   });
 
-  it('becomes current when it is the newest version of its deployment', () => {
+  it('becomes current when no version is, replaces the current one only when it is the newest', () => {
     const versions = [
       { buildId: 'old', createdMs: 1_000 },
       { buildId: 'new', createdMs: 2_000 },
     ];
-    expect(shouldBecomeCurrent('new', 'old', versions)).toBe('promote');
-    expect(shouldBecomeCurrent('new', undefined, versions)).toBe('promote');
+    expect(shouldBecomeCurrent('new', undefined, versions)).toBe('first');
+    expect(shouldBecomeCurrent('new', 'old', versions)).toBe('replace');
     expect(shouldBecomeCurrent('new', 'new', versions)).toBe('already');
     // An old replica restarting during a roll-out does not take the traffic back.
     expect(shouldBecomeCurrent('old', 'new', versions)).toBe('newer-exists');
     // Not yet listed (its pollers were just seen): it is the newest.
-    expect(shouldBecomeCurrent('newest', 'new', versions)).toBe('promote');
+    expect(shouldBecomeCurrent('newest', 'new', versions)).toBe('replace');
+  });
+
+  it('names the Temporal CLI commands that promote it or ramp it by hand', () => {
+    const version = { deploymentName: 'prod-a1b2', buildId: '0.1.0+abc' };
+    expect(promotionCommands({ address: 'temporal:7233', namespace: 'agents' }, version)).toEqual({
+      setCurrent:
+        'temporal worker deployment set-current-version --address temporal:7233 --namespace agents --deployment-name prod-a1b2 --build-id 0.1.0+abc',
+      ramp: 'temporal worker deployment set-ramping-version --address temporal:7233 --namespace agents --deployment-name prod-a1b2 --build-id 0.1.0+abc --percentage 10',
+    });
   });
 
   it('is chosen by every workflow type the agent worker runs', () => {
@@ -71,9 +86,9 @@ describe('worker versioning on the real Temporal server', () => {
       PORT: String(await freePort()),
       ...env,
     });
-  const start = async (env: Record<string, string>, db = schema) => {
+  const start = async (env: Record<string, string>, db = schema, workflows = 'versioned-workflow') => {
     const server = await startServer(await config(env, db), silentLogger(), {
-      workflowsPath: require.resolve('./fixtures/versioned-workflow'),
+      workflowsPath: require.resolve(`./fixtures/${workflows}`),
       activities: ({ db }) => smokeActivities(db),
     });
     servers.push(server);
@@ -134,6 +149,40 @@ describe('worker versioning on the real Temporal server', () => {
     expect(await currentBuildId(stale)).toBe('v2');
     await stop(stale);
     await stop(second);
+  });
+
+  it('holds back a build that cannot replay a running step; the next build that can becomes current', async () => {
+    const released = await start({ WORKER_BUILD_ID: 'r1' });
+    expect(await currentBuildId(released)).toBe('r1');
+    const handle = await new Client({ connection: released.connection }).workflow.start('agentStep', {
+      taskQueue: taskQueues(prefix, await loadDeploymentId(released.db)).agent,
+      workflowId: `step-${uniqueSuffix()}`,
+    });
+    // Paused after its timer: two workflow tasks done.
+    while ((await taskBuildIds(handle)).length < 2) await new Promise((resolve) => setTimeout(resolve, 100));
+    await stop(released);
+
+    const broken = await start({ WORKER_BUILD_ID: 'r2' }, schema, 'changed-versioned-workflow');
+    expect(await currentBuildId(broken)).toBe('r1');
+    await stop(broken);
+
+    const fixed = await start({ WORKER_BUILD_ID: 'r3' });
+    expect(await currentBuildId(fixed)).toBe('r3');
+    const resumed = new Client({ connection: fixed.connection }).workflow.getHandle(handle.workflowId);
+    await resumed.signal(answerSignal);
+    expect(await resumed.result()).toBe('r3');
+    await stop(fixed);
+  });
+
+  it('never promotes a build with WORKER_VERSIONING=manual, not even the first', async () => {
+    const other = await createTestSchema();
+    try {
+      const server = await start({ WORKER_BUILD_ID: 'm1', WORKER_VERSIONING: 'manual' }, other);
+      expect(await currentBuildId(server)).toBeUndefined();
+      await stop(server);
+    } finally {
+      await other.drop();
+    }
   });
 
   it('takes over a run an unversioned release started (the upgrade from before versioning)', async () => {

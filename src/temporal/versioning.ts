@@ -15,18 +15,22 @@ import { errorText } from './connection';
  * `setWorkflowOptions` call beside each workflow, and the README's "Upgrades".
  *
  * `WORKER_VERSIONING`:
- * - `auto` (default): at start-up the server makes its own version current once its workers poll,
- *   unless another version of the deployment was first seen after it (a newer release is rolling out:
- *   an old replica that restarts must not take the traffic back).
- * - `manual`: an operator makes a version current (`temporal worker deployment set-current-version`,
- *   or a ramp): blue-green roll-outs.
+ * - `replay` (default): at start-up the server makes its own version current once its workers poll,
+ *   when nothing can be stranded by it: when the deployment has no current version (a first start),
+ *   or when this build replays a sample of the deployment's running and recent step and session
+ *   histories (src/temporal/replay-sample.ts; a server replaced in place passes it). A build that
+ *   does not replay them stays non-current and logs why, with the commands that promote or ramp it
+ *   by hand. A version of the deployment first seen after this one (a newer release rolling out)
+ *   keeps it non-current too: an old replica that restarts must not take the traffic back.
+ * - `manual`: never; an operator makes a version current (`temporal worker deployment
+ *   set-current-version`) or ramps it (`set-ramping-version`): blue-green roll-outs.
  *
  * There is no unversioned mode: a workflow that declares its behaviour cannot complete a task on an
  * unversioned worker (the server refuses it: "versioning behavior cannot be specified without
  * deployment options being set with versioned mode"), so the cluster must have Worker Deployments
  * (Temporal server 1.28 or newer, or Temporal Cloud).
  */
-export type VersioningMode = 'auto' | 'manual';
+export type VersioningMode = 'replay' | 'manual';
 
 /** A deployment name may not contain `.` (Temporal joins name and build id with one). */
 export function deploymentName(prefix: string, deploymentId: string): string {
@@ -71,28 +75,73 @@ interface VersionSummary {
 }
 
 /**
- * Whether this version should become current: it is not already, and no version of the deployment was
- * first seen after it. A roll-back to an older build therefore needs an operator (or a new build id).
+ * Whether this version should become current: not when it is already, nor when a version of the
+ * deployment was first seen after it (a roll-back to an older build needs an operator, or a new build
+ * id); at once when no version is current (`first`: no run of the deployment can be stranded); once
+ * it has replayed the current version's histories otherwise (`replace`).
  */
 export function shouldBecomeCurrent(
   ours: string,
   current: string | undefined,
   versions: VersionSummary[],
-): 'already' | 'newer-exists' | 'promote' {
+): 'already' | 'newer-exists' | 'first' | 'replace' {
   if (current === ours) return 'already';
   const own = versions.find((v) => v.buildId === ours);
   if (own && versions.some((v) => v.buildId !== ours && v.createdMs > own.createdMs)) return 'newer-exists';
-  return 'promote';
+  return current ? 'replace' : 'first';
+}
+
+/** The Temporal CLI commands an operator runs to promote `version`, or to ramp it first. */
+export function promotionCommands(
+  target: { address: string; namespace: string },
+  version: WorkerDeploymentVersion,
+) {
+  const base = `temporal worker deployment %s --address ${target.address} --namespace ${target.namespace} --deployment-name ${version.deploymentName} --build-id ${version.buildId}`;
+  return {
+    setCurrent: base.replace('%s', 'set-current-version'),
+    ramp: `${base.replace('%s', 'set-ramping-version')} --percentage 10`,
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const millis = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
   t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
 
+/** Where the deployment stands for `version`: what it should do, and the token to do it with. */
+async function describeStanding(
+  connection: NativeConnection,
+  namespace: string,
+  version: WorkerDeploymentVersion,
+  taskQueues: string[],
+) {
+  const service = connection.workflowService;
+  const { workerDeploymentVersionInfo: info } = await service.describeWorkerDeploymentVersion({
+    namespace,
+    deploymentVersion: version,
+  });
+  const seen = new Set((info?.taskQueueInfos ?? []).map((q) => q.name));
+  const missing = taskQueues.filter((q) => !seen.has(q));
+  if (missing.length) throw new Error(`no pollers seen yet on ${missing.join(', ')}`);
+  const { workerDeploymentInfo: deployment, conflictToken } = await service.describeWorkerDeployment({
+    namespace,
+    deploymentName: version.deploymentName,
+  });
+  const current = deployment?.routingConfig?.currentDeploymentVersion?.buildId || undefined;
+  const versions = (deployment?.versionSummaries ?? []).map((v) => ({
+    buildId: v.deploymentVersion?.buildId ?? '',
+    createdMs: millis(v.createTime),
+  }));
+  return { decision: shouldBecomeCurrent(version.buildId, current, versions), current, conflictToken };
+}
+
+export type Promotion = ReturnType<typeof shouldBecomeCurrent> | 'not-replayed';
+
 /**
  * Makes `version` the deployment's current version once the server has seen its pollers on every one
- * of `taskQueues` (the agent queue's workflow poller and all activity pollers), when it is the newest.
- * Until a version is current, a versioned deployment's tasks go nowhere, so start-up waits for this.
+ * of `taskQueues` (the agent queue's workflow poller and all activity pollers), when
+ * `shouldBecomeCurrent` says so and, to replace another version, once `vet` (the replay of recent
+ * histories) finds no reason against it. Until a version is current, a versioned deployment's tasks
+ * go nowhere, so start-up waits for this.
  */
 export async function makeVersionCurrent(options: {
   connection: NativeConnection;
@@ -101,10 +150,15 @@ export async function makeVersionCurrent(options: {
   taskQueues: string[];
   timeoutMs: number;
   log: Logger;
-}): Promise<'already' | 'newer-exists' | 'promote'> {
+  /** Why this build must not replace the current version, if it must not. */
+  vet: () => Promise<string | undefined>;
+  /** The commands an operator runs instead, for the log. */
+  commands: ReturnType<typeof promotionCommands>;
+}): Promise<Promotion> {
   const { connection, namespace, version, log } = options;
-  const service = connection.workflowService;
-  const deadline = Date.now() + options.timeoutMs;
+  const about = { deployment: version.deploymentName, buildId: version.buildId };
+  let deadline = Date.now() + options.timeoutMs;
+  let vetted = false;
   let lastError = 'no pollers seen yet';
   for (let attempt = 0; ; attempt++) {
     if (Date.now() > deadline)
@@ -113,52 +167,40 @@ export async function makeVersionCurrent(options: {
       );
     if (attempt) await sleep(Math.min(50 * 2 ** attempt, 1_000));
     try {
-      const { workerDeploymentVersionInfo: info } = await service.describeWorkerDeploymentVersion({
+      const { decision, current, conflictToken } = await describeStanding(
+        connection,
         namespace,
-        deploymentVersion: version,
-      });
-      const seen = new Set((info?.taskQueueInfos ?? []).map((q) => q.name));
-      const missing = options.taskQueues.filter((q) => !seen.has(q));
-      if (missing.length) {
-        lastError = `no pollers seen yet on ${missing.join(', ')}`;
+        version,
+        options.taskQueues,
+      );
+      if (decision === 'replace' && !vetted) {
+        const reason = await options.vet();
+        if (reason) {
+          log.warn(
+            { ...about, current, reason, ...options.commands },
+            'this build was not made current: it does not replay the histories of the running version (promote it, or ramp it, by hand with the commands logged)',
+          );
+          return 'not-replayed';
+        }
+        // The replay took a while: the deployment is described again, for a fresh conflict token.
+        vetted = true;
+        deadline = Date.now() + options.timeoutMs;
         continue;
       }
-      const { workerDeploymentInfo: deployment, conflictToken } = await service.describeWorkerDeployment({
-        namespace,
-        deploymentName: version.deploymentName,
-      });
-      const decision = shouldBecomeCurrent(
-        version.buildId,
-        deployment?.routingConfig?.currentDeploymentVersion?.buildId ?? undefined,
-        (deployment?.versionSummaries ?? []).map((v) => ({
-          buildId: v.deploymentVersion?.buildId ?? '',
-          createdMs: millis(v.createTime),
-        })),
-      );
-      if (decision === 'promote') {
-        const { previousDeploymentVersion: previous } = await service.setWorkerDeploymentCurrentVersion({
-          namespace,
-          deploymentName: version.deploymentName,
-          buildId: version.buildId,
-          conflictToken,
-          identity: `letta-temporal ${version.buildId}`,
-        });
-        log.info(
-          {
-            deployment: version.deploymentName,
+      if (decision === 'first' || decision === 'replace') {
+        const { previousDeploymentVersion: previous } =
+          await connection.workflowService.setWorkerDeploymentCurrentVersion({
+            namespace,
+            deploymentName: version.deploymentName,
             buildId: version.buildId,
-            previous: previous?.buildId || null,
-          },
-          'worker deployment version made current',
-        );
+            conflictToken,
+            identity: `letta-temporal ${version.buildId}`,
+          });
+        log.info({ ...about, previous: previous?.buildId || null }, 'worker deployment version made current');
       } else if (decision === 'newer-exists') {
         log.warn(
-          {
-            deployment: version.deploymentName,
-            buildId: version.buildId,
-            current: deployment?.routingConfig?.currentDeploymentVersion?.buildId,
-          },
-          'a newer version of this deployment exists: this one was not made current (temporal worker deployment set-current-version does it by hand)',
+          { ...about, current, ...options.commands },
+          'a newer version of this deployment exists: this one was not made current (the setCurrent command logged does it by hand)',
         );
       }
       return decision;

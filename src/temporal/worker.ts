@@ -40,6 +40,9 @@ function commonOptions(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxC
   } satisfies WorkerOptions;
 }
 
+/** The module whose exports are the server's workflows. */
+export const WORKFLOWS_PATH = require.resolve('../../workflows');
+
 /**
  * The `agent` task queue's worker: the session and step workflows, the model calls and the built-in
  * tools. Workflows run as the SDK runs them by default: on its workflow threads, each activation
@@ -49,7 +52,7 @@ function commonOptions(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxC
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
     ...commonOptions(options),
-    workflowsPath: options.workflowsPath ?? require.resolve('../../workflows'),
+    workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
     maxCachedWorkflows: options.maxCachedWorkflows,
   });
 }

@@ -19,6 +19,8 @@ export interface HistoryEntry {
   workflowType: string;
   /** What the workflow was doing when its history was taken. */
   state: string;
+  /** The branches of the workflow it covers (test/helpers/history-branches.ts). */
+  branches?: string[];
   /** When it was recorded (a date), and from which commit of this repository. */
   recorded: string;
   commit?: string;

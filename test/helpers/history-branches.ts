@@ -1,0 +1,146 @@
+import type { temporal } from '@temporalio/proto';
+import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
+
+/**
+ * The branches of the step and session workflows an upgrade must not strand: each one a shape a
+ * recorded history shows. The corpus's manifest names the branches each history covers
+ * (`branches`), and test/replay.test.ts requires every branch here to be covered by a history that
+ * has that shape, so a branch without a recording fails CI rather than an upgrade.
+ */
+
+type Events = HistoryEvent[];
+
+/** The activities that run tool calls (workflows/tool-executors.ts). */
+const TOOL_ACTIVITIES = new Set([
+  'runBuiltinTool',
+  'runSandboxTool',
+  'runMcpTool',
+  'runCode',
+  'messageAgents',
+]);
+
+const toolCalls = (events: Events) => scheduledActivities(events).filter((a) => TOOL_ACTIVITIES.has(a.type));
+
+/** A timestamp or duration of the history, in milliseconds. */
+const millis = (time: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+  Number(time?.seconds ?? 0) * 1000 + Math.floor((time?.nanos ?? 0) / 1e6);
+
+/** The event that closed the activity scheduled as `eventId`, if any. */
+const closeOf = (events: Events, eventId: number) =>
+  events.find((e) =>
+    [
+      e.activityTaskCompletedEventAttributes,
+      e.activityTaskFailedEventAttributes,
+      e.activityTaskTimedOutEventAttributes,
+      e.activityTaskCanceledEventAttributes,
+    ].some((a) => Number(a?.scheduledEventId) === eventId),
+  );
+
+/** The LettaStopReason the workflow last set (workflows/step-activities.ts, finishRequest). */
+export function stopReasonOf(events: Events): string | undefined {
+  const upserts = events
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)
+    .map((fields) => fields?.LettaStopReason?.data)
+    .filter((data): data is Uint8Array => Boolean(data));
+  const last = upserts.at(-1);
+  return last ? (JSON.parse(Buffer.from(last).toString('utf8')) as string) : undefined;
+}
+
+const typeOf = (events: Events) =>
+  events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? undefined;
+const step = (events: Events) => typeOf(events) === 'agentStep';
+const completed = (events: Events) => events.some((e) => e.workflowExecutionCompletedEventAttributes);
+const cancelRequested = (events: Events) =>
+  events.some((e) => e.workflowExecutionCancelRequestedEventAttributes);
+const signalled = (events: Events, name: string) =>
+  events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name);
+
+/** Two tool calls of one reply, the second scheduled once the first had ended. */
+function callsInOrder(events: Events): boolean {
+  const models = scheduledActivities(events).filter((a) => a.type === 'callModel');
+  const calls = toolCalls(events);
+  return calls.some((first, i) => {
+    const second = calls[i + 1];
+    const close = closeOf(events, first.eventId);
+    const sameReply = second && !models.some((m) => m.eventId > first.eventId && m.eventId < second.eventId);
+    return sameReply && close !== undefined && Number(close.eventId) < second.eventId;
+  });
+}
+
+/** Two tool calls scheduled by one workflow task: running at once. */
+const callsInParallel = (events: Events) =>
+  toolCalls(events).some((call, i, calls) => calls[i + 1]?.eventId === call.eventId + 1);
+
+/**
+ * A tool call that outlived its heartbeat timeout on its first attempt: it could only have done so
+ * by heartbeating (heartbeats themselves are not history events).
+ */
+function heartbeatingCall(events: Events): boolean {
+  return toolCalls(events).some(({ eventId }) => {
+    const scheduled = events.find(
+      (e) => Number(e.eventId) === eventId,
+    )!.activityTaskScheduledEventAttributes!;
+    const started = events.find(
+      (e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === eventId,
+    );
+    const done = events.find(
+      (e) => Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === eventId,
+    );
+    const timeoutMs = millis(scheduled.heartbeatTimeout);
+    return (
+      started?.activityTaskStartedEventAttributes?.attempt === 1 &&
+      done !== undefined &&
+      timeoutMs > 0 &&
+      millis(done.eventTime) - millis(started.eventTime) > timeoutMs
+    );
+  });
+}
+
+/** A tool call scheduled and not ended when the history was taken. */
+const callRunning = (events: Events) =>
+  !completed(events) && toolCalls(events).some((call) => !closeOf(events, call.eventId));
+
+export const BRANCHES = {
+  'step-end-turn': (events) => step(events) && completed(events) && stopReasonOf(events) === 'end_turn',
+  'step-calls-in-order': (events) => step(events) && callsInOrder(events),
+  'step-parallel-calls': (events) => step(events) && callsInParallel(events),
+  'step-rejected-call': (events) => step(events) && localActivityTypes(events).includes('rejectToolCall'),
+  'step-mid-tool-call': (events) => step(events) && callRunning(events),
+  'step-heartbeating-call': (events) => step(events) && heartbeatingCall(events),
+  'step-paused': (events) =>
+    step(events) && !completed(events) && stopReasonOf(events) === 'requires_approval',
+  'step-approval-answered': (events) =>
+    step(events) && completed(events) && signalled(events, 'approvalAnswered'),
+  'step-approval-expired': (events) =>
+    step(events) &&
+    events.some((e) => e.timerFiredEventAttributes) &&
+    localActivityTypes(events).includes('expireApproval'),
+  'step-cancelled-mid-tool': (events) =>
+    step(events) &&
+    cancelRequested(events) &&
+    events.some((e) => e.activityTaskCancelRequestedEventAttributes) &&
+    stopReasonOf(events) === 'cancelled',
+  'step-cancelled-while-paused': (events) =>
+    step(events) &&
+    cancelRequested(events) &&
+    localActivityTypes(events).includes('denyOnCancel') &&
+    stopReasonOf(events) === 'cancelled',
+  'step-model-failure': (events) =>
+    step(events) &&
+    events.some((e) => e.activityTaskFailedEventAttributes) &&
+    stopReasonOf(events) === 'llm_api_error',
+  'step-max-steps': (events) => step(events) && stopReasonOf(events) === 'max_steps',
+  'session-steps': (events) =>
+    typeOf(events) === 'agentSession' && events.some((e) => e.childWorkflowExecutionCompletedEventAttributes),
+  'session-waits-for-lane': (events) =>
+    typeOf(events) === 'agentSession' && signalled(events, 'laneReleased'),
+  'session-continued-as-new': (events) =>
+    typeOf(events) === 'agentSession' &&
+    Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
+} satisfies Record<string, (events: Events) => boolean>;
+
+export type Branch = keyof typeof BRANCHES;
+
+/** Whether `history` shows `branch`. */
+export const shows = (branch: Branch, history: temporal.api.history.v1.IHistory): boolean =>
+  BRANCHES[branch](history.events ?? []);

@@ -26,14 +26,32 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
 }
 
+/**
+ * PostgreSQL at the tests' URL; on a machine without it (the default URL, run as root), set up as
+ * scripts/setup-postgres.sh does: installed from Debian, started, the role and database created.
+ */
 async function checkPostgres(): Promise<void> {
+  const reachable = await connects();
+  if (reachable === true) return;
+  const canSetUp = !process.env.DATABASE_URL && process.getuid?.() === 0;
+  if (canSetUp) {
+    execFileSync('bash', [path.join(projectRoot, 'scripts/setup-postgres.sh')], { stdio: 'inherit' });
+    if ((await connects()) === true) return;
+  }
+  throw new Error(
+    `PostgreSQL at ${testDatabaseUrl()} is not reachable (${String(reachable)}); ` +
+      'run scripts/setup-postgres.sh as root, or set DATABASE_URL',
+  );
+}
+
+/** True when the tests' database answers; the error otherwise. */
+async function connects(): Promise<true | unknown> {
   const client = new pg.Client({ connectionString: testDatabaseUrl() });
   try {
     await client.connect();
     await client.end();
+    return true;
   } catch (error) {
-    throw new Error(
-      `PostgreSQL at ${testDatabaseUrl()} is not reachable (${String(error)}); set DATABASE_URL`,
-    );
+    return error;
   }
 }

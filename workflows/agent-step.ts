@@ -95,12 +95,8 @@ export async function agentStep(input: AgentStepInput): Promise<AgentStepResult>
       toolName: call.name,
       prefilledArgs: prefilled,
     };
-    return dispatchToolCall(
-      acts.runTool,
-      callInput,
-      tool,
-      (reason) =>
-        acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
+    return dispatchToolCall(acts.runTool, callInput, tool, (reason) =>
+      acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason }),
     );
   };
 

@@ -32,13 +32,12 @@ type Activities = ReturnType<typeof createActivities>;
 const ERROR_MESSAGE_CHARS = 500;
 
 /**
- * The run's bookkeeping runs as local activities, in the workflow task that asks for them: a few milliseconds each instead of a round trip through the server (a workflow task, a
- * dispatch, a completion). They are idempotent like every activity here, since a local activity runs
- * again if its workflow task fails before the worker reports it. The model call is local too with
- * `localModelCalls` (LOCAL_MODEL_CALLS): a plain step is then one workflow task from its start to its
- * end, the worker renewing that task while the provider answers (a cancel reaches the call at a
- * renewal). Without it, a regular activity that heartbeats. Tool calls run through the executor of
- * their mode.
+ * The run's bookkeeping runs as local activities, in the workflow task that asks for them: short
+ * database work, a few milliseconds each instead of a round trip through the server. They are
+ * idempotent like every activity here, since a local activity runs again if its workflow task fails
+ * before the worker reports it. The model call is a regular activity that heartbeats, listed under
+ * Pending Activities while the provider answers (`localModelCalls`, LOCAL_MODEL_CALLS, makes it local).
+ * Tool calls run through the executor of their mode.
  */
 export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {

@@ -48,10 +48,9 @@ interface ExecutorRow {
   /** The activity that runs the mode's calls; none when the client runs them: the step pauses for their returns. */
   activity?: keyof ToolActivities;
   /**
-   * The task queue its calls run on; the agent's own when unset. With `localToolCalls` (the step's
-   * limits, LOCAL_TOOL_CALLS) they run as local activities of the agent worker instead: a few
-   * milliseconds of Temporal per call rather than a round trip through the server. Every worker
-   * process runs the three workers, so the agent worker has these modes' activities too.
+   * The task queue its calls run on, so a pool of its workers can live apart; the agent's own when
+   * unset. With `localToolCalls` (the step's limits, LOCAL_TOOL_CALLS) they run as local activities of
+   * the agent worker instead, which every worker process has these modes' activities for.
    */
   queue?: keyof ToolQueues;
   /** How long one call may take (the activity adds a margin): the step's tool timeout when unset. */

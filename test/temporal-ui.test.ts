@@ -11,7 +11,7 @@ import { useAgentServer } from './helpers/agent-server';
 import { testTemporalUiUrl } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { stdioConfig } from './helpers/mcp-servers';
-import { stepWorkflowId } from './helpers/temporal';
+import { connectTemporalClient, stepWorkflowId } from './helpers/temporal';
 
 const ARTIFACTS = path.join(__dirname, '..', 'test-artifacts', 'temporal-ui');
 
@@ -128,6 +128,7 @@ describe('the Temporal UI shows what a step does', () => {
     );
     for (const summary of ['model openai/gpt-4o-mini', 'double (sandbox)', 'echo (MCP)'])
       await shows(page, summary, 'paused-details');
+    fs.writeFileSync(path.join(ARTIFACTS, 'paused-details.txt'), await pageText(page));
     await screenshot(page, 'paused-details');
     await page.close();
     await h.client.mcpServers.delete(mcp.id!);
@@ -149,15 +150,28 @@ describe('the Temporal UI shows what a step does', () => {
       (id) => Boolean(id),
     );
 
+    // The page is opened once the sandbox runs the call (the UI does not poll a tab's content).
+    const temporal = await connectTemporalClient();
+    const pending = await eventually(
+      async () =>
+        (await temporal.client.workflow.getHandle(workflowId).describe()).raw.pendingActivities ?? [],
+      (activities) => activities.some((a) => a.activityType?.name === 'runSandboxTool'),
+    );
+    await temporal.close();
+    expect(pending.map((a) => a.activityType?.name)).toEqual(['runSandboxTool']);
+
     const page = await openStep(workflowId);
     await openTab(page, 'Pending Activities');
     await shows(page, 'runSandboxTool', 'pending-activities');
+    for (const text of ['Started', 'Attempt', '1 of 3', 'Last Heartbeat'])
+      await shows(page, text, 'pending-activities');
     fs.writeFileSync(path.join(ARTIFACTS, 'pending-activities.txt'), await pageText(page));
     await screenshot(page, 'pending-activities');
+    // The tab names the call's activity type only; the history's timeline and events name its summary.
     await openTab(page, 'History');
-    fs.writeFileSync(path.join(ARTIFACTS, 'pending-history.txt'), await pageText(page));
+    await shows(page, 'runSandboxTool • nap (sandbox)', 'pending-history');
+    await shows(page, 'Pending Activity', 'pending-history');
     await screenshot(page, 'pending-history');
-    await page.close();
 
     const finished = await eventually(
       () => h.client.runs.retrieve(run.id),
@@ -165,5 +179,11 @@ describe('the Temporal UI shows what a step does', () => {
       40_000,
     );
     expect(finished).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+    await page.reload();
+    await openTab(page, 'Pending Activities');
+    await shows(page, 'No Pending Activities', 'completed-pending-activities');
+    await shows(page, 'Completed', 'completed-pending-activities');
+    await screenshot(page, 'completed-pending-activities');
+    await page.close();
   });
 });

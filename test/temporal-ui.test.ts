@@ -110,8 +110,6 @@ describe('the Temporal UI shows what a step does', () => {
       'runMcpTool • echo (MCP)',
     ])
       await shows(page, activity, 'paused-history');
-    // The events list names each scheduled activity's summary too.
-    await shows(page, 'Summary', 'paused-history');
     fs.writeFileSync(path.join(ARTIFACTS, 'paused-history.txt'), await page.innerText('body'));
     await screenshot(page, 'paused-history');
 
@@ -172,6 +170,10 @@ describe('the Temporal UI shows what a step does', () => {
     await shows(page, 'runSandboxTool • nap (sandbox)', 'pending-history');
     await shows(page, 'Pending Activity', 'pending-history');
     await screenshot(page, 'pending-history');
+    // What the step does meanwhile: its current details, on the User Metadata tab.
+    await openTab(page, 'User Metadata');
+    await shows(page, 'Running tool nap (sandbox)', 'running-details');
+    await screenshot(page, 'running-details');
 
     const finished = await eventually(
       () => h.client.runs.retrieve(run.id),

@@ -24,6 +24,7 @@ export default async function globalSetup(): Promise<void> {
   const { server } = await startTemporalServer(dataDir);
   globalThis.testTemporal = { server, dataDir };
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
+  process.env.TEST_TEMPORAL_UI_URL = server.uiUrl;
 }
 
 /**

@@ -4,6 +4,8 @@ import { loadConfig, type Config } from '../../src/config';
 
 /** Set by global-setup.ts: the Temporal dev server and PostgreSQL shared by the whole test run. */
 export const testTemporalAddress = () => requiredEnv('TEST_TEMPORAL_ADDRESS');
+/** The Web UI of that Temporal dev server (`temporal server start-dev --ui-port`). */
+export const testTemporalUiUrl = () => requiredEnv('TEST_TEMPORAL_UI_URL');
 export const testDatabaseUrl = () => process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 
 function requiredEnv(name: string): string {

@@ -9,7 +9,7 @@ import { newId } from '../src/ids';
 import { syncMcpTools } from '../src/mcp/tool-sync';
 import { projectRoot } from '../src/paths';
 import { uniqueSuffix } from './helpers/env';
-import { stdioConfig } from './helpers/mcp-servers';
+import { mcpServerFile, stdioConfig } from './helpers/mcp-servers';
 import { startTestServer, type TestServer } from './helpers/server';
 
 type Config = McpServerCreateParams['config'];
@@ -209,6 +209,42 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
       detail: expect.stringMatching(/no-such-command is not found on the MCP sandbox's PATH/),
     });
     expect(await h.client.mcpServers.list()).toEqual([]);
+  });
+
+  it('refuses a script argument the sandbox does not show, or that does not exist (400); a shown one runs', async () => {
+    const stdioServer = path.join(path.dirname(mcpServerFile('everything')), 'transports', 'stdio.js');
+    for (const dir of [unshown, dataDir, shown])
+      fs.writeFileSync(path.join(dir, 'server.mjs'), `import ${JSON.stringify(stdioServer)};\n`, {
+        mode: 0o644,
+      });
+    const nodeServer = (...args: string[]): Config => ({
+      mcp_server_type: 'stdio',
+      command: process.execPath,
+      args,
+    });
+    const create = (config: Config) => refusal(h.client.mcpServers.create({ server_name: 'script', config }));
+    for (const dir of [unshown, dataDir]) {
+      expect(await create(nodeServer(path.join(dir, 'server.mjs')))).toEqual({
+        status: 400,
+        detail: expect.stringMatching(
+          /server\.mjs is not visible in the MCP sandbox.*MCP_STDIO_READ_ONLY_PATHS/,
+        ),
+      });
+    }
+    expect(await create(nodeServer('/no/such/server.mjs'))).toEqual({
+      status: 400,
+      detail: expect.stringMatching(/the argument \/no\/such\/server\.mjs does not exist/),
+    });
+    expect(await h.client.mcpServers.list()).toEqual([]);
+    // Arguments that are not host files pass as they are.
+    const shownScript = nodeServer(
+      path.join(shown, 'server.mjs'),
+      '--port=3000',
+      'https://example.com/a',
+      '/tmp',
+    );
+    const { run } = await registered(h.client, shownScript);
+    expect(await run('echo', { message: 'hi' })).toEqual({ status: 'success', text: 'Echo: hi' });
   });
 });
 

@@ -219,3 +219,38 @@ describe('approval notices (APPROVAL_WEBHOOK_URL, an agent’s metadata.approval
     ]);
   });
 });
+
+describe('completion callbacks on the server’s defaults (no WEBHOOK_SECRET, the embedded database)', () => {
+  const h = useAgentServer(
+    'openai',
+    { OUTBOUND_ALLOW_PRIVATE: '127.0.0.1', WEBHOOK_RETRY_INITIAL_MS: '100', WEBHOOK_RETRY_MAX_MS: '200' },
+    'pglite',
+  );
+
+  it('delivers the callback signed with the secret the deployment made, as the README reads it', async () => {
+    const receiver = await startReceiver(0);
+    try {
+      const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+      h.stub.enqueue({ text: 'Done.' });
+      const run = await h.client.agents.messages.createAsync(agent.id, {
+        messages: [{ role: 'user', content: 'Work on it' }],
+        callback_url: receiver.url,
+      });
+      const deliveries = await eventually(
+        async () => receiver.deliveries,
+        (all) => all.length > 0,
+      );
+      expect(deliveries).toHaveLength(1);
+      const [delivery] = deliveries;
+      const [{ secret }] = await h.server.db.query<{ secret: string }>(
+        `SELECT value #>> '{}' AS secret FROM server_metadata WHERE key = 'webhook_secret'`,
+      );
+      expect(secret).toMatch(/^[0-9a-f]{64}$/);
+      expect(verifySignature(secret, delivery.signature, delivery.body)).toBe(true);
+      expect(JSON.parse(delivery.body)).toMatchObject({ run_id: run.id, status: 'completed' });
+      expect((await h.client.runs.retrieve(run.id)).callback_status_code).toBe(200);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

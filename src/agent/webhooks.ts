@@ -48,14 +48,16 @@ export function verifySignature(
 /** The deployment's webhook secret: WEBHOOK_SECRET, else one made once and kept in the database. */
 export async function webhookSecret(db: Queryable, configured: string | undefined): Promise<string> {
   if (configured) return configured;
+  // server_metadata.value is jsonb: the secret is kept as a JSON string, and read back as its text.
   await db.query(
-    `INSERT INTO server_metadata (key, value) VALUES ('webhook_secret', $1) ON CONFLICT (key) DO NOTHING`,
+    `INSERT INTO server_metadata (key, value) VALUES ('webhook_secret', to_jsonb($1::text))
+     ON CONFLICT (key) DO NOTHING`,
     [randomBytes(32).toString('hex')],
   );
-  const [row] = await db.query<{ value: string }>(
-    `SELECT value FROM server_metadata WHERE key = 'webhook_secret'`,
+  const [row] = await db.query<{ secret: string }>(
+    `SELECT value #>> '{}' AS secret FROM server_metadata WHERE key = 'webhook_secret'`,
   );
-  return row.value;
+  return row.secret;
 }
 
 /**

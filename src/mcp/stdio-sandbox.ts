@@ -139,6 +139,11 @@ class View {
     return holding.at(-1)?.shown ?? false;
   }
 
+  /** Whether `dir` is a folder on the way to something shown (/, /etc): the sandbox has it too. */
+  leadsToShown(dir: string): boolean {
+    return this.layers.some((layer) => layer.shown && within(layer.dir, dir));
+  }
+
   /** `source` (a host path) read-only at `dir`, if it exists. */
   show(dir: string, source = dir): void {
     if (!fs.existsSync(source)) return;
@@ -199,6 +204,36 @@ function commandFile(command: string, searchPath: string, view: View): string {
   return command;
 }
 
+/** bubblewrap's own /proc and /dev (its tmpfs /dev/shm aside): what is there is the sandbox's. */
+const KERNEL_DIRS = ['/proc', '/dev'];
+
+/**
+ * Refuses an argument naming a host file the server could not open (node's "Cannot find module"
+ * otherwise): an absolute path the sandbox does not show, or one that exists nowhere. Other arguments
+ * (flags, URLs, values) pass, and so do relative paths, which lead into the private working folder. A
+ * path in a private tmpfs passes, as the server may make it there itself, unless the host has a file
+ * there, which the server never sees.
+ */
+function checkArgument(arg: string, view: View): void {
+  if (!path.isAbsolute(arg)) return;
+  const file = path.normalize(arg);
+  const onHost = fs.existsSync(file);
+  const hidden = () =>
+    new McpStdioRefusedError(`the argument ${arg} is not visible in the MCP sandbox. ${ALLOW_MORE}`);
+  const missing = () => new McpStdioRefusedError(`the argument ${arg} does not exist`);
+  if (view.shows(file)) {
+    if (!onHost) throw missing();
+    return;
+  }
+  if (view.leadsToShown(file) || PRIVATE_DIRS.includes(file)) return;
+  if (PRIVATE_DIRS.some((dir) => within(file, dir))) {
+    if (onHost) throw hidden();
+    return;
+  }
+  if (KERNEL_DIRS.some((dir) => within(file, dir))) return;
+  throw onHost ? hidden() : missing();
+}
+
 export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
   const limits = cgroups(
     options.mode === 'sandboxed'
@@ -206,10 +241,11 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
       : null,
   );
 
-  /** Throws McpStdioRefusedError for a command the sandbox does not show. */
+  /** Throws McpStdioRefusedError for a command, or a file in its arguments, the sandbox does not show. */
   const sandboxed = (command: string, args: string[], env: Record<string, string>): Command => {
     const view = viewFor(options);
     const file = commandFile(command, env.PATH, view);
+    args.forEach((arg) => checkArgument(arg, view));
     // The SDK adds some of this server's own variables (HOME, USER...) to the environment it spawns
     // with: none is the server's to see. (bwrap sets PWD, to its --chdir.)
     const unset = DEFAULT_INHERITED_ENV_VARS.filter((key) => !(key in env)).flatMap((key) => [

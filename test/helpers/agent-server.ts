@@ -1,7 +1,7 @@
 import Letta from '@letta-ai/letta-client';
 import { startAnthropicStub, type AnthropicStub } from './anthropic-stub';
 import { startOpenAiStub, type OpenAiStub } from './openai-stub';
-import { startTestServer, type TestServer } from './server';
+import { startTestServer, type TestDatabase, type TestServer } from './server';
 
 interface Stubs {
   openai: OpenAiStub;
@@ -22,18 +22,23 @@ const providers = {
 } as const;
 
 /**
- * For a describe block: before its tests, a model stub of `provider` and the whole server wired to it;
- * after them, both stopped. The returned object is filled in by then.
+ * For a describe block: before its tests, a model stub of `provider` and the whole server wired to it,
+ * on a fresh `database`; after them, both stopped. The returned object is filled in by then.
  */
 export function useAgentServer<P extends keyof Stubs>(
   provider: P,
   env: Record<string, string> = {},
+  database: TestDatabase = 'postgres',
 ): AgentServer<P> {
   const harness = {} as AgentServer<P>;
   const { start, key, url } = providers[provider];
   beforeAll(async () => {
     harness.stub = (await start()) as Stubs[P];
-    harness.server = await startTestServer({ [url]: harness.stub.baseURL, [key]: 'test-key', ...env });
+    harness.server = await startTestServer(
+      { [url]: harness.stub.baseURL, [key]: 'test-key', ...env },
+      undefined,
+      database,
+    );
     harness.client = new Letta({ baseURL: harness.server.url, apiKey: 'unused', maxRetries: 0 });
   });
   afterAll(async () => {

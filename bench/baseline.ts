@@ -28,32 +28,37 @@ interface Multiple {
 const p50 = (p: Percentiles) => p.p50;
 const mcp = (r: Results, transport: string) => p50(r.mcp_tool_call[transport].engine.per_call_ms);
 
-/** What each multiple divides: the figure, then the baseline run in the same process. */
+/**
+ * What each multiple divides: the figure, then the baseline run in the same process. Tool calls other
+ * than the built-in ones run as regular activities, so their floor is one more bare regular activity;
+ * names say which floor, so that a multiple recorded against another does not pass for this one.
+ */
 export const MULTIPLES: Record<string, Multiple> = {
   plain_agent_step_over_one_activity_workflow: { of: (r) => p50(r.plain_agent_step.ratio) },
+  // Built-in memory tools stay local activities: one database transaction each.
   builtin_call_over_local_activity: {
     of: (r) =>
       p50(r.orchestration_overhead.in_one_reply.per_call_ms) / p50(r.bare_temporal.local_activity_ms),
   },
-  sandboxed_call_over_activity: {
+  sandboxed_call_over_regular_activity: {
     of: (r) => p50(r.sandboxed_tool_call.warm_pool.per_call_ms) / p50(r.bare_temporal.activity_ms),
     unchecked: true,
   },
-  // Both are process creation: a warm call was 0.34× a fresh interpreter in the recorded run, and
-  // 0.73–0.86× on a 2-core VM where a C fork takes 1–1.5 ms (there it is 47–54 ms, against the
-  // recorded 9.2, while a Temporal activity takes 1.7× its recorded time).
-  sandboxed_call_over_fresh_interpreter: {
-    of: (r) => p50(r.sandboxed_tool_call.warm_pool.over_baseline_ratio),
+  // Both are process creation, whose cost differs about fivefold between 2-core VMs.
+  sandbox_own_work_over_fresh_interpreter: {
+    of: (r) => p50(r.sandboxed_tool_call.own_work_over_fresh_interpreter_ratio),
   },
-  mcp_stdio_call_over_activity: { of: (r) => mcp(r, 'stdio') / p50(r.bare_temporal.activity_ms) },
-  mcp_http_call_over_activity: { of: (r) => mcp(r, 'streamable_http') / p50(r.bare_temporal.activity_ms) },
+  mcp_stdio_call_over_regular_activity: { of: (r) => mcp(r, 'stdio') / p50(r.bare_temporal.activity_ms) },
+  mcp_http_call_over_regular_activity: {
+    of: (r) => mcp(r, 'streamable_http') / p50(r.bare_temporal.activity_ms),
+  },
   approval_to_model_over_one_activity_workflow: {
     of: (r) =>
       p50(r.approval_round_trip.post_to_next_model_request_ms) /
       p50(r.bare_temporal.one_activity_workflow_ms),
   },
-  throughput_over_local_activities: {
-    of: (r) => r.throughput.in_one_reply.tool_calls_per_second / r.bare_temporal.local_activities_per_second,
+  throughput_over_regular_activities: {
+    of: (r) => r.throughput.in_one_reply.tool_calls_per_second / r.bare_temporal.activities_per_second,
     higherIsBetter: true,
   },
 };
@@ -77,11 +82,13 @@ export interface Target {
 export function targets(r: Results): Target[] {
   const o = r.orchestration_overhead;
   const s = r.sandboxed_tool_call;
-  // Each round's per-call figure over the mean of its baseline runs, in the same round (suite.ts).
+  // Each round's per-call figure against its baselines in the same round (suite.ts).
   const builtin = p50(o.in_one_reply.over_baseline_ms);
-  const warm = p50(s.warm_pool.per_call_ms);
-  const ofFresh = p50(s.warm_pool.over_baseline_ratio);
+  const ownWork = p50(s.own_work_ms);
+  const ofFresh = p50(s.own_work_over_fresh_interpreter_ratio);
   const plain = p50(r.plain_agent_step.ratio);
+  const rate = r.throughput.in_one_reply.tool_calls_per_second;
+  const ofBare = round(rate / r.bare_temporal.activities_per_second);
   return [
     {
       figure: 'plain agent step',
@@ -96,25 +103,25 @@ export function targets(r: Results): Target[] {
       met: builtin <= 5,
     },
     {
-      figure: 'warm sandboxed Python call',
-      value: `${warm} ms, ${ofFresh}× fresh interpreter`,
+      figure: "warm sandboxed Python call, the sandbox's own work (over one more regular activity)",
+      value: `${ownWork} ms, ${ofFresh}× fresh interpreter`,
       target: '≤ 10 ms and ≤ 0.25× fresh interpreter',
-      met: warm <= 10 && ofFresh <= 0.25,
+      met: ownWork <= 10 && ofFresh <= 0.25,
     },
     ...['stdio', 'streamable_http'].map((transport) => {
-      const over = p50(r.mcp_tool_call[transport].engine.over_baseline_ms);
+      const over = p50(r.mcp_tool_call[transport].engine.over_activity_floor_ms);
       return {
         figure: `MCP call over ${transport}`,
         value: `+${over} ms`,
-        target: '≤ direct SDK call + 5 ms',
-        met: over <= 5,
+        target: '≤ one more bare regular activity + 3 ms',
+        met: over <= 3,
       };
     }),
     {
       figure: 'throughput',
-      value: `${r.throughput.in_one_reply.tool_calls_per_second} tool calls/s`,
-      target: '≥ 300 /s',
-      met: r.throughput.in_one_reply.tool_calls_per_second >= 300,
+      value: `${rate} tool calls/s, ${ofBare}× bare regular activities`,
+      target: '≥ 0.8× bare regular activities/s',
+      met: ofBare >= 0.8,
     },
   ];
 }
@@ -129,8 +136,12 @@ export function checkQuick(quick: Results, recorded: Results): boolean {
   let ok = true;
   for (const [name, multiple] of Object.entries(MULTIPLES)) {
     const now = quick.baseline.multiples[name] as number;
-    if (multiple.unchecked || before[name] === undefined) {
-      console.log(`—  ${name}: ${now} (recorded ${before[name] ?? 'nothing'}; not checked)`);
+    if (before[name] === undefined) {
+      console.log(`—  ${name}: ${now} (not in the recorded results.json; not checked)`);
+      continue;
+    }
+    if (multiple.unchecked) {
+      console.log(`—  ${name}: ${now} (recorded ${before[name]}; not checked: varies across machines)`);
       continue;
     }
     const worse = multiple.higherIsBetter ? before[name] / now : now / before[name];

@@ -61,7 +61,7 @@ function rows(r: Results): string[][] {
       '2. Built-in tool call (`memory_insert`), calls in one reply',
       ms(o.in_one_reply.per_call_ms),
       `direct call ${ms(o.direct_call_ms)}; per round, over it: ${signed(o.in_one_reply.over_baseline_ms)}`,
-      `${times(x.builtin_call_over_local_activity)} local activity`,
+      `${times(x.builtin_call_over_local_activity)} local activity (a built-in call is one)`,
     ],
     [
       '   one call per model turn: the model call through the engine too',
@@ -72,8 +72,14 @@ function rows(r: Results): string[][] {
     [
       '3. Sandboxed Python call, warm',
       ms(s.warm_pool.per_call_ms),
-      `fresh interpreter ${ms(fresh)}; per round, of it: ${times(s.warm_pool.over_baseline_ratio.p50)}`,
-      `${times(x.sandboxed_call_over_activity)} activity`,
+      `one more regular activity ${ms(s.warm_pool.activity_floor_ms)}; fresh interpreter ${ms(fresh)}`,
+      `${times(x.sandboxed_call_over_regular_activity)} regular activity`,
+    ],
+    [
+      "   the sandbox's own work: per round, over one more regular activity",
+      signed(s.own_work_ms),
+      `per round, of a fresh interpreter: ${times(s.own_work_over_fresh_interpreter_ratio.p50)}`,
+      `${times(x.sandbox_own_work_over_fresh_interpreter)} fresh interpreter`,
     ],
     ...(s.cold_sandbox
       ? [
@@ -86,19 +92,19 @@ function rows(r: Results): string[][] {
         ]
       : []),
     ...[
-      ['stdio', x.mcp_stdio_call_over_activity],
-      ['streamable_http', x.mcp_http_call_over_activity],
+      ['stdio', x.mcp_stdio_call_over_regular_activity],
+      ['streamable_http', x.mcp_http_call_over_regular_activity],
     ].map(([transport, multiple]) => [
       `4. MCP \`echo\` over ${transport}, through the engine`,
       ms(mcp(transport).engine.per_call_ms),
-      `direct SDK call ${ms(mcp(transport).direct_sdk_call_ms)}; per round, over it: ${signed(mcp(transport).engine.over_baseline_ms)}`,
-      `${times(multiple)} activity`,
+      `per round, over one more regular activity: ${signed(mcp(transport).engine.over_activity_floor_ms)}; over the direct SDK call (${ms(mcp(transport).direct_sdk_call_ms)}): ${signed(mcp(transport).engine.over_baseline_ms)}`,
+      `${times(multiple)} regular activity`,
     ]),
     [
       '5. Throughput: ' + `${t.agents} agents × ${t.calls_per_agent} calls, each agent's in one reply`,
       `${t.in_one_reply.tool_calls_per_second} tool calls/s`,
       `rounds ${spread(t.in_one_reply.tool_calls_per_second_by_round)}; ${cpu(t.in_one_reply)}`,
-      `${times(x.throughput_over_local_activities)} local activities`,
+      `${times(x.throughput_over_regular_activities)} regular activities`,
     ],
     [
       '   one call per model turn: model calls too',

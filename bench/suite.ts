@@ -148,57 +148,103 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
   ).id;
 
 /**
- * What a call is compared with, timed in the same rounds as the steps (`runs` of `work` after each
+ * What a call is compared with, timed in the same rounds as the steps (`runs` samples after each
  * round's steps), so that a drift of the machine's speed, which on these VMs moves a figure by a
- * fifth within minutes, moves both alike: the direct call, a fresh interpreter.
+ * fifth within minutes, moves both alike: the direct call, a fresh interpreter, one more bare regular
+ * activity. `sample` gives one run's milliseconds.
  */
 interface InTurnBaseline {
   runs: number;
-  work: () => Promise<unknown>;
+  sample: () => Promise<number>;
 }
+
+/** A baseline that is one run of `work`, timed. */
+const timedBaseline = (runs: number, work: () => Promise<unknown>): InTurnBaseline => ({
+  runs,
+  sample: () => timed(work),
+});
+
+/**
+ * The floor under a tool call through a regular activity: one more no-op regular activity on the bare
+ * worker (a workflow of CALLS_PER_STEP + 1 of them against one of one, divided by CALLS_PER_STEP).
+ */
+const activityFloor = (bench: Bench): InTurnBaseline => ({
+  runs: 2,
+  sample: async () => {
+    const more = await timed(() => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, false]));
+    const one = await timed(() => runBare(bench, 'activitiesInTurn', [1, false]));
+    return (more - one) / CALLS_PER_STEP;
+  },
+});
+
+/** Per-call samples, one a round, and each named baseline's mean in the same round. */
+interface PerCallRounds {
+  figures: Record<string, Percentiles | number>;
+  perCall: number[];
+  roundMeans: Record<string, number[]>;
+}
+
+const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
 /**
  * The per-call cost of `tool`: steps of `calls` + 1 calls and of one call alternate, and each pair's
  * difference, divided by `calls`, is one sample. Both steps make the same model calls (two, when the
  * calls come in one reply), so the difference is the calls' alone. A step without calls (one model
- * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`). With a
- * `baseline`, each round's sample is also taken over the mean of that round's baseline runs
- * (`over_baseline_ms`, `over_baseline_ratio`).
+ * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`). Each named
+ * baseline is sampled after each round's steps, and each round's per-call sample is also taken over
+ * the mean of that round's samples (`over_<name>_ms`, `over_<name>_ratio`).
  */
-async function perCallInStep(
+async function perCallRounds(
   client: Letta,
   agentId: string,
   script: Omit<Script, 'times'>,
-  { calls = CALLS_PER_STEP, baseline }: { calls?: number; baseline?: InTurnBaseline } = {},
-): Promise<Record<string, Percentiles | number>> {
-  const baselineRounds: number[][] = [];
-  const baselineRound = async () => {
-    const times: number[] = [];
-    for (let i = 0; i < baseline!.runs; i++) times.push(await timed(baseline!.work));
-    baselineRounds.push(times);
+  {
+    calls = CALLS_PER_STEP,
+    baselines = {},
+  }: { calls?: number; baselines?: Record<string, InTurnBaseline> } = {},
+): Promise<PerCallRounds> {
+  const samples = Object.fromEntries(Object.keys(baselines).map((name): [string, number[][]] => [name, []]));
+  const baselineRound = (name: string) => async () => {
+    const round: number[] = [];
+    for (let i = 0; i < baselines[name].runs; i++) round.push(await baselines[name].sample());
+    samples[name].push(round);
   };
   const [withCalls, withOne, without] = await timeInTurn(REPS, [
     () => step(client, agentId, { ...script, times: calls + 1 }),
     () => step(client, agentId, { ...script, times: 1 }),
     () => step(client, agentId, { ...script, times: 0 }),
-    ...(baseline ? [baselineRound] : []),
+    ...Object.keys(baselines).map(baselineRound),
   ]);
   const perCall = perUnit({ a: withCalls, b: withOne }, calls);
-  const timedRounds = baselineRounds.slice(-REPS); // the warm-up rounds' first
-  const roundMean = (i: number) => timedRounds[i].reduce((sum, t) => sum + t, 0) / timedRounds[i].length;
+  // The warm-up rounds' first.
+  const timedRounds = Object.fromEntries(
+    Object.entries(samples).map(([n, rounds]) => [n, rounds.slice(-REPS)]),
+  );
+  const roundMeans = Object.fromEntries(
+    Object.entries(timedRounds).map(([n, rounds]) => [n, rounds.map(mean)]),
+  );
+  const overBaselines = Object.entries(roundMeans).flatMap(([name, means]) => [
+    [`${name}_ms`, percentiles(timedRounds[name].flat())],
+    [`over_${name}_ms`, percentiles(perCall.map((ms, i) => ms - means[i]))],
+    [`over_${name}_ratio`, percentiles(perCall.map((ms, i) => ms / means[i]))],
+  ]);
   return {
-    calls_per_step: calls,
-    step_with_calls_ms: percentiles(withCalls),
-    step_with_one_call_ms: percentiles(withOne),
-    step_without_calls_ms: percentiles(without),
-    per_call_ms: percentiles(perCall),
-    ...(baseline && {
-      baseline_ms: percentiles(timedRounds.flat()),
-      over_baseline_ms: percentiles(perCall.map((ms, i) => ms - roundMean(i))),
-      over_baseline_ratio: percentiles(perCall.map((ms, i) => ms / roundMean(i))),
-    }),
+    figures: {
+      calls_per_step: calls,
+      step_with_calls_ms: percentiles(withCalls),
+      step_with_one_call_ms: percentiles(withOne),
+      step_without_calls_ms: percentiles(without),
+      per_call_ms: percentiles(perCall),
+      ...Object.fromEntries(overBaselines),
+    },
+    perCall,
+    roundMeans,
   };
 }
+
+/** perCallRounds' figures alone. */
+const perCallInStep = async (...args: Parameters<typeof perCallRounds>) =>
+  (await perCallRounds(...args)).figures;
 
 /** A workflow of bench/workflows.ts on the bare server's worker, to its end. */
 function runBare(bench: Bench, workflow: 'oneActivity' | 'activitiesInTurn', args: unknown[] = []) {
@@ -237,10 +283,11 @@ async function bareThroughput(bench: Bench, asLocal: boolean) {
 /**
  * 0. Bare Temporal: a workflow of one no-op activity; what one more costs (a workflow of
  * CALLS_PER_STEP + 1 of them against one of one of the same kind, in pairs), as a regular and as a
- * local activity; and as many workflows at once as the throughput figure runs agents. The local
- * ones pair with a workflow of one local activity: against the one-activity workflow, each sample
- * also took off a tenth of what a regular activity costs over a local one, so the figure came out
- * about 1.4 ms low and swung with the regular activity's spread (0.28–1.6 ms in three quick runs).
+ * local activity; and as many workflows at once as the throughput figure runs agents. The regular
+ * activity is the floor under a model call and a sandboxed or MCP tool call, which run as regular
+ * activities; the local one under a built-in call. The local ones pair with a workflow of one local
+ * activity: against the one-activity workflow, each sample would also take off part of what a regular
+ * activity costs over a local one, and swing with the regular activity's spread.
  */
 async function bareTemporal(bench: Bench) {
   const perActivity = async (asLocal: boolean) =>
@@ -305,7 +352,7 @@ async function orchestrationOverhead(bench: Bench) {
     );
   const script = { tool: 'memory_insert', args };
   const inOneReply = await perCallInStep(bench.client, agentId, script, {
-    baseline: { runs: CALLS_PER_STEP, work: direct },
+    baselines: { baseline: timedBaseline(CALLS_PER_STEP, direct) },
   });
   return {
     direct_call_ms: inOneReply.baseline_ms,
@@ -314,7 +361,11 @@ async function orchestrationOverhead(bench: Bench) {
   };
 }
 
-/** 2. A trivial Python tool: warm pool and cold sandbox through the activity, and a fresh interpreter per call. */
+/**
+ * 2. A trivial Python tool: warm pool and cold sandbox through the activity, and a fresh interpreter
+ * per call. The sandbox's own work is a warm call over the floor of one more regular activity (the
+ * activity the call runs in), each round against its own round's floor and fresh interpreter.
+ */
 async function sandboxedCalls(bench: Bench) {
   const source =
     'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
@@ -325,24 +376,33 @@ async function sandboxedCalls(bench: Bench) {
     fs.writeFileSync(file, `${source}\nimport json\nprint(json.dumps(ping(1)))\n`);
     execFileSync('/usr/bin/python3', [file]);
   };
-  const measure = async (client: Letta, options: Parameters<typeof perCallInStep>[3]) =>
-    perCallInStep(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, options);
+  const measure = async (client: Letta, options: Parameters<typeof perCallRounds>[3]) =>
+    perCallRounds(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, options);
   try {
-    const warm = await measure(bench.client, { baseline: { runs: 3, work: freshInterpreter } });
+    const warm = await measure(bench.client, {
+      baselines: { baseline: timedBaseline(3, freshInterpreter), activity_floor: activityFloor(bench) },
+    });
+    const { baseline: fresh, activity_floor: floor } = warm.roundMeans;
+    const ownWork = warm.perCall.map((ms, i) => ms - floor[i]);
     return {
-      warm_pool: warm,
+      warm_pool: warm.figures,
+      own_work_ms: percentiles(ownWork),
+      own_work_over_fresh_interpreter_ratio: percentiles(ownWork.map((ms, i) => ms / fresh[i])),
       // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
       ...(bench.coldClient && {
-        cold_sandbox: await measure(bench.coldClient, { calls: CALLS_PER_STEP / 2 }),
+        cold_sandbox: (await measure(bench.coldClient, { calls: CALLS_PER_STEP / 2 })).figures,
       }),
-      fresh_interpreter_per_call_ms: warm.baseline_ms,
+      fresh_interpreter_per_call_ms: warm.figures.baseline_ms,
     };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** 3. server-everything's echo through the engine, and straight from the SDK in this process. */
+/**
+ * 3. server-everything's echo through the engine, against the floor of one more regular activity (the
+ * activity the call runs in) and straight from the SDK in this process.
+ */
 async function mcpCalls(bench: Bench) {
   const http = execHttpEverything();
   try {
@@ -363,9 +423,11 @@ async function mcpCalls(bench: Bench) {
         agentId,
         { tool: 'echo', args: { message: 'hi' } },
         {
-          baseline: {
-            runs: CALLS_PER_STEP,
-            work: () => sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
+          baselines: {
+            baseline: timedBaseline(CALLS_PER_STEP, () =>
+              sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
+            ),
+            activity_floor: activityFloor(bench),
           },
         },
       );
@@ -510,6 +572,16 @@ function pausedRunsInChildProcess(counts: string[]) {
   return results;
 }
 
+/** Where the servers' calls run, as they start with no override: the defaults the figures are of. */
+function defaults() {
+  const config = testConfig({});
+  return {
+    local_tool_calls: config.LOCAL_TOOL_CALLS,
+    local_model_calls: config.LOCAL_MODEL_CALLS,
+    step_task_timeout_ms: config.STEP_TASK_TIMEOUT_MS ?? null,
+  };
+}
+
 function machine() {
   return {
     cores: os.cpus().length,
@@ -568,7 +640,13 @@ async function main() {
   const bench = await startBench(dataDir);
   const results: Record<string, unknown> = {
     machine: machine(),
-    method: { repetitions: REPS, warm_up_runs: WARMUP, throughput_rounds: THROUGHPUT.rounds, quick: QUICK },
+    method: {
+      repetitions: REPS,
+      warm_up_runs: WARMUP,
+      throughput_rounds: THROUGHPUT.rounds,
+      quick: QUICK,
+      defaults: defaults(),
+    },
   };
   /** Seconds each part of the run took (start-up included), so a run over its budget says where. */
   const took: Record<string, number> = {};

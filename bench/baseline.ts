@@ -78,6 +78,20 @@ export interface Target {
   met: boolean;
 }
 
+/** A slow model call's history events over an instant one's, when the run measured it. */
+function slowModelCall(r: Results): Target[] {
+  const slow = r.slow_model_call_history;
+  if (!slow) return [];
+  return [
+    {
+      figure: `history of a ${slow.model_delay_ms / 1000} s model call`,
+      value: `+${slow.added_events} events`,
+      target: '≤ 10 events more than an instant one',
+      met: slow.added_events <= 10,
+    },
+  ];
+}
+
 /** The issue's targets, each a ratio or a difference against a baseline of the same run. */
 export function targets(r: Results): Target[] {
   const o = r.orchestration_overhead;
@@ -117,6 +131,7 @@ export function targets(r: Results): Target[] {
         met: over <= 3,
       };
     }),
+    ...slowModelCall(r),
     {
       figure: 'throughput',
       value: `${rate} tool calls/s, ${ofBare}× bare regular activities`,

@@ -5,6 +5,7 @@ import * as prettier from 'prettier';
 import { projectRoot } from '../src/paths';
 import type { MemorySample } from './memory-probe';
 import type { Percentiles } from './stats';
+import type { HistorySize } from './history';
 import { targets } from './baseline';
 
 const START = '<!-- bench:start -->';
@@ -118,6 +119,7 @@ function rows(r: Results): string[][] {
       '',
       `${times(x.approval_to_model_over_one_activity_workflow)} one-activity workflow`,
     ],
+    ...historyRows(r),
     ...(memory
       ? [
           [
@@ -129,6 +131,34 @@ function rows(r: Results): string[][] {
               .map((c) => `heap ${memory[c].heap_used_mib} MiB`)
               .join(', '),
             '',
+          ],
+        ]
+      : []),
+  ];
+}
+
+/** A history's size: events, encoded bytes, Temporal Cloud billable actions. */
+const size = (h: HistorySize) => `${h.events} events, ${h.bytes} bytes, ${h.billable_actions} actions`;
+
+/** What Temporal stores and bills per plain step and per tool call, and what a slow model call adds. */
+function historyRows(r: Results): string[][] {
+  const h = r.history_per_step;
+  const slow = r.slow_model_call_history;
+  return [
+    ...(h
+      ? [
+          ['History of a plain step', size(h.plain_step), '', ''],
+          ['   per built-in call (a local activity)', size(h.builtin_call), '', ''],
+          ['   per sandboxed call (a regular activity)', size(h.sandboxed_call), '', ''],
+        ]
+      : []),
+    ...(slow
+      ? [
+          [
+            `History of a plain step whose model call takes ${slow.model_delay_ms / 1000} s`,
+            size(slow.slow_step),
+            `instant: ${size(slow.instant_step)}`,
+            `+${slow.added_events} events`,
           ],
         ]
       : []),

@@ -18,9 +18,11 @@ import { executeBuiltinTool } from '../src/tools/builtin';
 import { providerRegistry } from '../src/llm';
 import { NO_PRIVATE_ADDRESSES } from '../src/net/private-addresses';
 import { getAgentRow } from '../src/db/agents';
+import { getRun } from '../src/db/runs';
 import { clientToolReturn } from '../test/helpers/approvals';
 import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helpers/env';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
+import type { ScriptedReply } from '../test/helpers/model-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
 import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { RunningDevServer } from '../src/temporal/dev-server';
@@ -39,6 +41,7 @@ import {
 import { writeFormatted, writeReport } from './report';
 import { baselineMultiples, checkQuick } from './baseline';
 import { baselineActivities } from './baseline-activities';
+import { historySize, perUnitOf, type HistorySize } from './history';
 
 /** `--quick`: few repetitions, no cold sandbox, no paused runs; compared with results.json, writes nothing. */
 const QUICK = process.argv.includes('--quick');
@@ -70,6 +73,8 @@ interface Script {
   times: number;
   args: Record<string, unknown>;
   perTurn?: boolean;
+  /** How long the stub takes over its first reply. */
+  delayMs?: number;
 }
 const scriptText = (script: Script) => `BENCH${JSON.stringify(script)}`;
 
@@ -82,11 +87,17 @@ function scriptedStub(stub: OpenAiStub, arrivals: number[]) {
     if (!match) return { text: 'ok' };
     const script = JSON.parse(match[1]) as Script;
     const done = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
-    const call = { name: script.tool, arguments: script.args };
-    if (!script.perTurn)
-      return done === 0 && script.times ? { toolCalls: Array(script.times).fill(call) } : { text: 'done' };
-    return done < script.times ? { toolCalls: [call] } : { text: 'done' };
+    const reply = scriptedReply(script, done);
+    return done === 0 && script.delayMs ? { ...reply, delayMs: script.delayMs } : reply;
   });
+}
+
+/** The reply to a step following `script` that has had `done` tool results so far. */
+function scriptedReply(script: Script, done: number): ScriptedReply {
+  const call = { name: script.tool, arguments: script.args };
+  if (!script.perTurn)
+    return done === 0 && script.times ? { toolCalls: Array(script.times).fill(call) } : { text: 'done' };
+  return done < script.times ? { toolCalls: [call] } : { text: 'done' };
 }
 
 interface Bench {
@@ -127,9 +138,12 @@ async function serverOn(
 
 /** One agent step following `script`, which must end its turn; its run id. */
 async function step(client: Letta, agentId: string, script: Script): Promise<string> {
-  const response = await client.agents.messages.create(agentId, {
-    messages: [{ role: 'user', content: scriptText(script) }],
-  });
+  const response = await client.agents.messages.create(
+    agentId,
+    { messages: [{ role: 'user', content: scriptText(script) }] },
+    // The client's own timeout is a minute: a slow model call gets one beyond its delay.
+    script.delayMs ? { timeout: script.delayMs + 60_000 } : {},
+  );
   if (response.stop_reason.stop_reason !== 'end_turn')
     throw new Error(`step ended with ${response.stop_reason.stop_reason}`);
   return response.messages[0].run_id!;
@@ -361,15 +375,24 @@ async function orchestrationOverhead(bench: Bench) {
   };
 }
 
+/** The trivial Python tool of the sandboxed figures. */
+const PING_SOURCE =
+  'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
+
+/** The ping tool, created once for every figure that calls it. */
+const pingTool = (() => {
+  let tool: ReturnType<Letta['tools']['create']> | undefined;
+  return (bench: Bench) => (tool ??= bench.client.tools.create({ source_code: PING_SOURCE }));
+})();
+
 /**
  * 2. A trivial Python tool: warm pool and cold sandbox through the activity, and a fresh interpreter
  * per call. The sandbox's own work is a warm call over the floor of one more regular activity (the
  * activity the call runs in), each round against its own round's floor and fresh interpreter.
  */
 async function sandboxedCalls(bench: Bench) {
-  const source =
-    'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n';
-  const tool = await bench.client.tools.create({ source_code: source });
+  const tool = await pingTool(bench);
+  const source = PING_SOURCE;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-tool-'));
   const file = path.join(dir, 'tool.py');
   const freshInterpreter = async () => {
@@ -560,6 +583,81 @@ async function throughput(bench: Bench) {
   };
 }
 
+/** A step's history once its workflow has ended: events, encoded bytes, billable actions. */
+async function stepHistory(bench: Bench, runId: string): Promise<HistorySize> {
+  const run = await getRun(bench.server.db, runId);
+  const handle = bench.server.steps.temporal.workflow.getHandle(run!.workflow_id);
+  await handle.result();
+  return historySize((await handle.fetchHistory()).events ?? []);
+}
+
+/** Each field's median over `sizes`. */
+const medianSize = (sizes: HistorySize[]): HistorySize => ({
+  events: median(sizes.map((s) => s.events)),
+  bytes: median(sizes.map((s) => s.bytes)),
+  billable_actions: median(sizes.map((s) => s.billable_actions)),
+});
+
+/** Runs a history sample this many times; the figure is each field's median. */
+const HISTORY_SAMPLES = 3;
+
+/** A tool call's share of a step's history: a step of CALLS_PER_STEP + 1 calls over one of one. */
+async function historyPerCall(bench: Bench, agentId: string, script: Omit<Script, 'times'>) {
+  const sizes: HistorySize[] = [];
+  for (let i = 0; i < HISTORY_SAMPLES; i++) {
+    const more = await stepHistory(
+      bench,
+      await step(bench.client, agentId, { ...script, times: CALLS_PER_STEP + 1 }),
+    );
+    const one = await stepHistory(bench, await step(bench.client, agentId, { ...script, times: 1 }));
+    sizes.push(perUnitOf(more, one, CALLS_PER_STEP));
+  }
+  return medianSize(sizes);
+}
+
+const PLAIN: Script = { tool: 'none', times: 0, args: {} };
+
+/**
+ * 6. What Temporal stores and bills: the history of a plain step, and what a tool call adds to it, a
+ * built-in one (a local activity) and a sandboxed one (a regular activity).
+ */
+async function historyPerStep(bench: Bench) {
+  const plainAgent = await newAgent(bench.client);
+  const plain: HistorySize[] = [];
+  for (let i = 0; i < HISTORY_SAMPLES; i++)
+    plain.push(await stepHistory(bench, await step(bench.client, plainAgent, PLAIN)));
+  const builtinAgent = await newAgent(bench.client, [], ['memory_insert']);
+  const sandboxAgent = await newAgent(bench.client, [(await pingTool(bench)).id]);
+  return {
+    plain_step: medianSize(plain),
+    builtin_call: await historyPerCall(bench, builtinAgent, {
+      tool: 'memory_insert',
+      args: { label: 'notes', new_str: 'x' },
+    }),
+    sandboxed_call: await historyPerCall(bench, sandboxAgent, { tool: 'ping', args: { n: 1 } }),
+  };
+}
+
+/** The slow model call's delay: a minute, or 5 s when quick, which keeps CI's quick bench short. */
+const SLOW_MODEL_MS = QUICK ? 5_000 : 60_000;
+
+/** 7. What a slow model call adds to a plain step's history over an instant one. */
+async function slowModelCallHistory(bench: Bench) {
+  if (QUICK) console.log(`  (quick: the slow model call takes ${SLOW_MODEL_MS / 1000} s, not 60)`);
+  const agentId = await newAgent(bench.client);
+  const instant = await stepHistory(bench, await step(bench.client, agentId, PLAIN));
+  const slow = await stepHistory(
+    bench,
+    await step(bench.client, agentId, { ...PLAIN, delayMs: SLOW_MODEL_MS }),
+  );
+  return {
+    model_delay_ms: SLOW_MODEL_MS,
+    instant_step: instant,
+    slow_step: slow,
+    added_events: slow.events - instant.events,
+  };
+}
+
 /** bench/paused-runs.ts in a process of its own: its API and worker processes start from a clean slate. */
 function pausedRunsInChildProcess(counts: string[]) {
   const out = path.join(os.tmpdir(), `bench-paused-${process.pid}.json`);
@@ -601,6 +699,8 @@ const FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [
   ['mcp_tool_call', mcpCalls],
   ['approval_round_trip', approvalRoundTrip],
   ['throughput', throughput],
+  ['history_per_step', historyPerStep],
+  ['slow_model_call_history', slowModelCallHistory],
 ];
 
 /** Starts what the figures run on; `stop` undoes it. */

@@ -5,6 +5,7 @@
  * queue's worker runs. The workflow side of each mode (task queue, timeouts, retries) is its row in
  * workflows/tool-executors.ts.
  */
+import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
@@ -129,13 +130,13 @@ async function resultOf<T>(toolName: string, run: () => Promise<T>): Promise<T |
 }
 
 /**
- * Records a call's result once (a retry keeps the first), packaged as the model sees it: only while
- * `owner` holds the call's claim.
+ * Records a call's result once (a retry keeps the first), packaged as the model sees it: with an
+ * `owner`, only while it holds the call's claim.
  */
 async function recordResult(
   q: Queryable,
   input: ToolCallInput,
-  owner: string,
+  owner: string | undefined,
   agent: AgentRow,
   tool: ToolRow | undefined,
   result: ToolResult,
@@ -166,7 +167,8 @@ async function recordResult(
  * The activity that runs `executor`'s calls, once per tool call id and by one attempt at a time: the
  * call is claimed with its read (activities/tool-claim.ts), and its result recorded only by the
  * claim's holder. A call's memory write is applied by the statement that records it, so that it is
- * never applied twice. A memory tool's edit (`writesMemory`) is planned from the blocks read with the
+ * never applied twice. A memory tool's call takes no claim: its whole effect is that statement (or
+ * the transaction below), which a call recorded already refuses, so the record is its fence. A memory tool's edit (`writesMemory`) is planned from the blocks read with the
  * call, and written only if they still hold what was read; if not, the call runs again with no blocks
  * read, and plans its edit in the transaction below, with the blocks locked. A call that writes memory
  * after it ran elsewhere (a sandboxed tool writing back its `agent_state`) opens that transaction,
@@ -174,13 +176,13 @@ async function recordResult(
  * attempt that fails gives its claim up, so that the next one need not wait for its lease.
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
-  const read = (input: ToolCallInput, holder: ClaimHolder, { blocksChanged = false } = {}) =>
+  const read = (input: ToolCallInput, holder: ClaimHolder | undefined, { blocksChanged = false } = {}) =>
     readToolCall(db, input, holder, {
       blocks: executor.writesMemory?.(input.toolName) && !blocksChanged,
       sandbox: executor.readsSandboxContext,
     });
   return async (input: ToolCallInput): Promise<ToolOutcome> => {
-    const holder = claimHolder();
+    const holder = executor.writesMemory?.(input.toolName) ? undefined : claimHolder();
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
         const recorded = await findToolExecution(tx, input.toolCallId);
@@ -195,20 +197,20 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
         return await run(await read(input, holder, { blocksChanged: true }));
       }
     } catch (error) {
-      await releaseClaim(db, input.toolCallId, holder.owner).catch(() => undefined);
+      if (holder) await releaseClaim(db, input.toolCallId, holder.owner).catch(() => undefined);
       throw error;
     }
   };
 }
 
 /**
- * Runs a call from what was read for it, holding its claim, and records its result; `locked` runs
- * what records a memory write, under the lock.
+ * Runs a call from what was read for it, holding its claim if it takes one, and records its result;
+ * `locked` runs what records a memory write, under the lock.
  */
 async function runCall(
   q: Queryable,
   input: ToolCallInput,
-  holder: ClaimHolder,
+  holder: ClaimHolder | undefined,
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
   read: ToolCallRead,
@@ -217,21 +219,23 @@ async function runCall(
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
   const record = (tx: Queryable, result: ToolResult) =>
-    recordResult(tx, input, holder.owner, agent, tool, result);
+    recordResult(tx, input, holder?.owner, agent, tool, result);
   if (!tool) return record(q, { status: 'error', text: 'Tool not found' });
+  const execute = (signal: AbortSignal) =>
+    executor.execute({
+      input,
+      agent,
+      tool,
+      args: argumentsOf(read, input, agent, tool),
+      signal,
+      mcpServer: read.mcpServer,
+      blocks: read.blocks,
+      sandbox: read.sandbox,
+    });
   const ran = await resultOf(input.toolName, () =>
-    holdingClaim(q, input.toolCallId, holder, (signal) =>
-      executor.execute({
-        input,
-        agent,
-        tool,
-        args: argumentsOf(read, input, agent, tool),
-        signal,
-        mcpServer: read.mcpServer,
-        blocks: read.blocks,
-        sandbox: read.sandbox,
-      }),
-    ),
+    holder
+      ? holdingClaim(q, input.toolCallId, holder, execute)
+      : execute(Context.current().cancellationSignal),
   );
   if (!('writeMemory' in ran)) return record(q, ran);
   return locked(async (tx) => record(tx, await resultOf(input.toolName, () => ran.writeMemory(tx))));

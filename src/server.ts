@@ -53,7 +53,10 @@ export type Role = 'all' | 'api' | 'worker';
 
 export interface ServerOptions {
   role?: Role;
-  /** Tests swap in their own workflows and activities; production uses the project's. */
+  /**
+   * Tests swap in their own workflows and activities; production uses the project's. Swapped-in
+   * activities run on every worker, the tool modes' task queues too.
+   */
   workflowsPath?: string;
   activities?: (deps: { db: Database }) => object;
 }
@@ -166,6 +169,7 @@ export async function startServer(
         }),
       };
       const mcpCalls = mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS });
+      const swappedIn = options.activities?.({ db });
       const agentWorker = await createAgentWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
@@ -173,7 +177,7 @@ export async function startServer(
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         deployment,
-        activities: options.activities?.({ db }) ?? {
+        activities: swappedIn ?? {
           ...createActivities({
             db,
             log,
@@ -203,14 +207,14 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
         deployment,
-        activities: sandboxed,
+        activities: swappedIn ?? sandboxed,
       });
       const mcpWorker = await createToolWorker({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.mcp,
         deployment,
-        activities: mcpCalls,
+        activities: swappedIn ?? mcpCalls,
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
         const running = worker.run().catch((error) => {

@@ -133,6 +133,8 @@ describe('activities retried after doing their work', () => {
       [agentId],
     );
     expect(block.value).toBe('Alice\nLikes tea');
+    // The record fences a memory edit: its call takes no claim (activities/tool-call.ts).
+    expect(await count('tool_call_claims WHERE tool_call_id = $1', [call.id])).toBe(0);
 
     stub.enqueue({ text: 'Noted.' });
     const next = await run(activities.callModel, modelInput(1, [call.id]));

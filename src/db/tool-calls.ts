@@ -1,6 +1,6 @@
 /**
- * What running one tool call reads, and its claim (src/db/tool-claims.ts): everything in one statement,
- * before the tool runs.
+ * What running one tool call reads, and its claim (src/db/tool-claims.ts) when it takes one: everything
+ * in one statement, before the tool runs.
  */
 import type { Queryable } from './database';
 import type { AgentRow, MemoryBlock, SandboxConfigRow, SecretRow, ToolRow } from './rows';
@@ -21,7 +21,7 @@ export interface ToolCallKey {
 export interface ToolCallRead {
   /** The result an earlier attempt recorded: the call is not run again. */
   done?: ToolExecution;
-  /** Whether this attempt holds the call's claim: only then may it run the tool. */
+  /** Whether this attempt holds the call's claim (always, when it takes none): only then may it run the tool. */
   claimed: boolean;
   agent?: AgentRow;
   tool?: ToolRow;
@@ -89,10 +89,14 @@ const SANDBOX = `json_build_object(
  * off: PostgreSQL would cost a generic plan with every part in it and so plan the statement again at
  * every call (0.7 ms of a tool call on a 2-vCPU VM); a text per choice keeps one plan per connection.
  */
-const readStatement = (blocks: boolean, sandbox: boolean) => `WITH claim AS (${TAKE_CLAIM})
+const readStatement = (
+  claim: boolean,
+  blocks: boolean,
+  sandbox: boolean,
+) => `${claim ? `WITH claim AS (${TAKE_CLAIM})` : ''}
    SELECT a.*,
      (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
-     EXISTS (SELECT 1 FROM claim) AS call_claimed,
+     ${claim ? 'EXISTS (SELECT 1 FROM claim)' : 'true'} AS call_claimed,
      t.tool AS call_tool,
      (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
        WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
@@ -105,34 +109,31 @@ const readStatement = (blocks: boolean, sandbox: boolean) => `WITH claim AS (${T
      (SELECT v.tool FROM tool_versions v WHERE v.tool_id = $3 AND v.version = $4),
      (SELECT to_json(t) FROM tools t WHERE t.id = $3)) AS tool) t`;
 
-/** The call alone; with the agent's blocks; with those and its sandbox context (which needs them). */
-const READS = {
-  call: readStatement(false, false),
-  withBlocks: readStatement(true, false),
-  withSandbox: readStatement(true, true),
-};
+/**
+ * For a call that takes a claim and one that takes none: the call alone; with the agent's blocks; with
+ * those and its sandbox context (which needs them).
+ */
+const READS = [true, false].map((claim) => ({
+  call: readStatement(claim, false, false),
+  withBlocks: readStatement(claim, true, false),
+  withSandbox: readStatement(claim, true, true),
+}));
 
 /**
- * Takes the call's claim for `holder`, and reads the call's recorded result, its agent, its tool at the
- * step's version, its arguments and MCP server; with `blocks` the agent's blocks, with `sandbox` those
- * and its sandbox context.
+ * Takes the call's claim for `holder` (none without one), and reads the call's recorded result, its
+ * agent, its tool at the step's version, its arguments and MCP server; with `blocks` the agent's
+ * blocks, with `sandbox` those and its sandbox context.
  */
 export async function readToolCall(
   db: Queryable,
   key: ToolCallKey,
-  holder: ClaimHolder,
+  holder: ClaimHolder | undefined,
   { blocks = false, sandbox = false } = {},
 ): Promise<ToolCallRead> {
-  const statement = sandbox ? READS.withSandbox : blocks ? READS.withBlocks : READS.call;
-  const [row] = await db.query<Row>(statement, [
-    key.toolCallId,
-    key.agentId,
-    key.toolId,
-    key.toolVersion,
-    key.messageId,
-    holder.owner,
-    holder.leaseMs,
-  ]);
+  const reads = READS[holder ? 0 : 1];
+  const statement = sandbox ? reads.withSandbox : blocks ? reads.withBlocks : reads.call;
+  const params = [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId];
+  const [row] = await db.query<Row>(statement, holder ? [...params, holder.owner, holder.leaseMs] : params);
   const {
     call_done,
     call_claimed,

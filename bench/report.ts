@@ -47,6 +47,12 @@ function rows(r: Results): string[][] {
       '',
     ],
     [
+      "   one more no-op activity on another worker's task queue (no eager dispatch)",
+      ms(b.activity_on_tool_queue_ms),
+      '',
+      '',
+    ],
+    [
       `   ${t.agents} workflows × ${t.calls_per_agent} activities at once / local ones`,
       `${b.activities_per_second} / ${b.local_activities_per_second} activities/s`,
       `rounds ${spread(b.activities_per_second_by_round)} / ${spread(b.local_activities_per_second_by_round)}`,
@@ -73,13 +79,13 @@ function rows(r: Results): string[][] {
     [
       '3. Sandboxed Python call, warm',
       ms(s.warm_pool.per_call_ms),
-      `one more regular activity ${ms(s.warm_pool.activity_floor_ms)}; fresh interpreter ${ms(fresh)}`,
+      `one more regular activity ${ms(s.warm_pool.activity_floor_ms)}, on a tool's queue ${ms(s.warm_pool.tool_queue_floor_ms)}; fresh interpreter ${ms(fresh)}`,
       `${times(x.sandboxed_call_over_regular_activity)} regular activity`,
     ],
     [
       "   the sandbox's own work: per round, over one more regular activity",
       signed(s.own_work_ms),
-      `per round, of a fresh interpreter: ${times(s.own_work_over_fresh_interpreter_ratio.p50)}`,
+      `per round, of a fresh interpreter: ${times(s.own_work_over_fresh_interpreter_ratio.p50)}; over one on a tool's queue: ${signed(s.own_work_over_tool_queue_floor_ms)}`,
       `${times(x.sandbox_own_work_over_fresh_interpreter)} fresh interpreter`,
     ],
     ...(s.cold_sandbox
@@ -98,7 +104,7 @@ function rows(r: Results): string[][] {
     ].map(([transport, multiple]) => [
       `4. MCP \`echo\` over ${transport}, through the engine`,
       ms(mcp(transport).engine.per_call_ms),
-      `per round, over one more regular activity: ${signed(mcp(transport).engine.over_activity_floor_ms)}; over the direct SDK call (${ms(mcp(transport).direct_sdk_call_ms)}): ${signed(mcp(transport).engine.over_baseline_ms)}`,
+      `per round, over one more regular activity: ${signed(mcp(transport).engine.over_activity_floor_ms)}, on a tool's queue: ${signed(mcp(transport).engine.over_tool_queue_floor_ms)}; over the direct SDK call (${ms(mcp(transport).direct_sdk_call_ms)}): ${signed(mcp(transport).engine.over_baseline_ms)}`,
       `${times(multiple)} regular activity`,
     ]),
     [

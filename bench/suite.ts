@@ -180,15 +180,24 @@ const timedBaseline = (runs: number, work: () => Promise<unknown>): InTurnBaseli
 
 /**
  * The floor under a tool call through a regular activity: one more no-op regular activity on the bare
- * worker (a workflow of CALLS_PER_STEP + 1 of them against one of one, divided by CALLS_PER_STEP).
+ * worker (a workflow of CALLS_PER_STEP + 1 of them against one of one, divided by CALLS_PER_STEP). With
+ * `toolQueue`, on a tool mode's task queue, as a sandboxed or MCP call runs, rather than on the
+ * workflow's own, whose activities the worker takes eagerly.
  */
-const activityFloor = (bench: Bench): InTurnBaseline => ({
+const activityFloor = (bench: Bench, toolQueue = false): InTurnBaseline => ({
   runs: 2,
   sample: async () => {
-    const more = await timed(() => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, false]));
-    const one = await timed(() => runBare(bench, 'activitiesInTurn', [1, false]));
+    const queue = toolQueue ? [bench.bare.steps.taskQueues.mcp] : [];
+    const more = await timed(() => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, false, ...queue]));
+    const one = await timed(() => runBare(bench, 'activitiesInTurn', [1, false, ...queue]));
     return (more - one) / CALLS_PER_STEP;
   },
+});
+
+/** The floors a sandboxed or MCP call is compared with: on the workflow's task queue and on a tool's. */
+const activityFloors = (bench: Bench) => ({
+  activity_floor: activityFloor(bench),
+  tool_queue_floor: activityFloor(bench, true),
 });
 
 /** Per-call samples, one a round, and each named baseline's mean in the same round. */
@@ -299,18 +308,19 @@ async function bareThroughput(bench: Bench, asLocal: boolean) {
  * CALLS_PER_STEP + 1 of them against one of one of the same kind, in pairs), as a regular and as a
  * local activity; and as many workflows at once as the throughput figure runs agents. The regular
  * activity is the floor under a model call and a sandboxed or MCP tool call, which run as regular
- * activities; the local one under a built-in call. The local ones pair with a workflow of one local
+ * activities (those on a tool mode's task queue, which the workflow's worker cannot take eagerly:
+ * `activity_on_tool_queue_ms`); the local one under a built-in call. The local ones pair with a workflow of one local
  * activity: against the one-activity workflow, each sample would also take off part of what a regular
  * activity costs over a local one, and swing with the regular activity's spread.
  */
 async function bareTemporal(bench: Bench) {
-  const perActivity = async (asLocal: boolean) =>
+  const perActivity = async (asLocal: boolean, ...queue: string[]) =>
     percentiles(
       perUnit(
         await timePairs(
           REPS,
-          () => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, asLocal]),
-          () => runBare(bench, 'activitiesInTurn', [1, asLocal]),
+          () => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, asLocal, ...queue]),
+          () => runBare(bench, 'activitiesInTurn', [1, asLocal, ...queue]),
         ),
         CALLS_PER_STEP,
       ),
@@ -320,6 +330,7 @@ async function bareTemporal(bench: Bench) {
   return {
     one_activity_workflow_ms: percentiles(await timeRuns(REPS, () => runBare(bench, 'oneActivity'))),
     activity_ms: await perActivity(false),
+    activity_on_tool_queue_ms: await perActivity(false, bench.bare.steps.taskQueues.mcp),
     local_activity_ms: await perActivity(true),
     activities_per_second: regular.median,
     local_activities_per_second: local.median,
@@ -403,13 +414,14 @@ async function sandboxedCalls(bench: Bench) {
     perCallRounds(client, await newAgent(client, [tool.id]), { tool: 'ping', args: { n: 1 } }, options);
   try {
     const warm = await measure(bench.client, {
-      baselines: { baseline: timedBaseline(3, freshInterpreter), activity_floor: activityFloor(bench) },
+      baselines: { baseline: timedBaseline(3, freshInterpreter), ...activityFloors(bench) },
     });
-    const { baseline: fresh, activity_floor: floor } = warm.roundMeans;
+    const { baseline: fresh, activity_floor: floor, tool_queue_floor: queueFloor } = warm.roundMeans;
     const ownWork = warm.perCall.map((ms, i) => ms - floor[i]);
     return {
       warm_pool: warm.figures,
       own_work_ms: percentiles(ownWork),
+      own_work_over_tool_queue_floor_ms: percentiles(warm.perCall.map((ms, i) => ms - queueFloor[i])),
       own_work_over_fresh_interpreter_ratio: percentiles(ownWork.map((ms, i) => ms / fresh[i])),
       // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
       ...(bench.coldClient && {
@@ -450,7 +462,7 @@ async function mcpCalls(bench: Bench) {
             baseline: timedBaseline(CALLS_PER_STEP, () =>
               sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
             ),
-            activity_floor: activityFloor(bench),
+            ...activityFloors(bench),
           },
         },
       );

@@ -16,7 +16,12 @@ export async function oneActivity(): Promise<void> {
   await noop();
 }
 
-/** `count` no-op activities one after the other: the floor under a step's tool calls. */
-export async function activitiesInTurn(count: number, asLocal: boolean): Promise<void> {
-  for (let i = 0; i < count; i++) await (asLocal ? local.noop() : noop());
+/**
+ * `count` no-op activities one after the other: the floor under a step's tool calls. On `taskQueue`,
+ * another worker's queue, as a tool mode's calls run: the worker cannot then take them eagerly, with
+ * its workflow task's completion.
+ */
+export async function activitiesInTurn(count: number, asLocal: boolean, taskQueue?: string): Promise<void> {
+  const { noop: onQueue } = taskQueue ? proxyActivities<Activities>({ ...options, taskQueue }) : { noop };
+  for (let i = 0; i < count; i++) await (asLocal ? local.noop() : onQueue());
 }

@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../src/paths';
 
+/** The SDK's debug mode option, spelled in two parts so that this file does not name it either. */
+const DEBUG_MODE = 'debug' + 'Mode';
 const read = (file: string) => fs.readFileSync(path.join(projectRoot, file), 'utf8');
 const packageJson = JSON.parse(read('package.json'));
 const temporalPackages = Object.entries<string>({
@@ -18,7 +20,7 @@ function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(projectRoot, dir), { withFileTypes: true }).flatMap((entry) => {
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(file);
-    return /\.(ts|js|mjs|sh)$/.test(entry.name) ? [file] : [];
+    return /\.(ts|js|mjs|sh|md)$/.test(entry.name) ? [file] : [];
   });
 }
 
@@ -45,9 +47,22 @@ describe('the Temporal SDK as published', () => {
   it('turns none of its safeguards off in the server’s code', () => {
     const files = ['src', 'activities', 'workflows', 'scripts', 'bench'].flatMap(sourceFiles);
     expect(files.length).toBeGreaterThan(50);
-    const offending = files.filter((file) =>
-      /debugMode|isolateExecutionTimeout|TEMPORAL_WORKFLOW_PROMISE_HOOK/.test(read(file)),
+    const safeguardsOff = new RegExp(
+      [DEBUG_MODE, 'isolateExecutionTimeout', 'TEMPORAL_WORKFLOW_PROMISE_HOOK'].join('|'),
     );
-    expect(offending).toEqual([]);
+    const offending = files.filter((file) => safeguardsOff.test(read(file)));
+    expect(offending.filter((file) => !file.endsWith('.md'))).toEqual([]);
+  });
+
+  it('names the SDK’s debug mode option nowhere: not in code, tests or docs', () => {
+    const option = new RegExp(DEBUG_MODE);
+    const files = [
+      ...['src', 'activities', 'workflows', 'scripts', 'bench', 'test', 'docs'].flatMap((dir) =>
+        fs.existsSync(path.join(projectRoot, dir)) ? sourceFiles(dir) : [],
+      ),
+      ...fs.readdirSync(projectRoot).filter((file) => /\.(md|json|ya?ml)$|^Dockerfile$/.test(file)),
+    ];
+    expect(files.length).toBeGreaterThan(100);
+    expect(files.filter((file) => option.test(read(file)))).toEqual([]);
   });
 });

@@ -14,6 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { toFile } from '@letta-ai/letta-client';
+import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/messages';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -311,17 +312,38 @@ describe('recording the replay corpus', () => {
     }
   });
 
-  record('step-paused-client-tool', async () => {
-    const agent = await createAgent();
-    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Ask me' }],
-      client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
-    });
+  /** The step of a response that paused it for approval: its workflow, and its history once paused. */
+  const pausedStep = async (paused: LettaResponse) => {
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
     const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
     const events = await historyWhen(workflowId, (e) =>
       e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    return { workflowId, events };
+  };
+
+  /** A step paused for approval of memory_insert (a requires_approval rule), by a request that waited. */
+  const pausedForApproval = async () => {
+    const agent = await createAgent({
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
+    });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember I like tea' }],
+    });
+    return { agent, paused, ...(await pausedStep(paused)) };
+  };
+
+  record('step-paused-client-tool', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
+    const { events } = await pausedStep(
+      await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Ask me' }],
+        client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
+      }),
     );
     await save(
       'step-paused-client-tool',
@@ -332,20 +354,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-approval-answered', async () => {
-    const agent = await createAgent({
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    h.stub.enqueue({
-      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
-    });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember I like tea' }],
-    });
-    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
-    const waiting = await historyWhen(workflowId, (e) =>
-      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
-    );
+    const { agent, paused, workflowId, events: waiting } = await pausedForApproval();
     await save(
       'step-paused-approval',
       'running: paused for approval of a server tool (memory_insert, requires_approval rule)',
@@ -516,20 +525,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-cancelled-while-paused', async () => {
-    const agent = await createAgent({
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    h.stub.enqueue({
-      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
-    });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember I like tea' }],
-    });
-    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
-    await historyWhen(workflowId, (e) =>
-      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
-    );
+    const { agent, workflowId } = await pausedForApproval();
     await h.client.agents.messages.cancel(agent.id);
     await save(
       'step-cancelled-while-paused',

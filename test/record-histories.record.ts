@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { toFile } from '@letta-ai/letta-client';
 import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/messages';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { useAgentServer } from './helpers/agent-server';
@@ -408,6 +408,48 @@ describe('recording the replay corpus', () => {
   const napSource =
     'import time\n\ndef nap(seconds: int) -> str:\n    """Sleeps.\n\n    Args:\n        seconds: how long\n    """\n    time.sleep(seconds)\n    return "rested"\n';
 
+  /** An agent with the custom tool nap, which sleeps as long as it is told. */
+  const nappingAgent = async () => createAgent({ tool_ids: [(await pythonTool(napSource)).id] });
+
+  /** The activities a workflow has pending: none before it starts (a session's step waiting its turn). */
+  const pendingActivities = async (workflowId: string) => {
+    try {
+      return (await temporalClient().workflow.getHandle(workflowId).describe()).raw.pendingActivities ?? [];
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return [];
+      throw error;
+    }
+  };
+
+  /**
+   * Once the step's call of a custom tool runs in the sandbox: the step's description shows it started
+   * (a regular activity's start is written in its history only when it ends).
+   */
+  const sandboxCallRuns = async (workflowId: string) => {
+    const running = (pending: Awaited<ReturnType<typeof pendingActivities>>) =>
+      pending.some(
+        (a) =>
+          a.activityType?.name === 'runSandboxTool' &&
+          a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+      );
+    if (!running(await eventually(() => pendingActivities(workflowId), running, 30_000)))
+      throw new Error(`${workflowId} never ran its call in the sandbox`);
+  };
+
+  /**
+   * Sends a message to an idle conversation, whose step the API starts (the step takes the lane), and
+   * returns once that step has called the model: `answer`, the request's answer, is still to come.
+   */
+  const holdingTheLane = async <T>(send: () => Promise<T>) => {
+    const seen = h.stub.requests.length;
+    const answer = send();
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > seen,
+    );
+    return { answer };
+  };
+
   /** The finished history of the step `createAsync` started for `content`, once the stub has played. */
   const asyncStep = async (agentId: string, content: string, extra: Record<string, unknown> = {}) => {
     const run = await h.client.agents.messages.createAsync(agentId, {
@@ -498,22 +540,10 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-cancelled-mid-tool', async () => {
-    const nap = await pythonTool(napSource);
-    const agent = await createAgent({ tool_ids: [nap.id] });
+    const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] });
     const workflowId = await asyncStep(agent.id, 'Take a long nap');
-    // Cancelled once the sandbox runs the call (a regular activity's start is written when it ends).
-    const handle = temporalClient().workflow.getHandle(workflowId);
-    await eventually(
-      async () => (await handle.describe()).raw.pendingActivities ?? [],
-      (pending) =>
-        pending.some(
-          (a) =>
-            a.activityType?.name === 'runSandboxTool' &&
-            a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
-        ),
-      30_000,
-    );
+    await sandboxCallRuns(workflowId);
     await h.client.agents.messages.cancel(agent.id);
     const events = await finished(workflowId);
     await save(
@@ -575,8 +605,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-heartbeating-call', async () => {
-    const nap = await pythonTool(napSource);
-    const agent = await createAgent({ tool_ids: [nap.id] });
+    const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 5 } }] }, { text: 'Rested.' });
     await save(
       'step-heartbeating-call',
@@ -600,14 +629,9 @@ describe('recording the replay corpus', () => {
     // The first message's step holds the lane (the API started it): the next three queue in the
     // session, which runs two and carries the third into its next run.
     h.stub.enqueue({ text: 'One.', delayMs: 2_000 }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' });
-    const seen = h.stub.requests.length;
     const send = (content: string) =>
       h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] });
-    const first = send('one');
-    await eventually(
-      async () => h.stub.requests.length,
-      (n) => n > seen,
-    );
+    const { answer: first } = await holdingTheLane(() => send('one'));
     const responses = await Promise.all([first, ...['two', 'three', 'four'].map(send)]);
     expect(responses.map((r) => r.stop_reason.stop_reason)).toEqual(Array(4).fill('end_turn'));
     const events = await historyOf(sessionId, session.firstExecutionRunId);
@@ -624,13 +648,8 @@ describe('recording the replay corpus', () => {
   record('session-waits-for-lane', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ text: 'Slow.', delayMs: 1_000 }, { text: 'Queued.' });
-    const seen = h.stub.requests.length;
-    const first = h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'first' }],
-    });
-    await eventually(
-      async () => h.stub.requests.length,
-      (n) => n > seen,
+    const { answer: first } = await holdingTheLane(() =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'first' }] }),
     );
     // The first holds the lane (the API started it): the second waits for it in a session.
     const second = await h.client.agents.messages.create(agent.id, {

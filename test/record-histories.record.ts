@@ -672,6 +672,35 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  record('session-cancelled-step', async () => {
+    const agent = await nappingAgent();
+    const send = (content: string) =>
+      h.client.agents.messages.createAsync(agent.id, { messages: [{ role: 'user', content }] });
+    // The first message's step holds the lane (the API started it) for 2 s: the next two queue in the
+    // session, which runs the second as its child once the lane is back. The user cancels while that
+    // child's call of nap runs, the third message still queued.
+    h.stub.enqueue(
+      { text: 'Awake.', delayMs: 2_000 },
+      { toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] },
+    );
+    await holdingTheLane(() => send('Are you awake?'));
+    const running = await send('Take a long nap');
+    const queued = await send('Then wake me');
+    await sandboxCallRuns(await stepWorkflowId(h.server.db, running.id));
+    expect(await h.client.agents.messages.cancel(agent.id)).toEqual({
+      [running.id]: 'cancelled',
+      [queued.id]: 'cancelled',
+    });
+    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const events = await historyWhen(sessionId, (e) => shows('session-cancelled-step', { events: e }));
+    await save(
+      'session-cancelled-step',
+      'running: an agentSession whose step waited for the lane a step the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelSteps update dropped the step queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
+      events,
+      ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
+    );
+  });
+
   record('step-agent-message', async () => {
     const multiAgent = { include_multi_agent_tools: true };
     const [asker, expert] = await Promise.all([

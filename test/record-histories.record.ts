@@ -14,7 +14,8 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { toFile } from '@letta-ai/letta-client';
-import type { Client } from '@temporalio/client';
+import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/messages';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { useAgentServer } from './helpers/agent-server';
@@ -311,17 +312,38 @@ describe('recording the replay corpus', () => {
     }
   });
 
-  record('step-paused-client-tool', async () => {
-    const agent = await createAgent();
-    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Ask me' }],
-      client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
-    });
+  /** The step of a response that paused it for approval: its workflow, and its history once paused. */
+  const pausedStep = async (paused: LettaResponse) => {
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
     const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
     const events = await historyWhen(workflowId, (e) =>
       e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
+    );
+    return { workflowId, events };
+  };
+
+  /** A step paused for approval of memory_insert (a requires_approval rule), by a request that waited. */
+  const pausedForApproval = async () => {
+    const agent = await createAgent({
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
+    });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember I like tea' }],
+    });
+    return { agent, paused, ...(await pausedStep(paused)) };
+  };
+
+  record('step-paused-client-tool', async () => {
+    const agent = await createAgent();
+    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
+    const { events } = await pausedStep(
+      await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Ask me' }],
+        client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
+      }),
     );
     await save(
       'step-paused-client-tool',
@@ -332,20 +354,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-approval-answered', async () => {
-    const agent = await createAgent({
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    h.stub.enqueue({
-      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
-    });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember I like tea' }],
-    });
-    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
-    const waiting = await historyWhen(workflowId, (e) =>
-      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
-    );
+    const { agent, paused, workflowId, events: waiting } = await pausedForApproval();
     await save(
       'step-paused-approval',
       'running: paused for approval of a server tool (memory_insert, requires_approval rule)',
@@ -398,6 +407,48 @@ describe('recording the replay corpus', () => {
     `def ${name}(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n\n`;
   const napSource =
     'import time\n\ndef nap(seconds: int) -> str:\n    """Sleeps.\n\n    Args:\n        seconds: how long\n    """\n    time.sleep(seconds)\n    return "rested"\n';
+
+  /** An agent with the custom tool nap, which sleeps as long as it is told. */
+  const nappingAgent = async () => createAgent({ tool_ids: [(await pythonTool(napSource)).id] });
+
+  /** The activities a workflow has pending: none before it starts (a session's step waiting its turn). */
+  const pendingActivities = async (workflowId: string) => {
+    try {
+      return (await temporalClient().workflow.getHandle(workflowId).describe()).raw.pendingActivities ?? [];
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return [];
+      throw error;
+    }
+  };
+
+  /**
+   * Once the step's call of a custom tool runs in the sandbox: the step's description shows it started
+   * (a regular activity's start is written in its history only when it ends).
+   */
+  const sandboxCallRuns = async (workflowId: string) => {
+    const running = (pending: Awaited<ReturnType<typeof pendingActivities>>) =>
+      pending.some(
+        (a) =>
+          a.activityType?.name === 'runSandboxTool' &&
+          a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+      );
+    if (!running(await eventually(() => pendingActivities(workflowId), running, 30_000)))
+      throw new Error(`${workflowId} never ran its call in the sandbox`);
+  };
+
+  /**
+   * Sends a message to an idle conversation, whose step the API starts (the step takes the lane), and
+   * returns once that step has called the model: `answer`, the request's answer, is still to come.
+   */
+  const holdingTheLane = async <T>(send: () => Promise<T>) => {
+    const seen = h.stub.requests.length;
+    const answer = send();
+    await eventually(
+      async () => h.stub.requests.length,
+      (n) => n > seen,
+    );
+    return { answer };
+  };
 
   /** The finished history of the step `createAsync` started for `content`, once the stub has played. */
   const asyncStep = async (agentId: string, content: string, extra: Record<string, unknown> = {}) => {
@@ -489,22 +540,10 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-cancelled-mid-tool', async () => {
-    const nap = await pythonTool(napSource);
-    const agent = await createAgent({ tool_ids: [nap.id] });
+    const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] });
     const workflowId = await asyncStep(agent.id, 'Take a long nap');
-    // Cancelled once the sandbox runs the call (a regular activity's start is written when it ends).
-    const handle = temporalClient().workflow.getHandle(workflowId);
-    await eventually(
-      async () => (await handle.describe()).raw.pendingActivities ?? [],
-      (pending) =>
-        pending.some(
-          (a) =>
-            a.activityType?.name === 'runSandboxTool' &&
-            a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
-        ),
-      30_000,
-    );
+    await sandboxCallRuns(workflowId);
     await h.client.agents.messages.cancel(agent.id);
     const events = await finished(workflowId);
     await save(
@@ -516,20 +555,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-cancelled-while-paused', async () => {
-    const agent = await createAgent({
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    h.stub.enqueue({
-      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }],
-    });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember I like tea' }],
-    });
-    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
-    await historyWhen(workflowId, (e) =>
-      e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
-    );
+    const { agent, workflowId } = await pausedForApproval();
     await h.client.agents.messages.cancel(agent.id);
     await save(
       'step-cancelled-while-paused',
@@ -579,8 +605,7 @@ describe('recording the replay corpus', () => {
   });
 
   record('step-heartbeating-call', async () => {
-    const nap = await pythonTool(napSource);
-    const agent = await createAgent({ tool_ids: [nap.id] });
+    const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 5 } }] }, { text: 'Rested.' });
     await save(
       'step-heartbeating-call',
@@ -604,14 +629,9 @@ describe('recording the replay corpus', () => {
     // The first message's step holds the lane (the API started it): the next three queue in the
     // session, which runs two and carries the third into its next run.
     h.stub.enqueue({ text: 'One.', delayMs: 2_000 }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' });
-    const seen = h.stub.requests.length;
     const send = (content: string) =>
       h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] });
-    const first = send('one');
-    await eventually(
-      async () => h.stub.requests.length,
-      (n) => n > seen,
-    );
+    const { answer: first } = await holdingTheLane(() => send('one'));
     const responses = await Promise.all([first, ...['two', 'three', 'four'].map(send)]);
     expect(responses.map((r) => r.stop_reason.stop_reason)).toEqual(Array(4).fill('end_turn'));
     const events = await historyOf(sessionId, session.firstExecutionRunId);
@@ -628,13 +648,8 @@ describe('recording the replay corpus', () => {
   record('session-waits-for-lane', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ text: 'Slow.', delayMs: 1_000 }, { text: 'Queued.' });
-    const seen = h.stub.requests.length;
-    const first = h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'first' }],
-    });
-    await eventually(
-      async () => h.stub.requests.length,
-      (n) => n > seen,
+    const { answer: first } = await holdingTheLane(() =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'first' }] }),
     );
     // The first holds the lane (the API started it): the second waits for it in a session.
     const second = await h.client.agents.messages.create(agent.id, {
@@ -654,6 +669,35 @@ describe('recording the replay corpus', () => {
       'running: an agentSession whose step waited for the lane a step the API started held (laneReleased signal), then ran as its child',
       events,
       ['session-steps', 'session-waits-for-lane'],
+    );
+  });
+
+  record('session-cancelled-step', async () => {
+    const agent = await nappingAgent();
+    const send = (content: string) =>
+      h.client.agents.messages.createAsync(agent.id, { messages: [{ role: 'user', content }] });
+    // The first message's step holds the lane (the API started it) for 2 s: the next two queue in the
+    // session, which runs the second as its child once the lane is back. The user cancels while that
+    // child's call of nap runs, the third message still queued.
+    h.stub.enqueue(
+      { text: 'Awake.', delayMs: 2_000 },
+      { toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] },
+    );
+    await holdingTheLane(() => send('Are you awake?'));
+    const running = await send('Take a long nap');
+    const queued = await send('Then wake me');
+    await sandboxCallRuns(await stepWorkflowId(h.server.db, running.id));
+    expect(await h.client.agents.messages.cancel(agent.id)).toEqual({
+      [running.id]: 'cancelled',
+      [queued.id]: 'cancelled',
+    });
+    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const events = await historyWhen(sessionId, (e) => shows('session-cancelled-step', { events: e }));
+    await save(
+      'session-cancelled-step',
+      'running: an agentSession whose step waited for the lane a step the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelSteps update dropped the step queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
+      events,
+      ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
     );
   });
 

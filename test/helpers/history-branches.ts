@@ -96,6 +96,56 @@ function heartbeatingCall(events: Events): boolean {
   });
 }
 
+/** The events that recorded a local activity of `type` (its markers). */
+const localActivityEvents = (events: Events, type: string) =>
+  events.filter((e) => e.markerRecordedEventAttributes && localActivityTypes([e])[0] === type);
+
+const idOf = (event: HistoryEvent) => Number(event.eventId);
+
+/** The first event after `after` that `has`, if any. */
+const firstAfter = (events: Events, after: HistoryEvent, has: (e: HistoryEvent) => unknown) =>
+  events.find((e) => idOf(e) > idOf(after) && has(e));
+
+/**
+ * A session's cancel (the cancelSteps update) while a child step ran and another waited: the update
+ * dropped the queued one (cancelQueuedRuns), then cancelled the child (a child-only
+ * RequestCancelExternal), and completed only once the child had ended
+ * (ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED). The child ends completed when it ends
+ * its run cancelled, as steps do; canceled, had it not caught the cancel.
+ */
+function cancelledChildStep(events: Events): boolean {
+  const accepted = events.find(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
+  );
+  const cancel =
+    accepted &&
+    firstAfter(
+      events,
+      accepted,
+      (e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes?.childWorkflowOnly,
+    );
+  if (!accepted || !cancel) return false;
+  const updateId = accepted.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.meta?.updateId;
+  const child =
+    cancel.requestCancelExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution?.workflowId;
+  const dropped = localActivityEvents(events, 'cancelQueuedRuns').some(
+    (e) => idOf(e) > idOf(accepted) && idOf(e) < idOf(cancel),
+  );
+  const childEnded = firstAfter(events, cancel, (e) =>
+    [e.childWorkflowExecutionCanceledEventAttributes, e.childWorkflowExecutionCompletedEventAttributes].some(
+      (closed) => closed?.workflowExecution?.workflowId === child,
+    ),
+  );
+  const updateCompleted =
+    childEnded &&
+    firstAfter(
+      events,
+      childEnded,
+      (e) => e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId,
+    );
+  return dropped && Boolean(updateCompleted);
+}
+
 /** A tool call scheduled and not ended when the history was taken. */
 const callRunning = (events: Events) =>
   !completed(events) && toolCalls(events).some((call) => !closeOf(events, call.eventId));
@@ -137,6 +187,7 @@ export const BRANCHES = {
   'session-continued-as-new': (events) =>
     typeOf(events) === 'agentSession' &&
     Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
+  'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildStep(events),
 } satisfies Record<string, (events: Events) => boolean>;
 
 export type Branch = keyof typeof BRANCHES;

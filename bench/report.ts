@@ -1,4 +1,4 @@
-/** bench/results.json as a markdown table: bench/results.md, and the README's copy between its markers. */
+/** bench/results.json as a markdown table: bench/results.md. */
 import fs from 'node:fs';
 import path from 'node:path';
 import * as prettier from 'prettier';
@@ -7,9 +7,6 @@ import type { MemorySample } from './memory-probe';
 import type { Percentiles } from './stats';
 import type { HistorySize } from './history';
 import { targets } from './baseline';
-
-const START = '<!-- bench:start -->';
-const END = '<!-- bench:end -->';
 
 type Results = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -207,11 +204,4 @@ export async function writeFormatted(file: string, text: string): Promise<void> 
 export async function writeReport(r: Results): Promise<void> {
   const markdown = reportMarkdown(r);
   await writeFormatted(path.join(projectRoot, 'bench', 'results.md'), markdown);
-  const readme = path.join(projectRoot, 'README.md');
-  const text = fs.readFileSync(readme, 'utf8');
-  const start = text.indexOf(START);
-  const end = text.indexOf(END);
-  if (start < 0 || end < start) return;
-  const tables = reportMarkdown(r, false);
-  await writeFormatted(readme, `${text.slice(0, start + START.length)}\n\n${tables}\n${text.slice(end)}`);
 }

@@ -2,7 +2,7 @@
  * What durability costs, measured: `npm run bench`. The whole server runs in this process (as
  * `npm start` does) on a Temporal dev server and a PostgreSQL schema of its own, with a local
  * OpenAI-compatible stub answering instantly; each figure sits next to its baseline, measured in the
- * same run. Writes bench/results.json and bench/results.md (which the README includes).
+ * same run. Writes bench/results.json and bench/results.md.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

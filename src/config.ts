@@ -95,220 +95,665 @@ const pathList = z.string().transform((text, ctx) => {
 /** Settings whose value a configuration error must not repeat: keys, passwords, URLs with credentials. */
 const isHidden = (name: string) => /KEY|PASSWORD|SECRET|TOKEN|DATABASE_URL/.test(name);
 
+/**
+ * The default as docs/configuration.md shows it, where the schema's default is no value to print (unset,
+ * chosen at start-up, or the machine's): scripts/config-doc.ts prints every other default as parsed.
+ */
+export const shownDefaults: Partial<Record<string, string>> = {
+  DATABASE_URL: 'unset: PGlite',
+  SECRETS_KEY: 'unset: generated',
+  TEMPORAL_ADDRESS: 'unset: embedded',
+  TEMPORAL_PROFILE: 'unset: `default`',
+  TEMPORAL_CONFIG_FILE: 'unset: `~/.config/temporalio/temporal.toml`',
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: 'unset: system CAs',
+  TEMPORAL_TLS_SERVER_NAME: 'unset: the host',
+  WORKER_BUILD_ID: 'unset: the release',
+  OPENAI_BASE_URL: 'OpenAI',
+  ANTHROPIC_BASE_URL: 'Anthropic',
+  STEP_TASK_TIMEOUT_MS: "unset: Temporal's 10 s",
+  OUTBOUND_ALLOW_PRIVATE: 'empty',
+  WEBHOOK_SECRET: 'unset: made once per deployment',
+  E2B_CODE_TEMPLATE: "the SDK's",
+  MODAL_ENVIRONMENT: "Modal's default",
+  SANDBOX_ENV_DIR: 'in `DATA_DIR`',
+  SANDBOX_PIP_PYTHON: 'unset: probed',
+  PIP_INDEX_URL: 'unset: PyPI',
+  SANDBOX_NODE: "server's `node`",
+  NPM_REGISTRY_URL: "npm's own",
+};
+
 export const ConfigSchema = z.object({
-  PORT: port.default(8283),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  DATA_DIR: z.string().min(1).default('./data'),
-  LETTA_SERVER_PASSWORD: optional(z.string()),
-  ALLOWED_HOSTS: list,
-  CORS_ORIGINS: originList,
-  AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(20),
-  AUTH_FAILURE_WINDOW_MS: milliseconds.default(60_000),
-  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  PORT: port.default(8283).describe('REST API port'),
+  HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('REST API bind address (`0.0.0.0` to listen on every interface)'),
+  DATA_DIR: z.string().min(1).default('./data').describe('embedded database and Temporal history'),
+  LETTA_SERVER_PASSWORD: optional(z.string()).describe(
+    'password every route but `GET /v1/health/` asks for (`Authorization: Bearer …` or `X-BARE-PASSWORD: password …`); unset: loopback needs none, and a bind beyond loopback gets one made at start-up (see [Security](security.md))',
+  ),
+  ALLOWED_HOSTS: list.describe(
+    'comma-separated host names clients use besides loopback ones and `HOST` itself (`.example.com`: a domain and its subdomains; `*`: any); another `Host` gets 403',
+  ),
+  CORS_ORIGINS: originList.describe(
+    'comma-separated origins of web apps (e.g. `https://app.letta.com`) that browsers may call the API from; any other `Origin` gets 403',
+  ),
+  AUTH_FAILURE_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(20)
+    .describe(
+      'failed password checks from one address per window; past it, that address gets 429 until the window ends',
+    ),
+  AUTH_FAILURE_WINDOW_MS: milliseconds.default(60_000).describe('the window of `AUTH_FAILURE_LIMIT`'),
+  LOG_LEVEL: z
+    .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+    .default('info')
+    .describe('`trace`, `debug`, `info`, `warn`, `error`, `fatal` or `silent` (JSON logs on stdout)'),
+  LOG_FORMAT: z
+    .enum(['auto', 'json', 'pretty'])
+    .default('auto')
+    .describe(
+      '`auto`: coloured, readable lines (pino-pretty) and a start-up banner on a terminal, JSON lines otherwise; `json` or `pretty` to choose',
+    ),
 
-  DATABASE_URL: optional(url),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).default(20),
-  SECRETS_KEY: optional(secretsKey),
+  DATABASE_URL: optional(url).describe(
+    'PostgreSQL connection string, e.g. `postgres://user:pass@host:5432/db`',
+  ),
+  DATABASE_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(20)
+    .describe(
+      'connections to PostgreSQL per process (API and workers each hold a pool); an activity holds one at a time, a memory edit that creates a block for its whole transaction',
+    ),
+  SECRETS_KEY: optional(secretsKey).describe(
+    '32 bytes, base64 or hex, encrypting agent secrets and sandbox env vars at rest; unset: a key made once in `<DATA_DIR>/secrets.key` (see [Sandbox configs and secrets](operations.md#sandbox-configs-and-secrets))',
+  ),
 
-  TEMPORAL_ADDRESS: optional(hostPort),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
-  TEMPORAL_PORT: port.default(7233),
-  TEMPORAL_UI_PORT: port.default(8233),
-  TEMPORAL_CLI_PATH: optional(z.string()),
-  TEMPORAL_START_TIMEOUT_MS: milliseconds.default(60_000),
-  TEMPORAL_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
+  TEMPORAL_ADDRESS: optional(hostPort).describe(
+    '`host:port` of a Temporal frontend; unset starts the embedded dev server; TLS, API keys and profiles: [Temporal Cloud and mTLS](operations.md#temporal-cloud-and-mtls)',
+  ),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default').describe('Temporal namespace'),
+  TEMPORAL_PORT: port.default(7233).describe('gRPC port of the embedded dev server'),
+  TEMPORAL_UI_PORT: port.default(8233).describe('Web UI port of the embedded dev server'),
+  TEMPORAL_CLI_PATH: optional(z.string()).describe('the `temporal` binary to run as the embedded dev server'),
+  TEMPORAL_START_TIMEOUT_MS: milliseconds
+    .default(60_000)
+    .describe('how long the embedded dev server may take to answer'),
+  TEMPORAL_CONNECT_TIMEOUT_MS: milliseconds
+    .default(30_000)
+    .describe('how long to keep retrying a connection to Temporal at start-up'),
   // Connecting to a secured cluster, as the `temporal` CLI does (src/temporal/env-config.ts).
-  TEMPORAL_PROFILE: optional(z.string()),
-  TEMPORAL_CONFIG_FILE: optional(z.string()),
-  TEMPORAL_API_KEY: optional(z.string()),
-  TEMPORAL_TLS: optional(temporalFlag),
-  TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()),
-  TEMPORAL_TLS_CLIENT_KEY_PATH: optional(z.string()),
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH: optional(z.string()),
-  TEMPORAL_TLS_SERVER_NAME: optional(z.string()),
-  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: optional(temporalFlag),
-  TASK_QUEUE_PREFIX: z.string().default(''),
-  AGENT_MAX_QUEUED_MESSAGES: z.coerce.number().int().positive().default(100),
-  AGENT_SESSION_IDLE_MS: milliseconds.default(600_000),
-  AGENT_LANE_LOOK_MS: milliseconds.min(100).default(10_000),
-  AGENT_LANE_START_GRACE_MS: milliseconds.default(30_000),
-  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
+  TEMPORAL_PROFILE: optional(z.string()).describe(
+    'profile of the config file to use; one that does not exist stops start-up',
+  ),
+  TEMPORAL_CONFIG_FILE: optional(z.string()).describe(
+    'a `temporal.toml` with `[profile.<name>]` tables, as the CLI writes them (`temporal config set --profile … --prop …`)',
+  ),
+  TEMPORAL_API_KEY: optional(z.string()).describe(
+    'API key, sent as `authorization: Bearer <key>`; turns TLS on unless `TEMPORAL_TLS=false`',
+  ),
+  TEMPORAL_TLS: optional(temporalFlag).describe(
+    '`true` connects with TLS (system CAs unless a CA is given), `false` forces plain text; the `TEMPORAL_TLS_*` files imply it',
+  ),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()).describe(
+    'client certificate (PEM) for mTLS; needs `TEMPORAL_TLS_CLIENT_KEY_PATH`',
+  ),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: optional(z.string()).describe(
+    "the client certificate's private key (PEM, unencrypted)",
+  ),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: optional(z.string()).describe(
+    "CA certificate (PEM) that signed the server's certificate",
+  ),
+  TEMPORAL_TLS_SERVER_NAME: optional(z.string()).describe(
+    "name to verify the server's certificate against (and send as SNI), when it is not the host of the address",
+  ),
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: optional(temporalFlag).describe(
+    "not supported by Temporal's TypeScript SDK: `true` stops start-up; set `TEMPORAL_TLS_SERVER_NAME` instead",
+  ),
+  TASK_QUEUE_PREFIX: z
+    .string()
+    .default('')
+    .describe(
+      'prefix for the task queues (`<deployment>.agent`, `<deployment>.tools-sandbox`, `<deployment>.tools-mcp`); the deployment id already keeps deployments on one namespace apart (see [One agent, one step at a time](design.md#one-agent-one-step-at-a-time))',
+    ),
+  AGENT_MAX_QUEUED_MESSAGES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100)
+    .describe('messages one agent holds waiting for their turn behind the step it runs; one more is a 409'),
+  AGENT_SESSION_IDLE_MS: milliseconds
+    .default(600_000)
+    .describe(
+      "an agent's session workflow ends after this long without a message (the next message starts a new one)",
+    ),
+  AGENT_LANE_LOOK_MS: milliseconds
+    .min(100)
+    .default(10_000)
+    .describe(
+      "how often a message waiting in a session for its conversation's lane looks whether the step holding it is still alive (a step that ends signals the session at once; this finds one terminated in the Temporal UI)",
+    ),
+  AGENT_LANE_START_GRACE_MS: milliseconds
+    .default(30_000)
+    .describe(
+      'how long a step the API took a lane for may take to appear in Temporal before the lane counts as lost (its API died between storing the run and starting the step) and its runs end `failed`',
+    ),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(200)
+    .describe(
+      'workflows a worker keeps in memory between tasks: this bounds its memory however many steps are paused (an evicted one replays from its history when answered)',
+    ),
   // Worker versioning (src/temporal/versioning.ts): the build id of this release, and who makes it current.
   WORKER_BUILD_ID: optional(
     z
       .string()
       .max(255)
       .regex(/^[^\s]+$/, { error: 'expected a build id without spaces' }),
+  ).describe(
+    "the build id of this release's worker deployment version; unset: package.json's version, plus `+<git commit>` when run from a git work tree (set it in images, which have no `.git`): see [Upgrades](upgrades.md#worker-versioning)",
   ),
-  WORKER_VERSIONING: z.enum(['replay', 'manual'], { error: 'expected replay or manual' }).default('replay'),
-  /** How many running and recent step and session histories a new build replays before it becomes current. */
-  WORKER_REPLAY_SAMPLE: z.coerce.number().int().min(1).default(50),
+  WORKER_VERSIONING: z
+    .enum(['replay', 'manual'], { error: 'expected replay or manual' })
+    .default('replay')
+    .describe(
+      "`replay`: at start-up the workers make their version current when the deployment has none, or when this build replays a sample of the deployment's running and recent step and session histories; otherwise it stays non-current and logs the commands that promote or ramp it. `manual`: never; an operator does (`temporal worker deployment set-current-version`)",
+    ),
+  WORKER_REPLAY_SAMPLE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(50)
+    .describe(
+      'How many running and recent `agentStep` and `agentSession` histories a build replays before it replaces the current version (`WORKER_VERSIONING=replay`, `npm run upgrade:replay`)',
+    ),
 
   MAX_REQUEST_BODY_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(10 * 1024 * 1024),
-  MAX_JSON_DEPTH: z.coerce.number().int().positive().default(64),
+    .default(10 * 1024 * 1024)
+    .describe('largest accepted request body (larger: 413)'),
+  MAX_JSON_DEPTH: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64)
+    .describe("deepest nesting of a request's JSON (deeper: 422)"),
   AGENT_FILE_MAX_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(50 * 1024 * 1024),
-  STREAM_POLL_INTERVAL_MS: milliseconds.default(50),
-  STREAM_FALLBACK_POLL_MS: milliseconds.default(1_000),
-  STREAM_KEEPALIVE_MS: milliseconds.default(20_000),
-  HEALTH_CHECK_TIMEOUT_MS: milliseconds.default(3_000),
-  SHUTDOWN_TIMEOUT_MS: milliseconds.default(15_000),
+    .default(50 * 1024 * 1024)
+    .describe('largest agent file `POST /v1/agents/import` takes (larger: 413)'),
+  STREAM_POLL_INTERVAL_MS: milliseconds
+    .default(50)
+    .describe(
+      "how often a response looks for its run's new messages and stop while PostgreSQL's notifications of them (LISTEN) are unavailable",
+    ),
+  STREAM_FALLBACK_POLL_MS: milliseconds
+    .default(1_000)
+    .describe(
+      "how often it looks anyway while they are available: it wakes at each notification (a response without a stream: at its run's stop)",
+    ),
+  STREAM_KEEPALIVE_MS: milliseconds
+    .default(20_000)
+    .describe('interval of keep-alive `ping` events on a stream (as Letta)'),
+  HEALTH_CHECK_TIMEOUT_MS: milliseconds
+    .default(3_000)
+    .describe('how long `/v1/health/` waits for the database and Temporal'),
+  SHUTDOWN_TIMEOUT_MS: milliseconds
+    .default(15_000)
+    .describe('how long a graceful shutdown may take before the process exits anyway'),
 
   // Folders and their files' ingestion (workflows/file-ingestion.ts).
   FILE_MAX_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(50 * 1024 * 1024),
-  FOLDER_MAX_FILES: z.coerce.number().int().positive().default(1000),
-  FILE_CHUNK_SIZE: z.coerce.number().int().min(16).default(300),
-  FILE_CHUNK_OVERLAP: z.coerce.number().int().min(0).default(50),
-  FILE_PARSE_TIMEOUT_MS: milliseconds.default(600_000),
-  EMBEDDING_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(32),
-  EMBEDDING_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
-  EMBEDDING_RETRY_INITIAL_MS: milliseconds.default(1_000),
+    .default(50 * 1024 * 1024)
+    .describe('largest file a folder upload takes (larger: 413, nothing stored)'),
+  FOLDER_MAX_FILES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1000)
+    .describe('files one folder holds at most; one more upload is a 409'),
+  FILE_CHUNK_SIZE: z.coerce
+    .number()
+    .int()
+    .min(16)
+    .default(300)
+    .describe(
+      "tokens per chunk of an ingested file (about 4 characters each; Letta's `embedding_chunk_size`), unless the folder was created with its own",
+    ),
+  FILE_CHUNK_OVERLAP: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(50)
+    .describe('tokens a chunk repeats of the one before it'),
+  FILE_PARSE_TIMEOUT_MS: milliseconds
+    .default(600_000)
+    .describe('longest the parsing of one upload (PDF text extraction included) may take'),
+  EMBEDDING_BATCH_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2048)
+    .default(32)
+    .describe('chunks per embedding request during ingestion: one activity each'),
+  EMBEDDING_MAX_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10)
+    .describe(
+      'attempts of one embedding batch on rate limits (429), 5xx and dropped connections (backoff ×2, at most 60 s apart); then the file is `error`',
+    ),
+  EMBEDDING_RETRY_INITIAL_MS: milliseconds.default(1_000).describe('first backoff interval of those retries'),
 
-  OPENAI_API_KEY: optional(z.string()),
-  OPENAI_BASE_URL: optional(url),
-  ANTHROPIC_API_KEY: optional(z.string()),
-  ANTHROPIC_BASE_URL: optional(url),
-  MODEL_TIMEOUT_MS: milliseconds.default(120_000),
-  MODEL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(5),
-  MODEL_RETRY_INITIAL_MS: milliseconds.default(1_000),
-  TOOL_TIMEOUT_MS: milliseconds.default(180_000),
-  TOOL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
-  LOCAL_TOOL_CALLS: flag.default(false),
-  LOCAL_MODEL_CALLS: flag.default(false),
-  STEP_SUMMARY_MESSAGE_CHARS: z.coerce.number().int().min(0).max(500).default(80),
-  STEP_TASK_TIMEOUT_MS: optional(milliseconds.min(1_000)),
-  ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds.default(20_000),
-  E2B_API_KEY: optional(z.string()),
-  E2B_TEMPLATE: z.string().min(1).default('base'),
-  E2B_SANDBOX_TIMEOUT_MS: milliseconds.default(300_000),
-  E2B_SANDBOX_REUSE: flag.default(false),
-  E2B_CODE_TEMPLATE: optional(z.string().min(1)),
-  MODAL_TOKEN_ID: optional(z.string()),
-  MODAL_TOKEN_SECRET: optional(z.string()),
-  MODAL_ENVIRONMENT: optional(z.string().min(1)),
-  MODAL_APP_NAME: z.string().min(1).default('letta-tools'),
-  MODAL_PYTHON_IMAGE: z.string().min(1).default('python:3.12-slim'),
-  MODAL_NODE_IMAGE: z.string().min(1).default('node:22-slim'),
-  MODAL_SANDBOX_REUSE: flag.default(true),
-  MODAL_SANDBOX_IDLE_MS: milliseconds.default(300_000),
-  MODAL_SANDBOX_LIFETIME_MS: milliseconds.default(3_600_000),
-  PYTHON_PATH: z.string().min(1).default('python3'),
-  SCHEMA_GENERATION_TIMEOUT_MS: milliseconds.default(10_000),
-  SANDBOX_TYPE: z.enum(['local', 'local-unsafe', 'e2b', 'modal']).default('local'),
-  SANDBOX_BWRAP_PATH: z.string().min(1).default('bwrap'),
-  SANDBOX_CPU_SECONDS: z.coerce.number().int().positive().default(180),
+  OPENAI_API_KEY: optional(z.string()).describe('key for `openai/<model>` models'),
+  OPENAI_BASE_URL: optional(url).describe(
+    'any OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, llama.cpp server)',
+  ),
+  ANTHROPIC_API_KEY: optional(z.string()).describe('key for `anthropic/<model>` models'),
+  ANTHROPIC_BASE_URL: optional(url).describe("another endpoint that speaks Anthropic's Messages API"),
+  MODEL_TIMEOUT_MS: milliseconds
+    .default(120_000)
+    .describe("longest one model call may take (the activity's start-to-close timeout adds 10 s)"),
+  MODEL_MAX_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5)
+    .describe('attempts of a model call on rate limits, 5xx and dropped connections (backoff ×2)'),
+  MODEL_RETRY_INITIAL_MS: milliseconds
+    .default(1_000)
+    .describe('first backoff interval of those retries (at most 60 s between attempts)'),
+  TOOL_TIMEOUT_MS: milliseconds.default(180_000).describe('longest one tool call may take'),
+  TOOL_MAX_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(3)
+    .describe("attempts of a tool activity whose infrastructure failed (a tool's own error is a result)"),
+  LOCAL_TOOL_CALLS: flag
+    .default(false)
+    .describe(
+      '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the step\'s workflow task ("Where calls run")',
+    ),
+  LOCAL_MODEL_CALLS: flag
+    .default(false)
+    .describe(
+      '`true`: model calls run as local activities of the agent worker instead of regular activities that heartbeat ("Where calls run")',
+    ),
+  STEP_SUMMARY_MESSAGE_CHARS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(500)
+    .default(80)
+    .describe(
+      "how much of a step's message its summary in the Temporal UI shows (`support-bot: Where is my order?`), the only text of a message a history holds; `0`: the agent's name alone",
+    ),
+  STEP_TASK_TIMEOUT_MS: optional(milliseconds.min(1_000)).describe(
+    "workflow task timeout of an agent step (at least 1000); with the local switches above, a local call holds the step's task, which the worker renews at 80% of this",
+  ),
+  ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds
+    .default(20_000)
+    .describe(
+      'a model or tool call whose worker stops heartbeating this long is retried on another worker; also a tool call\'s claim lease ("One call, one runner at a time")',
+    ),
+  E2B_API_KEY: optional(z.string()).describe(
+    'key for E2B; required with `SANDBOX_TYPE=e2b`, and never selects E2B by itself',
+  ),
+  E2B_TEMPLATE: z
+    .string()
+    .min(1)
+    .default('base')
+    .describe(
+      'E2B template the sandboxes start from (it needs `python3`; bake heavy dependencies into your own)',
+    ),
+  E2B_SANDBOX_TIMEOUT_MS: milliseconds
+    .default(300_000)
+    .describe("how long an E2B sandbox lives after its last call (at least a tool call's timeout)"),
+  E2B_SANDBOX_REUSE: flag
+    .default(false)
+    .describe(
+      '`false`: a fresh E2B sandbox per call, killed after it (as Letta); `true`: keep sandboxes for later calls of the same configuration (faster; files and processes a call leaves are then seen by the next call of the same agent and tool)',
+    ),
+  E2B_CODE_TEMPLATE: optional(z.string().min(1)).describe(
+    "E2B template `run_code` starts from when `E2B_API_KEY` is set (E2B's code interpreter by default)",
+  ),
+  MODAL_TOKEN_ID: optional(z.string()).describe(
+    'Modal token id; with `MODAL_TOKEN_SECRET` it turns Modal on for tools that ask for it (`metadata_.sandbox = "modal"`); required with `SANDBOX_TYPE=modal`',
+  ),
+  MODAL_TOKEN_SECRET: optional(z.string()).describe('Modal token secret'),
+  MODAL_ENVIRONMENT: optional(z.string().min(1)).describe('Modal environment the sandboxes run in'),
+  MODAL_APP_NAME: z
+    .string()
+    .min(1)
+    .default('letta-tools')
+    .describe('Modal app the sandboxes belong to (made if missing)'),
+  MODAL_PYTHON_IMAGE: z
+    .string()
+    .min(1)
+    .default('python:3.12-slim')
+    .describe(
+      'registry image Python tools run in (their pip requirements are installed on top, once per set)',
+    ),
+  MODAL_NODE_IMAGE: z
+    .string()
+    .min(1)
+    .default('node:22-slim')
+    .describe(
+      'registry image TypeScript tools run in (their npm requirements are installed on top, once per set)',
+    ),
+  MODAL_SANDBOX_REUSE: flag
+    .default(true)
+    .describe(
+      "keep a Modal sandbox for the next calls of the same configuration (image and the tool's whole environment, so the same agent and tool); `false`: one sandbox per call, terminated after it",
+    ),
+  MODAL_SANDBOX_IDLE_MS: milliseconds
+    .default(300_000)
+    .describe(
+      "a kept Modal sandbox without a call for this long is terminated (also Modal's idle timeout, should this server die)",
+    ),
+  MODAL_SANDBOX_LIFETIME_MS: milliseconds
+    .default(3_600_000)
+    .describe(
+      "the longest a Modal sandbox lives (Modal's sandbox timeout); a sandbox near its end takes no new call",
+    ),
+  PYTHON_PATH: z
+    .string()
+    .min(1)
+    .default('python3')
+    .describe("the Python that reads Python tools' source to derive their schemas (standard library only)"),
+  SCHEMA_GENERATION_TIMEOUT_MS: milliseconds
+    .default(10_000)
+    .describe("longest the reading of one tool's source may take"),
+  SANDBOX_TYPE: z
+    .enum(['local', 'local-unsafe', 'e2b', 'modal'])
+    .default('local')
+    .describe(
+      'where custom tools run: `local` (bubblewrap), `local-unsafe`, `e2b` (see [E2B sandbox](operations.md#e2b-sandbox)), or `modal` (every custom tool asks for Modal, see [Modal sandbox](operations.md#modal-sandbox))',
+    ),
+  SANDBOX_BWRAP_PATH: z
+    .string()
+    .min(1)
+    .default('bwrap')
+    .describe('bubblewrap, which isolates custom tools in the local sandbox and stdio MCP servers'),
+  SANDBOX_CPU_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(180)
+    .describe('CPU seconds a tool process may use (RLIMIT_CPU)'),
   SANDBOX_MEMORY_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(1024 * 1024 * 1024),
+    .default(1024 * 1024 * 1024)
+    .describe(
+      'address space of a Python tool (RLIMIT_AS), and the memory cgroup limit where cgroups are writable',
+    ),
   SANDBOX_FILE_SIZE_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(64 * 1024 * 1024),
+    .default(64 * 1024 * 1024)
+    .describe('largest file a tool may write (RLIMIT_FSIZE)'),
   SANDBOX_TMP_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(64 * 1024 * 1024),
-  SANDBOX_OPEN_FILES: z.coerce.number().int().positive().default(256),
-  SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(128),
-  SANDBOX_WARM_POOL_SIZE: z.coerce.number().int().min(0).default(2),
-  SANDBOX_WARM_IDLE_MS: milliseconds.default(300_000),
-  SANDBOX_PYTHON: z.string().min(1).default('/usr/bin/python3'),
+    .default(64 * 1024 * 1024)
+    .describe(
+      "size of each of the sandbox's private tmpfs mounts, `/tmp`, `/dev/shm` and the work folder `/work` (fresh per call)",
+    ),
+  SANDBOX_OPEN_FILES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(256)
+    .describe('open files per tool process (RLIMIT_NOFILE)'),
+  SANDBOX_MAX_PROCESSES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(128)
+    .describe('processes: RLIMIT_NPROC of the sandbox uid, and the pids cgroup limit where writable'),
+  SANDBOX_WARM_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(2)
+    .describe(
+      'idle warm runners kept per environment (a sandboxed fork server per venv); `0`: a cold sandbox per call',
+    ),
+  SANDBOX_WARM_IDLE_MS: milliseconds
+    .default(300_000)
+    .describe('an idle warm runner is stopped after this long'),
+  SANDBOX_PYTHON: z
+    .string()
+    .min(1)
+    .default('/usr/bin/python3')
+    .describe(
+      'the Python custom tools run on inside the sandbox (under `/usr`, the only system folder the sandbox sees)',
+    ),
   SANDBOX_MAX_OUTPUT_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(1024 * 1024),
+    .default(1024 * 1024)
+    .describe(
+      'a tool that prints more than this (stdout and stderr together) is stopped with an `OutputLimitError`',
+    ),
   SANDBOX_OUTPUT_KEEP_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(64 * 1024),
+    .default(64 * 1024)
+    .describe(
+      "most of each of a tool's stdout and stderr sent back: its first and last halves, the middle replaced by `[... N bytes cut ...]`",
+    ),
   SANDBOX_MAX_RESULT_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(16 * 1024 * 1024),
-  SANDBOX_ENV_DIR: optional(z.string()),
-  SANDBOX_PIP_PYTHON: optional(z.string()),
-  PIP_INDEX_URL: optional(url),
-  PIP_FIND_LINKS: optional(z.string()),
-  PIP_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
-  SANDBOX_ENV_MAX_AGE_MS: milliseconds.default(7 * 24 * 60 * 60 * 1000),
-  SANDBOX_NODE: z.string().min(1).default(sandboxNode()),
-  SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce.number().int().positive().default(512),
-  NPM_REGISTRY_URL: optional(url),
-  NPM_INSTALL_TIMEOUT_MS: milliseconds.default(300_000),
-  MCP_CONNECT_TIMEOUT_MS: milliseconds.default(30_000),
-  MCP_LIST_TIMEOUT_MS: milliseconds.default(30_000),
-  MCP_CALL_TIMEOUT_MS: milliseconds.default(60_000),
-  MCP_RECONNECT_INITIAL_MS: milliseconds.default(500),
-  MCP_RECONNECT_MAX_MS: milliseconds.default(30_000),
-  MCP_STDIO: z.enum(['sandboxed', 'off', 'host']).default('sandboxed'),
-  MCP_STDIO_READ_ONLY_PATHS: optional(pathList),
+    .default(16 * 1024 * 1024)
+    .describe(
+      'largest result a tool may send back (its return, already cut at `return_char_limit` inside the sandbox, and its memory edits); past it the tool is stopped',
+    ),
+  SANDBOX_ENV_DIR: optional(z.string()).describe(
+    'where the venvs of tools with `pip_requirements` live (default `<DATA_DIR>/sandbox-envs`): one per set of requirements, built once and shared',
+  ),
+  SANDBOX_PIP_PYTHON: optional(z.string()).describe(
+    "the Python whose pip (≥ 22.3) installs tools' requirements into their venvs; unset: `/usr/bin/python3` or else `python3`, whichever has one",
+  ),
+  PIP_INDEX_URL: optional(url).describe(
+    "package index for tools' requirements (`https://…`, or `file://` for a PEP 503 folder); pip's own config and `PIP_*` variables are ignored",
+  ),
+  PIP_FIND_LINKS: optional(z.string()).describe(
+    "comma-separated folders or URLs of wheels for tools' requirements; without `PIP_INDEX_URL`, pip looks only there (offline installs)",
+  ),
+  PIP_INSTALL_TIMEOUT_MS: milliseconds
+    .default(300_000)
+    .describe("longest the install of one tool's requirements may take"),
+  SANDBOX_ENV_MAX_AGE_MS: milliseconds
+    .default(7 * 24 * 60 * 60 * 1000)
+    .describe('a tool venv unused this long (7 days) is removed when venvs are collected'),
+  SANDBOX_NODE: z
+    .string()
+    .min(1)
+    .default(sandboxNode())
+    .describe(
+      "the node TypeScript tools run on in the sandbox (under `/usr`, as `/usr/bin/node` and the Docker image's are; a server's node elsewhere, nvm's say, gives way to `/usr/bin/node` or `/usr/local/bin/node` when there is one)",
+    ),
+  SANDBOX_NODE_MAX_OLD_SPACE_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(512)
+    .describe('V8 heap limit of a TypeScript tool (`--max-old-space-size`)'),
+  NPM_REGISTRY_URL: optional(url).describe(
+    "the registry TypeScript tools' `npm_requirements` are installed from",
+  ),
+  NPM_INSTALL_TIMEOUT_MS: milliseconds
+    .default(300_000)
+    .describe('longest the install of one set of `npm_requirements` may take'),
+  MCP_CONNECT_TIMEOUT_MS: milliseconds
+    .default(30_000)
+    .describe('longest connecting to an MCP server may take (a registration past it: 408)'),
+  MCP_LIST_TIMEOUT_MS: milliseconds
+    .default(30_000)
+    .describe("longest listing an MCP server's tools may take"),
+  MCP_CALL_TIMEOUT_MS: milliseconds
+    .default(60_000)
+    .describe(
+      "longest one MCP tool call may take, unless the tool's `metadata_.timeout_seconds` says otherwise",
+    ),
+  MCP_RECONNECT_INITIAL_MS: milliseconds
+    .default(500)
+    .describe(
+      'wait before connecting again to an MCP server whose last connection attempt failed; doubles per failure',
+    ),
+  MCP_RECONNECT_MAX_MS: milliseconds.default(30_000).describe('longest of those waits'),
+  MCP_STDIO: z
+    .enum(['sandboxed', 'off', 'host'])
+    .default('sandboxed')
+    .describe(
+      'where stdio MCP servers run: `sandboxed` (bubblewrap, see [MCP servers](operations.md#mcp-servers)), `off` (refused: 400), or `host` (unconfined; warned about)',
+    ),
+  MCP_STDIO_READ_ONLY_PATHS: optional(pathList).describe(
+    'more host folders shown read-only to stdio MCP servers, separated by `:` (`DATA_DIR` and `SANDBOX_ENV_DIR` are never shown); a command or script argument outside them is refused (400)',
+  ),
   MCP_STDIO_MEMORY_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(1024 * 1024 * 1024),
-  MCP_STDIO_MAX_PROCESSES: z.coerce.number().int().positive().default(256),
+    .default(1024 * 1024 * 1024)
+    .describe(
+      "memory of one stdio MCP server: its memory cgroup's limit where cgroups are writable, else RLIMIT_DATA of each of its processes",
+    ),
+  MCP_STDIO_MAX_PROCESSES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(256)
+    .describe(
+      "processes (threads too) of one stdio MCP server: its pids cgroup's limit, else RLIMIT_NPROC of their uid, shared by all stdio servers",
+    ),
   MCP_STDIO_MAX_MESSAGE_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(64 * 1024 * 1024),
+    .default(64 * 1024 * 1024)
+    .describe(
+      "the longest message a stdio MCP server may send (a tool's whole result is one; it is cut at the tool's `return_char_limit` after)",
+    ),
   MCP_STDIO_TMP_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(256 * 1024 * 1024),
-  FETCH_WEBPAGE_TIMEOUT_MS: milliseconds.default(30_000),
+    .default(256 * 1024 * 1024)
+    .describe(
+      'size of each private tmpfs of a stdio MCP server: `/tmp`, and `/work`, its HOME and working folder',
+    ),
+  FETCH_WEBPAGE_TIMEOUT_MS: milliseconds
+    .default(30_000)
+    .describe('`fetch_webpage`: longest a page may take to arrive, redirects included'),
   FETCH_WEBPAGE_MAX_BYTES: z.coerce
     .number()
     .int()
     .positive()
-    .default(5 * 1024 * 1024),
-  FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce.number().int().min(0).default(10),
-  OUTBOUND_ALLOW_PRIVATE: allowList,
+    .default(5 * 1024 * 1024)
+    .describe('`fetch_webpage`: the most of a page read, decompressed (the rest is dropped)'),
+  FETCH_WEBPAGE_MAX_REDIRECTS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10)
+    .describe('`fetch_webpage`: redirects followed at most; each target is checked as the first URL is'),
+  OUTBOUND_ALLOW_PRIVATE: allowList.describe(
+    'host names, IPs and CIDR ranges (comma-separated) a model-chosen URL (`fetch_webpage`) may reach although private, e.g. `10.0.0.0/8,wiki.internal`',
+  ),
   SCHEDULE_CATCHUP_WINDOW_MS: z.coerce
     .number({ error: 'expected milliseconds' })
     .int()
     .min(10_000, { error: 'expected at least 10000 (Temporal’s least catch-up window)' })
-    .default(60_000),
-  SCHEDULES_PER_AGENT_MAX: z.coerce.number().int().min(1).default(100),
-  WEBHOOK_SECRET: optional(z.string().min(16)),
-  APPROVAL_WEBHOOK_URL: optional(z.string().url()),
-  WEBHOOK_TIMEOUT_MS: milliseconds.default(5_000),
-  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
-  WEBHOOK_RETRY_INITIAL_MS: milliseconds.default(1_000),
-  WEBHOOK_RETRY_MAX_MS: milliseconds.default(60_000),
-  AGENT_MESSAGE_TIMEOUT_MS: milliseconds.default(600_000),
-  AGENT_MESSAGE_MAX_DEPTH: z.coerce.number().int().min(1).default(5),
-  AGENT_MESSAGE_MAX_STEPS: z.coerce.number().int().min(1).default(50),
-  EXA_API_KEY: optional(z.string()),
-  EXA_BASE_URL: z.string().url().default('https://api.exa.ai'),
-  EXA_TIMEOUT_MS: milliseconds.default(60_000),
-  /** Files an agent keeps open at once unless it says (unset: Letta's default for its context window). */
-  FILES_MAX_OPEN: optional(z.coerce.number().int().min(1).max(1000)),
-  /** Characters of each open file in an agent's context unless it says (unset: as FILES_MAX_OPEN). */
-  FILE_VIEW_WINDOW_CHARS: optional(z.coerce.number().int().positive().max(2147483647)),
-  /** grep_files matches per page (Letta: 20). */
-  GREP_FILES_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(20),
+    .default(60_000)
+    .describe(
+      'a recurring scheduled message whose firing was missed (everything down at the time) still fires this late; older missed firings are skipped (one-time messages always fire once, however late); at least 10000',
+    ),
+  SCHEDULES_PER_AGENT_MAX: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(100)
+    .describe('scheduled messages one agent may have (more: 409)'),
+  WEBHOOK_SECRET: optional(z.string().min(16)).describe(
+    'the key that signs every webhook (`X-Letta-Signature`, see [Triggers](operations.md#triggers)); at least 16 characters; unset, one is made on first use and kept in the database',
+  ),
+  APPROVAL_WEBHOOK_URL: optional(z.string().url()).describe(
+    'where approval notices go for agents without their own `metadata.approval_webhook_url` (see [Triggers](operations.md#triggers)); it passes the address checks of `OUTBOUND_ALLOW_PRIVATE` as every webhook does',
+  ),
+  WEBHOOK_TIMEOUT_MS: milliseconds
+    .default(5_000)
+    .describe("one delivery attempt of a webhook (as Letta's callbacks)"),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10)
+    .describe('attempts at a webhook before its delivery workflow gives up (the run keeps the last error)'),
+  WEBHOOK_RETRY_INITIAL_MS: milliseconds
+    .default(1_000)
+    .describe("wait before a webhook's second attempt; doubled each time"),
+  WEBHOOK_RETRY_MAX_MS: milliseconds
+    .default(60_000)
+    .describe('longest wait between two attempts at a webhook'),
+  AGENT_MESSAGE_TIMEOUT_MS: milliseconds
+    .default(600_000)
+    .describe('how long a message to another agent waits for its reply'),
+  AGENT_MESSAGE_MAX_DEPTH: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5)
+    .describe('the most agents a chain of agent-to-agent messages passes through'),
+  AGENT_MESSAGE_MAX_STEPS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(50)
+    .describe('`max_steps` of the step a message from another agent starts'),
+  EXA_API_KEY: optional(z.string()).describe(
+    "Exa's key for `web_search` and `fetch_webpage` (an agent's secret `EXA_API_KEY` comes first)",
+  ),
+  EXA_BASE_URL: z.string().url().default('https://api.exa.ai').describe("where Exa's API is"),
+  EXA_TIMEOUT_MS: milliseconds.default(60_000).describe('longest one request to Exa may take'),
+  FILES_MAX_OPEN: optional(z.coerce.number().int().min(1).max(1000)).describe(
+    "files of its folders an agent keeps open at once unless it sets `max_files_open` (unset: Letta's default for its context window: 3 up to 8k tokens, 5 to 32k, 10 to 200k, 15 beyond); one more opened closes the least recently used",
+  ),
+  FILE_VIEW_WINDOW_CHARS: optional(z.coerce.number().int().positive().max(2147483647)).describe(
+    "characters of each open file shown in an agent's context unless it sets `per_file_view_window_char_limit` (unset: Letta's default for its context window: 5,000 up to 8k tokens, 15,000 to 32k, 25,000 to 128k, 40,000 beyond)",
+  ),
+  GREP_FILES_PAGE_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(20)
+    .describe("matches `grep_files` shows per call (Letta's page); the model pages with `offset`"),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & {

@@ -50,7 +50,7 @@ function assertReplays(failures: string[]): void {
     throw new Error(
       `${failures.length} recorded histories (test/fixtures/histories/) no longer replay against the current workflow code. ` +
         'Steps paused in production in these states would fail after the upgrade: keep the old commands, ' +
-        'or branch on patched() (see the README, "Replay corpus"):\n' +
+        'or branch on patched() (see docs/upgrades.md, "Replay corpus"):\n' +
         failures.map((line) => `  ${line}`).join('\n'),
     );
 }

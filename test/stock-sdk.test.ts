@@ -1,5 +1,5 @@
 /**
- * The Temporal SDK as published (README, "The SDK as published"): its packages pinned together at one
+ * The Temporal SDK as published (docs/design.md, "The SDK as published"): its packages pinned together at one
  * version, nothing patching them, and no worker option that turns its safeguards off.
  */
 import fs from 'node:fs';

@@ -227,7 +227,7 @@ describe('completion callbacks on the server’s defaults (no WEBHOOK_SECRET, th
     'pglite',
   );
 
-  it('delivers the callback signed with the secret the deployment made, as the README reads it', async () => {
+  it('delivers the callback signed with the secret the deployment made, as docs/operations.md reads it', async () => {
     const receiver = await startReceiver(0);
     try {
       const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });

@@ -1,5 +1,5 @@
 // ESLint flat config: typescript-eslint's recommended rules, plus the import rules of the code map
-// (README): the core never imports the HTTP layer, and workflow code imports no Node built-ins and
+// (docs/design.md, "Code map"): the core never imports the HTTP layer, and workflow code imports no Node built-ins and
 // nothing that does I/O (they fail to bundle, or would break determinism).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';

@@ -34,7 +34,7 @@ export function sandboxFix(problem: string): string {
       ? 'install bubblewrap: sudo apt-get install bubblewrap (Debian, Ubuntu) or sudo dnf install bubblewrap'
       : 'bubblewrap is Linux only: set SANDBOX_TYPE=e2b and E2B_API_KEY to run custom tools on E2B';
   if (/python/i.test(problem)) return 'install python3, or set PYTHON_PATH';
-  return 'see the sandbox section of the README';
+  return 'see docs/operations.md, "Running it on one machine", and docs/configuration.md for the SANDBOX_ variables';
 }
 
 const bold = (text: string) => `\u001b[1m${text}\u001b[22m`;

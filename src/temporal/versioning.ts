@@ -12,7 +12,7 @@ import { errorText } from './connection';
  * names its task queues carry), the build id its release. The server routes a workflow's tasks to the
  * deployment's current version, and each workflow type declares whether a run stays on the version
  * that started it (PINNED) or moves to the current one at its next task (AUTO_UPGRADE): see the
- * `setWorkflowOptions` call beside each workflow, and the README's "Upgrades".
+ * `setWorkflowOptions` call beside each workflow, and docs/upgrades.md.
  *
  * `WORKER_VERSIONING`:
  * - `replay` (default): at start-up the server makes its own version current once its workers poll,

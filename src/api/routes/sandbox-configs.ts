@@ -113,16 +113,17 @@ export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
     );
   }
 
-  // Letta deletes and rebuilds the venv here. Tools' dependencies are not installed by this server yet
-  // (a venv per requirements hash is planned), so there is nothing to rebuild: the config is returned.
+  // Letta deletes and rebuilds the venv here. This server installs tools' dependencies into a venv per
+  // requirements hash, built when a call first needs it and never changed after, so there is nothing
+  // to rebuild: the config is returned.
   router.post(
     `${BASE}/local/recreate-venv`,
     {
       summary: 'Force recreate local sandbox venv',
       description:
-        'Letta rebuilds the venv here. Tool dependencies are not installed in a venv by this server yet, ' +
-        'so there is nothing to rebuild: answers with the local sandbox config (made with the default ' +
-        'fields if there is none).',
+        'Letta rebuilds the venv here. This server keeps a venv per set of requirements, built once and ' +
+        'never changed, so there is nothing to rebuild: answers with the local sandbox config (made with ' +
+        'the default fields if there is none).',
       response: SandboxConfigSchema,
     },
     async (_req, res) => {

@@ -29,6 +29,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'AGENT_FILE_MAX_BYTES',
       'HEALTH_CHECK_TIMEOUT_MS',
       'SHUTDOWN_TIMEOUT_MS',
+      'HTTP_KEEP_ALIVE_TIMEOUT_MS',
       'STREAM_POLL_INTERVAL_MS',
       'STREAM_FALLBACK_POLL_MS',
       'STREAM_KEEPALIVE_MS',

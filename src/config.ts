@@ -312,6 +312,11 @@ export const ConfigSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: milliseconds
     .default(15_000)
     .describe('how long a graceful shutdown may take before the process exits anyway'),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: milliseconds
+    .default(65_000)
+    .describe(
+      "how long the API keeps an idle keep-alive connection open; longer than clients' and load balancers' own idle timeouts, so that they close it first and never send a request on a connection the server is closing",
+    ),
 
   // Folders and their files' ingestion (workflows/file-ingestion.ts).
   FILE_MAX_BYTES: z.coerce

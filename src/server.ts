@@ -286,7 +286,7 @@ export async function startServer(
         runEvents,
         log,
       });
-      const server = await listen(app, config.PORT, config.HOST);
+      const server = await listen(app, config.PORT, config.HOST, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
       undo.push(() => closeServer(server));
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
@@ -358,9 +358,20 @@ function apiPassword(config: Config, log: Logger): string | undefined {
   return password;
 }
 
-function listen(app: http.RequestListener, port: number, host: string): Promise<http.Server> {
+/**
+ * The API's server. An idle keep-alive connection stays open longer than a client keeps it (Node's
+ * fetch: 4 s; load balancers: about a minute), so the client closes it first: a server closing it
+ * first races the client's next request on it, which then fails with ECONNRESET.
+ */
+function listen(
+  app: http.RequestListener,
+  port: number,
+  host: string,
+  keepAliveTimeout: number,
+): Promise<http.Server> {
   return new Promise((resolve, reject) => {
-    const server = http.createServer(app);
+    // A request's headers may take as long as an idle connection lasts, and no longer.
+    const server = http.createServer({ keepAliveTimeout, headersTimeout: keepAliveTimeout + 1_000 }, app);
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);

@@ -32,6 +32,13 @@ describe('the REST API on a running server', () => {
     expect(await res.json()).toEqual({ status: 'ok', version: LETTA_API_VERSION, server_version: version });
   });
 
+  it('keeps an idle connection open longer than clients do, so that they close it first', async () => {
+    const res = await fetch(`${server.url}/v1/health/`);
+    await res.body?.cancel();
+    // HTTP_KEEP_ALIVE_TIMEOUT_MS's default, in seconds: Node's fetch closes an idle socket well before.
+    expect(res.headers.get('keep-alive')).toBe('timeout=65');
+  });
+
   it('answers unknown routes with a JSON 404 in Letta shape', async () => {
     const res = await fetch(`${server.url}/v1/no-such-thing`);
     expect(res.status).toBe(404);

@@ -1,332 +1,318 @@
 /**
- * What the API, the workflows and their activities pass each other, as zod schemas: the one source of
- * these types. Ids and short summaries only: transcripts, tool arguments and tool returns stay in the
- * database (small histories; the Temporal UI shows ids and summaries). Workflow code imports the types
- * alone, so zod stays out of its bundle.
+ * What the API, the workflows and their activities pass each other, as plain types (contracts/README.md
+ * says why no zod). Ids and short summaries only: transcripts, tool arguments and tool returns stay in
+ * the database (small histories; the Temporal UI shows ids and summaries).
  */
-import { z } from 'zod';
-import { ToolRuleSchema } from '../src/schemas/tool-rules';
-import { ClientToolSchema } from '../src/schemas/tools';
+import type { ToolRule } from '../src/schemas/tool-rules';
 
-export type ClientTool = z.infer<typeof ClientToolSchema>;
+/**
+ * A tool the client runs, sent with a request (Letta's `client_tools`): the step pauses for its return.
+ * The API parses it with src/schemas/tools.ts ClientToolSchema, which is checked against this type.
+ */
+export interface ClientTool {
+  name: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+}
 
 /** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
-export const ToolModeSchema = z.enum(['builtin', 'code', 'agent', 'sandbox', 'mcp', 'client']);
-export type ToolMode = z.infer<typeof ToolModeSchema>;
+export type ToolMode = 'builtin' | 'code' | 'agent' | 'sandbox' | 'mcp' | 'client';
 
-export const StepToolSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  mode: ToolModeSchema,
-  parallel: z.boolean(),
+export interface StepTool {
+  id: string;
+  name: string;
+  mode: ToolMode;
+  parallel: boolean;
   /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
-  version: z.number().int(),
+  version: number;
   /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
-  timeoutMs: z.number().optional(),
+  timeoutMs?: number;
   /** A built-in tool that works on the database alone: it runs as a local activity. */
-  local: z.boolean().optional(),
-});
-export type StepTool = z.infer<typeof StepToolSchema>;
+  local?: boolean;
+}
 
 /** The agent's tools and rules as a request of a step works with them. */
-export const StepContextSchema = z.object({
-  tools: z.array(StepToolSchema),
-  toolRules: z.array(ToolRuleSchema),
+export interface StepContext {
+  tools: StepTool[];
+  toolRules: ToolRule[];
   /** llm_config.parallel_tool_calls, and no rules other than requires_approval (Letta's condition). */
-  parallelToolCalls: z.boolean(),
-  model: z.string(),
-});
-export type StepContext = z.infer<typeof StepContextSchema>;
+  parallelToolCalls: boolean;
+  model: string;
+}
 
-export const TokenUsageSchema = z.object({
-  promptTokens: z.number(),
-  completionTokens: z.number(),
-  cachedInputTokens: z.number(),
-  reasoningTokens: z.number(),
-});
-export type TokenUsage = z.infer<typeof TokenUsageSchema>;
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+}
 
 /** What one run (one request) used: its model calls' tokens and their number. */
-export const RunUsageSchema = TokenUsageSchema.extend({ stepCount: z.number().int() });
-export type RunUsage = z.infer<typeof RunUsageSchema>;
+export interface RunUsage extends TokenUsage {
+  stepCount: number;
+}
 
-export const CallModelInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
-  step: z.number().int(),
-  allowedTools: z.array(z.string()),
-  toolChoice: z.union([z.enum(['auto', 'required']), z.object({ name: z.string() })]),
-  parallelToolCalls: z.boolean(),
-  clientTools: z.array(ClientToolSchema),
+export interface CallModelInput {
+  agentId: string;
+  runId: string;
+  step: number;
+  allowedTools: string[];
+  toolChoice: 'auto' | 'required' | { name: string };
+  parallelToolCalls: boolean;
+  clientTools: ClientTool[];
   /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
-  approvalTools: z.array(z.string()),
+  approvalTools: string[];
   /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
-  pendingToolCallIds: z.array(z.string()),
+  pendingToolCallIds: string[];
   /** An approval whose follow-up user messages go after those returns. */
-  followUpsFrom: z.string().optional(),
+  followUpsFrom?: string;
   /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
-  requestUsage: RunUsageSchema,
+  requestUsage: RunUsage;
   /** The request streams tokens: the reply's pieces are published as the provider streams them. */
-  streamTokens: z.boolean().optional(),
+  streamTokens?: boolean;
   /**
    * A reply without tool calls ends the request: its run ends with it, in the transaction that stores
    * it (a plain step then needs no activity after its model call).
    */
-  endsRunWhenFinal: z.boolean().optional(),
-});
-export type CallModelInput = z.infer<typeof CallModelInputSchema>;
+  endsRunWhenFinal?: boolean;
+}
 
 /** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
-export const StepCallSchema = z.object({ id: z.string(), name: z.string() });
-export type StepCall = z.infer<typeof StepCallSchema>;
+export interface StepCall {
+  id: string;
+  name: string;
+}
 
-export const ApprovalWaitSchema = z.object({
+export interface ApprovalWait {
   /** How long to wait before the pending calls are denied; null: for as long as it takes. */
-  timeoutMs: z.number().nullable(),
-});
-export type ApprovalWait = z.infer<typeof ApprovalWaitSchema>;
+  timeoutMs: number | null;
+}
 
-export const ModelTurnSchema = z.object({
-  messageId: z.string(),
-  stepId: z.string(),
-  toolCalls: z.array(StepCallSchema),
-  finishReason: z.enum(['stop', 'tool_calls', 'length', 'other']),
-  usage: TokenUsageSchema,
+export interface ModelTurn {
+  messageId: string;
+  stepId: string;
+  toolCalls: StepCall[];
+  finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
+  usage: TokenUsage;
   /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
-  approvalWait: ApprovalWaitSchema.optional(),
+  approvalWait?: ApprovalWait;
   /** Set when the reply ended the run (`endsRunWhenFinal`): the stop reason it ended with. */
-  stopReason: z.string().optional(),
-});
-export type ModelTurn = z.infer<typeof ModelTurnSchema>;
+  stopReason?: string;
+}
 
-export const ToolCallInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
-  stepId: z.string(),
-  messageId: z.string(),
-  toolCallId: z.string(),
-  toolName: z.string(),
+export interface ToolCallInput {
+  agentId: string;
+  runId: string;
+  stepId: string;
+  messageId: string;
+  toolCallId: string;
+  toolName: string;
   /** Arguments tool rules fix for this call; they override the model's. */
-  prefilledArgs: z.record(z.string(), z.unknown()).optional(),
+  prefilledArgs?: Record<string, unknown>;
   /** The called tool, at the version the step resolved at its start. */
-  toolId: z.string(),
-  toolVersion: z.number().int(),
-});
-export type ToolCallInput = z.infer<typeof ToolCallInputSchema>;
+  toolId: string;
+  toolVersion: number;
+}
 
-export const ToolOutcomeSchema = z.object({
-  status: z.enum(['success', 'error']),
+export interface ToolOutcome {
+  status: 'success' | 'error';
   /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
-  output: z.string().optional(),
-});
-export type ToolOutcome = z.infer<typeof ToolOutcomeSchema>;
+  output?: string;
+}
 
 /** Longest tool output carried in workflow state for conditional rules. */
 export const SHORT_OUTPUT_CHARS = 256;
 
-export const RejectToolCallInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
-  toolCallId: z.string(),
-  toolName: z.string(),
+export interface RejectToolCallInput {
+  agentId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
   /** The error text the model sees instead of a result. */
-  reason: z.string(),
-});
-export type RejectToolCallInput = z.infer<typeof RejectToolCallInputSchema>;
+  reason: string;
+}
 
 /** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
-export const AgentStepErrorSchema = z.object({ type: z.string(), message: z.string() });
-export type AgentStepError = z.infer<typeof AgentStepErrorSchema>;
+export interface AgentStepError {
+  type: string;
+  message: string;
+}
 
-export const FinishRunInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
-  stopReason: z.string(),
-  usage: RunUsageSchema,
-  pendingToolCallIds: z.array(z.string()),
-  followUpsFrom: z.string().optional(),
+export interface FinishRunInput {
+  agentId: string;
+  runId: string;
+  stopReason: string;
+  usage: RunUsage;
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
   /** Why the step failed, for `error` and `llm_api_error`. */
-  error: AgentStepErrorSchema.optional(),
-});
-export type FinishRunInput = z.infer<typeof FinishRunInputSchema>;
+  error?: AgentStepError;
+}
 
-export const EnterPauseInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
+export interface EnterPauseInput {
+  agentId: string;
+  runId: string;
   /** The assistant message whose tool calls wait. */
-  messageId: z.string(),
-  toolCallIds: z.array(z.string()),
-  usage: RunUsageSchema,
-});
-export type EnterPauseInput = z.infer<typeof EnterPauseInputSchema>;
+  messageId: string;
+  toolCallIds: string[];
+  usage: RunUsage;
+}
 
 /** What the step does with an answer: the calls to run now (approved or never in question). */
-export const ResumePlanSchema = z.object({
-  messageId: z.string(),
-  stepId: z.string(),
+export interface ResumePlan {
+  messageId: string;
+  stepId: string;
   /** Every call of the paused reply, in order: their returns make up one tool message. */
-  callIds: z.array(z.string()),
-  toRun: z.array(StepCallSchema),
-  clientTools: z.array(ClientToolSchema),
-  maxSteps: z.number().int(),
-  streamTokens: z.boolean().optional(),
-});
-export type ResumePlan = z.infer<typeof ResumePlanSchema>;
+  callIds: string[];
+  toRun: StepCall[];
+  clientTools: ClientTool[];
+  maxSteps: number;
+  streamTokens?: boolean;
+}
 
-export const AgentStepLimitsSchema = z.object({
-  maxSteps: z.number().int(),
-  modelTimeoutMs: z.number(),
-  modelMaxAttempts: z.number().int(),
-  modelRetryInitialMs: z.number(),
-  toolTimeoutMs: z.number(),
-  toolMaxAttempts: z.number().int(),
+export interface AgentStepLimits {
+  maxSteps: number;
+  modelTimeoutMs: number;
+  modelMaxAttempts: number;
+  modelRetryInitialMs: number;
+  toolTimeoutMs: number;
+  toolMaxAttempts: number;
   /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
-  heartbeatTimeoutMs: z.number(),
+  heartbeatTimeoutMs: number;
   /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */
-  mcpCallTimeoutMs: z.number(),
-  mcpConnectTimeoutMs: z.number(),
+  mcpCallTimeoutMs: number;
+  mcpConnectTimeoutMs: number;
   /** How long a message to another agent may wait for its reply. */
-  agentMessageTimeoutMs: z.number(),
+  agentMessageTimeoutMs: number;
   /**
    * Sandboxed, run_code and MCP calls run as local activities of the agent worker (LOCAL_TOOL_CALLS),
    * not on their modes' task queues.
    */
-  localToolCalls: z.boolean().optional(),
+  localToolCalls?: boolean;
   /** Model calls run as local activities of the agent worker (LOCAL_MODEL_CALLS). */
-  localModelCalls: z.boolean().optional(),
+  localModelCalls?: boolean;
   /** The step workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
-  taskTimeoutMs: z.number().optional(),
-});
-export type AgentStepLimits = z.infer<typeof AgentStepLimitsSchema>;
+  taskTimeoutMs?: number;
+}
 
-export const AgentStepInputSchema = z.object({
-  agentId: z.string(),
-  runId: z.string(),
+export interface AgentStepInput {
+  agentId: string;
+  runId: string;
   /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
-  sandboxTaskQueue: z.string(),
+  sandboxTaskQueue: string;
   /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
-  mcpTaskQueue: z.string(),
-  clientTools: z.array(ClientToolSchema),
-  limits: AgentStepLimitsSchema,
+  mcpTaskQueue: string;
+  clientTools: ClientTool[];
+  limits: AgentStepLimits;
   /** The request streams tokens (`stream_tokens`). */
-  streamTokens: z.boolean().optional(),
+  streamTokens?: boolean;
   /** The agent's tools and rules, resolved by the API as it started the step. */
-  context: StepContextSchema,
-});
-export type AgentStepInput = z.infer<typeof AgentStepInputSchema>;
+  context: StepContext;
+}
 
-export const AgentStepResultSchema = z.object({
-  stopReason: z.string(),
-  error: AgentStepErrorSchema.optional(),
-  usage: RunUsageSchema,
-});
-export type AgentStepResult = z.infer<typeof AgentStepResultSchema>;
+export interface AgentStepResult {
+  stopReason: string;
+  error?: AgentStepError;
+  usage: RunUsage;
+}
 
 /** An answer to a paused step as the database records it. */
-export const RecordedAnswerSchema = z.object({
+export interface RecordedAnswer {
   /** The run of the request that brought the answer; the step continues under it. */
-  runId: z.string(),
-  approvalMessageId: z.string(),
+  runId: string;
+  approvalMessageId: string;
   /** The assistant message whose tool calls were waiting. */
-  requestMessageId: z.string(),
-  toolCallIds: z.array(z.string()),
-});
-export type RecordedAnswer = z.infer<typeof RecordedAnswerSchema>;
+  requestMessageId: string;
+  toolCallIds: string[];
+}
 
 /**
  * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
  * ids only (the tool returns live in the database), so the history shows which calls were answered.
  */
-export const ApprovalAnsweredSchema = RecordedAnswerSchema.extend({
+export interface ApprovalAnswered extends RecordedAnswer {
   /** The agent's tools and rules as the answer came, for the request it continues the step with. */
-  context: StepContextSchema,
-});
-export type ApprovalAnswered = z.infer<typeof ApprovalAnsweredSchema>;
+  context: StepContext;
+}
 
 /** A step waiting in its agent's session for its turn. */
-export const QueuedStepSchema = z.object({
+export interface QueuedStep {
   /** The step's own workflow, a child of the session. */
-  workflowId: z.string(),
-  input: AgentStepInputSchema,
+  workflowId: string;
+  input: AgentStepInput;
   /** What the Temporal UI shows of it: a line in lists, and Markdown on its page. */
-  summary: z.string(),
-  details: z.string().optional(),
+  summary: string;
+  details?: string;
   /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
-  maxQueued: z.number().int(),
-});
-export type QueuedStep = z.infer<typeof QueuedStepSchema>;
+  maxQueued: number;
+}
 
-export const AgentSessionInputSchema = z.object({
-  agentId: z.string(),
+export interface AgentSessionInput {
+  agentId: string;
   /** A session ends after this long without a message (the next one starts a new session). */
-  idleMs: z.number(),
+  idleMs: number;
   /** Steps a session runs before it continues as new, to keep its history small. */
-  maxStepsPerRun: z.number().int(),
+  maxStepsPerRun: number;
   /**
    * How often a step waiting for its lane looks whether the step holding it is still alive
    * (AGENT_LANE_LOOK_MS); sessions started before lanes have none: 10 s.
    */
-  laneLookMs: z.number().optional(),
+  laneLookMs?: number;
   /** Steps still waiting, carried over when the session continued as new. */
-  queue: z.array(QueuedStepSchema).optional(),
-});
-export type AgentSessionInput = z.infer<typeof AgentSessionInputSchema>;
+  queue?: QueuedStep[];
+}
 
 /** One uploaded file's ingestion (workflows/file-ingestion.ts), with the limits it runs under. */
-export const FileIngestionInputSchema = z.object({
-  fileId: z.string(),
+export interface FileIngestionInput {
+  fileId: string;
   /** What the Temporal UI names the file by. */
-  fileName: z.string(),
+  fileName: string;
   /** Tokens per chunk and of overlap (the folder's `embedding_chunk_size`, FILE_CHUNK_OVERLAP). */
-  chunkSize: z.number().int().positive(),
-  chunkOverlap: z.number().int().min(0),
+  chunkSize: number;
+  chunkOverlap: number;
   /** Chunks per embedding request: one activity each (EMBEDDING_BATCH_SIZE). */
-  batchSize: z.number().int().positive(),
-  parseTimeoutMs: z.number().int().positive(),
-  embedTimeoutMs: z.number().int().positive(),
-  embedMaxAttempts: z.number().int().positive(),
-  embedRetryInitialMs: z.number().int().positive(),
-  heartbeatTimeoutMs: z.number().int().positive(),
-});
-export type FileIngestionInput = z.infer<typeof FileIngestionInputSchema>;
+  batchSize: number;
+  parseTimeoutMs: number;
+  embedTimeoutMs: number;
+  embedMaxAttempts: number;
+  embedRetryInitialMs: number;
+  heartbeatTimeoutMs: number;
+}
 
 /** A parsed file: how many chunks it has (their text stays in the database). */
-export const ParsedFileSchema = z.object({ totalChunks: z.number().int().min(0) });
-export type ParsedFile = z.infer<typeof ParsedFileSchema>;
+export interface ParsedFile {
+  totalChunks: number;
+}
 
 /** One embedding batch: the chunks [start, end) of a file. */
-export const EmbedBatchInputSchema = z.object({
-  fileId: z.string(),
-  start: z.number().int().min(0),
-  end: z.number().int().min(0),
-});
-export type EmbedBatchInput = z.infer<typeof EmbedBatchInputSchema>;
+export interface EmbedBatchInput {
+  fileId: string;
+  start: number;
+  end: number;
+}
 
-export const FileIngestionResultSchema = z.object({
-  status: z.enum(['completed', 'error', 'gone']),
-  totalChunks: z.number().int().optional(),
-  error: z.string().optional(),
-});
-export type FileIngestionResult = z.infer<typeof FileIngestionResultSchema>;
+export interface FileIngestionResult {
+  status: 'completed' | 'error' | 'gone';
+  totalChunks?: number;
+  error?: string;
+}
 
 /**
  * What a webhook tells (src/agent/webhooks.ts): a run's end (its completion callback), or an approval
  * request made or expired (the approval webhook), by the run's or the request message's id.
  */
-export const WebhookSubjectSchema = z.object({
-  kind: z.enum(['run_callback', 'approval_requested', 'approval_expired']),
-  id: z.string(),
-  agentId: z.string(),
-});
-export type WebhookSubject = z.infer<typeof WebhookSubjectSchema>;
+export interface WebhookSubject {
+  kind: 'run_callback' | 'approval_requested' | 'approval_expired';
+  id: string;
+  agentId: string;
+}
 
 /** The delivery of a webhook: what it tells, and how hard to try. */
-export const WebhookDeliverySchema = z.object({
-  subject: WebhookSubjectSchema,
-  maxAttempts: z.number().int(),
-  initialRetryMs: z.number(),
-  maxRetryMs: z.number(),
+export interface WebhookDelivery {
+  subject: WebhookSubject;
+  maxAttempts: number;
+  initialRetryMs: number;
+  maxRetryMs: number;
   /** One attempt, from the first lookup to the receiver's answer. */
-  timeoutMs: z.number(),
-});
-export type WebhookDelivery = z.infer<typeof WebhookDeliverySchema>;
+  timeoutMs: number;
+}

@@ -1,8 +1,42 @@
 // ESLint flat config: typescript-eslint's recommended rules, plus the import rules of the code map
-// (docs/design.md, "Code map"): the core never imports the HTTP layer, and workflow code imports no Node built-ins and
-// nothing that does I/O (they fail to bundle, or would break determinism).
+// (docs/design.md, "Code map"; the whole graph's rules are in .dependency-cruiser.cjs): the core never
+// imports the HTTP layer, and workflow code imports no Node built-ins and nothing that does I/O (they
+// fail to bundle, or would break determinism).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+// Code in the workflow bundle (workflows/ and the contracts/ it imports) runs in the deterministic
+// sandbox: no Node built-ins, nothing that does I/O, no zod (payloads are plain types).
+const bundled = [
+  {
+    group: ['node:*', 'fs', 'path', 'child_process', 'net', 'crypto', 'os', 'http', 'https'],
+    message: 'Workflow code runs in the deterministic sandbox: no Node built-ins.',
+  },
+  {
+    group: [
+      'pg',
+      '@electric-sql/*',
+      'express',
+      'openai',
+      '@anthropic-ai/*',
+      'e2b',
+      '@modelcontextprotocol/*',
+    ],
+    message: 'Workflow code does no I/O: call an activity.',
+  },
+  {
+    group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
+    message: 'Workflow code uses @temporalio/workflow (and @temporalio/common) only.',
+  },
+  {
+    group: ['zod'],
+    message: 'zod stays at the HTTP edge and out of the workflow bundle (contracts/README.md).',
+  },
+  {
+    regex: '^(\\.\\.?/)+(src/)?api(/|$)',
+    message: 'The core knows no HTTP: throw an error of src/errors.ts, and let src/api answer it.',
+  },
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', '.tools/', 'coverage/'] },
@@ -14,13 +48,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
     // The core (everything but the HTTP layer, its wiring in server.ts and main.ts, and tests) knows
     // no HTTP: it throws its own errors (src/errors.ts) and never imports src/api.
-    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts'],
+    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'contracts/**/*.ts'],
     ignores: ['src/api/**', 'src/server.ts', 'src/main.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -37,50 +71,43 @@ export default tseslint.config(
     },
   },
   {
-    // Workflow code runs in the deterministic sandbox: no Node built-ins and nothing that does I/O.
-    // It reaches activities through proxies, so it may import their types, never their code.
+    // Workflow code imports contracts/ for everything it shares with the other layers: the activity
+    // interfaces it proxies, the payload types, the signals and updates.
     files: ['workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
+            ...bundled,
             {
-              group: ['node:*', 'fs', 'path', 'child_process', 'net', 'crypto', 'os', 'http', 'https'],
-              message: 'Workflow code runs in the deterministic sandbox: no Node built-ins.',
-            },
-            {
-              group: [
-                'pg',
-                '@electric-sql/*',
-                'express',
-                'openai',
-                '@anthropic-ai/*',
-                'e2b',
-                '@modelcontextprotocol/*',
-              ],
-              message: 'Workflow code does no I/O: call an activity.',
-            },
-            {
-              group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
-              message: 'Workflow code uses @temporalio/workflow (and @temporalio/common) only.',
-            },
-            {
-              // Their contracts (activities/contracts.ts) included: zod stays out of the workflow bundle.
               regex: '^(\\.\\./)+(activities|src)(/|$)',
-              allowTypeImports: true,
               message:
-                'Workflow code may import the types of activities, contracts and schemas, not their code.',
+                'Workflow code imports contracts/ (activity interfaces, payload types), not activities or the core.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // contracts/ is the bottom layer, and workflow code imports it: the same rules, and nothing above it.
+    files: ['contracts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...bundled,
+            {
+              regex: '^\\.\\./(activities|workflows)(/|$)',
+              message: 'contracts/ is the bottom layer: activities and workflows import it, not the reverse.',
             },
             {
-              group: ['zod'],
+              regex: '^\\.\\./src(/|$)',
               allowTypeImports: true,
               message:
-                'Workflow code uses the types of the schemas (activities/contracts.ts), not zod itself.',
-            },
-            {
-              regex: '^(\\.\\.?/)+(src/)?api(/|$)',
-              message: 'The core knows no HTTP: throw an error of src/errors.ts, and let src/api answer it.',
+                'contracts/ is in the workflow bundle: it may import the types of src/schemas, not code.',
             },
           ],
         },

@@ -17,6 +17,7 @@ import {
 import { DomainError } from '../src/errors';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolCall, type ToolExecutor } from './tool-call';
+import type { AgentMessageActivities } from '../contracts/activities';
 
 const strings = (value: unknown) => (Array.isArray(value) ? value.map(String) : []);
 
@@ -82,5 +83,7 @@ export function agentMessageExecutor(services: StepServices): ToolExecutor {
 }
 
 export function agentMessageActivities(services: StepServices) {
-  return { messageAgents: toolCallActivity(services.db, agentMessageExecutor(services)) };
+  return {
+    messageAgents: toolCallActivity(services.db, agentMessageExecutor(services)),
+  } satisfies AgentMessageActivities;
 }

@@ -18,7 +18,7 @@ import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/con
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import { resolveStepContext } from '../src/agent/step-context';
 import type { ActivityDeps } from './deps';
-import { noUsage } from '../workflows/usage';
+import { noUsage } from '../contracts/usage';
 import type {
   ApprovalAnswered,
   ApprovalWait,
@@ -26,8 +26,9 @@ import type {
   EnterPauseInput,
   RecordedAnswer,
   ResumePlan,
-} from './contracts';
+} from '../contracts/payloads';
 import { flushToolReturns, usageRecord } from './run-records';
+import type { ApprovalActivities } from '../contracts/activities';
 
 const DEFAULT_MAX_STEPS = 50;
 
@@ -254,5 +255,5 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
         streamTokens: config.stream_tokens === true,
       };
     },
-  };
+  } satisfies ApprovalActivities;
 }

@@ -11,6 +11,7 @@ import type { BlockValueWrite } from '../src/db/tool-executions';
 import { stringifyReturn } from '../src/agent/tool-returns';
 import type { ActivityDeps } from './deps';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
+import type { BuiltinActivities } from '../contracts/activities';
 
 /** Letta does not truncate what these return: they page through results themselves. */
 const UNTRUNCATED = new Set(['conversation_search']);
@@ -55,5 +56,5 @@ export function builtinExecutor({
 }
 
 export function builtinActivities(deps: ActivityDeps) {
-  return { runBuiltinTool: toolCallActivity(deps.db, builtinExecutor(deps)) };
+  return { runBuiltinTool: toolCallActivity(deps.db, builtinExecutor(deps)) } satisfies BuiltinActivities;
 }

@@ -1,6 +1,6 @@
 import type { Database } from '../src/db';
 import type { ConversationRef } from '../src/db/conversations';
-import type { WebhookSubject } from './contracts';
+import type { WebhookSubject } from '../contracts/payloads';
 import type { Logger } from '../src/logger';
 import type { ModelProvider } from '../src/llm/types';
 import type { WebSettings } from '../src/tools/builtin';

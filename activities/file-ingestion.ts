@@ -13,11 +13,10 @@ import { DomainError } from '../src/errors';
 import { newId } from '../src/ids';
 import { ModelApiError } from '../src/llm/types';
 import type { ActivityDeps } from './deps';
-import type { EmbedBatchInput, FileIngestionInput, ParsedFile } from './contracts';
+import type { EmbedBatchInput, FileIngestionInput, ParsedFile } from '../contracts/payloads';
 import { withHeartbeats } from './heartbeat';
-
-/** The failure type of a file deleted (or replaced) while it was being ingested: nothing more to do. */
-export const FILE_GONE = 'FileGone';
+import type { FileIngestionActivities } from '../contracts/activities';
+import { FILE_GONE } from '../contracts/errors';
 
 /** Longest error message stored on a file that failed. */
 const ERROR_MESSAGE_CHARS = 1_000;
@@ -124,5 +123,5 @@ export function fileIngestionActivities({ db, providers }: ActivityDeps) {
         error_message: error.slice(0, ERROR_MESSAGE_CHARS),
       });
     },
-  };
+  } satisfies FileIngestionActivities;
 }

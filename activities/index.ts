@@ -5,6 +5,7 @@ import { builtinActivities } from './builtin';
 import { fileIngestionActivities } from './file-ingestion';
 import { modelActivities } from './model';
 import { runActivities } from './run';
+import type { AgentActivities } from '../contracts/activities';
 
 export type { ActivityDeps } from './deps';
 
@@ -15,5 +16,5 @@ export function createActivities(deps: ActivityDeps) {
     ...builtinActivities(deps),
     ...approvalActivities(deps),
     ...fileIngestionActivities(deps),
-  };
+  } satisfies AgentActivities;
 }

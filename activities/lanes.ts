@@ -9,12 +9,7 @@ import { findRunScope } from '../src/db/conversations';
 import { releaseLane, takeLane } from '../src/db/lanes';
 import { failAbandonedRuns, workflowRunAgeMs } from '../src/db/runs';
 import type { Queryable } from '../src/db';
-
-export interface LaneTurn {
-  agentId: string;
-  runId: string;
-  workflowId: string;
-}
+import type { LaneActivities, LaneTurn } from '../contracts/activities';
 
 /**
  * Whether the workflow holding a lane can still give it back: it runs, or the API that took the lane
@@ -59,5 +54,5 @@ export function laneActivities(services: StepServices) {
       const scope = await findRunScope(services.db, turn.runId);
       if (scope) await releaseLane(services.db, scope, turn.workflowId);
     },
-  };
+  } satisfies LaneActivities;
 }

@@ -12,6 +12,7 @@ import { callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { toolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
+import type { McpActivities } from '../contracts/activities';
 
 export interface McpActivityDeps {
   db: Database;
@@ -45,5 +46,5 @@ export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>
 }
 
 export function mcpActivities(deps: McpActivityDeps) {
-  return { runMcpTool: toolCallActivity(deps.db, mcpExecutor(deps)) };
+  return { runMcpTool: toolCallActivity(deps.db, mcpExecutor(deps)) } satisfies McpActivities;
 }

@@ -28,10 +28,12 @@ import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
-import { addUsage } from '../workflows/usage';
-import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from './contracts';
-import { finalReplyStopReason } from '../workflows/stop-reasons';
+import { addUsage } from '../contracts/usage';
+import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from '../contracts/payloads';
+import { finalReplyStopReason } from '../contracts/stop-reasons';
 import { startRunCallback, storeRunEnd } from './run';
+import type { ModelActivities } from '../contracts/activities';
+import { LLM_API_ERROR } from '../contracts/errors';
 
 /**
  * A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on and
@@ -99,7 +101,7 @@ function modelFailure(error: unknown): ApplicationFailure {
   const known = error instanceof ModelApiError;
   return ApplicationFailure.create({
     message: (error as Error)?.message ?? String(error),
-    type: 'LlmApiError',
+    type: LLM_API_ERROR,
     nonRetryable: known && !error.retryable,
     details: [known ? llmErrorType(error) : 'llm_error'],
   });
@@ -234,7 +236,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
     async callModel(input: CallModelInput): Promise<ModelTurn> {
       return notifyPause(input, await callModelOnce(input));
     },
-  };
+  } satisfies ModelActivities;
 
   async function callModelOnce(input: CallModelInput): Promise<ModelTurn> {
     {
@@ -260,7 +262,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
       const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
       const parsed = parseHandle(handle);
-      if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, 'LlmApiError');
+      if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, LLM_API_ERROR);
 
       const system = compiledPrompt(agent, conversationId);
       const messages = requestMessages({ system, summary, transcript }, requestInput);

@@ -8,6 +8,7 @@ import type { Sandbox } from '../src/sandbox';
 import type { CodeInterpreter } from '../src/sandbox/e2b-code';
 import { codeAnswer, codeArguments, localCodeJob, localExecution } from '../src/tools/run-code';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
+import type { RunCodeActivities } from '../contracts/activities';
 
 export interface RunCodeDeps {
   db: Database;
@@ -37,5 +38,5 @@ export function runCodeExecutor({ sandbox, interpreter, timeoutMs }: RunCodeDeps
 }
 
 export function runCodeActivities(deps: RunCodeDeps) {
-  return { runCode: toolCallActivity(deps.db, runCodeExecutor(deps)) };
+  return { runCode: toolCallActivity(deps.db, runCodeExecutor(deps)) } satisfies RunCodeActivities;
 }

@@ -6,7 +6,7 @@ import { toolExecutions } from '../src/db/tool-executions';
 import type { InputMessage } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
-import type { RunUsage } from './contracts';
+import type { RunUsage } from '../contracts/payloads';
 
 /** A step's token counts in Letta's usage shape, as runs store them. */
 export const usageRecord = (usage: RunUsage) => ({

@@ -8,10 +8,11 @@ import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
-import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from './contracts';
+import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from '../contracts/payloads';
 import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
 import { releaseLane } from '../src/db/lanes';
+import type { RunActivities } from '../contracts/activities';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -99,5 +100,5 @@ export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) 
       if (laneWaited) await laneReleased(laneWaited);
       if (callbackUrl) await startRunCallback(startWebhook, input);
     },
-  };
+  } satisfies RunActivities;
 }

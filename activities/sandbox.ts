@@ -8,6 +8,7 @@ import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
 import { changedBlocks, environmentsOf, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
+import type { SandboxActivities } from '../contracts/activities';
 
 export interface SandboxActivityDeps {
   db: Database;
@@ -63,5 +64,5 @@ export function sandboxExecutor({ sandboxes, toolTimeoutMs }: Omit<SandboxActivi
 }
 
 export function sandboxActivities(deps: SandboxActivityDeps) {
-  return { runSandboxTool: toolCallActivity(deps.db, sandboxExecutor(deps)) };
+  return { runSandboxTool: toolCallActivity(deps.db, sandboxExecutor(deps)) } satisfies SandboxActivities;
 }

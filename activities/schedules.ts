@@ -3,6 +3,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { fireScheduledMessage } from '../src/agent/schedules';
 import type { StepServices } from '../src/agent/steps';
 import { DomainError } from '../src/errors';
+import type { ScheduleActivities } from '../contracts/activities';
+import { SCHEDULED_MESSAGE_REFUSED } from '../contracts/errors';
 
 export function scheduleActivities(services: StepServices) {
   return {
@@ -13,9 +15,9 @@ export function scheduleActivities(services: StepServices) {
         // The agent is gone, waits for an approval, or has too many messages queued: this firing is
         // skipped (its workflow fails, as the Temporal UI shows), the next one tries again.
         if (error instanceof DomainError)
-          throw ApplicationFailure.nonRetryable(error.message, 'ScheduledMessageRefused');
+          throw ApplicationFailure.nonRetryable(error.message, SCHEDULED_MESSAGE_REFUSED);
         throw error;
       }
     },
-  };
+  } satisfies ScheduleActivities;
 }

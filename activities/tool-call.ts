@@ -27,7 +27,7 @@ import {
 } from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
-import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from './contracts';
+import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from '../contracts/payloads';
 import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
 
 /** A call as its executor gets it. */

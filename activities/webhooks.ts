@@ -6,7 +6,8 @@ import type { Queryable } from '../src/db';
 import type { RunRow } from '../src/db/rows';
 import { approvalNotice, approvalWebhookUrl, postSigned, type DeliveryAttempt } from '../src/agent/webhooks';
 import type { OutboundPolicy } from '../src/net/safe-fetch';
-import type { WebhookSubject } from './contracts';
+import type { WebhookSubject } from '../contracts/payloads';
+import type { WebhookActivities } from '../contracts/activities';
 
 export interface WebhookDeps {
   db: Queryable;
@@ -48,5 +49,5 @@ export function webhookActivities({ db, policy, secret, runPayload, approvalUrl 
       if (subject.kind === 'run_callback') await runCallback(subject.id);
       else await approvalNoticeOf(subject);
     },
-  };
+  } satisfies WebhookActivities;
 }

@@ -6,7 +6,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config';
 import type { Logger } from './logger';
 
 const KEY_BYTES = 32;
@@ -82,7 +81,7 @@ function createKeyFile(file: string): void {
  * SECRETS_KEY, or else the key kept in `<DATA_DIR>/secrets.key` (made on first use, mode 0600), so a
  * single process needs no setup. Processes that share a database but not DATA_DIR must share SECRETS_KEY.
  */
-export function loadSecretsKey(config: Config, log: Logger): Buffer {
+export function loadSecretsKey(config: { SECRETS_KEY?: Buffer; dataDir: string }, log: Logger): Buffer {
   if (config.SECRETS_KEY) return config.SECRETS_KEY;
   const file = path.join(config.dataDir, 'secrets.key');
   if (!fs.existsSync(file)) createKeyFile(file);

@@ -1,8 +1,8 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { WebhookSubject } from '../activities/contracts';
+import type { WebhookSubject } from '../contracts/payloads';
 import { createActivities } from '../activities';
-import type { CallModelInput, ToolCallInput } from '../activities/contracts';
-import { noUsage } from '../workflows/usage';
+import type { CallModelInput, ToolCallInput } from '../contracts/payloads';
+import { noUsage } from '../contracts/usage';
 import { openDatabase, type Database } from '../src/db';
 import { CANCEL_DENIAL_REASON, recordAnswer } from '../src/agent/approvals';
 import { lockPendingApproval } from '../src/db/conversations';

@@ -39,7 +39,7 @@ import {
 import { sessionWorkflowIdFor } from '../src/agent/steps';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
-import { agentIdKey } from '../workflows/search-attributes';
+import { agentIdKey } from '../contracts/search-attributes';
 
 type Events = HistoryEvent[];
 

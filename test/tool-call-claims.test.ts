@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import type { ToolCallInput } from '../activities/contracts';
+import type { ToolCallInput } from '../contracts/payloads';
 import { toolCallActivity, type ToolExecutor } from '../activities/tool-call';
 import { openDatabase, type Database } from '../src/db';
 import { readToolCall } from '../src/db/tool-calls';

@@ -8,7 +8,7 @@ import {
   renderRule,
   approvalRequiredTools,
   uncalledRequiredTools,
-} from '../workflows/tool-rules';
+} from '../contracts/tool-rules';
 import type { ToolRule } from '../src/schemas/tool-rules';
 
 const tools = ['a', 'b', 'c', 'd'];

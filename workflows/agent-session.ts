@@ -31,28 +31,25 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
-import type { laneActivities } from '../activities/lanes';
+import type { LaneActivities, RunActivities } from '../contracts/activities';
+import { QUEUE_FULL } from '../contracts/errors';
 import { agentStep } from './agent-step';
-import type { AgentSessionInput, QueuedStep } from '../activities/contracts';
-import { cancelStepsUpdate, enqueueStepUpdate, laneReleasedSignal } from './messages';
-import { stepWorkflowOptions } from './step-options';
+import type { AgentSessionInput, QueuedStep } from '../contracts/payloads';
+import { cancelStepsUpdate, enqueueStepUpdate, laneReleasedSignal } from '../contracts/messages';
+import { stepWorkflowOptions } from '../contracts/step-options';
 
-type Activities = ReturnType<typeof createActivities> & ReturnType<typeof laneActivities>;
-
-const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
-});
+const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<RunActivities & LaneActivities>(
+  {
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
+  },
+);
 
 /** Histories from before lanes started each step at once: they replay so. */
 const LANES = 'conversation-lanes';
 
 /** How often a session started without `laneLookMs` looks whether its lane's holder is still alive. */
 const LANE_LOOK_MS = 10_000;
-
-/** Refusals the API turns into HTTP answers (see src/agent/steps.ts). */
-export const QUEUE_FULL = 'AgentQueueFull';
 
 export async function agentSession(input: AgentSessionInput): Promise<void> {
   const queue: QueuedStep[] = [...(input.queue ?? [])];

@@ -28,11 +28,11 @@ import type {
   StepTool,
   ToolOutcome,
   StepCall,
-} from '../activities/contracts';
-import { approvalAnsweredSignal } from './messages';
-import { stopReasonKey } from './search-attributes';
-import { addUsage, noUsage } from './usage';
-import { finalReplyStopReason } from './stop-reasons';
+} from '../contracts/payloads';
+import { approvalAnsweredSignal } from '../contracts/messages';
+import { stopReasonKey } from '../contracts/search-attributes';
+import { addUsage, noUsage } from '../contracts/usage';
+import { finalReplyStopReason } from '../contracts/stop-reasons';
 import { finishRequest, stepActivities, stopFor, type RequestOutcome } from './step-activities';
 import { dispatchToolCall, runsOnClient, runToolCalls, withClientTools } from './tool-executors';
 import {
@@ -45,7 +45,7 @@ import {
   requiredToolAlert,
   uncalledRequiredTools,
   type ToolCallRecord,
-} from './tool-rules';
+} from '../contracts/tool-rules';
 
 /** One request's share of the step: its run, and what it asked for. */
 interface Request {

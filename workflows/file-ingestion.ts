@@ -16,13 +16,9 @@ import {
   setWorkflowOptions,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
-import type { FileIngestionInput, FileIngestionResult } from '../activities/contracts';
-
-type Activities = ReturnType<typeof createActivities>;
-
-/** activities/file-ingestion.ts FILE_GONE: the file was deleted or replaced meanwhile. */
-const FILE_GONE = 'FileGone';
+import type { FileIngestionActivities } from '../contracts/activities';
+import { FILE_GONE } from '../contracts/errors';
+import type { FileIngestionInput, FileIngestionResult } from '../contracts/payloads';
 
 function reason(error: unknown): string {
   const cause = error instanceof ActivityFailure ? error.cause : error;
@@ -31,7 +27,7 @@ function reason(error: unknown): string {
 
 export async function fileIngestion(input: FileIngestionInput): Promise<FileIngestionResult> {
   const { fileId, fileName } = input;
-  const bookkeeping = proxyActivities<Activities>({
+  const bookkeeping = proxyActivities<FileIngestionActivities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
   });
@@ -47,7 +43,7 @@ export async function fileIngestion(input: FileIngestionInput): Promise<FileInge
       maximumAttempts: 5,
     },
   };
-  const parse = proxyActivities<Activities>(parseOptions);
+  const parse = proxyActivities<FileIngestionActivities>(parseOptions);
   const embedOptions: ActivityOptions = {
     startToCloseTimeout: input.embedTimeoutMs,
     heartbeatTimeout: input.heartbeatTimeoutMs,
@@ -58,7 +54,7 @@ export async function fileIngestion(input: FileIngestionInput): Promise<FileInge
       maximumAttempts: input.embedMaxAttempts,
     },
   };
-  const embed = proxyActivities<Activities>(embedOptions);
+  const embed = proxyActivities<FileIngestionActivities>(embedOptions);
 
   try {
     setCurrentDetails(`Parsing ${fileName}`);

@@ -4,11 +4,12 @@
  * firing's workflow id (Temporal appends the firing's time) names the run, so a retry queues it once.
  */
 import { proxyActivities, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
-import type { scheduleActivities } from '../activities/schedules';
+import type { ScheduleActivities } from '../contracts/activities';
+import { SCHEDULED_MESSAGE_REFUSED } from '../contracts/errors';
 
-const { sendScheduledMessage } = proxyActivities<ReturnType<typeof scheduleActivities>>({
+const { sendScheduledMessage } = proxyActivities<ScheduleActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { maximumAttempts: 10, nonRetryableErrorTypes: ['ScheduledMessageRefused'] },
+  retry: { maximumAttempts: 10, nonRetryableErrorTypes: [SCHEDULED_MESSAGE_REFUSED] },
 });
 
 export async function scheduledMessage(input: { scheduledMessageId: string }): Promise<string | null> {

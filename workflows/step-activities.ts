@@ -14,7 +14,8 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
+import type { AgentActivities } from '../contracts/activities';
+import { LLM_API_ERROR } from '../contracts/errors';
 import type {
   AgentStepError,
   AgentStepLimits,
@@ -22,11 +23,9 @@ import type {
   ApprovalWait,
   RunUsage,
   StepCall,
-} from '../activities/contracts';
-import { stopReasonKey } from './search-attributes';
+} from '../contracts/payloads';
+import { stopReasonKey } from '../contracts/search-attributes';
 import { cancellationType, toolRunner, type ToolQueues } from './tool-executors';
-
-type Activities = ReturnType<typeof createActivities>;
 
 /** Longest error message kept in the workflow's result (the history stays small). */
 const ERROR_MESSAGE_CHARS = 500;
@@ -62,12 +61,12 @@ export function stepActivities(limits: AgentStepLimits, queues: ToolQueues) {
   };
   return {
     runTool: toolRunner(limits, queues),
-    run: proxyLocalActivities<Activities>(bookkeeping),
+    run: proxyLocalActivities<AgentActivities>(bookkeeping),
     // Histories from before FINISH_RUN_LOCALLY ended their runs with a regular activity: they replay so.
-    runEndUnpatched: proxyActivities<Activities>(bookkeeping),
+    runEndUnpatched: proxyActivities<AgentActivities>(bookkeeping),
     model: limits.localModelCalls
-      ? proxyLocalActivities<Activities>(localModel)
-      : proxyActivities<Activities>(model),
+      ? proxyLocalActivities<AgentActivities>(localModel)
+      : proxyActivities<AgentActivities>(model),
     // The model call names itself in the Temporal UI: it passes these options again with a summary.
     modelOptions: limits.localModelCalls ? localModel : model,
   };
@@ -82,7 +81,7 @@ function describe(error: unknown): string {
 export function stopFor(error: unknown): { stopReason: string; error: AgentStepError } {
   const cause = error instanceof ActivityFailure ? error.cause : error;
   const message = describe(error).slice(0, ERROR_MESSAGE_CHARS);
-  if (cause instanceof ApplicationFailure && cause.type === 'LlmApiError') {
+  if (cause instanceof ApplicationFailure && cause.type === LLM_API_ERROR) {
     const type = typeof cause.details?.[0] === 'string' ? cause.details[0] : 'llm_error';
     return { stopReason: 'llm_api_error', error: { type, message } };
   }

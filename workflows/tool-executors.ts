@@ -15,11 +15,13 @@ import {
   setCurrentDetails,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { builtinActivities } from '../activities/builtin';
-import type { agentMessageActivities } from '../activities/agent-messages';
-import type { runCodeActivities } from '../activities/run-code';
-import type { sandboxActivities } from '../activities/sandbox';
-import type { mcpActivities } from '../activities/mcp';
+import type {
+  AgentMessageActivities,
+  BuiltinActivities,
+  McpActivities,
+  RunCodeActivities,
+  SandboxActivities,
+} from '../contracts/activities';
 import type {
   AgentStepLimits,
   ClientTool,
@@ -28,13 +30,13 @@ import type {
   ToolMode,
   ToolOutcome,
   StepCall,
-} from '../activities/contracts';
+} from '../contracts/payloads';
 
-type ToolActivities = ReturnType<typeof builtinActivities> &
-  ReturnType<typeof agentMessageActivities> &
-  ReturnType<typeof runCodeActivities> &
-  ReturnType<typeof sandboxActivities> &
-  ReturnType<typeof mcpActivities>;
+type ToolActivities = BuiltinActivities &
+  AgentMessageActivities &
+  RunCodeActivities &
+  SandboxActivities &
+  McpActivities;
 
 /** The task queues of the modes whose workers can live apart from the agent's. */
 export interface ToolQueues {

@@ -5,11 +5,11 @@
  * a restart of every component loses no delivery.
  */
 import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
-import type { WebhookDelivery } from '../activities/contracts';
-import type { webhookActivities } from '../activities/webhooks';
+import type { WebhookDelivery } from '../contracts/payloads';
+import type { WebhookActivities } from '../contracts/activities';
 
 export async function webhookDelivery(input: WebhookDelivery): Promise<void> {
-  const { deliverWebhook } = proxyActivities<ReturnType<typeof webhookActivities>>({
+  const { deliverWebhook } = proxyActivities<WebhookActivities>({
     startToCloseTimeout: input.timeoutMs + 5_000,
     retry: {
       initialInterval: input.initialRetryMs,

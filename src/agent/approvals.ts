@@ -9,7 +9,7 @@ import { insertRun } from '../db/runs';
 import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
-import type { RecordedAnswer } from '../../activities/contracts';
+import type { RecordedAnswer } from '../../contracts/payloads';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';

@@ -8,8 +8,8 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import type { fileIngestion } from '../../workflows/file-ingestion';
-import type { FileIngestionInput } from '../../activities/contracts';
+import type { Workflows } from '../../contracts/workflows';
+import type { FileIngestionInput } from '../../contracts/payloads';
 import * as archives from '../db/archives';
 import * as folders from '../db/folders';
 import { isUniqueViolation } from '../db/sql';
@@ -258,7 +258,7 @@ export async function startIngestion(
     embedRetryInitialMs: config.EMBEDDING_RETRY_INITIAL_MS,
     heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
   };
-  await ctx.temporal.workflow.start<typeof fileIngestion>('fileIngestion', {
+  await ctx.temporal.workflow.start<Workflows['fileIngestion']>('fileIngestion', {
     workflowId: file.workflow_id ?? ingestionWorkflowId(ctx.deploymentId, file.id),
     taskQueue: ctx.taskQueues.agent,
     args: [input],

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
-import type { scheduledMessage } from '../../workflows/scheduled-message';
+import type { Workflows } from '../../contracts/workflows';
 import * as store from '../db/scheduled-messages';
 import type { InputMessage } from '../db/rows';
 import { getAgentRow } from '../db/agents';
@@ -66,7 +66,7 @@ export async function createScheduledMessage(ctx: StepServices, agentId: string,
         workflowType: 'scheduledMessage' as const,
         workflowId: scopedId(ctx.deploymentId, `scheduled/${id}`),
         taskQueue: ctx.taskQueues.agent,
-        args: [{ scheduledMessageId: id }] as Parameters<typeof scheduledMessage>,
+        args: [{ scheduledMessageId: id }] as Parameters<Workflows['scheduledMessage']>,
         staticSummary: `Scheduled message ${id} to ${agentId}`,
       },
       policies: {

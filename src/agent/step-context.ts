@@ -4,7 +4,7 @@ import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
 import { builtinMode, runsLocally } from '../tools/builtin';
 import { toolTimeoutMs } from '../tools/tool-timeout';
-import type { StepContext, ToolMode } from '../../activities/contracts';
+import type { StepContext, ToolMode } from '../../contracts/payloads';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
 export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {

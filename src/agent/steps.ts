@@ -21,17 +21,17 @@ import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
-import type { AgentStepInput, ClientTool, QueuedStep } from '../../activities/contracts';
-import type { agentStep } from '../../workflows/agent-step';
-import { QUEUE_FULL, type agentSession } from '../../workflows/agent-session';
+import type { AgentStepInput, ClientTool, QueuedStep } from '../../contracts/payloads';
+import { QUEUE_FULL } from '../../contracts/errors';
+import type { Workflows } from '../../contracts/workflows';
 import {
   approvalAnsweredSignal,
   cancelStepsUpdate,
   enqueueStepUpdate,
   laneReleasedSignal,
-} from '../../workflows/messages';
-import { agentIdKey } from '../../workflows/search-attributes';
-import { stepWorkflowOptions } from '../../workflows/step-options';
+} from '../../contracts/messages';
+import { agentIdKey } from '../../contracts/search-attributes';
+import { stepWorkflowOptions } from '../../contracts/step-options';
 import {
   ALREADY_ANSWERED,
   answersMismatch,
@@ -263,7 +263,7 @@ export async function startAgentStep(
  */
 async function startStep(ctx: StepServices, step: QueuedStep): Promise<void> {
   try {
-    await ctx.temporal.workflow.start<typeof agentStep>('agentStep', {
+    await ctx.temporal.workflow.start<Workflows['agentStep']>('agentStep', {
       taskQueue: ctx.taskQueues.agent,
       ...stepWorkflowOptions(step),
       args: [step.input],
@@ -313,7 +313,7 @@ async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedSte
   try {
     try {
       await ctx.temporal.workflow
-        .getHandle<typeof agentSession>(sessionId)
+        .getHandle<Workflows['agentSession']>(sessionId)
         .executeUpdate(enqueueStepUpdate, update);
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -336,7 +336,7 @@ async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedSte
 
 /** A conversation's session, started by the update of its first step (or joined, if one runs by then). */
 const sessionStart = (ctx: StepServices, sessionId: string, agentId: string) =>
-  new WithStartWorkflowOperation<typeof agentSession>('agentSession', {
+  new WithStartWorkflowOperation<Workflows['agentSession']>('agentSession', {
     workflowId: sessionId,
     taskQueue: ctx.taskQueues.agent,
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -394,7 +394,7 @@ export async function answerPausedStep(
     },
     agentLock(agentId),
   );
-  const handle = ctx.temporal.workflow.getHandle<typeof agentStep>(workflowId);
+  const handle = ctx.temporal.workflow.getHandle<Workflows['agentStep']>(workflowId);
   try {
     await handle.signal(approvalAnsweredSignal, answered);
   } catch (error) {
@@ -422,7 +422,7 @@ export async function cancelSteps(
   const holder = all ? await laneHolder(ctx.db, conversation) : undefined;
   if (holder) workflowIds = [...new Set([...workflowIds, holder])];
   try {
-    const session = ctx.temporal.workflow.getHandle<typeof agentSession>(
+    const session = ctx.temporal.workflow.getHandle<Workflows['agentSession']>(
       sessionWorkflowIdFor(ctx.deploymentId, conversation.agentId, conversation.conversationId),
     );
     const { cancelled } = await session.executeUpdate(cancelStepsUpdate, {
@@ -456,7 +456,7 @@ async function cancelOutsideSession(ctx: StepServices, workflowId: string): Prom
 export async function signalLaneReleased(ctx: StepServices, scope: ConversationRef): Promise<void> {
   const session = sessionWorkflowIdFor(ctx.deploymentId, scope.agentId, scope.conversationId);
   await ctx.temporal.workflow
-    .getHandle<typeof agentSession>(session)
+    .getHandle<Workflows['agentSession']>(session)
     .signal(laneReleasedSignal)
     .catch(() => undefined);
 }

@@ -1,6 +1,6 @@
 import type { BlockRow } from '../db/rows';
 import type { ToolRule } from '../schemas/tool-rules';
-import { compileRulePrompts, TOOL_RULES_DESCRIPTION } from '../../workflows/tool-rules';
+import { compileRulePrompts, TOOL_RULES_DESCRIPTION } from '../../contracts/tool-rules';
 import { formatLettaTime } from './time';
 
 const CORE_MEMORY = '{CORE_MEMORY}';

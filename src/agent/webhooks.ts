@@ -16,8 +16,8 @@ import { invalid } from '../errors';
 import { refusal, withoutBrackets, type PrivateAllowList } from '../net/private-addresses';
 import { isIP } from 'node:net';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { webhookDelivery } from '../../workflows/webhook-delivery';
-import type { WebhookSubject } from '../../activities/contracts';
+import type { Workflows } from '../../contracts/workflows';
+import type { WebhookSubject } from '../../contracts/payloads';
 import { getAgentRow } from '../db/agents';
 import { pendingApproval } from '../db/conversations';
 import { getMessage } from '../db/messages';
@@ -144,7 +144,7 @@ export async function startWebhook(services: StepServices, subject: WebhookSubje
     if (!agent || !approvalWebhookUrl(agent, config.APPROVAL_WEBHOOK_URL)) return;
   }
   try {
-    await services.temporal.workflow.start<typeof webhookDelivery>('webhookDelivery', {
+    await services.temporal.workflow.start<Workflows['webhookDelivery']>('webhookDelivery', {
       workflowId: scopedId(services.deploymentId, `webhook/${subject.kind}/${subject.id}`),
       taskQueue: services.taskQueues.agent,
       args: [

@@ -9,7 +9,7 @@ import { runMessagesAfter } from '../db/messages';
 import { ABANDONED_RUN_ERROR, getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { StepLiveness } from '../agent/steps';
-import type { AgentStepError } from '../../activities/contracts';
+import type { AgentStepError } from '../../contracts/payloads';
 import type { TokenNotice } from '../db/token-deltas';
 
 /** How often the workflows are asked whether they still run (a terminated one never stops its run). */

@@ -1,5 +1,6 @@
 import type { Database } from './database';
-import { migrations as knownMigrations, type Migration } from './migrations';
+import { migrations as knownMigrations } from './migrations';
+import type { Migration } from './migrations/migration';
 
 export class SchemaTooNewError extends Error {
   override name = 'SchemaTooNewError';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PipRequirementSchema as Requirement } from './sandbox-config';
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
+import type { ClientTool } from '../../contracts/payloads';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -59,7 +60,7 @@ export const ClientToolSchema = z.object({
   name: z.string().min(1),
   description: z.string().nullish(),
   parameters: JsonObject.nullish(),
-});
+}) satisfies z.ZodType<ClientTool>;
 
 /** Letta's ToolSearchRequest; the search is full-text whatever `search_mode` asks. */
 export const SearchToolsSchema = z.object({

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Logger } from '../logger';
 import { connectTemporal, errorText } from './connection';
-import { customSearchAttributes } from '../../workflows/search-attributes';
+import { customSearchAttributes } from '../../contracts/search-attributes';
 
 /**
  * Server settings the agent step relies on: updates and update-with-start (every message reaches its

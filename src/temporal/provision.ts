@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { resolveTemporalBinary } from './cli-binary';
 import { devServerTuningArgs, startDevServer } from './dev-server';
-import { customSearchAttributes } from '../../workflows/search-attributes';
+import { customSearchAttributes } from '../../contracts/search-attributes';
 
 export interface TemporalEndpoint {
   address: string;

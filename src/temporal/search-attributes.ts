@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
-import { customSearchAttributes } from '../../workflows/search-attributes';
+import { customSearchAttributes } from '../../contracts/search-attributes';
 
 const { IndexedValueType } = temporal.api.enums.v1;
 

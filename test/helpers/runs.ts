@@ -4,7 +4,7 @@ import type { Database } from '../../src/db';
 import { insertRun } from '../../src/db/runs';
 import { insertMessage } from '../../src/db/messages';
 import { getToolByName } from '../../src/db/tools';
-import type { ToolCallInput } from '../../activities/contracts';
+import type { ToolCallInput } from '../../contracts/payloads';
 import { newId } from '../../src/ids';
 import { testConfig } from './env';
 

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /** Facts about this installation, kept with its data (the id shows in logs and the health answer). */
 export const initial: Migration = {

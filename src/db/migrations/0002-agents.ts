@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Agents, their memory blocks and tools, the transcript, and runs. Large or private things (message

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Durable pauses: what an agent waits on (the paused workflow, the approval request message, the tool

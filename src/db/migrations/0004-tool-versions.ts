@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A version per change of a tool: a step that started with a tool keeps running that version even if

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Sandbox configs (one per type: Letta keeps a single config of each type and updates it in place) and

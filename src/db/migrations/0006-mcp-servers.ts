@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Registered MCP servers. `config` holds the fields that carry no credentials; `secrets` the others

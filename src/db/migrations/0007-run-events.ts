@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Whoever follows a run (the API answering `messages.create`) hears of its new messages and of its stop

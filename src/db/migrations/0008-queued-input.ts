@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A request's messages wait with its run until the agent's session gives the step its turn: stored in

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Conversations (Letta's): message histories of one agent, each with its own order of steps, all

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * The history invariant, kept by the database whoever writes, in each conversation: an assistant message with tool calls is

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * The deployment's id, which its task queues and workflow ids carry: two servers with their own

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Archival memory, as Letta keeps it: archives of passages, attached to agents (an agent's own archive

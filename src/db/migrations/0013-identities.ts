@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /** Letta's identities: who an agent (or a block) belongs to, by the caller's own key. */
 export const identities: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Tool schemas keep their keys in the order they were given: `jsonb` sorts object keys, and a model

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Letta's folders (once "sources") and their files. A file's bytes are kept until its ingestion

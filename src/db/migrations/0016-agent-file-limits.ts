@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Letta's per-agent file controls: how many files of its folders an agent keeps open at once, and

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A file's chunks between its parsing and their embedding (workflows/file-ingestion.ts): the parse

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Completion callbacks (Letta's `callback_url` on a run): where to POST the run once it ends, and how

@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * Scheduled messages (Letta's `agents.schedule`): what to send the agent, and when. Each is a Temporal

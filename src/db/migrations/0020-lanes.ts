@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A conversation's lane (src/db/lanes.ts): the workflow id of the one step of it that may run, in the

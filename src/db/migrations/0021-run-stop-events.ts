@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A run's stop is announced a second time on `letta_run_events`, as `stop:<run id>`, so that a

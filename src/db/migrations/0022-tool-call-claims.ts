@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from './migration';
 
 /**
  * A tool call's claim (src/db/tool-claims.ts): which attempt may run it, until when. Taken with the

@@ -2,12 +2,7 @@
  * Versioned schema migrations, applied in order at start-up. Never edit one that has shipped:
  * add the next version instead.
  */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
+import type { Migration } from './migration';
 import { initial } from './0001-initial';
 import { agents } from './0002-agents';
 import { approvals } from './0003-approvals';

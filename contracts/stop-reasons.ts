@@ -1,5 +1,5 @@
 /** Stop reasons the step and its model call agree on (sandbox-safe: pure functions). */
-import type { ModelTurn } from '../activities/contracts';
+import type { ModelTurn } from './payloads';
 
 /** How a request ends on a reply without tool calls: cut short by the token limit, or its turn over. */
 export const finalReplyStopReason = (finishReason: ModelTurn['finishReason']) =>

@@ -1,9 +1,9 @@
 /**
  * The agent session's and the agent-step workflow's signal and updates, shared with the API, which
- * sends them. Their payloads are defined in activities/contracts.ts. Sandbox-safe: definitions only.
+ * sends them. Their payloads are defined in payloads.ts. Sandbox-safe: definitions only.
  */
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalAnswered, QueuedStep } from '../activities/contracts';
+import type { ApprovalAnswered, QueuedStep } from './payloads';
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');
 

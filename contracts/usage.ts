@@ -1,5 +1,5 @@
 /** Token usage as a request adds it up, model call by model call (sandbox-safe: pure functions). */
-import type { RunUsage, TokenUsage } from '../activities/contracts';
+import type { RunUsage, TokenUsage } from './payloads';
 
 export const noUsage = (): RunUsage => ({
   promptTokens: 0,

@@ -1,8 +1,8 @@
 /**
  * The options of an agent step's workflow, whoever starts it: the API, when its conversation is idle
- * (src/agent/steps.ts), or the conversation's session, when the step's turn comes (agent-session.ts).
+ * (src/agent/steps.ts), or the conversation's session, when the step's turn comes (workflows/agent-session.ts).
  */
-import type { QueuedStep } from '../activities/contracts';
+import type { QueuedStep } from './payloads';
 import { agentIdKey, runIdKey } from './search-attributes';
 
 export const stepWorkflowOptions = (step: QueuedStep) => ({

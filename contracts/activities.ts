@@ -1,0 +1,104 @@
+/**
+ * The activities as workflows call them: each interface is implemented by its factory in activities/
+ * (checked with `satisfies`), and workflows proxy these types, never the factories'.
+ */
+import type {
+  ApprovalAnswered,
+  CallModelInput,
+  EmbedBatchInput,
+  FileIngestionInput,
+  FinishRunInput,
+  ModelTurn,
+  ParsedFile,
+  RejectToolCallInput,
+  ResumePlan,
+  ToolCallInput,
+  ToolOutcome,
+  WebhookSubject,
+} from './payloads';
+
+/** A tool call of any execution mode (activities/tool-call.ts). */
+export type ToolCallActivity = (input: ToolCallInput) => Promise<ToolOutcome>;
+
+/** The run's bookkeeping (activities/run.ts). */
+export interface RunActivities {
+  cancelQueuedRuns(input: { runIds: string[] }): Promise<void>;
+  rejectToolCall(input: RejectToolCallInput): Promise<ToolOutcome>;
+  appendUserMessage(input: { agentId: string; runId: string; step: number; text: string }): Promise<void>;
+  finishRun(input: FinishRunInput): Promise<void>;
+}
+
+/** activities/model.ts */
+export interface ModelActivities {
+  callModel(input: CallModelInput): Promise<ModelTurn>;
+}
+
+/** A paused step's answer, its expiry and its cancel (activities/approvals.ts). */
+export interface ApprovalActivities {
+  expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null>;
+  denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null>;
+  applyApprovalAnswer(input: {
+    agentId: string;
+    runId: string;
+    approvalMessageId: string;
+  }): Promise<ResumePlan>;
+}
+
+/** activities/file-ingestion.ts */
+export interface FileIngestionActivities {
+  parseFile(input: Pick<FileIngestionInput, 'fileId' | 'chunkSize' | 'chunkOverlap'>): Promise<ParsedFile>;
+  embedChunks(input: EmbedBatchInput): Promise<{ chunksEmbedded: number }>;
+  finishIngestion(input: { fileId: string }): Promise<void>;
+  failIngestion(input: { fileId: string; error: string }): Promise<void>;
+}
+
+/** The execution modes' activities (workflows/tool-executors.ts), one module each in activities/. */
+export interface BuiltinActivities {
+  runBuiltinTool: ToolCallActivity;
+}
+export interface AgentMessageActivities {
+  messageAgents: ToolCallActivity;
+}
+export interface RunCodeActivities {
+  runCode: ToolCallActivity;
+}
+export interface SandboxActivities {
+  runSandboxTool: ToolCallActivity;
+}
+export interface McpActivities {
+  runMcpTool: ToolCallActivity;
+}
+
+/** A step waiting in its session for its conversation's lane (src/db/lanes.ts). */
+export interface LaneTurn {
+  agentId: string;
+  runId: string;
+  workflowId: string;
+}
+
+/** activities/lanes.ts */
+export interface LaneActivities {
+  /** True once the lane is taken; otherwise the turn is marked waited on. */
+  takeLaneTurn(turn: LaneTurn): Promise<boolean>;
+  giveLaneBack(turn: LaneTurn): Promise<void>;
+}
+
+/** activities/schedules.ts */
+export interface ScheduleActivities {
+  sendScheduledMessage(input: {
+    scheduledMessageId: string;
+    firingId: string;
+  }): Promise<{ runId: string } | null>;
+}
+
+/** activities/webhooks.ts */
+export interface WebhookActivities {
+  deliverWebhook(subject: WebhookSubject): Promise<void>;
+}
+
+/** Every activity of the `agent` task queue's worker (activities/index.ts). */
+export type AgentActivities = RunActivities &
+  ModelActivities &
+  BuiltinActivities &
+  ApprovalActivities &
+  FileIngestionActivities;

@@ -1,0 +1,318 @@
+/**
+ * What the API, the workflows and their activities pass each other, as plain types (contracts/README.md
+ * says why no zod). Ids and short summaries only: transcripts, tool arguments and tool returns stay in
+ * the database (small histories; the Temporal UI shows ids and summaries).
+ */
+import type { ToolRule } from '../src/schemas/tool-rules';
+
+/**
+ * A tool the client runs, sent with a request (Letta's `client_tools`): the step pauses for its return.
+ * The API parses it with src/schemas/tools.ts ClientToolSchema, which is checked against this type.
+ */
+export interface ClientTool {
+  name: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+}
+
+/** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
+export type ToolMode = 'builtin' | 'code' | 'agent' | 'sandbox' | 'mcp' | 'client';
+
+export interface StepTool {
+  id: string;
+  name: string;
+  mode: ToolMode;
+  parallel: boolean;
+  /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
+  version: number;
+  /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
+  timeoutMs?: number;
+  /** A built-in tool that works on the database alone: it runs as a local activity. */
+  local?: boolean;
+}
+
+/** The agent's tools and rules as a request of a step works with them. */
+export interface StepContext {
+  tools: StepTool[];
+  toolRules: ToolRule[];
+  /** llm_config.parallel_tool_calls, and no rules other than requires_approval (Letta's condition). */
+  parallelToolCalls: boolean;
+  model: string;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+}
+
+/** What one run (one request) used: its model calls' tokens and their number. */
+export interface RunUsage extends TokenUsage {
+  stepCount: number;
+}
+
+export interface CallModelInput {
+  agentId: string;
+  runId: string;
+  step: number;
+  allowedTools: string[];
+  toolChoice: 'auto' | 'required' | { name: string };
+  parallelToolCalls: boolean;
+  clientTools: ClientTool[];
+  /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
+  approvalTools: string[];
+  /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
+  pendingToolCallIds: string[];
+  /** An approval whose follow-up user messages go after those returns. */
+  followUpsFrom?: string;
+  /** What the request's earlier model calls used: a reply whose calls wait enters the pause with it. */
+  requestUsage: RunUsage;
+  /** The request streams tokens: the reply's pieces are published as the provider streams them. */
+  streamTokens?: boolean;
+  /**
+   * A reply without tool calls ends the request: its run ends with it, in the transaction that stores
+   * it (a plain step then needs no activity after its model call).
+   */
+  endsRunWhenFinal?: boolean;
+}
+
+/** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
+export interface StepCall {
+  id: string;
+  name: string;
+}
+
+export interface ApprovalWait {
+  /** How long to wait before the pending calls are denied; null: for as long as it takes. */
+  timeoutMs: number | null;
+}
+
+export interface ModelTurn {
+  messageId: string;
+  stepId: string;
+  toolCalls: StepCall[];
+  finishReason: 'stop' | 'tool_calls' | 'length' | 'other';
+  usage: TokenUsage;
+  /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
+  approvalWait?: ApprovalWait;
+  /** Set when the reply ended the run (`endsRunWhenFinal`): the stop reason it ended with. */
+  stopReason?: string;
+}
+
+export interface ToolCallInput {
+  agentId: string;
+  runId: string;
+  stepId: string;
+  messageId: string;
+  toolCallId: string;
+  toolName: string;
+  /** Arguments tool rules fix for this call; they override the model's. */
+  prefilledArgs?: Record<string, unknown>;
+  /** The called tool, at the version the step resolved at its start. */
+  toolId: string;
+  toolVersion: number;
+}
+
+export interface ToolOutcome {
+  status: 'success' | 'error';
+  /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
+  output?: string;
+}
+
+/** Longest tool output carried in workflow state for conditional rules. */
+export const SHORT_OUTPUT_CHARS = 256;
+
+export interface RejectToolCallInput {
+  agentId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  /** The error text the model sees instead of a result. */
+  reason: string;
+}
+
+/** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
+export interface AgentStepError {
+  type: string;
+  message: string;
+}
+
+export interface FinishRunInput {
+  agentId: string;
+  runId: string;
+  stopReason: string;
+  usage: RunUsage;
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
+  /** Why the step failed, for `error` and `llm_api_error`. */
+  error?: AgentStepError;
+}
+
+export interface EnterPauseInput {
+  agentId: string;
+  runId: string;
+  /** The assistant message whose tool calls wait. */
+  messageId: string;
+  toolCallIds: string[];
+  usage: RunUsage;
+}
+
+/** What the step does with an answer: the calls to run now (approved or never in question). */
+export interface ResumePlan {
+  messageId: string;
+  stepId: string;
+  /** Every call of the paused reply, in order: their returns make up one tool message. */
+  callIds: string[];
+  toRun: StepCall[];
+  clientTools: ClientTool[];
+  maxSteps: number;
+  streamTokens?: boolean;
+}
+
+export interface AgentStepLimits {
+  maxSteps: number;
+  modelTimeoutMs: number;
+  modelMaxAttempts: number;
+  modelRetryInitialMs: number;
+  toolTimeoutMs: number;
+  toolMaxAttempts: number;
+  /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
+  heartbeatTimeoutMs: number;
+  /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */
+  mcpCallTimeoutMs: number;
+  mcpConnectTimeoutMs: number;
+  /** How long a message to another agent may wait for its reply. */
+  agentMessageTimeoutMs: number;
+  /**
+   * Sandboxed, run_code and MCP calls run as local activities of the agent worker (LOCAL_TOOL_CALLS),
+   * not on their modes' task queues.
+   */
+  localToolCalls?: boolean;
+  /** Model calls run as local activities of the agent worker (LOCAL_MODEL_CALLS). */
+  localModelCalls?: boolean;
+  /** The step workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
+  taskTimeoutMs?: number;
+}
+
+export interface AgentStepInput {
+  agentId: string;
+  runId: string;
+  /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
+  sandboxTaskQueue: string;
+  /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
+  mcpTaskQueue: string;
+  clientTools: ClientTool[];
+  limits: AgentStepLimits;
+  /** The request streams tokens (`stream_tokens`). */
+  streamTokens?: boolean;
+  /** The agent's tools and rules, resolved by the API as it started the step. */
+  context: StepContext;
+}
+
+export interface AgentStepResult {
+  stopReason: string;
+  error?: AgentStepError;
+  usage: RunUsage;
+}
+
+/** An answer to a paused step as the database records it. */
+export interface RecordedAnswer {
+  /** The run of the request that brought the answer; the step continues under it. */
+  runId: string;
+  approvalMessageId: string;
+  /** The assistant message whose tool calls were waiting. */
+  requestMessageId: string;
+  toolCallIds: string[];
+}
+
+/**
+ * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
+ * ids only (the tool returns live in the database), so the history shows which calls were answered.
+ */
+export interface ApprovalAnswered extends RecordedAnswer {
+  /** The agent's tools and rules as the answer came, for the request it continues the step with. */
+  context: StepContext;
+}
+
+/** A step waiting in its agent's session for its turn. */
+export interface QueuedStep {
+  /** The step's own workflow, a child of the session. */
+  workflowId: string;
+  input: AgentStepInput;
+  /** What the Temporal UI shows of it: a line in lists, and Markdown on its page. */
+  summary: string;
+  details?: string;
+  /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
+  maxQueued: number;
+}
+
+export interface AgentSessionInput {
+  agentId: string;
+  /** A session ends after this long without a message (the next one starts a new session). */
+  idleMs: number;
+  /** Steps a session runs before it continues as new, to keep its history small. */
+  maxStepsPerRun: number;
+  /**
+   * How often a step waiting for its lane looks whether the step holding it is still alive
+   * (AGENT_LANE_LOOK_MS); sessions started before lanes have none: 10 s.
+   */
+  laneLookMs?: number;
+  /** Steps still waiting, carried over when the session continued as new. */
+  queue?: QueuedStep[];
+}
+
+/** One uploaded file's ingestion (workflows/file-ingestion.ts), with the limits it runs under. */
+export interface FileIngestionInput {
+  fileId: string;
+  /** What the Temporal UI names the file by. */
+  fileName: string;
+  /** Tokens per chunk and of overlap (the folder's `embedding_chunk_size`, FILE_CHUNK_OVERLAP). */
+  chunkSize: number;
+  chunkOverlap: number;
+  /** Chunks per embedding request: one activity each (EMBEDDING_BATCH_SIZE). */
+  batchSize: number;
+  parseTimeoutMs: number;
+  embedTimeoutMs: number;
+  embedMaxAttempts: number;
+  embedRetryInitialMs: number;
+  heartbeatTimeoutMs: number;
+}
+
+/** A parsed file: how many chunks it has (their text stays in the database). */
+export interface ParsedFile {
+  totalChunks: number;
+}
+
+/** One embedding batch: the chunks [start, end) of a file. */
+export interface EmbedBatchInput {
+  fileId: string;
+  start: number;
+  end: number;
+}
+
+export interface FileIngestionResult {
+  status: 'completed' | 'error' | 'gone';
+  totalChunks?: number;
+  error?: string;
+}
+
+/**
+ * What a webhook tells (src/agent/webhooks.ts): a run's end (its completion callback), or an approval
+ * request made or expired (the approval webhook), by the run's or the request message's id.
+ */
+export interface WebhookSubject {
+  kind: 'run_callback' | 'approval_requested' | 'approval_expired';
+  id: string;
+  agentId: string;
+}
+
+/** The delivery of a webhook: what it tells, and how hard to try. */
+export interface WebhookDelivery {
+  subject: WebhookSubject;
+  maxAttempts: number;
+  initialRetryMs: number;
+  maxRetryMs: number;
+  /** One attempt, from the first lookup to the receiver's answer. */
+  timeoutMs: number;
+}

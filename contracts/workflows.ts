@@ -1,0 +1,26 @@
+/**
+ * The workflows by the names Temporal knows them by, with their signatures: the API starts and
+ * addresses them through these (`client.workflow.start<Workflows['agentStep']>('agentStep', …)`), and
+ * workflows/index.ts checks that each workflow has its signature.
+ */
+import type {
+  AgentSessionInput,
+  AgentStepInput,
+  AgentStepResult,
+  FileIngestionInput,
+  FileIngestionResult,
+  WebhookDelivery,
+} from './payloads';
+
+export interface Workflows {
+  /** A conversation's steps, one at a time (workflows/agent-session.ts). */
+  agentSession(input: AgentSessionInput): Promise<void>;
+  /** One step: model calls and tool calls until the request ends (workflows/agent-step.ts). */
+  agentStep(input: AgentStepInput): Promise<AgentStepResult>;
+  /** One uploaded file, parsed and embedded (workflows/file-ingestion.ts). */
+  fileIngestion(input: FileIngestionInput): Promise<FileIngestionResult>;
+  /** One webhook, retried (workflows/webhook-delivery.ts). */
+  webhookDelivery(input: WebhookDelivery): Promise<void>;
+  /** One firing of a scheduled message: the run it started, if any (workflows/scheduled-message.ts). */
+  scheduledMessage(input: { scheduledMessageId: string }): Promise<string | null>;
+}

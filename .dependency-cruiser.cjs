@@ -1,6 +1,6 @@
 /**
  * The import graph's rules (`npm run lint:deps`, part of `npm run lint`): no cycles, type-only imports
- * included, and the layers of the README's code map (contracts/README.md), each depending only down:
+ * included, and the layers of the code map (docs/design.md, contracts/README.md), each depending only down:
  *
  *   src/server.ts, src/main.ts (wiring)  →  src/api  →  the core (src/)  →  contracts/
  *   activities/  →  the core, contracts/         workflows/  →  contracts/ only

@@ -53,9 +53,11 @@ def echo(text: str):
 `;
 
 describe('the Modal sandbox (real SDK, local Modal server)', () => {
-  const h = useModalServer();
   const sandboxes: ModalToolSandbox[] = [];
+  // Declared before the server's: jest runs afterAll hooks in their order, and a sandbox closed after
+  // its server would leave the SDK reconnecting to the port, which a later test's server may hold.
   afterAll(() => Promise.all(sandboxes.map((s) => s.close())));
+  const h = useModalServer();
 
   const backend = (options: Partial<ModalSandboxOptions> = {}) => {
     const sandbox = modalSandbox({

@@ -63,7 +63,7 @@ interface Request {
 /**
  * The model call whose reply ends the request ends its run too, in the transaction that stores the
  * reply: no activity after it, so a plain step is one model call (bench/where-the-time-goes.md).
- * Histories from before ran `finishRun` after it, and replay so.
+ * Histories recorded without this patch run `finishRun` after it, and replay so.
  */
 const MODEL_CALL_ENDS_RUN = 'model-call-ends-run';
 

@@ -107,8 +107,8 @@ export interface RequestOutcome {
 export type StepActivities = ReturnType<typeof stepActivities>;
 
 /**
- * Ending the run is a local activity, like the rest of the bookkeeping: as a regular one it cost every
- * step a round trip through the server (~12 ms of a ~60 ms plain step, bench/results.md). The stop
+ * Ending the run is a local activity, like the rest of the bookkeeping: as a regular one it would cost
+ * every step a round trip through the server (bench/results.md). The stop
  * reason's search attribute is then stored with the workflow task that ran it, a few milliseconds
  * after the API may have answered: Temporal's visibility is eventually consistent anyway (with
  * Elasticsearch, by up to a second), and a pause was already marked that way.

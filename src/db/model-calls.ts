@@ -1,9 +1,8 @@
 /**
  * What a model call reads before it calls the provider: its agent with the blocks and tools the request
  * is built from, the reply an earlier attempt stored, and the run's context window, in one statement;
- * the transcript in a second, which finds the window itself, so that the two go at once. They were
- * eight statements (the agent alone five, its secrets decrypted for nothing): every one a round trip
- * and the pg client's work for each (bench/where-the-time-goes.md).
+ * the transcript in a second, which finds the window itself, so that the two go at once: every
+ * statement is a round trip and the pg client's work.
  */
 import type { Queryable } from './database';
 import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow } from './rows';

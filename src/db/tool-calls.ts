@@ -87,7 +87,7 @@ const SANDBOX = `json_build_object(
 /**
  * The statement for what a call reads. One text per choice of parts, not parameters that switch parts
  * off: PostgreSQL would cost a generic plan with every part in it and so plan the statement again at
- * every call (0.7 ms of a tool call on a 2-vCPU VM); a text per choice keeps one plan per connection.
+ * every call; a text per choice keeps one plan per connection.
  */
 const readStatement = (
   claim: boolean,

@@ -11,8 +11,8 @@ import { customSearchAttributes } from '../../contracts/search-attributes';
  * agent's session as one, and a burst of them must not hit the default limit of 10 in flight per
  * workflow) and eager dispatch (it cuts a matching round trip per tool call). The rest is latency:
  * the dev server has one history shard, whose transfer queue (activity and workflow tasks on their way
- * to matching) is read at most `transferProcessorMaxPollRPS` times a second, 20 by default; a task
- * waited ~40 ms for the next read, twice per activity. Task queue partitions spread load over matching
+ * to matching) is read at most `transferProcessorMaxPollRPS` times a second, 20 by default, so a task
+ * waits for the next read, up to a twentieth of a second, twice per activity. Task queue partitions spread load over matching
  * nodes a dev server does not have, and a task on a partition no poller is on waited seconds for a
  * forward.
  *
@@ -38,7 +38,7 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
 
 /**
  * The history file in write-ahead-log mode, synced at checkpoints rather than at every commit: SQLite's
- * default journal synced each history write, ~5 ms apiece, several per activity. A killed process loses
+ * default journal syncs each history write to disk, several per activity. A killed process loses
  * nothing (the log is in the OS's cache); an OS crash or power cut may lose the last moments.
  *
  * The dev server does all its persistence through one SQLite connection, and a checkpoint (the log

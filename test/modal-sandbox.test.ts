@@ -207,9 +207,11 @@ describe('a tool that asks for Modal, in an agent step', () => {
       MODAL_SANDBOX_IDLE_MS: '1000',
     });
   });
-  const h = useAgentServer('openai', env);
+  // A block of its own: its server stops, closing its Modal sandboxes, before the Modal server does.
+  describe('on an agent server', () => {
+    const h = useAgentServer('openai', env);
 
-  const WHERE = `import os
+    const WHERE = `import os
 
 def where(tag: str):
     """Says where it runs.
@@ -220,77 +222,90 @@ def where(tag: str):
     return {"tag": tag, "modal_var": os.environ.get("MODAL_VAR"), "local_var": os.environ.get("LOCAL_VAR")}
 `;
 
-  /** An agent with `where` (asking for Modal) and one step that calls it; the tool's return message. */
-  const callWhere = async (metadata: Record<string, unknown> | undefined) => {
-    const tool = await h.client.tools.upsert({
-      source_code: WHERE,
-      ...(metadata && { metadata_: metadata }),
-    });
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
-    h.stub.enqueue({ toolCalls: [{ name: 'where', arguments: { tag: 'x' } }] }, { text: 'done' });
-    const response = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Where do you run?' }],
-    });
-    const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
-    return toolReturn as unknown as { status: string; tool_return: string; stderr: string[] | null };
-  };
-
-  /** Letta's sandbox-config API (the TS client has none): a config of `type` with one variable. */
-  const configWithVariable = async (body: unknown, key: string, value: string) => {
-    const config = (await jsonRequest(h.server.url, 'POST', '/v1/sandbox-config', body)).json as {
-      id: string;
+    /** An agent with `where` (asking for Modal) and one step that calls it; the tool's return message. */
+    const callWhere = async (metadata: Record<string, unknown> | undefined) => {
+      const tool = await h.client.tools.upsert({
+        source_code: WHERE,
+        ...(metadata && { metadata_: metadata }),
+      });
+      const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+      h.stub.enqueue({ toolCalls: [{ name: 'where', arguments: { tag: 'x' } }] }, { text: 'done' });
+      const response = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Where do you run?' }],
+      });
+      const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
+      return toolReturn as unknown as { status: string; tool_return: string; stderr: string[] | null };
     };
-    await jsonRequest(h.server.url, 'POST', `/v1/sandbox-config/${config.id}/environment-variable`, {
-      key,
-      value,
-    });
-    return config;
-  };
 
-  beforeAll(async () => {
-    await configWithVariable({ config: { use_venv: false } }, 'LOCAL_VAR', 'from-local');
-    if (!modalSupported) return;
-    const modal = await configWithVariable(
-      { config: { timeout: 30, language: 'python' } },
-      'MODAL_VAR',
-      'from-modal',
-    );
-    expect(modal).toMatchObject({ type: 'modal' });
-  });
+    /** Letta's sandbox-config API (the TS client has none): a config of `type` with one variable. */
+    const configWithVariable = async (body: unknown, key: string, value: string) => {
+      const config = (await jsonRequest(h.server.url, 'POST', '/v1/sandbox-config', body)).json as {
+        id: string;
+      };
+      await jsonRequest(h.server.url, 'POST', `/v1/sandbox-config/${config.id}/environment-variable`, {
+        key,
+        value,
+      });
+      return config;
+    };
 
-  it('a tool that does not ask for Modal runs in the local sandbox', async () => {
-    const execs = m.modal.execs.length;
-    const result = await callWhere(undefined);
-    expect(JSON.parse(result.tool_return)).toEqual({ tag: 'x', modal_var: null, local_var: 'from-local' });
-    expect(m.modal.execs).toHaveLength(execs);
-  });
-
-  if (modalSupported) {
-    it("runs on Modal with the modal sandbox config's variables, through the real SDK", async () => {
-      const result = await callWhere({ sandbox: 'modal' });
-      expect(result.status).toBe('success');
-      expect(JSON.parse(result.tool_return)).toEqual({ tag: 'x', modal_var: 'from-modal', local_var: null });
-      expect(m.modal.execs.at(-1)!.env).toMatchObject({ MODAL_VAR: 'from-modal' });
-    });
-
-    it('falls back to the local sandbox when Modal cannot start one, and says so', async () => {
-      m.modal.failNext('SandboxCreate', Status.RESOURCE_EXHAUSTED);
-      const result = await callWhere({ sandbox: 'modal' });
-      expect(result.status).toBe('success');
-      expect(JSON.parse(result.tool_return)).toEqual({ tag: 'x', modal_var: null, local_var: 'from-local' });
-      expect(result.stderr?.[0]).toMatch(
-        /^Modal sandbox unavailable \(Modal sandbox: .+\): the tool ran in the local sandbox instead$/,
+    beforeAll(async () => {
+      await configWithVariable({ config: { use_venv: false } }, 'LOCAL_VAR', 'from-local');
+      if (!modalSupported) return;
+      const modal = await configWithVariable(
+        { config: { timeout: 30, language: 'python' } },
+        'MODAL_VAR',
+        'from-modal',
       );
+      expect(modal).toMatchObject({ type: 'modal' });
     });
-  } else {
-    it('falls back to the local sandbox on this Node, and says why', async () => {
-      const result = await callWhere({ sandbox: 'modal' });
-      expect(result.status).toBe('success');
+
+    it('a tool that does not ask for Modal runs in the local sandbox', async () => {
+      const execs = m.modal.execs.length;
+      const result = await callWhere(undefined);
       expect(JSON.parse(result.tool_return)).toEqual({ tag: 'x', modal_var: null, local_var: 'from-local' });
-      expect(result.stderr?.[0]).toMatch(
-        /^Modal sandbox unavailable \(Modal sandbox: Modal sandboxes need Node 22 or later; this server runs Node 20.+\): the tool ran in the local sandbox instead$/,
-      );
-      expect(m.modal.sandboxes).toHaveLength(0);
+      expect(m.modal.execs).toHaveLength(execs);
     });
-  }
+
+    if (modalSupported) {
+      it("runs on Modal with the modal sandbox config's variables, through the real SDK", async () => {
+        const result = await callWhere({ sandbox: 'modal' });
+        expect(result.status).toBe('success');
+        expect(JSON.parse(result.tool_return)).toEqual({
+          tag: 'x',
+          modal_var: 'from-modal',
+          local_var: null,
+        });
+        expect(m.modal.execs.at(-1)!.env).toMatchObject({ MODAL_VAR: 'from-modal' });
+      });
+
+      it('falls back to the local sandbox when Modal cannot start one, and says so', async () => {
+        m.modal.failNext('SandboxCreate', Status.RESOURCE_EXHAUSTED);
+        const result = await callWhere({ sandbox: 'modal' });
+        expect(result.status).toBe('success');
+        expect(JSON.parse(result.tool_return)).toEqual({
+          tag: 'x',
+          modal_var: null,
+          local_var: 'from-local',
+        });
+        expect(result.stderr?.[0]).toMatch(
+          /^Modal sandbox unavailable \(Modal sandbox: .+\): the tool ran in the local sandbox instead$/,
+        );
+      });
+    } else {
+      it('falls back to the local sandbox on this Node, and says why', async () => {
+        const result = await callWhere({ sandbox: 'modal' });
+        expect(result.status).toBe('success');
+        expect(JSON.parse(result.tool_return)).toEqual({
+          tag: 'x',
+          modal_var: null,
+          local_var: 'from-local',
+        });
+        expect(result.stderr?.[0]).toMatch(
+          /^Modal sandbox unavailable \(Modal sandbox: Modal sandboxes need Node 22 or later; this server runs Node 20.+\): the tool ran in the local sandbox instead$/,
+        );
+        expect(m.modal.sandboxes).toHaveLength(0);
+      });
+    }
+  });
 });

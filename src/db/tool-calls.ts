@@ -113,11 +113,12 @@ const readStatement = (
  * For a call that takes a claim and one that takes none: the call alone; with the agent's blocks; with
  * those and its sandbox context (which needs them).
  */
-const READS = [true, false].map((claim) => ({
+const readsOf = (claim: boolean) => ({
   call: readStatement(claim, false, false),
   withBlocks: readStatement(claim, true, false),
   withSandbox: readStatement(claim, true, true),
-}));
+});
+const READS = { claiming: readsOf(true), unclaimed: readsOf(false) };
 
 /**
  * Takes the call's claim for `holder` (none without one), and reads the call's recorded result, its
@@ -130,7 +131,7 @@ export async function readToolCall(
   holder: ClaimHolder | undefined,
   { blocks = false, sandbox = false } = {},
 ): Promise<ToolCallRead> {
-  const reads = READS[holder ? 0 : 1];
+  const reads = holder ? READS.claiming : READS.unclaimed;
   const statement = sandbox ? reads.withSandbox : blocks ? reads.withBlocks : reads.call;
   const params = [key.toolCallId, key.agentId, key.toolId, key.toolVersion, key.messageId];
   const [row] = await db.query<Row>(statement, holder ? [...params, holder.owner, holder.leaseMs] : params);

@@ -3,7 +3,7 @@
  * step of the recipient's own, queued in its session (src/agent/agent-messages.ts); the call waits for
  * the replies it asks for, heartbeating, up to AGENT_MESSAGE_TIMEOUT_MS.
  */
-import type { StepServices } from '../src/agent/steps';
+import type { TurnServices } from '../src/agent/turns';
 import {
   awaitRuns,
   pythonRepr,
@@ -21,7 +21,7 @@ import type { AgentMessageActivities } from '../contracts/activities';
 
 const strings = (value: unknown) => (Array.isArray(value) ? value.map(String) : []);
 
-export function agentMessageExecutor(services: StepServices): ToolExecutor {
+export function agentMessageExecutor(services: TurnServices): ToolExecutor {
   const timeoutMs = services.config.AGENT_MESSAGE_TIMEOUT_MS;
 
   /** Each delivery's reply, once its run has stopped; a run still going at the deadline is an error. */
@@ -82,7 +82,7 @@ export function agentMessageExecutor(services: StepServices): ToolExecutor {
   };
 }
 
-export function agentMessageActivities(services: StepServices) {
+export function agentMessageActivities(services: TurnServices) {
   return {
     messageAgents: toolCallActivity(services.db, agentMessageExecutor(services)),
   } satisfies AgentMessageActivities;

@@ -3,19 +3,19 @@
  * and the lane given back by a step it cancelled before the step started.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { StepServices } from '../src/agent/steps';
+import type { TurnServices } from '../src/agent/turns';
 import { agentLockOnly } from '../src/db/agents';
 import { findRunScope } from '../src/db/conversations';
 import { releaseLane, takeLane } from '../src/db/lanes';
 import { failAbandonedRuns, workflowRunAgeMs } from '../src/db/runs';
 import type { Queryable } from '../src/db';
-import type { LaneActivities, LaneTurn } from '../contracts/activities';
+import type { LaneActivities, LaneHolder } from '../contracts/activities';
 
 /**
  * Whether the workflow holding a lane can still give it back: it runs, or the API that took the lane
  * for it may still start it (AGENT_LANE_START_GRACE_MS).
  */
-async function holderAlive(services: StepServices, holder: string): Promise<boolean> {
+async function holderAlive(services: TurnServices, holder: string): Promise<boolean> {
   try {
     const { status } = await services.temporal.workflow.getHandle(holder).describe();
     return status.name === 'RUNNING';
@@ -26,16 +26,16 @@ async function holderAlive(services: StepServices, holder: string): Promise<bool
   }
 }
 
-const underLock = <T>(services: StepServices, turn: LaneTurn, work: (tx: Queryable) => Promise<T>) =>
+const underLock = <T>(services: TurnServices, turn: LaneHolder, work: (tx: Queryable) => Promise<T>) =>
   services.db.transaction(work, agentLockOnly(turn.agentId));
 
-export function laneActivities(services: StepServices) {
+export function laneActivities(services: TurnServices) {
   return {
     /**
      * Takes the lane for the step, or marks it waited on: true once taken. A holder that died without
      * giving it back (its workflow closed, or never started) is replaced.
      */
-    async takeLaneTurn(turn: LaneTurn): Promise<boolean> {
+    async takeLaneTurn(turn: LaneHolder): Promise<boolean> {
       const scope = await findRunScope(services.db, turn.runId);
       // Its run is gone with its agent: the step starts and fails on its own, as it did before lanes.
       if (!scope) return true;
@@ -50,7 +50,7 @@ export function laneActivities(services: StepServices) {
     },
 
     /** Gives the lane back for a step that will not run. */
-    async giveLaneBack(turn: LaneTurn): Promise<void> {
+    async giveLaneBack(turn: LaneHolder): Promise<void> {
       const scope = await findRunScope(services.db, turn.runId);
       if (scope) await releaseLane(services.db, scope, turn.workflowId);
     },

@@ -29,7 +29,7 @@ import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { addUsage } from '../contracts/usage';
-import type { CallModelInput, ClientTool, ModelTurn, TokenUsage } from '../contracts/payloads';
+import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';
 import { startRunCallback, storeRunEnd } from './run';
 import type { ModelActivities } from '../contracts/activities';
@@ -78,9 +78,9 @@ function offeredTools(
 }
 
 /** The stored reply as the step sees it; one that ends its request says with what stop reason. */
-function turnOf(message: MessageRow, input: CallModelInput): ModelTurn {
-  const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: ModelTurn['finishReason'] };
-  const turn: ModelTurn = {
+function replyOf(message: MessageRow, input: CallModelInput): StepReply {
+  const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: StepReply['finishReason'] };
+  const turn: StepReply = {
     messageId: message.id,
     stepId: message.step_id!,
     toolCalls: (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name })),
@@ -90,7 +90,7 @@ function turnOf(message: MessageRow, input: CallModelInput): ModelTurn {
   return endsRun(turn, input) ? { ...turn, stopReason: finalReplyStopReason(turn.finishReason) } : turn;
 }
 
-const endsRun = (turn: Pick<ModelTurn, 'toolCalls'>, input: CallModelInput) =>
+const endsRun = (turn: Pick<StepReply, 'toolCalls'>, input: CallModelInput) =>
   Boolean(input.endsRunWhenFinal) && turn.toolCalls.length === 0;
 
 /**
@@ -188,7 +188,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
     q: Queryable,
     stored: MessageRow,
     input: CallModelInput,
-  ): Promise<Partial<ModelTurn>> => {
+  ): Promise<Partial<StepReply>> => {
     if (!stored.metadata?.approval_request) return {};
     const scope = { agentId: input.agentId, conversationId: stored.conversation_id };
     return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
@@ -198,7 +198,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
    * A reply that pauses ends its run, and is an approval request: the run's callback and the agent's
    * approval notice go out (each started once, however often this is retried).
    */
-  const notifyPause = async (input: CallModelInput, turn: ModelTurn) => {
+  const notifyPause = async (input: CallModelInput, turn: StepReply) => {
     if (!turn.approvalWait) return turn;
     const { agentId, runId } = input;
     if ((await getRun(db, runId))?.callback_url) await startRunCallback(startWebhook, input);
@@ -215,7 +215,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
   ) => {
     const { turn, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
       const message = await store(tx);
-      const turn = turnOf(message, input);
+      const turn = replyOf(message, input);
       // Stored before, by an attempt that ended the run with it.
       if (message.id !== replyId) return { turn, callbackUrl: null, laneWaited: undefined };
       const end = {
@@ -233,12 +233,12 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
   };
 
   return {
-    async callModel(input: CallModelInput): Promise<ModelTurn> {
+    async callModel(input: CallModelInput): Promise<StepReply> {
       return notifyPause(input, await callModelOnce(input));
     },
   } satisfies ModelActivities;
 
-  async function callModelOnce(input: CallModelInput): Promise<ModelTurn> {
+  async function callModelOnce(input: CallModelInput): Promise<StepReply> {
     {
       // A request's run is running from its first model call, which stores the messages it brought
       // with its reply.
@@ -257,7 +257,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         reads,
       ]);
       const requestInput = started ?? [];
-      if (stored) return { ...turnOf(stored, input), ...(await pausedBy(db, stored, input)) };
+      if (stored) return { ...replyOf(stored, input), ...(await pausedBy(db, stored, input)) };
       if (!agent)
         throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
       const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
@@ -339,15 +339,15 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
       const { requestUsage } = input;
       if (endsRun({ toolCalls }, input)) return storeFinalReply(input, store, replyMessage.id, usage);
       if (!waiting.length)
-        return turnOf(requestInput.length ? await db.transaction(store) : await store(db), input);
+        return replyOf(requestInput.length ? await db.transaction(store) : await store(db), input);
       // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
       // ended meanwhile is left unpaused (see releaseCancelledPause).
       return db.transaction(async (tx) => {
         const run = await lockRun(tx, input.runId);
         const message = await store(tx);
         if (message.id !== replyMessage.id)
-          return { ...turnOf(message, input), ...(await pausedBy(tx, message, input)) };
-        if (!run || !isActiveRun(run)) return turnOf(message, input);
+          return { ...replyOf(message, input), ...(await pausedBy(tx, message, input)) };
+        if (!run || !isActiveRun(run)) return replyOf(message, input);
         const pause = {
           agentId: agent.id,
           runId: input.runId,
@@ -356,7 +356,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
           usage: addUsage(requestUsage, usage),
         };
         return {
-          ...turnOf(message, input),
+          ...replyOf(message, input),
           approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
         };
       });

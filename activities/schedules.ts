@@ -1,12 +1,12 @@
 /** A scheduled message's firing: queues its step (src/agent/schedules.ts). */
 import { ApplicationFailure } from '@temporalio/activity';
 import { fireScheduledMessage } from '../src/agent/schedules';
-import type { StepServices } from '../src/agent/steps';
+import type { TurnServices } from '../src/agent/turns';
 import { DomainError } from '../src/errors';
 import type { ScheduleActivities } from '../contracts/activities';
 import { SCHEDULED_MESSAGE_REFUSED } from '../contracts/errors';
 
-export function scheduleActivities(services: StepServices) {
+export function scheduleActivities(services: TurnServices) {
   return {
     async sendScheduledMessage(input: { scheduledMessageId: string; firingId: string }) {
       try {

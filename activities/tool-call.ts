@@ -3,7 +3,7 @@
  * its result is recorded once. Each server-side mode is a `ToolExecutor` in a file of its own
  * (activities/builtin.ts, sandbox.ts, mcp.ts); `toolCallActivity` makes it the activity its task
  * queue's worker runs. The workflow side of each mode (task queue, timeouts, retries) is its row in
- * workflows/tool-executors.ts.
+ * workflows/tool-calls.ts.
  */
 import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';

@@ -8,7 +8,7 @@ import type {
   EmbedBatchInput,
   FileIngestionInput,
   FinishRunInput,
-  ModelTurn,
+  StepReply,
   ParsedFile,
   RejectToolCallInput,
   ResumePlan,
@@ -30,7 +30,7 @@ export interface RunActivities {
 
 /** activities/model.ts */
 export interface ModelActivities {
-  callModel(input: CallModelInput): Promise<ModelTurn>;
+  callModel(input: CallModelInput): Promise<StepReply>;
 }
 
 /** A paused step's answer, its expiry and its cancel (activities/approvals.ts). */
@@ -52,7 +52,7 @@ export interface FileIngestionActivities {
   failIngestion(input: { fileId: string; error: string }): Promise<void>;
 }
 
-/** The execution modes' activities (workflows/tool-executors.ts), one module each in activities/. */
+/** The execution modes' activities (workflows/tool-calls.ts), one module each in activities/. */
 export interface BuiltinActivities {
   runBuiltinTool: ToolCallActivity;
 }
@@ -70,7 +70,7 @@ export interface McpActivities {
 }
 
 /** A step waiting in its session for its conversation's lane (src/db/lanes.ts). */
-export interface LaneTurn {
+export interface LaneHolder {
   agentId: string;
   runId: string;
   workflowId: string;
@@ -79,8 +79,8 @@ export interface LaneTurn {
 /** activities/lanes.ts */
 export interface LaneActivities {
   /** True once the lane is taken; otherwise the turn is marked waited on. */
-  takeLaneTurn(turn: LaneTurn): Promise<boolean>;
-  giveLaneBack(turn: LaneTurn): Promise<void>;
+  takeLaneTurn(turn: LaneHolder): Promise<boolean>;
+  giveLaneBack(turn: LaneHolder): Promise<void>;
 }
 
 /** activities/schedules.ts */

@@ -1,9 +1,12 @@
 /**
- * The agent session's and the agent-step workflow's signal and updates, shared with the API, which
+ * The agent session's and the agent-turn workflow's signals and updates, shared with the API, which
  * sends them. Their payloads are defined in payloads.ts. Sandbox-safe: definitions only.
+ *
+ * The names Temporal knows them by (`enqueueStep`, `cancelSteps`) are the ones recorded histories
+ * hold: a workflow replays its history by them, so they stay when the words of the code change.
  */
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalAnswered, QueuedStep } from './payloads';
+import type { ApprovalAnswered, QueuedTurn } from './payloads';
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');
 
@@ -11,12 +14,12 @@ export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approval
 export const laneReleasedSignal = defineSignal('laneReleased');
 
 /** A new message: its step waits for its turn. Refused when the queue is full. */
-export const enqueueStepUpdate = defineUpdate<{ queued: number }, [QueuedStep]>('enqueueStep');
+export const enqueueTurnUpdate = defineUpdate<{ queued: number }, [QueuedTurn]>('enqueueStep');
 
 /**
  * Cancels the steps of these workflows (all, when none are named): queued ones never run, the running
  * one is cancelled. Completes once they have ended.
  */
-export const cancelStepsUpdate = defineUpdate<{ cancelled: string[] }, [{ workflowIds?: string[] }]>(
+export const cancelTurnsUpdate = defineUpdate<{ cancelled: string[] }, [{ workflowIds?: string[] }]>(
   'cancelSteps',
 );

@@ -15,10 +15,10 @@ export interface ClientTool {
   parameters?: Record<string, unknown> | null;
 }
 
-/** How a tool call is executed; it chooses the executor (workflows/tool-executors.ts). */
+/** How a tool call is executed; it chooses the executor (workflows/tool-calls.ts). */
 export type ToolMode = 'builtin' | 'code' | 'agent' | 'sandbox' | 'mcp' | 'client';
 
-export interface StepTool {
+export interface TurnTool {
   id: string;
   name: string;
   mode: ToolMode;
@@ -32,8 +32,8 @@ export interface StepTool {
 }
 
 /** The agent's tools and rules as a request of a step works with them. */
-export interface StepContext {
-  tools: StepTool[];
+export interface TurnContext {
+  tools: TurnTool[];
   toolRules: ToolRule[];
   /** llm_config.parallel_tool_calls, and no rules other than requires_approval (Letta's condition). */
   parallelToolCalls: boolean;
@@ -88,7 +88,7 @@ export interface ApprovalWait {
   timeoutMs: number | null;
 }
 
-export interface ModelTurn {
+export interface StepReply {
   messageId: string;
   stepId: string;
   toolCalls: StepCall[];
@@ -133,7 +133,7 @@ export interface RejectToolCallInput {
 }
 
 /** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
-export interface AgentStepError {
+export interface AgentTurnError {
   type: string;
   message: string;
 }
@@ -146,7 +146,7 @@ export interface FinishRunInput {
   pendingToolCallIds: string[];
   followUpsFrom?: string;
   /** Why the step failed, for `error` and `llm_api_error`. */
-  error?: AgentStepError;
+  error?: AgentTurnError;
 }
 
 export interface EnterPauseInput {
@@ -170,7 +170,7 @@ export interface ResumePlan {
   streamTokens?: boolean;
 }
 
-export interface AgentStepLimits {
+export interface AgentTurnLimits {
   maxSteps: number;
   modelTimeoutMs: number;
   modelMaxAttempts: number;
@@ -195,7 +195,7 @@ export interface AgentStepLimits {
   taskTimeoutMs?: number;
 }
 
-export interface AgentStepInput {
+export interface AgentTurnInput {
   agentId: string;
   runId: string;
   /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
@@ -203,16 +203,16 @@ export interface AgentStepInput {
   /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
   mcpTaskQueue: string;
   clientTools: ClientTool[];
-  limits: AgentStepLimits;
+  limits: AgentTurnLimits;
   /** The request streams tokens (`stream_tokens`). */
   streamTokens?: boolean;
   /** The agent's tools and rules, resolved by the API as it started the step. */
-  context: StepContext;
+  context: TurnContext;
 }
 
-export interface AgentStepResult {
+export interface AgentTurnResult {
   stopReason: string;
-  error?: AgentStepError;
+  error?: AgentTurnError;
   usage: RunUsage;
 }
 
@@ -232,14 +232,14 @@ export interface RecordedAnswer {
  */
 export interface ApprovalAnswered extends RecordedAnswer {
   /** The agent's tools and rules as the answer came, for the request it continues the step with. */
-  context: StepContext;
+  context: TurnContext;
 }
 
 /** A step waiting in its agent's session for its turn. */
-export interface QueuedStep {
+export interface QueuedTurn {
   /** The step's own workflow, a child of the session. */
   workflowId: string;
-  input: AgentStepInput;
+  input: AgentTurnInput;
   /** What the Temporal UI shows of it: a line in lists, and Markdown on its page. */
   summary: string;
   details?: string;
@@ -259,7 +259,7 @@ export interface AgentSessionInput {
    */
   laneLookMs?: number;
   /** Steps still waiting, carried over when the session continued as new. */
-  queue?: QueuedStep[];
+  queue?: QueuedTurn[];
 }
 
 /** One uploaded file's ingestion (workflows/file-ingestion.ts), with the limits it runs under. */

@@ -1,6 +1,6 @@
 /** Stop reasons the step and its model call agree on (sandbox-safe: pure functions). */
-import type { ModelTurn } from './payloads';
+import type { StepReply } from './payloads';
 
 /** How a request ends on a reply without tool calls: cut short by the token limit, or its turn over. */
-export const finalReplyStopReason = (finishReason: ModelTurn['finishReason']) =>
+export const finalReplyStopReason = (finishReason: StepReply['finishReason']) =>
   finishReason === 'length' ? 'max_tokens_exceeded' : 'end_turn';

@@ -1,12 +1,12 @@
 /**
  * The workflows by the names Temporal knows them by, with their signatures: the API starts and
- * addresses them through these (`client.workflow.start<Workflows['agentStep']>('agentStep', …)`), and
+ * addresses them through these (`client.workflow.start<Workflows['agentTurn']>('agentTurn', …)`), and
  * workflows/index.ts checks that each workflow has its signature.
  */
 import type {
   AgentSessionInput,
-  AgentStepInput,
-  AgentStepResult,
+  AgentTurnInput,
+  AgentTurnResult,
   FileIngestionInput,
   FileIngestionResult,
   WebhookDelivery,
@@ -15,8 +15,8 @@ import type {
 export interface Workflows {
   /** A conversation's steps, one at a time (workflows/agent-session.ts). */
   agentSession(input: AgentSessionInput): Promise<void>;
-  /** One step: model calls and tool calls until the request ends (workflows/agent-step.ts). */
-  agentStep(input: AgentStepInput): Promise<AgentStepResult>;
+  /** One step: model calls and tool calls until the request ends (workflows/agent-turn.ts). */
+  agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>;
   /** One uploaded file, parsed and embedded (workflows/file-ingestion.ts). */
   fileIngestion(input: FileIngestionInput): Promise<FileIngestionResult>;
   /** One webhook, retried (workflows/webhook-delivery.ts). */

@@ -272,7 +272,7 @@ export const ConfigSchema = z.object({
     .min(1)
     .default(50)
     .describe(
-      'How many running and recent `agentStep` and `agentSession` histories a build replays before it replaces the current version (`WORKER_VERSIONING=replay`, `npm run upgrade:replay`)',
+      'How many running and recent `agentTurn` and `agentSession` histories a build replays before it replaces the current version (`WORKER_VERSIONING=replay`, `npm run upgrade:replay`)',
     ),
 
   MAX_REQUEST_BODY_BYTES: z.coerce

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { agentMessageActivities } from '../activities/agent-messages';
 import { laneActivities } from '../activities/lanes';
-import { signalLaneReleased, type StepServices } from './agent/steps';
+import { signalLaneReleased, type TurnServices } from './agent/turns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
@@ -81,7 +81,7 @@ export interface RunningServer {
   /** The deployment version this process's workers register, when it runs workers. */
   workerVersion?: WorkerDeploymentVersion;
   /** What starts, answers and cancels steps, for code that runs the server in its own process. */
-  steps: StepServices;
+  steps: TurnServices;
   /** Settles when the server stops: rejects if a component failed on its own (the worker crashed). */
   finished: Promise<void>;
   stop(): Promise<void>;
@@ -141,7 +141,7 @@ export async function startServer(
     const mcp = mcpClientPool(config, stdio, db, log);
     undo.push(() => mcp.close());
     // What starting and answering steps works with: the API's, and agents' messages to each other.
-    const steps: StepServices = {
+    const steps: TurnServices = {
       db,
       config,
       temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),

@@ -4,7 +4,7 @@ import type { ChatRequest } from './helpers/openai-stub';
 import { connectTemporalClient, stepWorkflowId } from './helpers/temporal';
 import { eventually } from './helpers/eventually';
 import { messageRunId, sendAgentMessage } from '../src/agent/agent-messages';
-import { startAgentStep } from '../src/agent/steps';
+import { startAgentTurn } from '../src/agent/turns';
 import { getRun } from '../src/db/runs';
 
 /** Letta's multi-agent tools: a message to another agent is that agent's own step, in its session. */
@@ -69,7 +69,7 @@ describe('agents messaging agents', () => {
   it('sends a call’s message once, however often the call runs again (a retry after a crash)', async () => {
     const [sender, recipient] = await Promise.all([agent(), agent()]);
     h.stub.enqueue({ text: 'noted' });
-    const { run } = await startAgentStep(h.server.steps, {
+    const { run } = await startAgentTurn(h.server.steps, {
       agentId: sender.id,
       conversationId: null,
       clientTools: [],

@@ -12,7 +12,7 @@ import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helper
 import { testTemporalAddress } from './helpers/env';
 import { startTestServer, type TestServer } from './helpers/server';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { sessionWorkflowIdFor } from '../src/agent/steps';
+import { sessionWorkflowIdFor } from '../src/agent/turns';
 
 type ChatMessage = ChatRequest['messages'][number];
 

@@ -36,7 +36,7 @@ import {
   stepWorkflowId,
   type HistoryEvent,
 } from './helpers/temporal';
-import { sessionWorkflowIdFor } from '../src/agent/steps';
+import { sessionWorkflowIdFor } from '../src/agent/turns';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
 import { agentIdKey } from '../contracts/search-attributes';
@@ -695,7 +695,7 @@ describe('recording the replay corpus', () => {
     const events = await historyWhen(sessionId, (e) => shows('session-cancelled-step', { events: e }));
     await save(
       'session-cancelled-step',
-      'running: an agentSession whose step waited for the lane a step the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelSteps update dropped the step queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
+      'running: an agentSession whose step waited for the lane a step the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelTurns update dropped the step queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
       events,
       ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
     );

@@ -1,13 +1,7 @@
 import path from 'node:path';
 import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import * as workflows from '../workflows';
-import {
-  historyFiles,
-  loadHistory,
-  readManifest,
-  workflowTypeOf,
-  type HistoryEntry,
-} from './helpers/histories';
+import { historyFiles, loadHistory, readManifest, workflowTypeOf } from './helpers/histories';
 import { BRANCHES, shows, type Branch } from './helpers/history-branches';
 
 /**
@@ -124,28 +118,27 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
     assertReplays(await replayCorpus(files));
   });
 
-  it('fails, naming the history, against workflow code whose commands are reordered (the test of the test)', async () => {
-    // Every finished step ends with finishRequest: the stop reason's search attribute, then finishRun
-    // (an activity, or a local one since the patch), unless its final model call ended the run. The
-    // reordered copy always issues finishRun, before the attribute; histories that never got there
-    // still replay.
-    const finishedSteps = manifest.histories
-      .filter((h: HistoryEntry) => h.workflowType === 'agentStep')
+  it('fails, naming the history, against workflow code whose commands changed (the test of the test)', async () => {
+    // The changed copy makes the model call a local activity without a patch: every recorded turn
+    // that scheduled a regular one no longer replays; sessions and the rest still do.
+    const modelCalling = manifest.histories
       .filter((h) =>
-        (loadHistory(h.file).events ?? []).some((e) => e.workflowExecutionCompletedEventAttributes),
+        (loadHistory(h.file).events ?? []).some(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel',
+        ),
       )
       .map((h) => h.file)
       .sort();
-    expect(finishedSteps).toEqual(
+    expect(modelCalling).toEqual(
       expect.arrayContaining([
         'step-approval-answered.binpb',
         'step-finished-tools.binpb',
-        'step-model-call-ends-run.binpb',
+        'step-calls-in-order.binpb',
       ]),
     );
 
-    const failures = await replayCorpus(files, withReordered('step-activities'));
-    expect(failures.map((line) => line.split(':')[0]).sort()).toEqual(finishedSteps);
+    const failures = await replayCorpus(files, withReordered('turn-activities'));
+    expect(failures.map((line) => line.split(':')[0]).sort()).toEqual(modelCalling);
     for (const line of failures) expect(line).toMatch(/^step-[\w.-]+\.binpb: DeterminismViolationError: /);
     expect(() => assertReplays(failures)).toThrow(/step-finished-tools\.binpb: DeterminismViolationError/);
   });

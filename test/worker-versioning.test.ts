@@ -154,7 +154,7 @@ describe('worker versioning on the real Temporal server', () => {
   it('holds back a build that cannot replay a running step; the next build that can becomes current', async () => {
     const released = await start({ WORKER_BUILD_ID: 'r1' });
     expect(await currentBuildId(released)).toBe('r1');
-    const handle = await new Client({ connection: released.connection }).workflow.start('agentStep', {
+    const handle = await new Client({ connection: released.connection }).workflow.start('agentTurn', {
       taskQueue: taskQueues(prefix, await loadDeploymentId(released.db)).agent,
       workflowId: `step-${uniqueSuffix()}`,
     });

@@ -3,12 +3,12 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import type { AgentStepInput } from '../contracts/payloads';
+import type { AgentTurnInput } from '../contracts/payloads';
 import { agentIdKey, runIdKey, stopReasonKey } from '../contracts/search-attributes';
 import { useAgentServer } from './helpers/agent-server';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
-import { sessionWorkflowIdFor } from '../src/agent/steps';
+import { sessionWorkflowIdFor } from '../src/agent/turns';
 import { loadDeploymentId } from '../src/db/deployment';
 import {
   connectTemporalClient,
@@ -225,7 +225,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
     const events = await finishedStepHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
-    const input = decodePayload(started.input!.payloads![0].data) as AgentStepInput;
+    const input = decodePayload(started.input!.payloads![0].data) as AgentTurnInput;
     expect(input.context.tools.map((t) => t.name)).toContain('memory_insert');
     // One patch: histories from before it end their runs with an activity after the last model call.
     const patchMarkers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');

@@ -2,7 +2,7 @@
  * An agent's session: the one workflow per agent that orders its steps. Every new message reaches it as
  * an Update (with update-with-start when no session runs: the first message starts it), which queues
  * the step in arrival order, as Temporal saw the updates; the session runs the queued steps one at a
- * time, each as a child `agentStep` workflow, waiting for one to end (a pause for approval included)
+ * time, each as a child `agentTurn` workflow, waiting for one to end (a pause for approval included)
  * before it starts the next. So two tabs, a retrying client or two API replicas can never run two
  * steps of one agent at once, and every step sees the history the one before it left.
  *
@@ -33,10 +33,10 @@ import {
 } from '@temporalio/workflow';
 import type { LaneActivities, RunActivities } from '../contracts/activities';
 import { QUEUE_FULL } from '../contracts/errors';
-import { agentStep } from './agent-step';
-import type { AgentSessionInput, QueuedStep } from '../contracts/payloads';
-import { cancelStepsUpdate, enqueueStepUpdate, laneReleasedSignal } from '../contracts/messages';
-import { stepWorkflowOptions } from '../contracts/step-options';
+import type { agentTurn } from './agent-turn';
+import type { AgentSessionInput, QueuedTurn } from '../contracts/payloads';
+import { cancelTurnsUpdate, enqueueTurnUpdate, laneReleasedSignal } from '../contracts/messages';
+import { turnWorkflowOptions } from '../contracts/turn-options';
 
 const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<RunActivities & LaneActivities>(
   {
@@ -45,23 +45,29 @@ const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<Ru
   },
 );
 
-/** Histories from before lanes started each step at once: they replay so. */
+/** Histories from before lanes started each turn at once: they replay so. */
 const LANES = 'conversation-lanes';
+
+/**
+ * The turn workflow's type: sessions recorded before it was named `agentTurn` started their turns as
+ * `agentStep` (workflows/index.ts registers both), and replay so.
+ */
+const TURN_TYPE = 'agent-turn-type';
 
 /** How often a session started without `laneLookMs` looks whether its lane's holder is still alive. */
 const LANE_LOOK_MS = 10_000;
 
 export async function agentSession(input: AgentSessionInput): Promise<void> {
-  const queue: QueuedStep[] = [...(input.queue ?? [])];
+  const queue: QueuedTurn[] = [...(input.queue ?? [])];
   /** The step running now, and how to cancel it. */
-  let running: { step: QueuedStep; scope: CancellationScope; ended: Promise<unknown> } | undefined;
+  let running: { step: QueuedTurn; scope: CancellationScope; ended: Promise<unknown> } | undefined;
   let laneReleased = false;
   /** Whether the step taken off the queue still waits for its lane: it counts as queued. */
   let awaitingLane = false;
   setHandler(laneReleasedSignal, () => void (laneReleased = true));
 
   /** Takes the step's lane, waiting while another step holds it. */
-  const waitForLane = async (step: QueuedStep) => {
+  const waitForLane = async (step: QueuedTurn) => {
     const turn = { agentId: input.agentId, runId: step.input.runId, workflowId: step.workflowId };
     awaitingLane = true;
     try {
@@ -77,7 +83,7 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
   };
 
   setHandler(
-    enqueueStepUpdate,
+    enqueueTurnUpdate,
     (step) => {
       queue.push(step);
       return { queued: queue.length };
@@ -94,8 +100,8 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     },
   );
 
-  setHandler(cancelStepsUpdate, async ({ workflowIds }) => {
-    const chosen = (step: QueuedStep) => !workflowIds || workflowIds.includes(step.workflowId);
+  setHandler(cancelTurnsUpdate, async ({ workflowIds }) => {
+    const chosen = (step: QueuedTurn) => !workflowIds || workflowIds.includes(step.workflowId);
     const dropped = queue.filter(chosen);
     queue.splice(0, queue.length, ...queue.filter((step) => !chosen(step)));
     if (dropped.length) await cancelQueuedRuns({ runIds: dropped.map((step) => step.input.runId) });
@@ -130,13 +136,13 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
  * One step as a child workflow of its own, with the run's id and search attributes, once it holds its
  * lane. Cancelled before it started, its run ends cancelled and the lane goes back.
  */
-async function runStep(step: QueuedStep, waitForLane: (step: QueuedStep) => Promise<void>): Promise<void> {
+async function runStep(step: QueuedTurn, waitForLane: (step: QueuedTurn) => Promise<void>): Promise<void> {
   const lanes = patched(LANES);
   let child;
   try {
     if (lanes) await waitForLane(step);
-    child = await startChild(agentStep, {
-      ...stepWorkflowOptions(step),
+    child = await startChild<typeof agentTurn>(patched(TURN_TYPE) ? 'agentTurn' : 'agentStep', {
+      ...turnWorkflowOptions(step),
       args: [step.input],
       // A cancel completes once the step has ended: its run cancelled, its tool calls stopped.
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,

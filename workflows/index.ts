@@ -2,17 +2,23 @@
 // it imports no Node APIs and reaches activities only through proxyActivities.
 import type { Workflows } from '../contracts/workflows';
 import { agentSession } from './agent-session';
-import { agentStep } from './agent-step';
+import { agentTurn } from './agent-turn';
 import { fileIngestion } from './file-ingestion';
 import { webhookDelivery } from './webhook-delivery';
 import { scheduledMessage } from './scheduled-message';
 
-export { agentSession, agentStep, fileIngestion, webhookDelivery, scheduledMessage };
+export { agentSession, agentTurn, fileIngestion, webhookDelivery, scheduledMessage };
+
+/**
+ * The type name turns had before they were called turns: workflows started under it (a pause waits for
+ * weeks) and the sessions that start them go on with this code (workflows/agent-session.ts).
+ */
+export { agentTurn as agentStep };
 
 /** Each workflow has the signature the API starts it by (contracts/workflows.ts), or this fails to compile. */
 export type AgentWorkflows = Implements<{
   agentSession: typeof agentSession;
-  agentStep: typeof agentStep;
+  agentTurn: typeof agentTurn;
   fileIngestion: typeof fileIngestion;
   webhookDelivery: typeof webhookDelivery;
   scheduledMessage: typeof scheduledMessage;

@@ -12,7 +12,7 @@ import { getRun } from '../db/runs';
 import type { RunRow } from '../db/rows';
 import { DomainError, invalid } from '../errors';
 import { contentText } from './context';
-import { startAgentStep, type StepServices } from './steps';
+import { startAgentTurn, type TurnServices } from './turns';
 
 /** Letta's limit on the agents one tag-matched message reaches (its `agents.list(limit=100)`). */
 const MAX_TAG_RECIPIENTS = 100;
@@ -65,7 +65,7 @@ function chainOf(run: RunRow | undefined, message: AgentMessage): Chain {
  * never the sender (Letta's rule).
  */
 export async function taggedRecipients(
-  services: StepServices,
+  services: TurnServices,
   senderId: string,
   all: string[],
   some: string[],
@@ -89,7 +89,7 @@ export type Delivery = { agentId: string; runId: string } | { agentId: string; e
 
 /** Sends the message to each recipient as a step of its own; what cannot be sent says why. */
 export async function sendAgentMessage(
-  services: StepServices,
+  services: TurnServices,
   message: AgentMessage,
   recipients: string[],
 ): Promise<Delivery[]> {
@@ -100,7 +100,7 @@ export async function sendAgentMessage(
       const refused = refusal(chain, message, agentId, services.config.AGENT_MESSAGE_MAX_DEPTH);
       if (refused) return { agentId, error: refused };
       try {
-        const { run } = await startAgentStep(services, {
+        const { run } = await startAgentTurn(services, {
           agentId,
           conversationId: null,
           clientTools: [],
@@ -123,7 +123,7 @@ export async function sendAgentMessage(
 
 /** Waits until each run has stopped (ended or paused), or until `deadline`; the runs as they are then. */
 export async function awaitRuns(
-  services: StepServices,
+  services: TurnServices,
   runIds: string[],
   deadline: number,
   signal?: AbortSignal,
@@ -141,7 +141,7 @@ export async function awaitRuns(
 }
 
 /** What the recipient answered in the run: its assistant messages' texts. */
-export async function replyTexts(services: StepServices, run: RunRow | undefined): Promise<string[]> {
+export async function replyTexts(services: TurnServices, run: RunRow | undefined): Promise<string[]> {
   if (!run) return ['<no response>'];
   const texts = (await runMessagesAfter(services.db, run.id, 0))
     .filter((m) => m.role === 'assistant')
@@ -151,7 +151,7 @@ export async function replyTexts(services: StepServices, run: RunRow | undefined
 }
 
 /** A known agent, or a 400 the tool turns into its error. */
-export async function recipient(services: StepServices, agentId: unknown): Promise<string> {
+export async function recipient(services: TurnServices, agentId: unknown): Promise<string> {
   if (typeof agentId !== 'string' || !agentId) throw invalid("missing or invalid argument 'other_agent_id'");
   if (!(await getAgentRow(services.db, agentId))) throw invalid(`Agent ${agentId} not found`);
   return agentId;

@@ -17,9 +17,9 @@ import { conflict, invalid, notFound } from '../errors';
 import { newId } from '../ids';
 import { embeddingConfigForHandle } from './embeddings';
 import { mediaTypeOf, UNSUPPORTED_TYPE_HINT } from './file-types';
-import type { StepServices } from './steps';
+import type { TurnServices } from './turns';
 
-export type FolderServices = StepServices;
+export type FolderServices = TurnServices;
 
 /** A request the upload cannot take: its status and Letta's text (415 type, 413 size). */
 export class UploadRefused extends Error {
@@ -42,7 +42,7 @@ export interface FolderCreate {
 }
 
 /** The folder's embedding config, as Letta's create_folder picks it (an `embedding` handle, or a config). */
-function folderEmbedding(body: FolderCreate, config: StepServices['config']): Record<string, unknown> {
+function folderEmbedding(body: FolderCreate, config: TurnServices['config']): Record<string, unknown> {
   const chunkSize = body.embedding_chunk_size ?? undefined;
   if (body.embedding_config)
     return {
@@ -234,7 +234,7 @@ export async function uploadFile(
 }
 
 /** The chunk size a folder's files are cut to: its config's `embedding_chunk_size`, else the default. */
-function chunkSizeOf(folder: folders.FolderRow, config: StepServices['config']): number {
+function chunkSizeOf(folder: folders.FolderRow, config: TurnServices['config']): number {
   const size = Number(folder.embedding_config.embedding_chunk_size ?? folder.embedding_chunk_size);
   return Number.isInteger(size) && size >= 16 ? size : config.FILE_CHUNK_SIZE;
 }

@@ -16,7 +16,7 @@ import type { InputMessage } from '../db/rows';
 import { getAgentRow } from '../db/agents';
 import { conflict, invalid, notFound } from '../errors';
 import { newId } from '../ids';
-import { scopedId, startAgentStep, type StepServices } from './steps';
+import { scopedId, startAgentTurn, type TurnServices } from './turns';
 
 /** gRPC's status for a request the server refuses as invalid. */
 const INVALID_ARGUMENT = 3;
@@ -31,7 +31,7 @@ export interface ScheduleRequest {
   schedule: store.MessageSchedule;
 }
 
-const scheduleIdFor = (ctx: StepServices, id: string) => scopedId(ctx.deploymentId, `schedule/${id}`);
+const scheduleIdFor = (ctx: TurnServices, id: string) => scopedId(ctx.deploymentId, `schedule/${id}`);
 
 /** A one-time message's moment as a 7-field cron expression (seconds … year), in UTC. */
 function momentCron(at: Date): string {
@@ -47,7 +47,7 @@ function specOf(schedule: store.MessageSchedule, now: number) {
 }
 
 /** Stores the message and creates its Temporal Schedule; answers Letta's `{id, next_scheduled_at}`. */
-export async function createScheduledMessage(ctx: StepServices, agentId: string, request: ScheduleRequest) {
+export async function createScheduledMessage(ctx: TurnServices, agentId: string, request: ScheduleRequest) {
   if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
   if ((await store.countScheduledMessages(ctx.db, agentId)) >= ctx.config.SCHEDULES_PER_AGENT_MAX)
     throw conflict(
@@ -104,7 +104,7 @@ export async function createScheduledMessage(ctx: StepServices, agentId: string,
 }
 
 /** The schedule's next firing, or null when it will fire no more. */
-async function nextTime(ctx: StepServices, scheduleId: string): Promise<string | null> {
+async function nextTime(ctx: TurnServices, scheduleId: string): Promise<string | null> {
   try {
     const described = await ctx.temporal.schedule.getHandle(scheduleId).describe();
     if (described.state.remainingActions === 0) return null;
@@ -116,7 +116,7 @@ async function nextTime(ctx: StepServices, scheduleId: string): Promise<string |
 }
 
 /** Letta's ScheduledMessage. */
-async function scheduledMessageShape(ctx: StepServices, row: store.ScheduledMessageRow) {
+async function scheduledMessageShape(ctx: TurnServices, row: store.ScheduledMessageRow) {
   return {
     id: row.id,
     agent_id: row.agent_id,
@@ -126,18 +126,18 @@ async function scheduledMessageShape(ctx: StepServices, row: store.ScheduledMess
   };
 }
 
-async function ownRow(ctx: StepServices, agentId: string, id: string) {
+async function ownRow(ctx: TurnServices, agentId: string, id: string) {
   const row = await store.getScheduledMessage(ctx.db, id);
   if (!row || row.agent_id !== agentId) throw notFound(`Scheduled message ${id}`);
   return row;
 }
 
-export async function getScheduledMessage(ctx: StepServices, agentId: string, id: string) {
+export async function getScheduledMessage(ctx: TurnServices, agentId: string, id: string) {
   return scheduledMessageShape(ctx, await ownRow(ctx, agentId, id));
 }
 
 export async function listScheduledMessages(
-  ctx: StepServices,
+  ctx: TurnServices,
   agentId: string,
   page: { after?: string; limit: number },
 ) {
@@ -152,14 +152,14 @@ export async function listScheduledMessages(
 }
 
 /** Stops its future firings, then forgets it. */
-export async function deleteScheduledMessage(ctx: StepServices, agentId: string, id: string) {
+export async function deleteScheduledMessage(ctx: TurnServices, agentId: string, id: string) {
   const row = await ownRow(ctx, agentId, id);
   await deleteSchedule(ctx, row.schedule_id);
   await store.deleteScheduledMessage(ctx.db, id);
   return { success: true as const };
 }
 
-async function deleteSchedule(ctx: StepServices, scheduleId: string) {
+async function deleteSchedule(ctx: TurnServices, scheduleId: string) {
   try {
     await ctx.temporal.schedule.getHandle(scheduleId).delete();
   } catch (error) {
@@ -168,7 +168,7 @@ async function deleteSchedule(ctx: StepServices, scheduleId: string) {
 }
 
 /** An agent's schedules, deleted with it (its rows go by the foreign key). */
-export async function deleteAgentSchedules(ctx: StepServices, agentId: string): Promise<void> {
+export async function deleteAgentSchedules(ctx: TurnServices, agentId: string): Promise<void> {
   for (
     let page: store.ScheduledMessageRow[];
     (page = await store.listScheduledMessages(ctx.db, agentId, { limit: 100 })).length;
@@ -191,12 +191,12 @@ function firingRunId(firingId: string): string {
  * step limit). A message whose schedule was deleted meanwhile sends nothing.
  */
 export async function fireScheduledMessage(
-  ctx: StepServices,
+  ctx: TurnServices,
   input: { scheduledMessageId: string; firingId: string },
 ): Promise<{ runId: string } | null> {
   const row = await store.getScheduledMessage(ctx.db, input.scheduledMessageId);
   if (!row) return null;
-  const { run } = await startAgentStep(ctx, {
+  const { run } = await startAgentTurn(ctx, {
     agentId: row.agent_id,
     conversationId: null,
     clientTools: [],

@@ -4,7 +4,7 @@ import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
 import { builtinMode, runsLocally } from '../tools/builtin';
 import { toolTimeoutMs } from '../tools/tool-timeout';
-import type { StepContext, ToolMode } from '../../contracts/payloads';
+import type { TurnContext, ToolMode } from '../../contracts/payloads';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
 export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
@@ -23,7 +23,7 @@ export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
   }
 }
 
-export async function resolveStepContext(db: Queryable, agent: AgentRow): Promise<StepContext> {
+export async function resolveStepContext(db: Queryable, agent: AgentRow): Promise<TurnContext> {
   const tools = await agentTools(db, agent.id);
   const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
   return {

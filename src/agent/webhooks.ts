@@ -21,7 +21,7 @@ import type { WebhookSubject } from '../../contracts/payloads';
 import { getAgentRow } from '../db/agents';
 import { pendingApproval } from '../db/conversations';
 import { getMessage } from '../db/messages';
-import { scopedId, type StepServices } from './steps';
+import { scopedId, type TurnServices } from './turns';
 
 export const SIGNATURE_HEADER = 'X-Letta-Signature';
 
@@ -137,7 +137,7 @@ export function approvalWebhookUrl(
  * Starts the delivery of a webhook, unless it has nowhere to go (an approval notice of an agent with no
  * approval webhook). Its workflow id names what it tells, so it starts once.
  */
-export async function startWebhook(services: StepServices, subject: WebhookSubject): Promise<void> {
+export async function startWebhook(services: TurnServices, subject: WebhookSubject): Promise<void> {
   const { config } = services;
   if (subject.kind !== 'run_callback') {
     const agent = await getAgentRow(services.db, subject.agentId);
@@ -212,7 +212,7 @@ export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
 }
 
 /** Where and how far a webhook delivery may go. */
-export const webhookPolicy = (config: StepServices['config']): OutboundPolicy => ({
+export const webhookPolicy = (config: TurnServices['config']): OutboundPolicy => ({
   timeoutMs: config.WEBHOOK_TIMEOUT_MS,
   maxBytes: 64 * 1024,
   maxRedirects: 0,

@@ -1,11 +1,11 @@
 import type { Logger } from '../logger';
 import type { ConfiguredSandbox, ToolSandboxes } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
-import type { StepServices } from '../agent/steps';
+import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
 
 /** What route handlers work with: what steps need (the database, Temporal, the queues), and more. */
-export interface ApiContext extends StepServices {
+export interface ApiContext extends TurnServices {
   /** Where `POST /v1/tools/run` runs source. */
   sandbox: ConfiguredSandbox;
   /** Where the agent tool run endpoint runs custom tools, as steps do. */

@@ -8,8 +8,8 @@ import type { ApiContext } from './context';
 import { runMessagesAfter } from '../db/messages';
 import { ABANDONED_RUN_ERROR, getRun } from '../db/runs';
 import type { MessageRow, RunRow } from '../db/rows';
-import type { StepLiveness } from '../agent/steps';
-import type { AgentStepError } from '../../contracts/payloads';
+import type { TurnLiveness } from '../agent/turns';
+import type { AgentTurnError } from '../../contracts/payloads';
 import type { TokenNotice } from '../db/token-deltas';
 
 /** How often the workflows are asked whether they still run (a terminated one never stops its run). */
@@ -19,7 +19,7 @@ export interface RunStop {
   run: RunRow;
   stopReason: string;
   /** Why the run failed, in Letta's error terms. */
-  error?: AgentStepError;
+  error?: AgentTurnError;
 }
 
 const isStopped = (run: RunRow | undefined) => Boolean(run?.completed_at);
@@ -77,7 +77,7 @@ export interface FollowOptions {
 export async function followRun(
   ctx: ApiContext,
   runId: string,
-  alive: StepLiveness,
+  alive: TurnLiveness,
   { onMessages, onTokens, abandoned = () => false }: FollowOptions,
 ): Promise<RunStop | undefined> {
   // Without a stream to feed, only the run's stop matters: it wakes for the stop alone, not at each

@@ -11,7 +11,7 @@ import type { ApiContext } from './context';
 import { lettaMessages, usageShape } from './letta-shapes';
 import { followRun } from './follow-run';
 import { lettaDate } from '../agent/time';
-import type { StepLiveness } from '../agent/steps';
+import type { TurnLiveness } from '../agent/turns';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { TokenNotice } from '../db/token-deltas';
 import { TokenChunks } from './token-chunks';
@@ -44,7 +44,7 @@ export async function streamRun(
   ctx: ApiContext,
   res: Response,
   run: RunRow,
-  alive: StepLiveness,
+  alive: TurnLiveness,
   options: StreamOptions,
 ): Promise<void> {
   res.writeHead(200, {

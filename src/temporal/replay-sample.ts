@@ -5,14 +5,17 @@ import { errorText } from './connection';
 
 /**
  * A new build replays a sample of the cluster's own histories before it takes their workflows: the
- * steps and sessions running now (a step paused for approval waits for weeks, and its next task goes
+ * turns and sessions running now (a turn paused for approval waits for weeks, and its next task goes
  * to whatever version is current then), then the most recently started ones. A build whose workflow
  * code issues other commands for one of them would fail that workflow's next task with a
  * non-determinism error after the upgrade; here it fails first, naming the workflow.
  */
 
-/** The workflow types that live across releases (src/temporal/versioning.ts). */
-export const LONG_LIVED_TYPES = ['agentStep', 'agentSession'];
+/**
+ * The workflow types that live across releases (src/temporal/versioning.ts); `agentStep` is the type
+ * turns had before they were called turns.
+ */
+export const LONG_LIVED_TYPES = ['agentTurn', 'agentStep', 'agentSession'];
 
 /** The sample's size unless told: enough to catch a step of each shape a busy server holds. */
 export const DEFAULT_REPLAY_SAMPLE = 50;

@@ -10,7 +10,7 @@ import { localActivityTypes, scheduledActivities, type HistoryEvent } from './te
 
 type Events = HistoryEvent[];
 
-/** The activities that run tool calls (workflows/tool-executors.ts). */
+/** The activities that run tool calls (workflows/tool-calls.ts). */
 const TOOL_ACTIVITIES = new Set([
   'runBuiltinTool',
   'runSandboxTool',
@@ -36,7 +36,7 @@ const closeOf = (events: Events, eventId: number) =>
     ].some((a) => Number(a?.scheduledEventId) === eventId),
   );
 
-/** The LettaStopReason the workflow last set (workflows/step-activities.ts, finishRequest). */
+/** The LettaStopReason the workflow last set (workflows/turn-activities.ts, finishRequest). */
 export function stopReasonOf(events: Events): string | undefined {
   const upserts = events
     .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)
@@ -48,7 +48,7 @@ export function stopReasonOf(events: Events): string | undefined {
 
 const typeOf = (events: Events) =>
   events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? undefined;
-const step = (events: Events) => typeOf(events) === 'agentStep';
+const step = (events: Events) => ['agentTurn', 'agentStep'].includes(typeOf(events) ?? '');
 const completed = (events: Events) => events.some((e) => e.workflowExecutionCompletedEventAttributes);
 const cancelRequested = (events: Events) =>
   events.some((e) => e.workflowExecutionCancelRequestedEventAttributes);
@@ -107,7 +107,7 @@ const firstAfter = (events: Events, after: HistoryEvent, has: (e: HistoryEvent) 
   events.find((e) => idOf(e) > idOf(after) && has(e));
 
 /**
- * A session's cancel (the cancelSteps update) while a child step ran and another waited: the update
+ * A session's cancel (the cancelTurns update) while a child step ran and another waited: the update
  * dropped the queued one (cancelQueuedRuns), then cancelled the child (a child-only
  * RequestCancelExternal), and completed only once the child had ended
  * (ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED). The child ends completed when it ends

@@ -19,7 +19,7 @@ import {
 import { ConversationSchema, LettaMessageSchema, LettaResponseSchema } from '../schemas/responses';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { streamRun } from '../run-stream';
-import { cancelSteps, runLiveness } from '../../agent/steps';
+import { cancelTurns, runLiveness } from '../../agent/turns';
 import { conversationRun } from '../../db/runs';
 import {
   AgentOfDefaultQuery,
@@ -139,7 +139,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     { summary: 'Delete conversation', description: 'Its active runs are cancelled first.' },
     async (req, res) => {
       const conversation = await loadConversation(req.params.id);
-      await cancelSteps(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
+      await cancelTurns(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
       if (!(await deleteConversation(ctx.db, conversation.id)))
         throw notFound(`Conversation ${conversation.id}`);
       res.json(null);

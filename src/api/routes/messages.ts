@@ -22,7 +22,7 @@ import { getMessage, listMessages, runMessagesAfter, searchMessages } from '../.
 import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../agent/context';
-import { answerPausedStep, cancelSteps, startAgentStep } from '../../agent/steps';
+import { answerPausedTurn, cancelTurns, startAgentTurn } from '../../agent/turns';
 import { type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
 import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
@@ -91,11 +91,11 @@ export function messageHandlers(ctx: ApiContext) {
       runType,
       streamTokens,
     };
-    if (answers) return answerPausedStep(ctx, { ...options, answers, followUps: messages });
+    if (answers) return answerPausedTurn(ctx, { ...options, answers, followUps: messages });
     const callbackUrl = body.callback_url
       ? checkWebhookUrl(body.callback_url, ctx.config.OUTBOUND_ALLOW_PRIVATE)
       : undefined;
-    return startAgentStep(ctx, { ...options, userMessages: messages, callbackUrl });
+    return startAgentTurn(ctx, { ...options, userMessages: messages, callbackUrl });
   };
 
   /** A blocking request answers once the step has stopped; a streaming one streams it as it runs. */
@@ -153,7 +153,7 @@ export function messageHandlers(ctx: ApiContext) {
       targets.set(pending.run_id, pending.workflow_id);
     }
     if (targets.size === 0) throw new HttpError(409, 'No active runs to cancel');
-    await cancelSteps(ctx, to, [...new Set(targets.values())], !runIds?.length);
+    await cancelTurns(ctx, to, [...new Set(targets.values())], !runIds?.length);
     const ended = await Promise.all([...targets.keys()].map((id) => getRun(ctx.db, id)));
     return Object.fromEntries(ended.map((run) => [run!.id, run!.status]));
   };

@@ -7,7 +7,7 @@ import { LettaMessageSchema, RunSchema, UsageStatisticsSchema } from '../schemas
 import { RunWithPendingApprovalSchema } from '../schemas/runs';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { streamRun } from '../run-stream';
-import { runLiveness } from '../../agent/steps';
+import { runLiveness } from '../../agent/turns';
 import { pageQuery, queryBoolean, stringList } from '../schemas/common';
 import { lettaMessages, runShape, usageShape } from '../letta-shapes';
 import { listMessages } from '../../db/messages';

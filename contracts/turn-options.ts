@@ -1,11 +1,11 @@
 /**
  * The options of an agent step's workflow, whoever starts it: the API, when its conversation is idle
- * (src/agent/steps.ts), or the conversation's session, when the step's turn comes (workflows/agent-session.ts).
+ * (src/agent/turns.ts), or the conversation's session, when the step's turn comes (workflows/agent-session.ts).
  */
-import type { QueuedStep } from './payloads';
+import type { QueuedTurn } from './payloads';
 import { agentIdKey, runIdKey } from './search-attributes';
 
-export const stepWorkflowOptions = (step: QueuedStep) => ({
+export const turnWorkflowOptions = (step: QueuedTurn) => ({
   workflowId: step.workflowId,
   typedSearchAttributes: [
     { key: agentIdKey, value: step.input.agentId },

@@ -21,17 +21,17 @@ import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveStepContext } from './step-context';
-import type { AgentStepInput, ClientTool, QueuedStep } from '../../contracts/payloads';
+import type { AgentTurnInput, ClientTool, QueuedTurn } from '../../contracts/payloads';
 import { QUEUE_FULL } from '../../contracts/errors';
 import type { Workflows } from '../../contracts/workflows';
 import {
   approvalAnsweredSignal,
-  cancelStepsUpdate,
-  enqueueStepUpdate,
+  cancelTurnsUpdate,
+  enqueueTurnUpdate,
   laneReleasedSignal,
 } from '../../contracts/messages';
 import { agentIdKey } from '../../contracts/search-attributes';
-import { stepWorkflowOptions } from '../../contracts/step-options';
+import { turnWorkflowOptions } from '../../contracts/turn-options';
 import {
   ALREADY_ANSWERED,
   answersMismatch,
@@ -45,7 +45,7 @@ import {
 import { lockPendingApproval } from '../db/conversations';
 
 /** What starting, answering and cancelling steps works with: the database, Temporal, where steps run. */
-export interface StepServices {
+export interface TurnServices {
   db: Database;
   config: Config;
   temporal: Client;
@@ -69,7 +69,7 @@ interface RequestOptions {
   streamTokens?: boolean;
 }
 
-export interface StepRequest extends RequestOptions {
+export interface TurnRequest extends RequestOptions {
   userMessages: FollowUp[];
   /**
    * The run's id when the caller chose it (a message from another agent: one per call and recipient).
@@ -90,10 +90,10 @@ export interface AnswerRequest extends RequestOptions {
 }
 
 /** Whether the workflow that is to end a run still can: its step runs, or waits for its turn. */
-export type StepLiveness = () => Promise<boolean>;
+export type TurnLiveness = () => Promise<boolean>;
 
 /** A step's workflow runs; one not started yet waits in its session, if the session runs. */
-function stepLiveness(ctx: StepServices, sessionId: string, workflowId: string): StepLiveness {
+function stepLiveness(ctx: TurnServices, sessionId: string, workflowId: string): TurnLiveness {
   const running = async (id: string) => {
     try {
       return (await ctx.temporal.workflow.getHandle(id).describe()).status.name === 'RUNNING';
@@ -106,7 +106,7 @@ function stepLiveness(ctx: StepServices, sessionId: string, workflowId: string):
 }
 
 /** Whether the workflow that is to end `run` still can (a stream that resumes follows it so). */
-export const runLiveness = (ctx: StepServices, run: RunRow): StepLiveness =>
+export const runLiveness = (ctx: TurnServices, run: RunRow): TurnLiveness =>
   stepLiveness(
     ctx,
     sessionWorkflowIdFor(ctx.deploymentId, run.agent_id, run.conversation_id),
@@ -160,7 +160,7 @@ export const sessionWorkflowIdFor = (deploymentId: string, agentId: string, conv
   scopedId(deploymentId, conversationId ? `${agentId}/${conversationId}` : agentId);
 
 /** The limits a step runs under, from the configuration of the API that queued it. */
-function stepLimits(config: StepServices['config'], maxSteps: number): AgentStepInput['limits'] {
+function stepLimits(config: TurnServices['config'], maxSteps: number): AgentTurnInput['limits'] {
   return {
     maxSteps,
     modelTimeoutMs: config.MODEL_TIMEOUT_MS,
@@ -183,10 +183,10 @@ function stepLimits(config: StepServices['config'], maxSteps: number): AgentStep
  * it brings are stored first, the messages going into the transcript only when the step's turn comes.
  * A full queue is a 409, and the run is gone again.
  */
-export async function startAgentStep(
-  ctx: StepServices,
-  request: StepRequest,
-): Promise<{ run: RunRow; alive: StepLiveness }> {
+export async function startAgentTurn(
+  ctx: TurnServices,
+  request: TurnRequest,
+): Promise<{ run: RunRow; alive: TurnLiveness }> {
   const runId = request.runId ?? newId('run');
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
   const { run, context, queued, agentName, laneTaken } = await ctx.db.transaction(
@@ -230,7 +230,7 @@ export async function startAgentStep(
   const alive = stepLiveness(ctx, sessionId, workflowId);
   if (queued) return { run, alive };
   const { config } = ctx;
-  const step: QueuedStep = {
+  const step: QueuedTurn = {
     workflowId,
     ...stepMetadata(agentName, runId, request, config.STEP_SUMMARY_MESSAGE_CHARS),
     maxQueued: config.AGENT_MAX_QUEUED_MESSAGES,
@@ -261,11 +261,11 @@ export async function startAgentStep(
  * Starts a step whose conversation was idle: its lane taken, no session needs to order it. The same
  * workflow options as the session's child steps (workflows/agent-session.ts).
  */
-async function startStep(ctx: StepServices, step: QueuedStep): Promise<void> {
+async function startStep(ctx: TurnServices, step: QueuedTurn): Promise<void> {
   try {
-    await ctx.temporal.workflow.start<Workflows['agentStep']>('agentStep', {
+    await ctx.temporal.workflow.start<Workflows['agentTurn']>('agentTurn', {
       taskQueue: ctx.taskQueues.agent,
-      ...stepWorkflowOptions(step),
+      ...turnWorkflowOptions(step),
       args: [step.input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // With the agent worker in this process (npm start), the start's response carries the first
@@ -290,7 +290,7 @@ function excerpt(text: string, chars: number): string {
  * STEP_SUMMARY_MESSAGE_CHARS of it) in lists, its details (Markdown) on the workflow's page. The
  * summary is the only text of a message in a history: the rest stays in the database.
  */
-function stepMetadata(agentName: string, runId: string, request: StepRequest, messageChars: number) {
+function stepMetadata(agentName: string, runId: string, request: TurnRequest, messageChars: number) {
   const text = excerpt(request.userMessages.map((m) => m.text).join(' '), messageChars);
   const conversation = request.conversationId ? `, conversation \`${request.conversationId}\`` : '';
   const details = [
@@ -308,16 +308,16 @@ function stepMetadata(agentName: string, runId: string, request: StepRequest, me
  * AGENT_SESSION_IDLE_MS pays for the refused try. Both carry the run's id as the update's id: a
  * session takes a step once, however often it is sent.
  */
-async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedStep): Promise<void> {
-  const update = { args: [step] as [QueuedStep], updateId: step.input.runId };
+async function enqueueStep(ctx: TurnServices, sessionId: string, step: QueuedTurn): Promise<void> {
+  const update = { args: [step] as [QueuedTurn], updateId: step.input.runId };
   try {
     try {
       await ctx.temporal.workflow
         .getHandle<Workflows['agentSession']>(sessionId)
-        .executeUpdate(enqueueStepUpdate, update);
+        .executeUpdate(enqueueTurnUpdate, update);
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
-      await ctx.temporal.workflow.executeUpdateWithStart(enqueueStepUpdate, {
+      await ctx.temporal.workflow.executeUpdateWithStart(enqueueTurnUpdate, {
         ...update,
         startWorkflowOperation: sessionStart(ctx, sessionId, step.input.agentId),
       });
@@ -335,7 +335,7 @@ async function enqueueStep(ctx: StepServices, sessionId: string, step: QueuedSte
 }
 
 /** A conversation's session, started by the update of its first step (or joined, if one runs by then). */
-const sessionStart = (ctx: StepServices, sessionId: string, agentId: string) =>
+const sessionStart = (ctx: TurnServices, sessionId: string, agentId: string) =>
   new WithStartWorkflowOperation<Workflows['agentSession']>('agentSession', {
     workflowId: sessionId,
     taskQueue: ctx.taskQueues.agent,
@@ -357,10 +357,10 @@ const sessionStart = (ctx: StepServices, sessionId: string, agentId: string) =>
  * stored (with a new run, under which the step continues) before the workflow is signalled. The same
  * answer sent again finds the first one and signals again, which the workflow ignores.
  */
-export async function answerPausedStep(
-  ctx: StepServices,
+export async function answerPausedTurn(
+  ctx: TurnServices,
   request: AnswerRequest,
-): Promise<{ run: RunRow; alive: StepLiveness }> {
+): Promise<{ run: RunRow; alive: TurnLiveness }> {
   const { agentId } = request;
   const { answered, workflowId, repeated } = await ctx.db.transaction(
     async (tx, [agent]: (AgentRow | undefined)[]) => {
@@ -394,7 +394,7 @@ export async function answerPausedStep(
     },
     agentLock(agentId),
   );
-  const handle = ctx.temporal.workflow.getHandle<Workflows['agentStep']>(workflowId);
+  const handle = ctx.temporal.workflow.getHandle<Workflows['agentTurn']>(workflowId);
   try {
     await handle.signal(approvalAnsweredSignal, answered);
   } catch (error) {
@@ -412,8 +412,8 @@ export async function answerPausedStep(
  * its own, as steps were before sessions, or one whose session is gone) is cancelled directly, and
  * waited for.
  */
-export async function cancelSteps(
-  ctx: StepServices,
+export async function cancelTurns(
+  ctx: TurnServices,
   conversation: ConversationRef,
   workflowIds: string[],
   all: boolean,
@@ -425,7 +425,7 @@ export async function cancelSteps(
     const session = ctx.temporal.workflow.getHandle<Workflows['agentSession']>(
       sessionWorkflowIdFor(ctx.deploymentId, conversation.agentId, conversation.conversationId),
     );
-    const { cancelled } = await session.executeUpdate(cancelStepsUpdate, {
+    const { cancelled } = await session.executeUpdate(cancelTurnsUpdate, {
       args: [all ? {} : { workflowIds }],
     });
     workflowIds = workflowIds.filter((id) => !cancelled.includes(id));
@@ -435,7 +435,7 @@ export async function cancelSteps(
   await Promise.all(workflowIds.map((id) => cancelOutsideSession(ctx, id)));
 }
 
-async function cancelOutsideSession(ctx: StepServices, workflowId: string): Promise<void> {
+async function cancelOutsideSession(ctx: TurnServices, workflowId: string): Promise<void> {
   const handle = ctx.temporal.workflow.getHandle(workflowId);
   try {
     await handle.cancel();
@@ -453,7 +453,7 @@ async function cancelOutsideSession(ctx: StepServices, workflowId: string): Prom
  * on its own (AGENT_LANE_LOOK_MS): a failed wake must not fail the step's last activity, whose run has
  * ended already.
  */
-export async function signalLaneReleased(ctx: StepServices, scope: ConversationRef): Promise<void> {
+export async function signalLaneReleased(ctx: TurnServices, scope: ConversationRef): Promise<void> {
   const session = sessionWorkflowIdFor(ctx.deploymentId, scope.agentId, scope.conversationId);
   await ctx.temporal.workflow
     .getHandle<Workflows['agentSession']>(session)

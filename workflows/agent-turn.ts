@@ -1,0 +1,410 @@
+/**
+ * One agent turn: a request's messages through to the agent's answer. A turn runs steps (Letta's: one
+ * model call, then the calls of its reply, each by its tool's execution mode) until a stop reason.
+ * Every model call and tool call is an activity; this code only decides, so the history holds ids and
+ * short summaries. Deterministic: no I/O, no clocks, no randomness here.
+ *
+ * The run's life is decided here, at the lines of `agentTurn`: a run ends (`endRun`), pauses for a
+ * client's tool return or a person's approval (`markPaused`, `waitForAnswer`), is cancelled while it
+ * waits (`endOnCancel`), and the request that answers goes on under its own run (`resumedBy`). A
+ * pause can last weeks; the turn waits on the `approvalAnswered` signal for as long as it takes.
+ */
+import {
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  setWorkflowOptions,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type {
+  AgentTurnError,
+  AgentTurnInput,
+  AgentTurnLimits,
+  AgentTurnResult,
+  ApprovalAnswered,
+  ApprovalWait,
+  ClientTool,
+  RunUsage,
+  StepCall,
+  StepReply,
+  ToolOutcome,
+  TurnContext,
+  TurnTool,
+} from '../contracts/payloads';
+import { approvalAnsweredSignal } from '../contracts/messages';
+import { stopReasonKey } from '../contracts/search-attributes';
+import { addUsage, noUsage } from '../contracts/usage';
+import { finalReplyStopReason } from '../contracts/stop-reasons';
+import {
+  allowedTools,
+  approvalRequiredTools,
+  constraintViolation,
+  isTerminal,
+  mustCallTool,
+  prefilledArgs,
+  requiredToolAlert,
+  uncalledRequiredTools,
+  type ToolCallRecord,
+} from '../contracts/tool-rules';
+import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
+import { runsOnClient, withClientTools } from './tool-calls';
+
+/** What every part of one turn works with. */
+interface Turn {
+  agentId: string;
+  limits: AgentTurnLimits;
+  acts: TurnActivities;
+  /**
+   * Answers to the turn's pauses, by the reply they answer; the first one counts (a client's retry
+   * repeats it). Kept whenever they come: after a worker crash, the signal can be delivered in the
+   * same activation as the model call that paused, before the turn has reached its wait.
+   */
+  answers: Map<string, ApprovalAnswered>;
+}
+
+/** One request's share of the turn: its run, and what it asked for. */
+interface Request {
+  runId: string;
+  maxSteps: number;
+  clientTools: ClientTool[];
+  /** Whether the request streams tokens (`stream_tokens`). */
+  streamTokens?: boolean;
+  /** The answer this request brought to the turn's pause. */
+  answer?: ApprovalAnswered;
+  /** Its tools and rules, as they came with it (AgentTurnInput.context, ApprovalAnswered.context). */
+  context: TurnContext;
+}
+
+/** How a request's steps ended, and what is still to be stored for its run. */
+interface RequestOutcome {
+  stopReason: string;
+  usage: RunUsage;
+  /** Calls of the last reply whose returns are still to be stored as one tool message. */
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
+  error?: AgentTurnError;
+  /** The model call ended the run as it stored the final reply (`endsRunWhenFinal`). */
+  runEnded?: boolean;
+  /**
+   * Set with `requires_approval`: the reply whose calls wait, which of them, and the wait its model
+   * call entered (none when a cancel ended the run first: the cancel is on its way).
+   */
+  pause?: Pause;
+}
+
+interface Pause {
+  messageId: string;
+  calls: StepCall[];
+  wait?: ApprovalWait;
+}
+
+/** The calls of one request so far, for the tool rules that depend on what was called. */
+type Progress = { outcome: RequestOutcome; history: ToolCallRecord[] };
+
+/**
+ * The model call whose reply ends the request ends its run too, in the transaction that stores the
+ * reply: no activity after it, so a plain turn is one model call (bench/where-the-time-goes.md).
+ * Histories recorded without this patch run `finishRun` after it, and replay so.
+ */
+const MODEL_CALL_ENDS_RUN = 'model-call-ends-run';
+
+/**
+ * A run's end is a local activity, like the rest of the bookkeeping. Histories recorded before ended
+ * it with a regular activity, and replay so.
+ */
+const FINISH_RUN_LOCALLY = 'finish-run-as-local-activity';
+
+export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+  const turn: Turn = {
+    agentId: input.agentId,
+    limits: input.limits,
+    acts: turnActivities(input.limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue }),
+    answers: new Map(),
+  };
+  setHandler(approvalAnsweredSignal, (received) => {
+    if (!turn.answers.has(received.requestMessageId)) turn.answers.set(received.requestMessageId, received);
+  });
+
+  let request: Request = {
+    runId: input.runId,
+    maxSteps: input.limits.maxSteps,
+    clientTools: input.clientTools,
+    streamTokens: input.streamTokens,
+    context: input.context,
+  };
+  for (;;) {
+    const outcome = await runSteps(turn, request);
+    if (!outcome.pause) return endRun(turn, request.runId, outcome);
+    markPaused(outcome.pause);
+    const answer = await waitForAnswer(turn, outcome.pause);
+    if (!answer) return endOnCancel(turn, request.runId, outcome);
+    request = resumedBy(answer, turn.limits);
+  }
+}
+
+/** A request's steps: an answer to a pause first runs the calls it allows, then model → tools. */
+async function runSteps(turn: Turn, request: Request): Promise<RequestOutcome> {
+  const progress: Progress = {
+    outcome: { stopReason: 'end_turn', usage: noUsage(), pendingToolCallIds: [] },
+    history: [],
+  };
+  const { outcome } = progress;
+  try {
+    if (request.answer && (await runAnsweredCalls(turn, request, request.answer, progress)))
+      return { ...outcome, stopReason: 'tool_rule' };
+    for (let step = 0; step < request.maxSteps; step++) {
+      const stopped = await runStep(turn, request, step, progress);
+      if (stopped) return stopped;
+    }
+    return { ...outcome, stopReason: 'max_steps' };
+  } catch (error) {
+    if (isCancellation(error)) return { ...outcome, stopReason: 'cancelled' };
+    const { stopReason, error: failure } = stopFor(error);
+    log.warn('agent turn failed', { stopReason, error: failure.message });
+    return { ...outcome, stopReason, error: failure };
+  }
+}
+
+/**
+ * One step: the model's reply, then its calls by mode. Two decisions go with the model call, since
+ * they are stored in the transaction that stores the reply: a final reply ends the run
+ * (`endsRunWhenFinal`), and a reply calling any of `approvalTools` pauses it. Returns how the request
+ * ended, or nothing when it goes on to the next step.
+ */
+async function runStep(
+  turn: Turn,
+  request: Request,
+  step: number,
+  { outcome, history }: Progress,
+): Promise<RequestOutcome | undefined> {
+  const { agentId, acts } = turn;
+  const { runId, context } = request;
+  const rules = context.toolRules;
+  const available = context.tools.map((t) => t.name);
+  const allowed = allowedTools(rules, available, history);
+  const forced = mustCallTool(rules, history);
+  // A reply without calls ends the request unless required tools are still to be called.
+  const uncalled = uncalledRequiredTools(rules, available, history);
+  const alertsIfFinal = uncalled.length > 0 && step + 1 < request.maxSteps;
+  const pausing = pausingTools(request);
+
+  setCurrentDetails(`Waiting for the model (step ${step + 1})`);
+  const reply: StepReply = await acts.model.callModel.executeWithOptions(
+    { ...acts.modelOptions, summary: `model ${context.model}` },
+    [
+      {
+        agentId,
+        runId,
+        step,
+        allowedTools: allowed,
+        toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
+        parallelToolCalls: context.parallelToolCalls,
+        clientTools: request.clientTools,
+        approvalTools: pausing,
+        pendingToolCallIds: outcome.pendingToolCallIds,
+        followUpsFrom: outcome.followUpsFrom,
+        requestUsage: outcome.usage,
+        streamTokens: request.streamTokens,
+        endsRunWhenFinal: !alertsIfFinal && patched(MODEL_CALL_ENDS_RUN),
+      },
+    ],
+  );
+  outcome.usage = addUsage(outcome.usage, reply.usage);
+  outcome.pendingToolCallIds = [];
+  outcome.followUpsFrom = undefined;
+
+  if (reply.toolCalls.length === 0) {
+    if (!alertsIfFinal) {
+      const stopReason = finalReplyStopReason(reply.finishReason);
+      return { ...outcome, stopReason, runEnded: reply.stopReason !== undefined };
+    }
+    await acts.run.appendUserMessage({ agentId, runId, step, text: requiredToolAlert(uncalled) });
+    return undefined;
+  }
+
+  const waiting = reply.toolCalls.filter((call) => pausing.includes(call.name));
+  if (waiting.length) {
+    const pause = { messageId: reply.messageId, calls: waiting, wait: reply.approvalWait };
+    return { ...outcome, stopReason: 'requires_approval', pause };
+  }
+
+  outcome.pendingToolCallIds = reply.toolCalls.map((call) => call.id);
+  const outcomes = await runToolCalls(request, reply.toolCalls, (call) => {
+    if (!allowed.includes(call.name)) {
+      const reason = constraintViolation(rules, call.name, allowed, history);
+      return acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason });
+    }
+    return runToolCall(turn, request, reply, call, prefilledArgs(rules, call.name, history));
+  });
+  reply.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
+  return reply.toolCalls.some((call) => isTerminal(rules, call.name))
+    ? { ...outcome, stopReason: 'tool_rule' }
+    : undefined;
+}
+
+/** Runs the calls an answer allows; true when one of them ends the request by a terminal rule. */
+async function runAnsweredCalls(
+  turn: Turn,
+  request: Request,
+  answer: ApprovalAnswered,
+  { outcome, history }: Progress,
+): Promise<boolean> {
+  const { runId } = request;
+  const plan = await turn.acts.run.applyApprovalAnswer({
+    agentId: turn.agentId,
+    runId,
+    approvalMessageId: answer.approvalMessageId,
+  });
+  request.maxSteps = plan.maxSteps;
+  request.clientTools = plan.clientTools;
+  request.streamTokens = plan.streamTokens;
+  // Set before the calls run: should they fail or be cancelled, the run's end still stores a return
+  // for each call of the reply.
+  outcome.pendingToolCallIds = plan.callIds;
+  outcome.followUpsFrom = answer.approvalMessageId;
+  const outcomes = await runToolCalls(request, plan.toRun, (call) => runToolCall(turn, request, plan, call));
+  plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
+  return plan.toRun.some((call) => isTerminal(request.context.toolRules, call.name));
+}
+
+/**
+ * Runs a reply's calls: concurrently when every one of them allows parallel execution, otherwise in
+ * order. Outcomes keep the calls' order.
+ */
+async function runToolCalls(
+  request: Request,
+  calls: StepCall[],
+  run: (call: StepCall) => Promise<ToolOutcome>,
+): Promise<ToolOutcome[]> {
+  const { tools } = request.context;
+  const parallel =
+    calls.length > 1 && calls.every((call) => tools.find((t) => t.name === call.name)?.parallel === true);
+  if (parallel) return Promise.all(calls.map((call) => run(call)));
+  const outcomes: ToolOutcome[] = [];
+  for (const call of calls) outcomes.push(await run(call));
+  return outcomes;
+}
+
+/** One call of a reply, through its tool's execution mode (workflows/tool-calls.ts). */
+function runToolCall(
+  turn: Turn,
+  request: Request,
+  reply: Pick<StepReply, 'messageId' | 'stepId'>,
+  call: StepCall,
+  prefilled?: Record<string, unknown>,
+): Promise<ToolOutcome> {
+  const input = {
+    agentId: turn.agentId,
+    runId: request.runId,
+    stepId: reply.stepId,
+    messageId: reply.messageId,
+    toolCallId: call.id,
+    toolName: call.name,
+    prefilledArgs: prefilled,
+  };
+  return turn.acts.runToolCall(
+    input,
+    toolsOf(request).find((t) => t.name === call.name),
+  );
+}
+
+/** The turn's tools with the request's client tools, which stand for server tools of their names. */
+const toolsOf = (request: Request): TurnTool[] => withClientTools(request.clientTools, request.context.tools);
+
+/** The tools whose calls pause the run: the client's, and those the rules say need approval. */
+const pausingTools = (request: Request): string[] => [
+  ...toolsOf(request)
+    .filter(runsOnClient)
+    .map((t) => t.name),
+  ...approvalRequiredTools(request.context.toolRules),
+];
+
+/**
+ * The run pauses: the model call ended it `requires_approval` as it stored the reply that waits
+ * (`approvalTools`). The workflow is tagged and described so, within milliseconds of that.
+ */
+function markPaused(pause: Pause): void {
+  setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
+  upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
+}
+
+/**
+ * Waits for the answer to a pause; when the approval timeout passes first, the calls are denied. No
+ * answer when the turn is cancelled while it waits.
+ */
+async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered | undefined> {
+  const { answers, acts, agentId } = turn;
+  const answered = () => answers.has(pause.messageId);
+  const timeoutMs = pause.wait?.timeoutMs ?? null;
+  try {
+    if (timeoutMs !== null && !(await condition(answered, Math.max(timeoutMs, 1)))) {
+      const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
+      if (expired && !answered()) answers.set(pause.messageId, expired);
+    }
+    await condition(answered);
+    return answers.get(pause.messageId)!;
+  } catch (error) {
+    if (isCancellation(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The answer's request goes on with the turn, under its own run, with the tools it came with. */
+const resumedBy = (answer: ApprovalAnswered, limits: AgentTurnLimits): Request => ({
+  runId: answer.runId,
+  maxSteps: limits.maxSteps,
+  clientTools: [],
+  answer,
+  context: answer.context,
+});
+
+/**
+ * A cancel while the run waits: as Letta does, every pending call is denied and the run ends
+ * cancelled; so does the run of an answer that came meanwhile.
+ */
+async function endOnCancel(turn: Turn, runId: string, outcome: RequestOutcome): Promise<AgentTurnResult> {
+  const { acts, agentId } = turn;
+  const answeredRun = await CancellationScope.nonCancellable(() =>
+    acts.run.denyOnCancel({ agentId, runId, messageId: outcome.pause!.messageId }),
+  );
+  const cancelled = { stopReason: 'cancelled', usage: outcome.usage, pendingToolCallIds: [] };
+  if (answeredRun) await endRun(turn, answeredRun, { ...cancelled, usage: noUsage() });
+  return endRun(turn, runId, cancelled);
+}
+
+/**
+ * The run ends: the workflow is tagged with its stop reason, and the run stored as stopped, even while
+ * cancelling. A final reply's model call stored the end with the reply already (`runEnded`).
+ */
+async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promise<AgentTurnResult> {
+  const { stopReason, usage, error } = outcome;
+  setCurrentDetails(`Stopped: ${stopReason}`);
+  upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
+  if (outcome.runEnded) return { stopReason, usage };
+  const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.run : turn.acts.runEndUnpatched;
+  await CancellationScope.nonCancellable(() =>
+    finisher.finishRun({
+      agentId: turn.agentId,
+      runId,
+      stopReason,
+      usage,
+      pendingToolCallIds: outcome.pendingToolCallIds,
+      followUpsFrom: outcome.followUpsFrom,
+      error,
+    }),
+  );
+  return { stopReason, ...(error ? { error } : {}), usage };
+}
+
+/**
+ * Worker versioning (docs/upgrades.md): AUTO_UPGRADE. A turn paused for approval or a client tool
+ * waits for weeks, across releases; pinned, it could only be answered by the release that started it,
+ * and a server replaced in place (`npm start`) leaves none behind. The answer's workflow task runs on
+ * the current release, which replays the turn's history: test/replay.test.ts checks that for every
+ * committed history, and a change that cannot replay goes behind patched().
+ */
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, agentTurn);

@@ -1,0 +1,207 @@
+/**
+ * How a tool call runs, by its tool's execution mode: one row per mode in `TOOL_MODES`, with the
+ * activity that runs its calls (activities/builtin.ts, sandbox.ts, mcp.ts, ...), the task queue it
+ * runs on and how long a call may take. The turn runs every call through `runToolCall`; a new mode is
+ * an executor on the activity side and a row here, and the turn's loop does not change.
+ */
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type {
+  AgentMessageActivities,
+  BuiltinActivities,
+  McpActivities,
+  RunCodeActivities,
+  SandboxActivities,
+} from '../contracts/activities';
+import type {
+  AgentTurnLimits,
+  ClientTool,
+  TurnTool,
+  ToolCallInput,
+  ToolMode,
+  ToolOutcome,
+} from '../contracts/payloads';
+
+type ToolActivities = BuiltinActivities &
+  AgentMessageActivities &
+  RunCodeActivities &
+  SandboxActivities &
+  McpActivities;
+
+/** The task queues of the modes whose workers can live apart from the agent's. */
+export interface ToolQueues {
+  sandbox: string;
+  mcp: string;
+}
+
+interface ToolModeRow {
+  /** What the Temporal UI shows after a call's tool name, e.g. `search (MCP)`. */
+  label: string;
+  /** The activity that runs the mode's calls; none when the client runs them: the turn pauses for their returns. */
+  activity?: keyof ToolActivities;
+  /**
+   * The task queue its calls run on, so a pool of its workers can live apart; the agent's own when
+   * unset. With `localToolCalls` (the turn's limits, LOCAL_TOOL_CALLS) they run as local activities of
+   * the agent worker instead, which every worker process has these modes' activities for.
+   */
+  queue?: keyof ToolQueues;
+  /** How long one call may take (the activity adds a margin): the turn's tool timeout when unset. */
+  timeoutMs?: (limits: AgentTurnLimits, tool: TurnTool) => number | undefined;
+}
+
+export const TOOL_MODES: Partial<Record<ToolMode, ToolModeRow>> = {
+  // Those that work on the database alone run as local activities (TurnTool.local).
+  builtin: { label: 'built-in', activity: 'runBuiltinTool' },
+  // run_code: the model's own code, in the custom tools' sandbox.
+  code: { label: 'sandbox', activity: 'runCode', queue: 'sandbox' },
+  // A message to another agent, whose reply may take that agent's whole turn.
+  agent: {
+    label: 'agent message',
+    activity: 'messageAgents',
+    timeoutMs: (limits) => limits.agentMessageTimeoutMs,
+  },
+  sandbox: {
+    label: 'sandbox',
+    activity: 'runSandboxTool',
+    queue: 'sandbox',
+    timeoutMs: (_, tool) => tool.timeoutMs,
+  },
+  // The call may first have to connect to its server.
+  mcp: {
+    label: 'MCP',
+    activity: 'runMcpTool',
+    queue: 'mcp',
+    timeoutMs: (limits, tool) => (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs,
+  },
+  client: { label: 'client-side' },
+};
+
+/** Whether a call of `tool` waits for its return from the client instead of running here. */
+export function runsOnClient(tool: TurnTool | undefined): boolean {
+  const row = tool && TOOL_MODES[tool.mode];
+  return row !== undefined && !row.activity;
+}
+
+/**
+ * The turn's tools with the request's client tools: their calls run on the client, which returns
+ * their results. A client tool stands for a server tool of its name.
+ */
+export function withClientTools(clientTools: ClientTool[], tools: TurnTool[]): TurnTool[] {
+  const client = clientTools.map(({ name }): TurnTool => ({
+    id: name,
+    name,
+    mode: 'client',
+    parallel: false,
+    version: 0,
+  }));
+  return [...client, ...tools];
+}
+
+/**
+ * A cancel waits for the call to stop (the provider's request aborted, the sandbox killed), so that
+ * nothing of the run goes on once its cancel has answered.
+ */
+export const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
+
+/** A tool call's activity options: its timeout plus a margin, heartbeats, retries. */
+function toolOptions(limits: AgentTurnLimits, timeoutMs: number): ActivityOptions {
+  return {
+    cancellationType,
+    startToCloseTimeout: timeoutMs + 10_000,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    // In ms: the SDK parses a duration's text again at every call it schedules.
+    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
+  };
+}
+
+/** Longest failure text the model is given (Letta's MAX_ERROR_MESSAGE_CHAR_LIMIT). */
+const MAX_FAILURE_CHARS = 1000;
+
+/**
+ * A tool's activity that failed for good, as Letta words an exception for the model. A regular
+ * activity's failure wraps its cause; a local activity's is the cause itself.
+ */
+function failureText(toolName: string, failure: ActivityFailure | ApplicationFailure): string {
+  const cause = failure instanceof ActivityFailure ? failure.cause : failure;
+  const kind = cause instanceof ApplicationFailure && cause.type ? cause.type : (cause?.name ?? 'Error');
+  return `Error executing function ${toolName}: ${kind}: ${cause?.message ?? failure.message}`.slice(
+    0,
+    MAX_FAILURE_CHARS,
+  );
+}
+
+/** Whether calls of `tool` run as local activities of the turn's worker. */
+const runsLocally = (limits: AgentTurnLimits, tool: TurnTool) =>
+  tool.local || (limits.localToolCalls === true && TOOL_MODES[tool.mode]?.queue !== undefined);
+
+/** A call as the turn asks for it: the tool it names is resolved here. */
+export type ToolCallRequest = Omit<ToolCallInput, 'toolId' | 'toolVersion'>;
+
+/**
+ * The turn's way to run one tool call: `runToolCall` schedules the activity of the call's execution
+ * mode (its row in TOOL_MODES: task queue, timeout, local or not), named in the Temporal UI by the
+ * tool and its mode. A call of a tool the turn does not have, or of a mode no activity runs, is
+ * refused with the error the model sees (`refuse`, which records it). So is a call whose activity
+ * failed after its retries (its MCP server died, its sandbox would not start): the model reads the
+ * error and the turn goes on, as Letta's loop goes on after a tool's exception.
+ */
+export function toolCaller(
+  limits: AgentTurnLimits,
+  queues: ToolQueues,
+  refuse: (call: ToolCallRequest, reason: string) => Promise<ToolOutcome>,
+) {
+  const base = toolOptions(limits, limits.toolTimeoutMs);
+  const remote = proxyActivities<ToolActivities>(base);
+  const local = proxyLocalActivities<ToolActivities>({
+    startToCloseTimeout: base.startToCloseTimeout,
+    retry: base.retry,
+  });
+  const schedule = (row: ToolModeRow, tool: TurnTool, input: ToolCallInput, summary: string) => {
+    const activity = row.activity!;
+    const options = toolOptions(limits, row.timeoutMs?.(limits, tool) ?? limits.toolTimeoutMs);
+    if (runsLocally(limits, tool)) {
+      const { startToCloseTimeout, retry } = options;
+      return local[activity].executeWithOptions({ startToCloseTimeout, retry, cancellationType, summary }, [
+        input,
+      ]);
+    }
+    const taskQueue = row.queue && queues[row.queue];
+    return remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
+      input,
+    ]);
+  };
+
+  return async function runToolCall(call: ToolCallRequest, tool: TurnTool | undefined): Promise<ToolOutcome> {
+    const row = tool && TOOL_MODES[tool.mode];
+    if (!tool || !row?.activity) {
+      return refuse(
+        call,
+        tool
+          ? `Error executing function ${call.toolName}: NotImplementedError: tools of the ${tool.mode} execution mode cannot run on this server`
+          : 'Tool not found',
+      );
+    }
+    const summary = `${call.toolName} (${row.label})`;
+    setCurrentDetails(`Running tool ${summary}`);
+    try {
+      return await schedule(row, tool, { ...call, toolId: tool.id, toolVersion: tool.version }, summary);
+    } catch (error) {
+      const failed = error instanceof ActivityFailure || error instanceof ApplicationFailure;
+      if (isCancellation(error) || !failed) throw error;
+      const text = failureText(call.toolName, error);
+      log.warn('a tool call failed after its retries', { tool: call.toolName, error: text });
+      return refuse(call, text);
+    }
+  };
+}
+
+export type ToolCaller = ReturnType<typeof toolCaller>;

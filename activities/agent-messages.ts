@@ -1,6 +1,6 @@
 /**
  * Messages to other agents: the `agent` execution mode (Letta's multi-agent tools). Each message is a
- * step of the recipient's own, queued in its session (src/agent/agent-messages.ts); the call waits for
+ * turn of the recipient's own, queued in its session (src/agent/agent-messages.ts); the call waits for
  * the replies it asks for, heartbeating, up to AGENT_MESSAGE_TIMEOUT_MS.
  */
 import type { TurnServices } from '../src/agent/turns';

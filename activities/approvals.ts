@@ -1,4 +1,4 @@
-/** The pause of an agent step for approvals or client tools: entering it, its timeout, its answer. */
+/** The pause of an agent turn for approvals or client tools: entering it, its timeout, its answer. */
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { getMessage, latestApprovalRequest } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
@@ -16,7 +16,7 @@ import {
 } from '../src/agent/approvals';
 import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
-import { resolveStepContext } from '../src/agent/step-context';
+import { resolveTurnContext } from '../src/agent/turn-context';
 import type { ActivityDeps } from './deps';
 import { noUsage } from '../contracts/usage';
 import type {
@@ -135,7 +135,7 @@ async function denyPauseOnCancel(
 }
 
 /**
- * A step cancelled while its model call was storing a reply that waits: a cancel does not stop a
+ * A turn cancelled while its model call was storing a reply that waits: a cancel does not stop a
  * running activity at once, so the call may have entered its pause after all. That pause is denied as
  * a cancel denies one, and a request that answered it meanwhile ends cancelled too. Called as the run
  * is marked cancelled, under its row lock: a model call entering a pause takes that lock first and
@@ -194,8 +194,8 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
         const answered = await expireOrFindAnswer(tx, input);
         const agent = await getAgentRow(tx, input.agentId);
         if (!answered || !agent) return null;
-        // The request it continues the step with works with the agent's tools and rules as they are now.
-        return { ...answered, context: await resolveStepContext(tx, agent) };
+        // The request it continues the turn with works with the agent's tools and rules as they are now.
+        return { ...answered, context: await resolveTurnContext(tx, agent) };
       });
       const expiry = answered && (await getRun(db, answered.runId));
       if (expiry && expiry.metadata?.run_type === APPROVAL_TIMEOUT_RUN)

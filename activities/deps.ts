@@ -15,7 +15,7 @@ export interface ActivityDeps {
   web: WebSettings;
   /** Starts the delivery of a webhook (src/agent/webhooks.ts): a run's callback, an approval notice. */
   startWebhook: (subject: WebhookSubject) => Promise<void>;
-  /** Tells a conversation's session that the step it waited for gave the lane back (src/db/lanes.ts). */
+  /** Tells a conversation's session that the turn it waited for gave the lane back (src/db/lanes.ts). */
   laneReleased: (scope: ConversationRef) => Promise<void>;
   /** The file tools' limits (unset: Letta's). */
   files?: FileToolSettings;

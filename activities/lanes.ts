@@ -1,6 +1,6 @@
 /**
- * The session's side of a conversation's lane (src/db/lanes.ts): its turn before each step it starts,
- * and the lane given back by a step it cancelled before the step started.
+ * The session's side of a conversation's lane (src/db/lanes.ts): taken before each turn it starts,
+ * and given back for a turn it cancelled before the turn started.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TurnServices } from '../src/agent/turns';
@@ -32,12 +32,12 @@ const underLock = <T>(services: TurnServices, turn: LaneHolder, work: (tx: Query
 export function laneActivities(services: TurnServices) {
   return {
     /**
-     * Takes the lane for the step, or marks it waited on: true once taken. A holder that died without
+     * Takes the lane for the turn, or marks it waited on: true once taken. A holder that died without
      * giving it back (its workflow closed, or never started) is replaced.
      */
     async takeLaneTurn(turn: LaneHolder): Promise<boolean> {
       const scope = await findRunScope(services.db, turn.runId);
-      // Its run is gone with its agent: the step starts and fails on its own, as it did before lanes.
+      // Its run is gone with its agent: the turn starts and fails on its own, as it did before lanes.
       if (!scope) return true;
       const holder = await underLock(services, turn, (tx) => takeLane(tx, scope, turn.workflowId));
       if (holder === undefined) return true;
@@ -49,7 +49,7 @@ export function laneActivities(services: TurnServices) {
       });
     },
 
-    /** Gives the lane back for a step that will not run. */
+    /** Gives the lane back for a turn that will not run. */
     async giveLaneBack(turn: LaneHolder): Promise<void> {
       const scope = await findRunScope(services.db, turn.runId);
       if (scope) await releaseLane(services.db, scope, turn.workflowId);

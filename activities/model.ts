@@ -77,21 +77,21 @@ function offeredTools(
   ];
 }
 
-/** The stored reply as the step sees it; one that ends its request says with what stop reason. */
+/** The stored reply as the turn sees it; one that ends its request says with what stop reason. */
 function replyOf(message: MessageRow, input: CallModelInput): StepReply {
   const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: StepReply['finishReason'] };
-  const turn: StepReply = {
+  const reply: StepReply = {
     messageId: message.id,
     stepId: message.step_id!,
     toolCalls: (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.name })),
     finishReason: meta.finish_reason ?? 'stop',
     usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
   };
-  return endsRun(turn, input) ? { ...turn, stopReason: finalReplyStopReason(turn.finishReason) } : turn;
+  return endsRun(reply, input) ? { ...reply, stopReason: finalReplyStopReason(reply.finishReason) } : reply;
 }
 
-const endsRun = (turn: Pick<StepReply, 'toolCalls'>, input: CallModelInput) =>
-  Boolean(input.endsRunWhenFinal) && turn.toolCalls.length === 0;
+const endsRun = (reply: Pick<StepReply, 'toolCalls'>, input: CallModelInput) =>
+  Boolean(input.endsRunWhenFinal) && reply.toolCalls.length === 0;
 
 /**
  * A failure the workflow reads as `llm_api_error`, with Letta's error type as its detail; retried by
@@ -109,7 +109,7 @@ function modelFailure(error: unknown): ApplicationFailure {
 
 /**
  * The model's view of the transcript, then the messages the request brought (stored with the reply). A
- * broken history invariant fails the step, never retried.
+ * broken history invariant fails the model call, never retried.
  */
 function requestMessages(
   context: { system: string; summary: string | null; transcript: MessageRow[] },
@@ -198,12 +198,12 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
    * A reply that pauses ends its run, and is an approval request: the run's callback and the agent's
    * approval notice go out (each started once, however often this is retried).
    */
-  const notifyPause = async (input: CallModelInput, turn: StepReply) => {
-    if (!turn.approvalWait) return turn;
+  const notifyPause = async (input: CallModelInput, reply: StepReply) => {
+    if (!reply.approvalWait) return reply;
     const { agentId, runId } = input;
     if ((await getRun(db, runId))?.callback_url) await startRunCallback(startWebhook, input);
-    await startWebhook({ kind: 'approval_requested', id: turn.messageId, agentId });
-    return turn;
+    await startWebhook({ kind: 'approval_requested', id: reply.messageId, agentId });
+    return reply;
   };
 
   /** A reply that ends its request, stored in the transaction that ends the run. */
@@ -213,23 +213,23 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
     replyId: string,
     usage: TokenUsage,
   ) => {
-    const { turn, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
+    const { reply, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
       const message = await store(tx);
-      const turn = replyOf(message, input);
+      const reply = replyOf(message, input);
       // Stored before, by an attempt that ended the run with it.
-      if (message.id !== replyId) return { turn, callbackUrl: null, laneWaited: undefined };
+      if (message.id !== replyId) return { reply, callbackUrl: null, laneWaited: undefined };
       const end = {
         agentId: input.agentId,
         runId: input.runId,
-        stopReason: turn.stopReason!,
+        stopReason: reply.stopReason!,
         usage: addUsage(input.requestUsage, usage),
         pendingToolCallIds: [],
       };
-      return { turn, ...(await storeRunEnd(tx, end)) };
+      return { reply, ...(await storeRunEnd(tx, end)) };
     });
     if (laneWaited) await laneReleased(laneWaited);
     if (callbackUrl) await startRunCallback(startWebhook, input);
-    return turn;
+    return reply;
   };
 
   return {

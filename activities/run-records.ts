@@ -8,7 +8,7 @@ import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import type { RunUsage } from '../contracts/payloads';
 
-/** A step's token counts in Letta's usage shape, as runs store them. */
+/** A run's token counts in Letta's usage shape, as runs store them. */
 export const usageRecord = (usage: RunUsage) => ({
   prompt_tokens: usage.promptTokens,
   completion_tokens: usage.completionTokens,
@@ -78,8 +78,8 @@ async function storeFollowUps(db: Queryable, agentId: string, runId: string, app
 }
 
 /**
- * The messages a request brought, stored with the step's first reply (idempotently: a retry finds
- * them). They waited with the run while the agent's session ran the steps queued before it, and a step
+ * The messages a request brought, stored with the turn's first reply (idempotently: a retry finds
+ * them). They waited with the run while the agent's session ran the turns queued before it, and a turn
  * whose model call fails leaves none: a client's retries do not pile up copies of them.
  */
 export function storeRequestInput(db: Queryable, agentId: string, runId: string, messages: InputMessage[]) {

@@ -25,7 +25,7 @@ export function runStatusFor(stopReason: string): RunStatus {
 /**
  * Stores a run's end in `tx`, a transaction that locks the run's row first (its notification goes out
  * with the tool message): a cancelled run also releases a pause its model call may have entered
- * meanwhile. The run ends its step, which gives its conversation's lane back: `laneWaited` names the
+ * meanwhile. The run ends its turn, which gives its conversation's lane back: `laneWaited` names the
  * conversation when its session waits for it (the caller wakes it once committed).
  */
 export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
@@ -51,7 +51,7 @@ export const startRunCallback = (
 
 export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) {
   return {
-    /** Steps cancelled before their turn came: their runs end cancelled, having stored nothing. */
+    /** Turns cancelled before they started: their runs end cancelled, having stored nothing. */
     async cancelQueuedRuns({ runIds }: { runIds: string[] }): Promise<void> {
       await cancelUnstartedRuns(db, { ids: runIds });
     },

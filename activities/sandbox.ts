@@ -26,7 +26,7 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
 });
 
 /**
- * Runs a custom tool at the version the step resolved when it started, with the agent's blocks,
+ * Runs a custom tool at the version the turn resolved when it started, with the agent's blocks,
  * secrets and sandbox configs read with the call (`readsSandboxContext`). The tool's own failure is its
  * result; a sandbox that cannot run fails the activity, which retries. The block values the tool
  * changed in its `agent_state` are written back with the call's record.

@@ -1,4 +1,4 @@
-/** A scheduled message's firing: queues its step (src/agent/schedules.ts). */
+/** A scheduled message's firing: queues its turn (src/agent/schedules.ts). */
 import { ApplicationFailure } from '@temporalio/activity';
 import { fireScheduledMessage } from '../src/agent/schedules';
 import type { TurnServices } from '../src/agent/turns';

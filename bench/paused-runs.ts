@@ -1,12 +1,12 @@
 /**
- * Paused runs at rest: N agent steps paused on a client tool, and what they cost the server process
+ * Paused runs at rest: N agent turns paused on a client tool, and what they cost the server process
  * while they wait (its resident memory), plus how long a pause and an answer's round trip take.
  *
  *   npm run bench:paused -- [count…]     (default 1000; needs PostgreSQL, as the tests do)
  *
  * `npm run bench` runs it with 1,000 and 10,000 as part of the suite (bench/suite.ts).
  *
- * The server runs as `npm start` runs it, API and workers in one process (`--role=all`: each step's
+ * The server runs as `npm start` runs it, API and workers in one process (`--role=all`: each turn's
  * first workflow task comes back eagerly with its start), in a process of its own on a Temporal dev
  * server of its own, so that its memory is the server's alone; the model is a local OpenAI-compatible
  * stub that always calls the client tool.

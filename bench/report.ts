@@ -143,7 +143,7 @@ function rows(r: Results): string[][] {
 /** A history's size: events, encoded bytes, Temporal Cloud billable actions. */
 const size = (h: HistorySize) => `${h.events} events, ${h.bytes} bytes, ${h.billable_actions} actions`;
 
-/** What Temporal stores and bills per plain step and per tool call, and what a slow model call adds. */
+/** What Temporal stores and bills per plain turn and per tool call, and what a slow model call adds. */
 function historyRows(r: Results): string[][] {
   const h = r.history_per_step;
   const slow = r.slow_model_call_history;

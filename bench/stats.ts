@@ -11,7 +11,7 @@ export interface Percentiles {
   n: number;
 }
 
-/** Untimed runs before the timed ones: the first steps of an agent warm caches and compile code. */
+/** Untimed runs before the timed ones: the first turns of an agent warm caches and compile code. */
 export const WARMUP = 3;
 
 const round = (value: number) => Math.round(value * 100) / 100;

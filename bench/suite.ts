@@ -50,7 +50,7 @@ const RESULTS_FILE = path.join(projectRoot, 'bench', 'results.json');
 const recorded = () => JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'));
 const CALLS_PER_STEP = 10;
 /**
- * The throughput figures' load: agents (or bare workflows) at once, each one step of this many tool
+ * The throughput figures' load: agents (or bare workflows) at once, each one turn of this many tool
  * calls (or activities); timed rounds of it after one untimed, each on new agents. One round lasts
  * about a second, and consecutive ones differed by up to a quarter (259–327 calls a second): the
  * median of several is the figure.
@@ -64,9 +64,9 @@ const EVERYTHING = path.join(
 );
 
 /**
- * What a benchmark step asks the stub for: `times` calls of `tool`, then an answer. The calls come in
- * one reply (the step runs them one after the other: none of the tools measured is parallel-safe), or
- * with `perTurn` one per model turn, which adds a model call through the engine to each.
+ * What a benchmark turn asks the stub for: `times` calls of `tool`, then an answer. The calls come in
+ * one reply (the turn runs them one after the other: none of the tools measured is parallel-safe), or
+ * with `perTurn` one per model reply, which adds a model call through the engine to each.
  */
 interface Script {
   tool: string;
@@ -92,7 +92,7 @@ function scriptedStub(stub: OpenAiStub, arrivals: number[]) {
   });
 }
 
-/** The reply to a step following `script` that has had `done` tool results so far. */
+/** The reply to a turn following `script` that has had `done` tool results so far. */
 function scriptedReply(script: Script, done: number): ScriptedReply {
   const call = { name: script.tool, arguments: script.args };
   if (!script.perTurn)
@@ -136,7 +136,7 @@ async function serverOn(
   return { server, client: new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 }) };
 }
 
-/** One agent step following `script`, which must end its turn; its run id. */
+/** One agent turn following `script`, which must stop with `end_turn`; its run id. */
 async function step(client: Letta, agentId: string, script: Script): Promise<string> {
   const response = await client.agents.messages.create(
     agentId,
@@ -162,8 +162,8 @@ const newAgent = async (client: Letta, toolIds: string[] = [], tools: string[] =
   ).id;
 
 /**
- * What a call is compared with, timed in the same rounds as the steps (`runs` samples after each
- * round's steps), so that a drift of the machine's speed, which on these VMs moves a figure by a
+ * What a call is compared with, timed in the same rounds as the turns (`runs` samples after each
+ * round's turns), so that a drift of the machine's speed, which on these VMs moves a figure by a
  * fifth within minutes, moves both alike: the direct call, a fresh interpreter, one more bare regular
  * activity. `sample` gives one run's milliseconds.
  */
@@ -187,7 +187,7 @@ const timedBaseline = (runs: number, work: () => Promise<unknown>): InTurnBaseli
 const activityFloor = (bench: Bench, toolQueue = false): InTurnBaseline => ({
   runs: 2,
   sample: async () => {
-    const queue = toolQueue ? [bench.bare.steps.taskQueues.mcp] : [];
+    const queue = toolQueue ? [bench.bare.turns.taskQueues.mcp] : [];
     const more = await timed(() => runBare(bench, 'activitiesInTurn', [CALLS_PER_STEP + 1, false, ...queue]));
     const one = await timed(() => runBare(bench, 'activitiesInTurn', [1, false, ...queue]));
     return (more - one) / CALLS_PER_STEP;
@@ -210,11 +210,11 @@ interface PerCallRounds {
 const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
 /**
- * The per-call cost of `tool`: steps of `calls` + 1 calls and of one call alternate, and each pair's
- * difference, divided by `calls`, is one sample. Both steps make the same model calls (two, when the
- * calls come in one reply), so the difference is the calls' alone. A step without calls (one model
- * call) runs in turn with them, as earlier versions measured it (`step_without_calls_ms`). Each named
- * baseline is sampled after each round's steps, and each round's per-call sample is also taken over
+ * The per-call cost of `tool`: turns of `calls` + 1 calls and of one call alternate, and each pair's
+ * difference, divided by `calls`, is one sample. Both turns make the same model calls (two, when the
+ * calls come in one reply), so the difference is the calls' alone. A turn without calls (one model
+ * call) alternates with them, as earlier versions measured it (`step_without_calls_ms`). Each named
+ * baseline is sampled after each round's turns, and each round's per-call sample is also taken over
  * the mean of that round's samples (`over_<name>_ms`, `over_<name>_ratio`).
  */
 async function perCallRounds(
@@ -271,7 +271,7 @@ const perCallInStep = async (...args: Parameters<typeof perCallRounds>) =>
 
 /** A workflow of bench/workflows.ts on the bare server's worker, to its end. */
 function runBare(bench: Bench, workflow: 'oneActivity' | 'activitiesInTurn', args: unknown[] = []) {
-  const { temporal, taskQueues } = bench.bare.steps;
+  const { temporal, taskQueues } = bench.bare.turns;
   return temporal.workflow.execute(workflow, {
     taskQueue: taskQueues.agent,
     workflowId: `bench-${workflow}-${uniqueSuffix()}`,
@@ -330,7 +330,7 @@ async function bareTemporal(bench: Bench) {
   return {
     one_activity_workflow_ms: percentiles(await timeRuns(REPS, () => runBare(bench, 'oneActivity'))),
     activity_ms: await perActivity(false),
-    activity_on_tool_queue_ms: await perActivity(false, bench.bare.steps.taskQueues.mcp),
+    activity_on_tool_queue_ms: await perActivity(false, bench.bare.turns.taskQueues.mcp),
     local_activity_ms: await perActivity(true),
     activities_per_second: regular.median,
     local_activities_per_second: local.median,
@@ -339,7 +339,7 @@ async function bareTemporal(bench: Bench) {
   };
 }
 
-/** A plain agent step (one model call, no tools) and the one-activity workflow, in pairs. */
+/** A plain agent turn (one model call, no tools) and the one-activity workflow, in pairs. */
 async function plainStep(bench: Bench) {
   const agentId = await newAgent(bench.client);
   const pairs = await timePairs(
@@ -423,7 +423,7 @@ async function sandboxedCalls(bench: Bench) {
       own_work_ms: percentiles(ownWork),
       own_work_over_tool_queue_floor_ms: percentiles(warm.perCall.map((ms, i) => ms - queueFloor[i])),
       own_work_over_fresh_interpreter_ratio: percentiles(ownWork.map((ms, i) => ms / fresh[i])),
-      // Half the calls: at ~170 ms each, ten a step made this the suite's slowest figure but one.
+      // Half the calls: at ~170 ms each, ten a turn made this the suite's slowest figure but one.
       ...(bench.coldClient && {
         cold_sandbox: (await measure(bench.coldClient, { calls: CALLS_PER_STEP / 2 })).figures,
       }),
@@ -551,7 +551,7 @@ const postgresCpuMs = () =>
     }, 0);
 
 /**
- * 5. K agents at once, each a step of M tool calls, in rounds: tool calls per second (the rounds'
+ * 5. K agents at once, each a turn of M tool calls, in rounds: tool calls per second (the rounds'
  * median, and each round's), and the CPU the timed rounds took.
  */
 async function throughput(bench: Bench) {
@@ -595,10 +595,10 @@ async function throughput(bench: Bench) {
   };
 }
 
-/** A step's history once its workflow has ended: events, encoded bytes, billable actions. */
+/** A turn's history once its workflow has ended: events, encoded bytes, billable actions. */
 async function stepHistory(bench: Bench, runId: string): Promise<HistorySize> {
   const run = await getRun(bench.server.db, runId);
-  const handle = bench.server.steps.temporal.workflow.getHandle(run!.workflow_id);
+  const handle = bench.server.turns.temporal.workflow.getHandle(run!.workflow_id);
   await handle.result();
   return historySize((await handle.fetchHistory()).events ?? []);
 }
@@ -613,7 +613,7 @@ const medianSize = (sizes: HistorySize[]): HistorySize => ({
 /** Runs a history sample this many times; the figure is each field's median. */
 const HISTORY_SAMPLES = 3;
 
-/** A tool call's share of a step's history: a step of CALLS_PER_STEP + 1 calls over one of one. */
+/** A tool call's share of a turn's history: a turn of CALLS_PER_STEP + 1 calls over one of one. */
 async function historyPerCall(bench: Bench, agentId: string, script: Omit<Script, 'times'>) {
   const sizes: HistorySize[] = [];
   for (let i = 0; i < HISTORY_SAMPLES; i++) {
@@ -630,7 +630,7 @@ async function historyPerCall(bench: Bench, agentId: string, script: Omit<Script
 const PLAIN: Script = { tool: 'none', times: 0, args: {} };
 
 /**
- * 6. What Temporal stores and bills: the history of a plain step, and what a tool call adds to it, a
+ * 6. What Temporal stores and bills: the history of a plain turn, and what a tool call adds to it, a
  * built-in one (a local activity) and a sandboxed one (a regular activity).
  */
 async function historyPerStep(bench: Bench) {
@@ -653,7 +653,7 @@ async function historyPerStep(bench: Bench) {
 /** The slow model call's delay: a minute, or 5 s when quick, which keeps CI's quick bench short. */
 const SLOW_MODEL_MS = QUICK ? 5_000 : 60_000;
 
-/** 7. What a slow model call adds to a plain step's history over an instant one. */
+/** 7. What a slow model call adds to a plain turn's history over an instant one. */
 async function slowModelCallHistory(bench: Bench) {
   if (QUICK) console.log(`  (quick: the slow model call takes ${SLOW_MODEL_MS / 1000} s, not 60)`);
   const agentId = await newAgent(bench.client);

@@ -70,7 +70,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
     ],
   },
   {
-    title: 'Agents, steps and calls',
+    title: 'Agents, turns and calls',
     names: [
       'AGENT_MAX_QUEUED_MESSAGES',
       'AGENT_SESSION_IDLE_MS',

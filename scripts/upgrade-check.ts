@@ -1,5 +1,5 @@
 /**
- * Upgrade check (issue 30, point 4), from outside: a step paused for approval under the previous
+ * Upgrade check (issue 30, point 4), from outside: a turn paused for approval under the previous
  * release finishes after the server is replaced by the current code.
  *
  * The previous release is the last commit whose workflow code (workflows/) differs from the current
@@ -10,11 +10,11 @@
  *
  * Then, on one PostgreSQL schema, one Temporal dev server, one DATA_DIR and one environment: the old
  * build's server (`--role=all`) takes a message the model (a local OpenAI-compatible stub) answers with
- * a memory_insert call that needs approval, and the step pauses; the old server is killed (SIGKILL);
+ * a memory_insert call that needs approval, and the turn pauses; the old server is killed (SIGKILL);
  * before the current build's server starts, the current build's workflows replay a sample of the
- * cluster's histories (src/temporal/replay-sample.ts: the paused step among them), as a server with
+ * cluster's histories (src/temporal/replay-sample.ts: the paused turn among them), as a server with
  * WORKER_VERSIONING=replay does before it makes itself current; then the current build's server
- * starts, the approval is answered through the official client, and the step must finish with the
+ * starts, the approval is answered through the official client, and the turn must finish with the
  * tool run and the memory block changed. The last line says PASS or FAIL.
  *
  * `npm run upgrade:check -- --replay-only [--limit=N] [--where='<visibility filter>']` (or `npm run
@@ -170,7 +170,7 @@ function watchForNondeterminism(server: StartedProcess): { failed: Promise<never
         .match(/.*Nondeterminism error.*/i)?.[0];
       if (line) {
         const reason = line.match(/Nondeterminism error[^"]*/i)?.[0] ?? line;
-        reject(new Error(`the current code cannot replay the paused step: ${reason.slice(0, 300)}`));
+        reject(new Error(`the current code cannot replay the paused turn: ${reason.slice(0, 300)}`));
       }
     }, 250);
   });
@@ -265,10 +265,10 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
       paused.stop_reason.stop_reason === 'requires_approval' &&
         request.message_type === 'approval_request_message' &&
         request.tool_call.name === 'memory_insert',
-      `the step did not pause for approval of memory_insert: ${JSON.stringify(paused)}`,
+      `the turn did not pause for approval of memory_insert: ${JSON.stringify(paused)}`,
     );
     log(
-      `agent ${agent.id}: the step paused for approval of memory_insert (${request.tool_call.tool_call_id})`,
+      `agent ${agent.id}: the turn paused for approval of memory_insert (${request.tool_call.tool_call_id})`,
     );
 
     log('killing the previous release (SIGKILL)');
@@ -294,9 +294,9 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
       answered.stop_reason.stop_reason === 'end_turn' &&
         toolReturn?.status === 'success' &&
         reply?.content === FINAL_TEXT,
-      `the step did not finish as expected (${types.join(', ')}): ${JSON.stringify(answered)}`,
+      `the turn did not finish as expected (${types.join(', ')}): ${JSON.stringify(answered)}`,
     );
-    log(`the step finished: ${types.join(', ')}; stop_reason end_turn`);
+    log(`the turn finished: ${types.join(', ')}; stop_reason end_turn`);
     const block = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
     check(block.value === `${HUMAN}\n${INSERT.new_str}`, `the human block is ${JSON.stringify(block.value)}`);
     log(`the tool ran under the current code: the human block is ${JSON.stringify(block.value)}`);
@@ -331,7 +331,7 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
 const currentWorkflows = () => require.resolve('../workflows');
 
 /**
- * The current build replays the check's agent's histories (the paused step's) from the cluster before
+ * The current build replays the check's agent's histories (the paused turn's) from the cluster before
  * it starts: on a shared cluster, the other histories are not the check's to judge.
  */
 async function replayBeforeStart(
@@ -353,8 +353,8 @@ async function replayBeforeStart(
       failures.length === 0,
       `the current code cannot replay ${failures.length} of ${replayed} histories:\n${describeFailures(failures)}`,
     );
-    check(replayed > 0, 'no history to replay: the paused step was not listed');
-    log(`the current code replays the agent's ${replayed} step and session histories from the cluster`);
+    check(replayed > 0, 'no history to replay: the paused turn was not listed');
+    log(`the current code replays the agent's ${replayed} turn and session histories from the cluster`);
   } finally {
     await connection.close();
   }
@@ -369,7 +369,7 @@ export interface ReplayOnlyOptions {
   workflowsPath?: string;
 }
 
-/** Replays a sample of the configured cluster's step and session histories with the current build. */
+/** Replays a sample of the configured cluster's turn and session histories with the current build. */
 export async function runReplayOnly(options: ReplayOnlyOptions): Promise<ReplaySampleResult> {
   const config = loadConfig(options.env);
   if (!config.temporal)
@@ -402,7 +402,7 @@ async function replayOnly(args: string[], say: (line: string) => void): Promise<
     say(`FAIL: this build cannot replay ${failures.length} of the ${replayed} histories sampled`);
     process.exit(1);
   }
-  say(`PASS: this build replays the ${replayed} step and session histories sampled`);
+  say(`PASS: this build replays the ${replayed} turn and session histories sampled`);
   process.exit(0);
 }
 
@@ -415,7 +415,7 @@ async function main(): Promise<void> {
     if (args.includes('--replay-only')) return await replayOnly(args, say);
     const result = await runUpgradeCheck({ previous, log: say });
     say(
-      `PASS: a step paused for approval under ${result.previousSubject} finished under the current code (${result.seconds} s)`,
+      `PASS: a turn paused for approval under ${result.previousSubject} finished under the current code (${result.seconds} s)`,
     );
     process.exit(0);
   } catch (error) {

@@ -219,14 +219,14 @@ export const ConfigSchema = z.object({
     .string()
     .default('')
     .describe(
-      'prefix for the task queues (`<deployment>.agent`, `<deployment>.tools-sandbox`, `<deployment>.tools-mcp`); the deployment id already keeps deployments on one namespace apart (see [One agent, one step at a time](design.md#one-agent-one-step-at-a-time))',
+      'prefix for the task queues (`<deployment>.agent`, `<deployment>.tools-sandbox`, `<deployment>.tools-mcp`); the deployment id already keeps deployments on one namespace apart (see [One conversation, one turn at a time](design.md#one-conversation-one-turn-at-a-time))',
     ),
   AGENT_MAX_QUEUED_MESSAGES: z.coerce
     .number()
     .int()
     .positive()
     .default(100)
-    .describe('messages one agent holds waiting for their turn behind the step it runs; one more is a 409'),
+    .describe('messages one agent holds queued behind the turn it runs; one more is a 409'),
   AGENT_SESSION_IDLE_MS: milliseconds
     .default(600_000)
     .describe(
@@ -236,12 +236,12 @@ export const ConfigSchema = z.object({
     .min(100)
     .default(10_000)
     .describe(
-      "how often a message waiting in a session for its conversation's lane looks whether the step holding it is still alive (a step that ends signals the session at once; this finds one terminated in the Temporal UI)",
+      "how often a message waiting in a session for its conversation's lane looks whether the turn holding it is still alive (a turn that ends signals the session at once; this finds one terminated in the Temporal UI)",
     ),
   AGENT_LANE_START_GRACE_MS: milliseconds
     .default(30_000)
     .describe(
-      'how long a step the API took a lane for may take to appear in Temporal before the lane counts as lost (its API died between storing the run and starting the step) and its runs end `failed`',
+      'how long a turn the API took a lane for may take to appear in Temporal before the lane counts as lost (its API died between storing the run and starting the turn) and its runs end `failed`',
     ),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce
     .number()
@@ -249,7 +249,7 @@ export const ConfigSchema = z.object({
     .min(0)
     .default(200)
     .describe(
-      'workflows a worker keeps in memory between tasks: this bounds its memory however many steps are paused (an evicted one replays from its history when answered)',
+      'workflows a worker keeps in memory between tasks: this bounds its memory however many turns are paused (an evicted one replays from its history when answered)',
     ),
   // Worker versioning (src/temporal/versioning.ts): the build id of this release, and who makes it current.
   WORKER_BUILD_ID: optional(
@@ -264,7 +264,7 @@ export const ConfigSchema = z.object({
     .enum(['replay', 'manual'], { error: 'expected replay or manual' })
     .default('replay')
     .describe(
-      "`replay`: at start-up the workers make their version current when the deployment has none, or when this build replays a sample of the deployment's running and recent step and session histories; otherwise it stays non-current and logs the commands that promote or ramp it. `manual`: never; an operator does (`temporal worker deployment set-current-version`)",
+      "`replay`: at start-up the workers make their version current when the deployment has none, or when this build replays a sample of the deployment's running and recent turn and session histories; otherwise it stays non-current and logs the commands that promote or ramp it. `manual`: never; an operator does (`temporal worker deployment set-current-version`)",
     ),
   WORKER_REPLAY_SAMPLE: z.coerce
     .number()
@@ -393,7 +393,7 @@ export const ConfigSchema = z.object({
   LOCAL_TOOL_CALLS: flag
     .default(false)
     .describe(
-      '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the step\'s workflow task ("Where calls run")',
+      '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the turn\'s workflow task ("Where calls run")',
     ),
   LOCAL_MODEL_CALLS: flag
     .default(false)
@@ -407,10 +407,10 @@ export const ConfigSchema = z.object({
     .max(500)
     .default(80)
     .describe(
-      "how much of a step's message its summary in the Temporal UI shows (`support-bot: Where is my order?`), the only text of a message a history holds; `0`: the agent's name alone",
+      "how much of a turn's message its summary in the Temporal UI shows (`support-bot: Where is my order?`), the only text of a message a history holds; `0`: the agent's name alone",
     ),
   STEP_TASK_TIMEOUT_MS: optional(milliseconds.min(1_000)).describe(
-    "workflow task timeout of an agent step (at least 1000); with the local switches above, a local call holds the step's task, which the worker renews at 80% of this",
+    "workflow task timeout of an agent turn (at least 1000); with the local switches above, a local call holds the turn's task, which the worker renews at 80% of this",
   ),
   ACTIVITY_HEARTBEAT_TIMEOUT_MS: milliseconds
     .default(20_000)
@@ -740,7 +740,7 @@ export const ConfigSchema = z.object({
     .int()
     .min(1)
     .default(50)
-    .describe('`max_steps` of the step a message from another agent starts'),
+    .describe('`max_steps` of the turn a message from another agent starts'),
   EXA_API_KEY: optional(z.string()).describe(
     "Exa's key for `web_search` and `fetch_webpage` (an agent's secret `EXA_API_KEY` comes first)",
   ),

@@ -80,8 +80,8 @@ export interface RunningServer {
   connection: NativeConnection;
   /** The deployment version this process's workers register, when it runs workers. */
   workerVersion?: WorkerDeploymentVersion;
-  /** What starts, answers and cancels steps, for code that runs the server in its own process. */
-  steps: TurnServices;
+  /** What starts, answers and cancels turns, for code that runs the server in its own process. */
+  turns: TurnServices;
   /** Settles when the server stops: rejects if a component failed on its own (the worker crashed). */
   finished: Promise<void>;
   stop(): Promise<void>;
@@ -140,8 +140,8 @@ export async function startServer(
     void reportMcpStdio(stdio, log);
     const mcp = mcpClientPool(config, stdio, db, log);
     undo.push(() => mcp.close());
-    // What starting and answering steps works with: the API's, and agents' messages to each other.
-    const steps: TurnServices = {
+    // What starting and answering turns works with: the API's, and agents' messages to each other.
+    const turns: TurnServices = {
       db,
       config,
       temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
@@ -184,15 +184,15 @@ export async function startServer(
             providers: providerRegistry(config),
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
-            startWebhook: (subject) => startWebhook(steps, subject),
-            laneReleased: (scope) => signalLaneReleased(steps, scope),
+            startWebhook: (subject) => startWebhook(turns, subject),
+            laneReleased: (scope) => signalLaneReleased(turns, scope),
           }),
           // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
           ...sandboxed,
           ...mcpCalls,
-          ...agentMessageActivities(steps),
-          ...laneActivities(steps),
-          ...scheduleActivities(steps),
+          ...agentMessageActivities(turns),
+          ...laneActivities(turns),
+          ...scheduleActivities(turns),
           ...webhookActivities({
             db,
             policy: webhookPolicy(config),
@@ -249,7 +249,7 @@ export async function startServer(
           log,
           vet: () =>
             vetBuild({
-              client: steps.temporal,
+              client: turns.temporal,
               workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
               limit: config.WORKER_REPLAY_SAMPLE,
               where: `TaskQueue = "${queues.agent}"`,
@@ -277,7 +277,7 @@ export async function startServer(
       const password = apiPassword(config, log);
       passwordRequired = Boolean(password);
       const app = createApp({
-        ...steps,
+        ...turns,
         config: { ...config, LETTA_SERVER_PASSWORD: password },
         connection,
         sandbox,
@@ -291,7 +291,7 @@ export async function startServer(
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
       log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
-      const resumed = await resumePendingIngestions(steps);
+      const resumed = await resumePendingIngestions(turns);
       if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
     }
 
@@ -306,7 +306,7 @@ export async function startServer(
       db,
       connection,
       workerVersion,
-      steps,
+      turns,
       finished,
       stop: async () => {
         await stop();

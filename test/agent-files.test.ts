@@ -63,7 +63,7 @@ describe('agent files (.af)', () => {
   };
   const agentCount = async () => (await call('GET', '/v1/agents/?limit=1000')).json.length as number;
 
-  it("imports Letta's own export: blocks, custom tools, rules, configs, history; the agent then runs a step", async () => {
+  it("imports Letta's own export: blocks, custom tools, rules, configs, history; the agent then runs a turn", async () => {
     const source = AgentFileSchema.parse(JSON.parse(BASIC));
     const { agent_ids } = await h.client.agents.importFile({ file: await upload(BASIC) });
     expect(agent_ids).toHaveLength(1);
@@ -123,7 +123,7 @@ describe('agent files (.af)', () => {
     // Its own time, not the import's.
     expect(new Date(firstUser.date).toISOString()).toBe('2025-10-10T07:14:29.000Z');
 
-    // The agent works: a step runs, and the model sees the imported history before the new message.
+    // The agent works: a turn runs, and the model sees the imported history before the new message.
     h.stub.enqueue(
       { toolCalls: [{ name: 'calculate_fibonacci', arguments: { n: 10 } }] },
       { text: 'The 10th Fibonacci number is 55.' },
@@ -165,7 +165,7 @@ describe('agent files (.af)', () => {
       tags: ['a', 'b'],
       secrets: { API_TOKEN: 'hunter2' },
     });
-    // exit_loop: the step ends with the tool's return.
+    // exit_loop: the turn ends with the tool's return.
     h.stub.enqueue({
       reasoning: 'I should shout.',
       toolCalls: [{ name: 'shout', arguments: { text: 'hi' } }],

@@ -1,13 +1,13 @@
 import { useAgentServer } from './helpers/agent-server';
 import { toolReturnsOf } from './helpers/tool-returns';
 import type { ChatRequest } from './helpers/openai-stub';
-import { connectTemporalClient, stepWorkflowId } from './helpers/temporal';
+import { connectTemporalClient, turnWorkflowId } from './helpers/temporal';
 import { eventually } from './helpers/eventually';
 import { messageRunId, sendAgentMessage } from '../src/agent/agent-messages';
 import { startAgentTurn } from '../src/agent/turns';
 import { getRun } from '../src/db/runs';
 
-/** Letta's multi-agent tools: a message to another agent is that agent's own step, in its session. */
+/** Letta's multi-agent tools: a message to another agent is that agent's own turn, in its session. */
 describe('agents messaging agents', () => {
   const h = useAgentServer('openai');
   const agent = (extra: Record<string, unknown> = {}) =>
@@ -18,7 +18,7 @@ describe('agents messaging agents', () => {
       ...extra,
     });
 
-  it('asks another agent and gets its reply, from that agent’s own step', async () => {
+  it('asks another agent and gets its reply, from that agent’s own turn', async () => {
     const [asker, expert] = await Promise.all([agent(), agent({ name: 'expert' })]);
     expect(asker.tools.map((t) => t.name)).toContain('send_message_to_agent_and_wait_for_reply');
     h.stub.enqueue(
@@ -31,7 +31,7 @@ describe('agents messaging agents', () => {
         ],
       },
       (request) => {
-        // The expert's own step: it is told who asks.
+        // The expert's own turn: it is told who asks.
         expect(request.messages.map((m) => String(m.content)).join('\n')).toContain(
           `[Incoming message from agent with ID '${asker.id}' - your response will be delivered to the sender] what is 2+2?`,
         );
@@ -55,12 +55,12 @@ describe('agents messaging agents', () => {
     });
     const temporal = await connectTemporalClient();
     try {
-      const step = await temporal.client.workflow
-        .getHandle(await stepWorkflowId(h.server.db, run.id))
+      const turn = await temporal.client.workflow
+        .getHandle(await turnWorkflowId(h.server.db, run.id))
         .describe();
-      expect(step.status.name).toBe('COMPLETED');
-      expect(await step.staticSummary()).toContain(`${expert.name}: `);
-      expect(await step.staticDetails()).toContain(`**From** agent ${asker.id}`);
+      expect(turn.status.name).toBe('COMPLETED');
+      expect(await turn.staticSummary()).toContain(`${expert.name}: `);
+      expect(await turn.staticDetails()).toContain(`**From** agent ${asker.id}`);
     } finally {
       await temporal.close();
     }
@@ -69,7 +69,7 @@ describe('agents messaging agents', () => {
   it('sends a call’s message once, however often the call runs again (a retry after a crash)', async () => {
     const [sender, recipient] = await Promise.all([agent(), agent()]);
     h.stub.enqueue({ text: 'noted' });
-    const { run } = await startAgentTurn(h.server.steps, {
+    const { run } = await startAgentTurn(h.server.turns, {
       agentId: sender.id,
       conversationId: null,
       clientTools: [],
@@ -85,13 +85,13 @@ describe('agents messaging agents', () => {
       text: 'hello',
       wait: false,
     };
-    const first = await sendAgentMessage(h.server.steps, message, [recipient.id]);
+    const first = await sendAgentMessage(h.server.turns, message, [recipient.id]);
     const delivered = await eventually(
       () => getRun(h.server.db, messageRunId('call_once', recipient.id)),
       (r) => r?.status === 'completed',
     );
     expect(delivered?.status).toBe('completed');
-    expect(await sendAgentMessage(h.server.steps, message, [recipient.id])).toEqual(first);
+    expect(await sendAgentMessage(h.server.turns, message, [recipient.id])).toEqual(first);
     const runs = (await h.client.runs.list({ agent_id: recipient.id })).getPaginatedItems();
     expect(runs.map((r) => r.id)).toEqual([messageRunId('call_once', recipient.id)]);
     const inputs = (await h.client.agents.messages.list(recipient.id)).getPaginatedItems();
@@ -119,7 +119,7 @@ describe('agents messaging agents', () => {
     expect(toolReturnsOf(self.messages)[0]).toMatchObject({ status: 'error' });
     expect(toolReturnsOf(self.messages)[0].tool_return).toMatch(/cannot wait for its own reply/);
 
-    // first asks second; second, in its step, asks first back: refused, and both steps end.
+    // first asks second; second, in its turn, asks first back: refused, and both turns end.
     h.stub.enqueue(
       {
         toolCalls: [

@@ -18,7 +18,7 @@ type ChatMessage = ChatRequest['messages'][number];
 
 const textOf = (message: ChatMessage | undefined) => String(message?.content ?? '');
 
-/** The model request's last user message: the one the step answers. */
+/** The model request's last user message: the one the turn answers. */
 const lastUserText = (request: ChatRequest) =>
   textOf([...request.messages].reverse().find((m) => m.role === 'user'));
 
@@ -60,7 +60,7 @@ const echoingModel = (callId: string) => (request: ChatRequest) => {
   return { text: `done: ${JSON.parse(textOf(last)).message}` };
 };
 
-describe('one agent, one step at a time', () => {
+describe('one agent, one turn at a time', () => {
   const h = useAgentServer('openai');
   afterEach(() => h.stub.setDefault(() => ({ text: 'ok' })));
 
@@ -142,13 +142,13 @@ describe('one agent, one step at a time', () => {
     expect(h.stub.requests.slice(before).flatMap(unpairedToolCalls)).toEqual([]);
   });
 
-  it('runs 10 concurrent tool-calling steps one after another: each gets its own results, no call is left unanswered', async () => {
+  it('runs 10 concurrent tool-calling turns one after another: each gets its own results, no call is left unanswered', async () => {
     const tool = await h.client.tools.create({ source_code: ECHO_TOOL });
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
     const before = h.stub.requests.length;
-    // Like llama.cpp, the model numbers its calls per request: every step's call is `call_0`.
+    // Like llama.cpp, the model numbers its calls per request: every turn's call is `call_0`.
     h.stub.setDefault(echoingModel('call_0'));
-    const texts = Array.from({ length: 10 }, (_, i) => `tool step ${i}`);
+    const texts = Array.from({ length: 10 }, (_, i) => `tool turn ${i}`);
     const responses = await Promise.all(
       texts.map((content) =>
         h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] }),
@@ -156,8 +156,8 @@ describe('one agent, one step at a time', () => {
     );
     responses.forEach((response, i) => {
       const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
-      expect(toolReturn).toMatchObject({ tool_return: `echo:tool step ${i}`, status: 'success' });
-      expect(response.messages.at(-1)).toMatchObject({ content: `done: echo:tool step ${i}` });
+      expect(toolReturn).toMatchObject({ tool_return: `echo:tool turn ${i}`, status: 'success' });
+      expect(response.messages.at(-1)).toMatchObject({ content: `done: echo:tool turn ${i}` });
     });
     const requests = h.stub.requests.slice(before);
     expect(requests).toHaveLength(20);
@@ -241,7 +241,7 @@ describe('a bounded queue per agent', () => {
     const running = h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'm0' }],
     });
-    // The first step has started (its model call waits): the next ones queue behind it.
+    // The first turn has started (its model call waits): the next ones queue behind it.
     const seen = h.stub.requests.length;
     await eventually(
       async () => h.stub.requests.length,
@@ -256,16 +256,16 @@ describe('a bounded queue per agent', () => {
   });
 });
 
-describe("a conversation's lane: steps of an idle one start without its session", () => {
+describe("a conversation's lane: turns of an idle one start without its session", () => {
   const h = useAgentServer('openai', { AGENT_SESSION_IDLE_MS: '300' });
   const sessionOf = (agentId: string) =>
-    h.server.steps.temporal.workflow.getHandle(
-      sessionWorkflowIdFor(h.server.steps.deploymentId, agentId, null),
+    h.server.turns.temporal.workflow.getHandle(
+      sessionWorkflowIdFor(h.server.turns.deploymentId, agentId, null),
     );
   const sendTo = (agentId: string) => (content: string) =>
     h.client.agents.messages.create(agentId, { messages: [{ role: 'user', content }] });
   /** Sends a message whose model call takes a while, and waits until that call has begun; then its answer. */
-  const slowStep = async (send: (content: string) => Promise<unknown>, content: string, delayMs: number) => {
+  const slowTurn = async (send: (content: string) => Promise<unknown>, content: string, delayMs: number) => {
     h.stub.enqueue({ text: 'slow', delayMs });
     const seen = h.stub.requests.length;
     const answered = send(content);
@@ -280,7 +280,7 @@ describe("a conversation's lane: steps of an idle one start without its session"
       .getPaginatedItems()
       .flatMap((m) => (m.message_type === 'user_message' ? [m.content] : []));
 
-  it('queues a message behind a step the API started, in a session that ends idle and starts again', async () => {
+  it('queues a message behind a turn the API started, in a session that ends idle and starts again', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const session = sessionOf(agent.id);
     const send = sendTo(agent.id);
@@ -289,7 +289,7 @@ describe("a conversation's lane: steps of an idle one start without its session"
     await expect(session.describe()).rejects.toThrow(WorkflowNotFoundError);
 
     // 'third' waits in a session for the lane 'second' holds, and is woken as 'second' gives it back.
-    const second = (await slowStep(send, 'second', 1_000)).answered;
+    const second = (await slowTurn(send, 'second', 1_000)).answered;
     expect((await send('third')).stop_reason.stop_reason).toBe('end_turn');
     await second;
     const firstSession = (await session.describe()).runId;
@@ -298,14 +298,14 @@ describe("a conversation's lane: steps of an idle one start without its session"
       (status) => status === 'COMPLETED',
     );
 
-    const fourth = (await slowStep(send, 'fourth', 500)).answered;
+    const fourth = (await slowTurn(send, 'fourth', 500)).answered;
     expect((await send('fifth')).stop_reason.stop_reason).toBe('end_turn');
     await fourth;
     expect((await session.describe()).runId).not.toBe(firstSession);
     expect(await userTexts(agent.id)).toEqual(['first', 'second', 'third', 'fourth', 'fifth']);
   });
 
-  it('takes the lane back from a step terminated in the Temporal UI: its run failed, the next one answered', async () => {
+  it('takes the lane back from a turn terminated in the Temporal UI: its run failed, the next one answered', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const send = sendTo(agent.id);
     h.stub.enqueue({ text: 'never read', delayMs: 5_000 });
@@ -321,7 +321,7 @@ describe("a conversation's lane: steps of an idle one start without its session"
         stuck.id,
       ])
     )[0].workflow_id;
-    await h.server.steps.temporal.workflow.getHandle(workflowId).terminate('test');
+    await h.server.turns.temporal.workflow.getHandle(workflowId).terminate('test');
 
     expect((await send('after')).stop_reason.stop_reason).toBe('end_turn');
     expect(await h.client.runs.retrieve(stuck.id)).toMatchObject({ status: 'failed', stop_reason: 'error' });
@@ -416,7 +416,7 @@ describe('two deployments on one Temporal namespace', () => {
     await stub.close();
   });
 
-  it('never take each other’s steps: each runs its own agents against its own database', async () => {
+  it('never take each other’s turns: each runs its own agents against its own database', async () => {
     const clients = servers.map((s) => new Letta({ baseURL: s.url, apiKey: 'unused', maxRetries: 0 }));
     stub.setDefault((request) => ({ text: `reply to ${lastUserText(request)}` }));
     const agents = await Promise.all(

@@ -9,7 +9,7 @@ describe('anthropic/<model> agents through @anthropic-ai/sdk', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
 
-  it("runs a step in Anthropic's wire format: system prompt, tools, tool_use and tool_result", async () => {
+  it("runs a turn in Anthropic's wire format: system prompt, tools, tool_use and tool_result", async () => {
     const agent = await createAgent();
     expect(agent.llm_config).toMatchObject({ model: 'claude-sonnet-4-6', model_endpoint_type: 'anthropic' });
     const before = h.stub.requests.length;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
-import { connectTemporalClient, stepWorkflowId, finishedStepHistory } from './helpers/temporal';
+import { connectTemporalClient, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 
 const READ_LOCAL_FILE = {
   name: 'read_local_file',
@@ -369,7 +369,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     expect(unknown.status).toBe(404);
   });
 
-  it('turns a denial into an error return with the reason, and the step goes on', async () => {
+  it('turns a denial into an error return with the reason, and the turn goes on', async () => {
     const agent = await createAgent({
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
     });
@@ -434,7 +434,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     ]);
   });
 
-  it('shows what a paused step waits for: agent, run, and the Temporal UI', async () => {
+  it('shows what a paused turn waits for: agent, run, and the Temporal UI', async () => {
     const agent = await createAgent({
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
     });
@@ -460,7 +460,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
 
     const temporal = await connectTemporalClient();
     try {
-      const handle = temporal.client.workflow.getHandle(await stepWorkflowId(h.server.db, request.run_id));
+      const handle = temporal.client.workflow.getHandle(await turnWorkflowId(h.server.db, request.run_id));
       const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toBe(`Waiting for approval of memory_insert (${call})`);
 
@@ -470,7 +470,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
           { type: 'approval', approvals: [{ type: 'approval', tool_call_id: call, approve: true }] },
         ],
       });
-      const events = await finishedStepHistory(temporal.client, handle.workflowId);
+      const events = await finishedTurnHistory(temporal.client, handle.workflowId);
       const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes);
       expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes!.signalName)).toEqual([
         'approvalAnswered',
@@ -487,7 +487,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     }
   });
 
-  it('denies every pending call with Letta’s cancel text when a paused step is cancelled', async () => {
+  it('denies every pending call with Letta’s cancel text when a paused turn is cancelled', async () => {
     const agent = await createAgent({
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
     });
@@ -509,7 +509,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
       tool_return:
         'Error: request to call tool denied. User reason: The user cancelled the request, so the tool call was denied.',
     });
-    // Nothing waits any more: a new message starts a new step.
+    // Nothing waits any more: a new message starts a new turn.
     h.stub.enqueue({ text: 'Fresh start.' });
     const next = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
@@ -517,7 +517,7 @@ describe('client-side tools and approvals: durable pauses answered by a signal',
     expect(next.stop_reason.stop_reason).toBe('end_turn');
   });
 
-  it('denies the pending calls when the approval timeout passes, and the step goes on by itself', async () => {
+  it('denies the pending calls when the approval timeout passes, and the turn goes on by itself', async () => {
     const agent = await createAgent({
       approval_timeout_seconds: 1,
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],

@@ -293,7 +293,7 @@ describe('conversations', () => {
     expect((await chunks).at(-2)).toMatchObject({ stop_reason: 'cancelled' });
     await expect(h.client.conversations.cancel(conversation.id)).rejects.toMatchObject({ status: 409 });
 
-    // Deleted while a step of it runs: the step ends first, and the conversation is gone.
+    // Deleted while a turn of it runs: the turn ends first, and the conversation is gone.
     h.stub.enqueue({ text: 'never stored', delayMs: 30_000 });
     const running = await h.client.conversations.messages.create(conversation.id, {
       messages: [{ role: 'user', content: 'wait again' }],

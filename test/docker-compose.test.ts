@@ -46,7 +46,7 @@ describe('docker-compose.yml', () => {
     expect(schemaScript).toContain(`--ep postgresql -u ${pg.POSTGRES_USER}`);
   });
 
-  it('mounts a dynamic config that exists and enables what the agent step needs', () => {
+  it('mounts a dynamic config that exists and enables what the agent turn needs', () => {
     const mount = services.temporal.volumes!.find((v) => v.includes('dynamicconfig'))!;
     const [hostDir, containerDir] = mount.split(':');
     const file = path.basename(env('temporal').DYNAMIC_CONFIG_FILE_PATH);

@@ -19,7 +19,7 @@ import {
 import { startTemporalServer } from './helpers/temporal-server';
 
 /**
- * A paused step survives every component: the API and the worker run as separate processes (as
+ * A paused turn survives every component: the API and the worker run as separate processes (as
  * `npm run api` / `npm run worker` start them), the Temporal dev server keeps its history in a db
  * file, and each test kills or restarts one of them between the pause and the answer.
  */
@@ -66,8 +66,8 @@ describe('durable pauses across restarts of every component', () => {
     parameters: { type: 'object', properties: {} },
   };
 
-  /** Creates an agent and sends it a message the model answers with a client tool call: the step pauses. */
-  async function pausedStep() {
+  /** Creates an agent and sends it a message the model answers with a client tool call: the turn pauses. */
+  async function pausedTurn() {
     const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
     stub.enqueue({ toolCalls: [{ name: 'get_secret', arguments: {} }] });
     const first = await client.agents.messages.create(agent.id, {
@@ -79,7 +79,7 @@ describe('durable pauses across restarts of every component', () => {
     return { agentId: agent.id, callId: request.tool_call.tool_call_id };
   }
 
-  /** Answers the pause with the client's return and checks the step completes with it, once. */
+  /** Answers the pause with the client's return and checks the turn completes with it, once. */
   async function answerAndComplete({ agentId, callId }: { agentId: string; callId: string }, secret: string) {
     stub.enqueue((req) => {
       const last = req.messages.at(-1);
@@ -116,21 +116,21 @@ describe('durable pauses across restarts of every component', () => {
   }
 
   it('survives a restart of the API while paused', async () => {
-    const paused = await pausedStep();
+    const paused = await pausedTurn();
     await killProcess(api, 'SIGTERM');
     api = await startApiProcess(env);
     await answerAndComplete(paused, 'API-RESTART');
   });
 
   it('survives kill -9 of the worker while paused', async () => {
-    const paused = await pausedStep();
+    const paused = await pausedTurn();
     await killProcess(worker, 'SIGKILL');
     worker = await startWorkerProcess(env);
     await answerAndComplete(paused, 'WORKER-KILLED');
   });
 
   it('survives a restart of the Temporal server (on its db file) while paused', async () => {
-    const paused = await pausedStep();
+    const paused = await pausedTurn();
     await temporal.stop();
     temporal = await startDevServer(temporalOptions);
     await answerAndComplete(paused, 'TEMPORAL-RESTART');

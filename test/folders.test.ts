@@ -300,12 +300,12 @@ describe('folders and file ingestion', () => {
         folder.id,
         `${folder.name}/orphan.txt`,
         Buffer.from(sentences(3, 'orphan')),
-        ingestionWorkflowId(server.steps.deploymentId, fileId),
+        ingestionWorkflowId(server.turns.deploymentId, fileId),
       ],
     );
-    expect(await resumePendingIngestions(server.steps)).toBe(1);
+    expect(await resumePendingIngestions(server.turns)).toBe(1);
     expect((await settled(folder.id, fileId)).processing_status).toBe('completed');
-    expect(await resumePendingIngestions(server.steps)).toBe(0);
+    expect(await resumePendingIngestions(server.turns)).toBe(0);
   });
 
   it('deletes a file with its passages, and a folder with its files, over both paths', async () => {

@@ -71,7 +71,7 @@ describe('activities retried after doing their work', () => {
     await schema?.drop();
   });
 
-  /** The built-in tool the calls here run, as a step resolves it. */
+  /** The built-in tool the calls here run, as a turn resolves it. */
   const memoryInsert = async () => {
     const tool = (await getToolByName(db, 'memory_insert'))!;
     return { toolId: tool.id, toolVersion: tool.version };
@@ -145,7 +145,7 @@ describe('activities retried after doing their work', () => {
   });
 
   /** A model call offering the client tool ask_user. */
-  const clientToolTurn = (agentId: string, runId: string, step: number): CallModelInput => ({
+  const clientToolModelCall = (agentId: string, runId: string, step: number): CallModelInput => ({
     agentId,
     runId,
     step,
@@ -161,21 +161,21 @@ describe('activities retried after doing their work', () => {
   it('enter the pause once as they store a reply that waits, and report the same wait again', async () => {
     const { agentId, runId } = await agentWithRun(db, { approval_timeout_seconds: 600 });
     const input: CallModelInput = {
-      ...clientToolTurn(agentId, runId, 1),
+      ...clientToolModelCall(agentId, runId, 1),
       requestUsage: { ...noUsage(), promptTokens: 100, stepCount: 1 },
     };
     stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
-    const turn = await run(activities.callModel, input);
-    expect(turn.approvalWait!.timeoutMs).toBeGreaterThan(595_000);
-    expect(turn.approvalWait!.timeoutMs).toBeLessThanOrEqual(600_000);
+    const reply = await run(activities.callModel, input);
+    expect(reply.approvalWait!.timeoutMs).toBeGreaterThan(595_000);
+    expect(reply.approvalWait!.timeoutMs).toBeLessThanOrEqual(600_000);
     const again = await run(activities.callModel, input);
-    expect(again.messageId).toBe(turn.messageId);
+    expect(again.messageId).toBe(reply.messageId);
     // Its approval notice is asked for by each attempt (its workflow id lets only one start).
-    expect(webhooks.filter((w) => w.id === turn.messageId)).toEqual([
-      { kind: 'approval_requested', id: turn.messageId, agentId },
-      { kind: 'approval_requested', id: turn.messageId, agentId },
+    expect(webhooks.filter((w) => w.id === reply.messageId)).toEqual([
+      { kind: 'approval_requested', id: reply.messageId, agentId },
+      { kind: 'approval_requested', id: reply.messageId, agentId },
     ]);
-    expect(again.approvalWait!.timeoutMs).toBeLessThanOrEqual(turn.approvalWait!.timeoutMs!);
+    expect(again.approvalWait!.timeoutMs).toBeLessThanOrEqual(reply.approvalWait!.timeoutMs!);
 
     const [agent] = await db.query<{ pending_approval: PendingApproval; last_stop_reason: string }>(
       'SELECT pending_approval, last_stop_reason FROM agents WHERE id = $1',
@@ -185,8 +185,8 @@ describe('activities retried after doing their work', () => {
     expect(agent.pending_approval).toMatchObject({
       run_id: runId,
       workflow_id: `${agentId}/${runId}`,
-      message_id: turn.messageId,
-      tool_call_ids: turn.toolCalls.map((c) => c.id),
+      message_id: reply.messageId,
+      tool_call_ids: reply.toolCalls.map((c) => c.id),
     });
     const stored = await getRun(db, runId);
     expect(stored).toMatchObject({ status: 'completed', stop_reason: 'requires_approval' });
@@ -198,7 +198,7 @@ describe('activities retried after doing their work', () => {
     const pausedRun = async () => {
       const ids = await agentWithRun(db);
       stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
-      const input = clientToolTurn(ids.agentId, ids.runId, 0);
+      const input = clientToolModelCall(ids.agentId, ids.runId, 0);
       return { ...ids, input };
     };
     const cancelled = (agentId: string, runId: string) => ({
@@ -212,17 +212,17 @@ describe('activities retried after doing their work', () => {
     it('leave a run the cancel ended first unpaused', async () => {
       const { agentId, runId, input } = await pausedRun();
       await run(activities.finishRun, cancelled(agentId, runId));
-      const turn = await run(activities.callModel, input);
-      expect(turn.toolCalls).toHaveLength(1);
-      expect(turn.approvalWait).toBeUndefined();
+      const reply = await run(activities.callModel, input);
+      expect(reply.toolCalls).toHaveLength(1);
+      expect(reply.approvalWait).toBeUndefined();
       expect((await getAgentRow(db, agentId))!.pending_approval).toBeNull();
       expect(await getRun(db, runId)).toMatchObject({ status: 'cancelled' });
     });
 
     it('deny a pause entered before the cancel ended the run, and end a request that answered it', async () => {
       const { agentId, runId, input } = await pausedRun();
-      const turn = await run(activities.callModel, input);
-      expect(turn.approvalWait).toEqual({ timeoutMs: null });
+      const reply = await run(activities.callModel, input);
+      expect(reply.approvalWait).toEqual({ timeoutMs: null });
       await run(activities.finishRun, cancelled(agentId, runId));
       expect((await getAgentRow(db, agentId))!.pending_approval).toBeNull();
       const [tool] = await db.query<{ tool_returns: { func_response: string }[] }>(

@@ -80,7 +80,7 @@ describe('letta-code, Letta’s CLI, against the server', () => {
     expect(conversation.agent_id).toBe(agent.id);
   }, 180_000);
 
-  it('runs a client-side tool of its own to the end of the step', async () => {
+  it('runs a client-side tool of its own to the end of the turn', async () => {
     const marker = `ran-locally-${process.pid}`;
     const seen: ChatRequest[] = [];
     h.stub.setDefault((request) => {
@@ -91,7 +91,7 @@ describe('letta-code, Letta’s CLI, against the server', () => {
       return { toolCalls: [{ name: 'ShellCommand', arguments: { command: `echo ${marker}` } }] };
     });
     const { lines, result } = await lettaCode('please run the shell');
-    // The call paused the step; letta-code ran the command on its machine and sent the return back.
+    // The call paused the turn; letta-code ran the command on its machine and sent the return back.
     expect(seen[0].tools?.map((t) => t.function.name)).toContain('ShellCommand');
     expect(lines.map((line) => line.message_type)).toContain('tool_return_message');
     expect(result).toMatchObject({ subtype: 'success', result: `The shell said: ${marker}` });

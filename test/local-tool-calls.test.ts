@@ -1,22 +1,22 @@
 /**
  * Where a sandboxed call runs (LOCAL_TOOL_CALLS) and where a model call runs (LOCAL_MODEL_CALLS): as
  * regular activities by default (a sandboxed call on the `tools-sandbox` task queue, a model call on the
- * agent's), or, switched on, as local activities of the step's worker, as the step's history shows.
+ * agent's), or, switched on, as local activities of the turn's worker, as the turn's history shows.
  */
 import { useAgentServer, type AgentServer } from './helpers/agent-server';
 import {
   connectTemporalClient,
-  finishedStepHistory,
+  finishedTurnHistory,
   localActivityTypes,
-  stepWorkflowId,
+  turnWorkflowId,
   type HistoryEvent,
 } from './helpers/temporal';
 
 const PING =
   'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n * 2\n';
 
-/** One step whose model calls the Python tool `ping` once: its tool return and its whole history. */
-async function pingStep(h: AgentServer<'openai'>) {
+/** One turn whose model calls the Python tool `ping` once: its tool return and its whole history. */
+async function pingTurn(h: AgentServer<'openai'>) {
   const tool = await h.client.tools.create({ source_code: PING });
   const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
   h.stub.enqueue({ toolCalls: [{ name: 'ping', arguments: { n: 21 } }] }, { text: 'Done.' });
@@ -25,10 +25,10 @@ async function pingStep(h: AgentServer<'openai'>) {
   });
   const temporal = await connectTemporalClient();
   try {
-    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
+    const workflowId = await turnWorkflowId(h.server.db, response.messages[0].run_id!);
     return {
       toolReturn: response.messages.find((m) => m.message_type === 'tool_return_message'),
-      events: await finishedStepHistory(temporal.client, workflowId),
+      events: await finishedTurnHistory(temporal.client, workflowId),
     };
   } finally {
     await temporal.close();
@@ -45,13 +45,13 @@ describe('model and sandboxed calls as regular activities (the default)', () => 
   const h = useAgentServer('openai');
 
   it('schedules the model calls on the agent’s task queue and the sandboxed call on tools-sandbox', async () => {
-    const { toolReturn, events } = await pingStep(h);
+    const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual([]);
     expect(scheduledOn(events)).toEqual([
-      { type: 'callModel', queue: h.server.steps.taskQueues.agent },
-      { type: 'runSandboxTool', queue: h.server.steps.taskQueues.sandbox },
-      { type: 'callModel', queue: h.server.steps.taskQueues.agent },
+      { type: 'callModel', queue: h.server.turns.taskQueues.agent },
+      { type: 'runSandboxTool', queue: h.server.turns.taskQueues.sandbox },
+      { type: 'callModel', queue: h.server.turns.taskQueues.agent },
     ]);
   });
 });
@@ -59,12 +59,12 @@ describe('model and sandboxed calls as regular activities (the default)', () => 
 describe('model calls as local activities (LOCAL_MODEL_CALLS=true)', () => {
   const h = useAgentServer('openai', { LOCAL_MODEL_CALLS: 'true' });
 
-  it('runs each model call in the step’s own worker, the sandboxed call still on its queue', async () => {
-    const { toolReturn, events } = await pingStep(h);
+  it('runs each model call in the turn’s own worker, the sandboxed call still on its queue', async () => {
+    const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['callModel', 'callModel']);
     expect(scheduledOn(events)).toEqual([
-      { type: 'runSandboxTool', queue: h.server.steps.taskQueues.sandbox },
+      { type: 'runSandboxTool', queue: h.server.turns.taskQueues.sandbox },
     ]);
   });
 });
@@ -72,8 +72,8 @@ describe('model calls as local activities (LOCAL_MODEL_CALLS=true)', () => {
 describe('sandboxed calls as local activities (LOCAL_TOOL_CALLS=true)', () => {
   const h = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'true' });
 
-  it('runs the call in the step’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
-    const { toolReturn, events } = await pingStep(h);
+  it('runs the call in the turn’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
+    const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['runSandboxTool']);
     expect(scheduledOn(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);

@@ -11,7 +11,7 @@ import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
 import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-servers';
 import { descendantsOf } from './helpers/process';
-import { connectTemporalClient, payloadTexts, stepWorkflowId, finishedStepHistory } from './helpers/temporal';
+import { connectTemporalClient, payloadTexts, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
 
 type Config = McpServerCreateParams['config'];
@@ -91,7 +91,7 @@ describe('MCP servers', () => {
 
   /**
    * An agent with the server's tool, asked once; the model calls the tool with `args`, then (unless the
-   * step is to fail at the call) answers.
+   * turn is to fail at the call) answers.
    */
   const callThroughModel = async (serverId: string, toolName: string, args: Record<string, unknown>) => {
     const tool = await toolOf(serverId, toolName);
@@ -318,9 +318,9 @@ describe('MCP servers', () => {
 
       const temporal = await connectTemporalClient();
       try {
-        const events = await finishedStepHistory(
+        const events = await finishedTurnHistory(
           temporal.client,
-          await stepWorkflowId(h.server.db, response.messages[0].run_id!),
+          await turnWorkflowId(h.server.db, response.messages[0].run_id!),
         );
         expect(payloadTexts(events).filter((text) => /sk-test-token|team-secret/.test(text))).toEqual([]);
       } finally {
@@ -374,7 +374,7 @@ describe('MCP servers', () => {
     expect(after.filter((pid) => before.includes(pid))).toEqual([]);
   });
 
-  it('a server that dies at every call: after the retries the model reads an error, and the step goes on', async () => {
+  it('a server that dies at every call: after the retries the model reads an error, and the turn goes on', async () => {
     const crashing = scriptServer(
       'crashing-server.mjs',
       "server.tool('explode', 'Crashes the server that runs it.', async () => process.exit(1));",

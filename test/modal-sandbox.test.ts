@@ -197,7 +197,7 @@ describe('the Modal sandbox (real SDK, local Modal server)', () => {
   });
 });
 
-describe('a tool that asks for Modal, in an agent step', () => {
+describe('a tool that asks for Modal, in an agent turn', () => {
   const m = useModalServer();
   const env: Record<string, string> = {};
   beforeAll(() => {
@@ -222,7 +222,7 @@ def where(tag: str):
     return {"tag": tag, "modal_var": os.environ.get("MODAL_VAR"), "local_var": os.environ.get("LOCAL_VAR")}
 `;
 
-    /** An agent with `where` (asking for Modal) and one step that calls it; the tool's return message. */
+    /** An agent with `where` (asking for Modal) and one turn that calls it; the tool's return message. */
     const callWhere = async (metadata: Record<string, unknown> | undefined) => {
       const tool = await h.client.tools.upsert({
         source_code: WHERE,

@@ -4,8 +4,8 @@ import { useAgentServer } from './helpers/agent-server';
 import {
   connectTemporalClient,
   scheduledActivities,
-  stepWorkflowId,
-  finishedStepHistory,
+  turnWorkflowId,
+  finishedTurnHistory,
 } from './helpers/temporal';
 
 /** A web server whose pages take `delayMs` to answer: a slow tool, for fetch_webpage. */
@@ -91,9 +91,9 @@ describe('tool calls of one model reply', () => {
     // The history shows both activities scheduled by one workflow task, before either finished.
     const temporal = await connectTemporalClient();
     try {
-      const events = await finishedStepHistory(
+      const events = await finishedTurnHistory(
         temporal.client,
-        await stepWorkflowId(h.server.db, response.messages[0].run_id!),
+        await turnWorkflowId(h.server.db, response.messages[0].run_id!),
       );
       const tools = scheduledActivities(events).filter((a) => a.type === 'runBuiltinTool');
       expect(tools).toHaveLength(2);

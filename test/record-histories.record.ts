@@ -6,7 +6,7 @@
  * It only ever adds files. By default it records the scenarios the manifest does not list yet (a new
  * scenario added here); HISTORIES=all records every scenario again, and HISTORIES=a,b the scenarios
  * named. A recording whose file name is taken is written under a dated name next to the old one: the
- * old histories stay, since they are what steps paused under older code look like.
+ * old histories stay, since they are what turns paused under older code look like.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -33,7 +33,7 @@ import { startHttpEverything } from './helpers/mcp-servers';
 import {
   localActivityTypes,
   scheduledActivities,
-  stepWorkflowId,
+  turnWorkflowId,
   type HistoryEvent,
 } from './helpers/temporal';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
@@ -102,7 +102,7 @@ describe('recording the replay corpus', () => {
     // A call of a few seconds outlives it only by heartbeating.
     ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000',
   });
-  const temporalClient = (): Client => h.server.steps.temporal;
+  const temporalClient = (): Client => h.server.turns.temporal;
   const historyOf = async (workflowId: string, runId?: string): Promise<Events> =>
     (await temporalClient().workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
   /** Whether no workflow task is pending: the last one scheduled has completed. */
@@ -129,7 +129,7 @@ describe('recording the replay corpus', () => {
   };
   /** The one workflow of `type` this server started (there is one per scenario that looks for it). */
   const onlyWorkflowOf = async (type: string): Promise<string> => {
-    const query = `WorkflowType = "${type}" AND TaskQueue = "${h.server.steps.taskQueues.agent}"`;
+    const query = `WorkflowType = "${type}" AND TaskQueue = "${h.server.turns.taskQueues.agent}"`;
     const found = await eventually(
       async () => {
         const ids: string[] = [];
@@ -156,18 +156,18 @@ describe('recording the replay corpus', () => {
     ).tool_call.tool_call_id;
   const pythonTool = (source: string) => h.client.tools.create({ source_code: source });
 
-  // Tool and model calls as local activities of the step's worker (LOCAL_TOOL_CALLS, LOCAL_MODEL_CALLS).
+  // Tool and model calls as local activities of the turn's worker (LOCAL_TOOL_CALLS, LOCAL_MODEL_CALLS).
   const local = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'true', LOCAL_MODEL_CALLS: 'true' });
 
-  /** The history of a step of the `local` server that the stub's `replies` take to its end. */
-  const finishedLocalStep = async (agentId: string, ...replies: Parameters<typeof local.stub.enqueue>) => {
+  /** The history of a turn of the `local` server that the stub's `replies` take to its end. */
+  const finishedLocalTurn = async (agentId: string, ...replies: Parameters<typeof local.stub.enqueue>) => {
     local.stub.enqueue(...replies);
     const response = await local.client.agents.messages.create(agentId, {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const workflowId = await stepWorkflowId(local.server.db, response.messages[0].run_id!);
-    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    const workflowId = await turnWorkflowId(local.server.db, response.messages[0].run_id!);
+    const handle = local.server.turns.temporal.workflow.getHandle(workflowId);
     await handle.result();
     return (await handle.fetchHistory()).events ?? [];
   };
@@ -182,7 +182,7 @@ describe('recording the replay corpus', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
       tool_ids: [ping.id],
     });
-    const events = await finishedLocalStep(
+    const events = await finishedLocalTurn(
       agent.id,
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
       { toolCalls: [{ name: 'ping', arguments: { n: 1 } }] },
@@ -208,7 +208,7 @@ describe('recording the replay corpus', () => {
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
     });
-    const events = await finishedLocalStep(
+    const events = await finishedLocalTurn(
       agent.id,
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } }] },
       { text: 'Noted.' },
@@ -222,7 +222,7 @@ describe('recording the replay corpus', () => {
     );
   });
 
-  /** A step of the `local` server paused for the client tool `ask_user`; `then`, the replies after it. */
+  /** A turn of the `local` server paused for the client tool `ask_user`; `then`, the replies after it. */
   const pausedLocally = async (...then: { text: string }[]) => {
     const agent = await local.client.agents.create({ model: 'openai/gpt-4o-mini' });
     local.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, ...then);
@@ -231,8 +231,8 @@ describe('recording the replay corpus', () => {
       client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
     });
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(local.server.db, paused.messages[0].run_id!);
-    const handle = local.server.steps.temporal.workflow.getHandle(workflowId);
+    const workflowId = await turnWorkflowId(local.server.db, paused.messages[0].run_id!);
+    const handle = local.server.turns.temporal.workflow.getHandle(workflowId);
     const events = await eventually(
       async () => (await handle.fetchHistory()).events ?? [],
       (e) => e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes) && settled(e),
@@ -292,7 +292,7 @@ describe('recording the replay corpus', () => {
         messages: [{ role: 'user', content: 'I like tea' }],
       });
       expect(response.stop_reason.stop_reason).toBe('end_turn');
-      const events = await finished(await stepWorkflowId(h.server.db, response.messages[0].run_id!));
+      const events = await finished(await turnWorkflowId(h.server.db, response.messages[0].run_id!));
       expect(scheduledActivities(events).map((a) => a.type)).toEqual([
         'callModel',
         'callModel',
@@ -312,17 +312,17 @@ describe('recording the replay corpus', () => {
     }
   });
 
-  /** The step of a response that paused it for approval: its workflow, and its history once paused. */
-  const pausedStep = async (paused: LettaResponse) => {
+  /** The turn of a response that paused it for approval: its workflow, and its history once paused. */
+  const pausedTurn = async (paused: LettaResponse) => {
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    const workflowId = await turnWorkflowId(h.server.db, paused.messages[0].run_id!);
     const events = await historyWhen(workflowId, (e) =>
       e.some((event) => event.upsertWorkflowSearchAttributesEventAttributes),
     );
     return { workflowId, events };
   };
 
-  /** A step paused for approval of memory_insert (a requires_approval rule), by a request that waited. */
+  /** A turn paused for approval of memory_insert (a requires_approval rule), by a request that waited. */
   const pausedForApproval = async () => {
     const agent = await createAgent({
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
@@ -333,13 +333,13 @@ describe('recording the replay corpus', () => {
     const paused = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Remember I like tea' }],
     });
-    return { agent, paused, ...(await pausedStep(paused)) };
+    return { agent, paused, ...(await pausedTurn(paused)) };
   };
 
   record('step-paused-client-tool', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }); // never answered
-    const { events } = await pausedStep(
+    const { events } = await pausedTurn(
       await h.client.agents.messages.create(agent.id, {
         messages: [{ role: 'user', content: 'Ask me' }],
         client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
@@ -389,7 +389,7 @@ describe('recording the replay corpus', () => {
     const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Answer slowly' }],
     });
-    const workflowId = await stepWorkflowId(h.server.db, run.id);
+    const workflowId = await turnWorkflowId(h.server.db, run.id);
     const events = await historyWhen(workflowId, (e) =>
       scheduledActivities(e).some((a) => a.type === 'runSandboxTool'),
     );
@@ -411,7 +411,7 @@ describe('recording the replay corpus', () => {
   /** An agent with the custom tool nap, which sleeps as long as it is told. */
   const nappingAgent = async () => createAgent({ tool_ids: [(await pythonTool(napSource)).id] });
 
-  /** The activities a workflow has pending: none before it starts (a session's step waiting its turn). */
+  /** The activities a workflow has pending: none before it starts (a session's turn waiting its place in the queue). */
   const pendingActivities = async (workflowId: string) => {
     try {
       return (await temporalClient().workflow.getHandle(workflowId).describe()).raw.pendingActivities ?? [];
@@ -422,7 +422,7 @@ describe('recording the replay corpus', () => {
   };
 
   /**
-   * Once the step's call of a custom tool runs in the sandbox: the step's description shows it started
+   * Once the turn's call of a custom tool runs in the sandbox: the turn's description shows it started
    * (a regular activity's start is written in its history only when it ends).
    */
   const sandboxCallRuns = async (workflowId: string) => {
@@ -437,8 +437,8 @@ describe('recording the replay corpus', () => {
   };
 
   /**
-   * Sends a message to an idle conversation, whose step the API starts (the step takes the lane), and
-   * returns once that step has called the model: `answer`, the request's answer, is still to come.
+   * Sends a message to an idle conversation, whose turn the API starts (the turn takes the lane), and
+   * returns once that turn has called the model: `answer`, the request's answer, is still to come.
    */
   const holdingTheLane = async <T>(send: () => Promise<T>) => {
     const seen = h.stub.requests.length;
@@ -450,13 +450,13 @@ describe('recording the replay corpus', () => {
     return { answer };
   };
 
-  /** The finished history of the step `createAsync` started for `content`, once the stub has played. */
-  const asyncStep = async (agentId: string, content: string, extra: Record<string, unknown> = {}) => {
+  /** The finished history of the turn `createAsync` started for `content`, once the stub has played. */
+  const asyncTurn = async (agentId: string, content: string, extra: Record<string, unknown> = {}) => {
     const run = await h.client.agents.messages.createAsync(agentId, {
       messages: [{ role: 'user', content }],
       ...extra,
     });
-    return stepWorkflowId(h.server.db, run.id);
+    return turnWorkflowId(h.server.db, run.id);
   };
 
   /** A reply of two calls of a tool `parallel` or not, on an agent that allows several calls a reply. */
@@ -476,7 +476,7 @@ describe('recording the replay corpus', () => {
       },
       { text: 'Both answered.' },
     );
-    const events = await finished(await asyncStep(agent.id, 'Ping twice'));
+    const events = await finished(await asyncTurn(agent.id, 'Ping twice'));
     expect(scheduledActivities(events).map((a) => a.type)).toEqual([
       'callModel',
       'runSandboxTool',
@@ -510,7 +510,7 @@ describe('recording the replay corpus', () => {
       { toolCalls: [{ name: 'no_such_tool', arguments: {} }] },
       { text: 'That tool does not exist.' },
     );
-    const events = await finished(await asyncStep(agent.id, 'Use a tool you lack'));
+    const events = await finished(await asyncTurn(agent.id, 'Use a tool you lack'));
     expect(localActivityTypes(events)).toContain('rejectToolCall');
     await save(
       'step-rejected-call',
@@ -529,7 +529,7 @@ describe('recording the replay corpus', () => {
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
       { text: 'Nobody answered.' },
     );
-    const events = await finished(await asyncStep(agent.id, 'Remember I like tea'));
+    const events = await finished(await asyncTurn(agent.id, 'Remember I like tea'));
     expect(localActivityTypes(events)).toContain('expireApproval');
     await save(
       'step-approval-expired',
@@ -542,7 +542,7 @@ describe('recording the replay corpus', () => {
   record('step-cancelled-mid-tool', async () => {
     const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] });
-    const workflowId = await asyncStep(agent.id, 'Take a long nap');
+    const workflowId = await asyncTurn(agent.id, 'Take a long nap');
     await sandboxCallRuns(workflowId);
     await h.client.agents.messages.cancel(agent.id);
     const events = await finished(workflowId);
@@ -569,7 +569,7 @@ describe('recording the replay corpus', () => {
     const agent = await createAgent();
     h.stub.setDefault(() => ({ status: 500 }));
     try {
-      const events = await finished(await asyncStep(agent.id, 'Hi'));
+      const events = await finished(await asyncTurn(agent.id, 'Hi'));
       await save(
         'step-model-failure',
         'completed (llm_api_error): the model endpoint answered 500 to every attempt (MODEL_MAX_ATTEMPTS 2), the call failed, the run ended',
@@ -586,7 +586,7 @@ describe('recording the replay corpus', () => {
     const agent = await createAgent({ tool_ids: [ping.id] });
     h.stub.setDefault(() => ({ toolCalls: [{ name: 'ping_again', arguments: { n: 1 } }] }));
     try {
-      const events = await finished(await asyncStep(agent.id, 'Keep pinging', { max_steps: 2 }));
+      const events = await finished(await asyncTurn(agent.id, 'Keep pinging', { max_steps: 2 }));
       expect(scheduledActivities(events).map((a) => a.type)).toEqual([
         'callModel',
         'runSandboxTool',
@@ -610,23 +610,23 @@ describe('recording the replay corpus', () => {
     await save(
       'step-heartbeating-call',
       'completed (end_turn): model → a custom Python tool that sleeps 5 s, past its heartbeat timeout (2 s), on its first attempt: it heartbeated → model',
-      await finished(await asyncStep(agent.id, 'Take a nap')),
+      await finished(await asyncTurn(agent.id, 'Take a nap')),
       ['step-heartbeating-call', 'step-end-turn'],
     );
   });
 
   record('session-continued-as-new', async () => {
     const agent = await createAgent();
-    // The server's sessions continue as new after 500 steps; this one, started ahead of the first
+    // The server's sessions continue as new after 500 turns; this one, started ahead of the first
     // message, after 2.
-    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, agent.id, null);
     const session = await temporalClient().workflow.start('agentSession', {
       workflowId: sessionId,
-      taskQueue: h.server.steps.taskQueues.agent,
+      taskQueue: h.server.turns.taskQueues.agent,
       args: [{ agentId: agent.id, idleMs: 600_000, maxStepsPerRun: 2 }],
       typedSearchAttributes: [{ key: agentIdKey, value: agent.id }],
     });
-    // The first message's step holds the lane (the API started it): the next three queue in the
+    // The first message's turn holds the lane (the API started it): the next three queue in the
     // session, which runs two and carries the third into its next run.
     h.stub.enqueue({ text: 'One.', delayMs: 2_000 }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' });
     const send = (content: string) =>
@@ -639,7 +639,7 @@ describe('recording the replay corpus', () => {
     expect(events.filter((e) => e.childWorkflowExecutionCompletedEventAttributes)).toHaveLength(2);
     await save(
       'session-continued-as-new',
-      'continued as new: an agentSession (maxStepsPerRun 2) that ran two queued steps as children (each after the lane), then continued as new carrying the third',
+      'continued as new: an agentSession (maxStepsPerRun 2) that ran two queued turns as children (each after the lane), then continued as new carrying the third',
       events,
       ['session-steps', 'session-continued-as-new'],
     );
@@ -657,7 +657,7 @@ describe('recording the replay corpus', () => {
     });
     expect(second.stop_reason.stop_reason).toBe('end_turn');
     expect((await first).stop_reason.stop_reason).toBe('end_turn');
-    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, agent.id, null);
     const events = await historyWhen(sessionId, (e) =>
       e.some((event) => event.childWorkflowExecutionCompletedEventAttributes),
     );
@@ -666,7 +666,7 @@ describe('recording the replay corpus', () => {
     ).toBe(true);
     await save(
       'session-waits-for-lane',
-      'running: an agentSession whose step waited for the lane a step the API started held (laneReleased signal), then ran as its child',
+      'running: an agentSession whose turn waited for the lane a turn the API started held (laneReleased signal), then ran as its child',
       events,
       ['session-steps', 'session-waits-for-lane'],
     );
@@ -676,7 +676,7 @@ describe('recording the replay corpus', () => {
     const agent = await nappingAgent();
     const send = (content: string) =>
       h.client.agents.messages.createAsync(agent.id, { messages: [{ role: 'user', content }] });
-    // The first message's step holds the lane (the API started it) for 2 s: the next two queue in the
+    // The first message's turn holds the lane (the API started it) for 2 s: the next two queue in the
     // session, which runs the second as its child once the lane is back. The user cancels while that
     // child's call of nap runs, the third message still queued.
     h.stub.enqueue(
@@ -686,16 +686,16 @@ describe('recording the replay corpus', () => {
     await holdingTheLane(() => send('Are you awake?'));
     const running = await send('Take a long nap');
     const queued = await send('Then wake me');
-    await sandboxCallRuns(await stepWorkflowId(h.server.db, running.id));
+    await sandboxCallRuns(await turnWorkflowId(h.server.db, running.id));
     expect(await h.client.agents.messages.cancel(agent.id)).toEqual({
       [running.id]: 'cancelled',
       [queued.id]: 'cancelled',
     });
-    const sessionId = sessionWorkflowIdFor(h.server.steps.deploymentId, agent.id, null);
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, agent.id, null);
     const events = await historyWhen(sessionId, (e) => shows('session-cancelled-step', { events: e }));
     await save(
       'session-cancelled-step',
-      'running: an agentSession whose step waited for the lane a step the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelTurns update dropped the step queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
+      'running: an agentSession whose turn waited for the lane a turn the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelTurns update dropped the turn queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
       events,
       ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
     );
@@ -723,11 +723,11 @@ describe('recording the replay corpus', () => {
       messages: [{ role: 'user', content: 'ask the expert' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const events = await finished(await stepWorkflowId(h.server.db, response.messages[0].run_id!));
+    const events = await finished(await turnWorkflowId(h.server.db, response.messages[0].run_id!));
     expect(scheduledActivities(events).map((a) => a.type)).toContain('messageAgents');
     await save(
       'step-agent-message',
-      'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (the other agent’s step) → model',
+      'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (the other agent’s turn) → model',
       events,
       ['step-end-turn'],
     );
@@ -742,7 +742,7 @@ describe('recording the replay corpus', () => {
     const file = await h.client.folders.files.upload(folder.id, {
       file: await toFile(Buffer.from(text), 'notes.txt'),
     });
-    const events = await finished(ingestionWorkflowId(h.server.steps.deploymentId, file.id!));
+    const events = await finished(ingestionWorkflowId(h.server.turns.deploymentId, file.id!));
     await save('file-ingestion', 'completed: one text file parsed, chunked and embedded', events);
   });
 
@@ -754,7 +754,7 @@ describe('recording the replay corpus', () => {
       messages: [{ role: 'user', content: 'Time for the daily summary' }],
     });
     const events = await finished(await onlyWorkflowOf('scheduledMessage'));
-    await save('scheduled-message', 'completed: a one-time schedule fired and queued its step', events);
+    await save('scheduled-message', 'completed: a one-time schedule fired and queued its turn', events);
   });
 
   record('webhook-delivery', async () => {

@@ -5,10 +5,10 @@ import { historyFiles, loadHistory, readManifest, workflowTypeOf } from './helpe
 import { BRANCHES, shows, type Branch } from './helpers/history-branches';
 
 /**
- * Upgrades never break a paused step: every history of the corpus (test/fixtures/histories/, recorded
+ * Upgrades never break a paused turn: every history of the corpus (test/fixtures/histories/, recorded
  * from this server by `npm run histories:record`) replays against the current workflow code. A change
  * that alters the commands a recorded workflow issued, or their order, fails here, naming the history,
- * instead of failing every paused step after the upgrade.
+ * instead of failing every paused turn after the upgrade.
  */
 
 type WebpackConfig = Parameters<
@@ -43,7 +43,7 @@ function assertReplays(failures: string[]): void {
   if (failures.length)
     throw new Error(
       `${failures.length} recorded histories (test/fixtures/histories/) no longer replay against the current workflow code. ` +
-        'Steps paused in production in these states would fail after the upgrade: keep the old commands, ' +
+        'Turns paused in production in these states would fail after the upgrade: keep the old commands, ' +
         'or branch on patched() (see docs/upgrades.md, "Replay corpus"):\n' +
         failures.map((line) => `  ${line}`).join('\n'),
     );
@@ -83,7 +83,7 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
       });
   });
 
-  it('holds a history of every workflow the worker runs, and of each state of a step', () => {
+  it('holds a history of every workflow the worker runs, and of each state of a turn', () => {
     const types = new Set(manifest.histories.map((h) => h.workflowType));
     expect([...types].sort()).toEqual(expect.arrayContaining(Object.keys(workflows).sort()));
     const scenarios = new Set(manifest.histories.map((h) => h.scenario));
@@ -101,7 +101,7 @@ describe('the replay corpus (test/fixtures/histories/)', () => {
       expect(scenarios).toContain(scenario);
   });
 
-  it('covers every branch of the step and session workflows, each by a history that shows it', () => {
+  it('covers every branch of the turn and session workflows, each by a history that shows it', () => {
     const covering = (branch: string) => manifest.histories.filter((h) => h.branches?.includes(branch));
     expect(Object.keys(BRANCHES).filter((branch) => covering(branch).length === 0)).toEqual([]);
     for (const entry of manifest.histories)

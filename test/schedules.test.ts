@@ -27,9 +27,9 @@ describe('scheduled messages (agents.schedule)', () => {
       memory_blocks: [{ label: 'human', value: 'Ann' }],
     });
   const scheduleHandle = (id: string) =>
-    h.server.steps.temporal.schedule.getHandle(`${h.server.steps.deploymentId}/schedule/${id}`);
+    h.server.turns.temporal.schedule.getHandle(`${h.server.turns.deploymentId}/schedule/${id}`);
 
-  it('sends a one-time message at its time, as an ordinary step, and fires no more', async () => {
+  it('sends a one-time message at its time, as an ordinary turn, and fires no more', async () => {
     const agent = await createAgent();
     const at = Date.now() + 3_000;
     const created = await h.client.agents.schedule.create(agent.id, {

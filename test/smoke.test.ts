@@ -1,7 +1,7 @@
 /**
  * The smoke set (`npm run test:smoke`), which CI also runs on the newest Node line (.ci/run): the
  * server started as `npm start` starts it (a process of the built code on the node running the tests,
- * with the embedded PGlite and Temporal dev server), then one of each: an agent step, a custom Python
+ * with the embedded PGlite and Temporal dev server), then one of each: an agent turn, a custom Python
  * tool in the sandbox, a stdio MCP server's tool, an approval, and a clean stop. What a Node release
  * could break is all in there: the Temporal SDK's native module and workflow bundle, PGlite's WASM,
  * the MCP SDK, child processes and signals.
@@ -46,10 +46,10 @@ describe(`smoke: the server as users start it, on Node ${process.version}`, () =
   });
 
   /**
-   * One step of a new agent (`agent`: its tools and rules): the model (the stub) calls `call`, then
+   * One turn of a new agent (`agent`: its tools and rules): the model (the stub) calls `call`, then
    * says 'Done.'.
    */
-  const stepCalling = async (call: StubToolCall, agent: Parameters<Letta['agents']['create']>[0]) => {
+  const turnCalling = async (call: StubToolCall, agent: Parameters<Letta['agents']['create']>[0]) => {
     const { id } = await client.agents.create({ model: 'openai/gpt-4o-mini', ...agent });
     stub.enqueue({ toolCalls: [call] }, { text: 'Done.' });
     const response = await client.agents.messages.create(id, {
@@ -68,7 +68,7 @@ describe(`smoke: the server as users start it, on Node ${process.version}`, () =
     expect(fs.readlinkSync(`/proc/${server.child.pid}/exe`)).toBe(fs.realpathSync(process.execPath));
   });
 
-  it('runs an agent step', async () => {
+  it('runs an agent turn', async () => {
     const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
     stub.enqueue({ text: 'Hello from the stub.' });
     const response = await client.agents.messages.create(agent.id, {
@@ -83,7 +83,7 @@ describe(`smoke: the server as users start it, on Node ${process.version}`, () =
 
   it('runs a custom Python tool in the sandbox', async () => {
     const tool = await client.tools.create({ source_code: DOUBLE });
-    const { toolReturn } = await stepCalling(
+    const { toolReturn } = await turnCalling(
       { name: 'double', arguments: { n: 21 } },
       { tool_ids: [tool.id] },
     );
@@ -96,7 +96,7 @@ describe(`smoke: the server as users start it, on Node ${process.version}`, () =
       config: stdioConfig('everything', ['stdio']),
     });
     const echo = (await client.mcpServers.tools.list(mcp.id!)).find((tool) => tool.name === 'echo')!;
-    const { toolReturn } = await stepCalling(
+    const { toolReturn } = await turnCalling(
       { name: 'echo', arguments: { message: 'smoke' } },
       { tool_ids: [echo.id!] },
     );
@@ -107,7 +107,7 @@ describe(`smoke: the server as users start it, on Node ${process.version}`, () =
   it('pauses for approval and runs the tool once approved', async () => {
     const tool = (await client.tools.list({ name: 'double' })).items[0];
     // The stub's 'Done.' stays queued for the model call after the approved tool's.
-    const paused = await stepCalling(
+    const paused = await turnCalling(
       { name: 'double', arguments: { n: 5 } },
       { tool_ids: [tool.id], tool_rules: [{ type: 'requires_approval', tool_name: 'double' }] },
     );

@@ -1,7 +1,7 @@
 /**
- * What an operator sees of a step in the Temporal Web UI (the test run's dev server's, 2.42), read in
+ * What an operator sees of a turn in the Temporal Web UI (the test run's dev server's, 2.42), read in
  * headless Chromium: each model, sandboxed tool and MCP call as an activity named by its summary; a
- * long sandboxed call under Pending Activities while it runs; where a paused step waits (its call
+ * long sandboxed call under Pending Activities while it runs; where a paused turn waits (its call
  * stack) and what it waits for (its current details). Screenshots go to test-artifacts/temporal-ui/.
  */
 import fs from 'node:fs';
@@ -11,7 +11,7 @@ import { useAgentServer } from './helpers/agent-server';
 import { testTemporalUiUrl } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { stdioConfig } from './helpers/mcp-servers';
-import { connectTemporalClient, stepWorkflowId } from './helpers/temporal';
+import { connectTemporalClient, turnWorkflowId } from './helpers/temporal';
 
 const ARTIFACTS = path.join(__dirname, '..', 'test-artifacts', 'temporal-ui');
 
@@ -25,7 +25,7 @@ const ASK_USER = {
   parameters: { type: 'object', properties: { question: { type: 'string' } } },
 };
 
-describe('the Temporal UI shows what a step does', () => {
+describe('the Temporal UI shows what a turn does', () => {
   const h = useAgentServer('openai');
   let browser: Browser;
   beforeAll(async () => {
@@ -36,8 +36,8 @@ describe('the Temporal UI shows what a step does', () => {
     await browser?.close();
   });
 
-  /** The step's workflow page, as a link to it opens: the latest run's history. */
-  const openStep = async (workflowId: string): Promise<Page> => {
+  /** The turn's workflow page, as a link to it opens: the latest run's history. */
+  const openTurn = async (workflowId: string): Promise<Page> => {
     const page = await browser.newPage({ viewport: { width: 1600, height: 1200 } });
     await page.goto(`${testTemporalUiUrl()}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
     await page.waitForURL(/\/history$/);
@@ -77,7 +77,7 @@ describe('the Temporal UI shows what a step does', () => {
     await page.waitForURL(new RegExp(`/${tab.toLowerCase().replace(/ /g, '-')}$`));
   };
 
-  it('shows a paused step: its model, sandbox and MCP calls as activities with their summaries, where it waits and what for', async () => {
+  it('shows a paused turn: its model, sandbox and MCP calls as activities with their summaries, where it waits and what for', async () => {
     const double = await h.client.tools.create({ source_code: DOUBLE });
     const mcp = await h.client.mcpServers.create({
       server_name: 'everything',
@@ -101,9 +101,9 @@ describe('the Temporal UI shows what a step does', () => {
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
     const request = paused.messages.at(-1) as { message_type: string; tool_call: { tool_call_id: string } };
     expect(request.message_type).toBe('approval_request_message');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    const workflowId = await turnWorkflowId(h.server.db, paused.messages[0].run_id!);
 
-    const page = await openStep(workflowId);
+    const page = await openTurn(workflowId);
     for (const activity of [
       'callModel • model openai/gpt-4o-mini',
       'runSandboxTool • double (sandbox)',
@@ -117,7 +117,7 @@ describe('the Temporal UI shows what a step does', () => {
     await shows(page, 'waitForAnswer', 'paused-call-stack');
     await screenshot(page, 'paused-call-stack');
 
-    // User Metadata: the step's summary and details, each activity's summary, its current details.
+    // User Metadata: the turn's summary and details, each activity's summary, its current details.
     await openTab(page, 'User Metadata');
     await shows(
       page,
@@ -144,7 +144,7 @@ describe('the Temporal UI shows what a step does', () => {
       messages: [{ role: 'user', content: 'Take a nap.' }],
     });
     const workflowId = await eventually(
-      () => stepWorkflowId(h.server.db, run.id),
+      () => turnWorkflowId(h.server.db, run.id),
       (id) => Boolean(id),
     );
 
@@ -158,7 +158,7 @@ describe('the Temporal UI shows what a step does', () => {
     await temporal.close();
     expect(pending.map((a) => a.activityType?.name)).toEqual(['runSandboxTool']);
 
-    const page = await openStep(workflowId);
+    const page = await openTurn(workflowId);
     await openTab(page, 'Pending Activities');
     await shows(page, 'runSandboxTool', 'pending-activities');
     for (const text of ['Started', 'Attempt', '1 of 3', 'Last Heartbeat'])
@@ -170,7 +170,7 @@ describe('the Temporal UI shows what a step does', () => {
     await shows(page, 'runSandboxTool • nap (sandbox)', 'pending-history');
     await shows(page, 'Pending Activity', 'pending-history');
     await screenshot(page, 'pending-history');
-    // What the step does meanwhile: its current details, on the User Metadata tab.
+    // What the turn does meanwhile: its current details, on the User Metadata tab.
     await openTab(page, 'User Metadata');
     await shows(page, 'Running tool nap (sandbox)', 'running-details');
     await screenshot(page, 'running-details');

@@ -26,7 +26,7 @@ describe('tool rules, rule by rule', () => {
     expect(renderRule(rules[0])).toBeUndefined();
   });
 
-  it('exit_loop: the tool ends the step', () => {
+  it('exit_loop: the tool ends the turn', () => {
     const rules: ToolRule[] = [{ type: 'exit_loop', tool_name: 'c' }];
     expect(isTerminal(rules, 'c')).toBe(true);
     expect(isTerminal(rules, 'a')).toBe(false);

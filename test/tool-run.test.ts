@@ -115,12 +115,12 @@ describe('running custom tools in the local sandbox', () => {
     });
     expect(result).toMatchObject({ status: 'success', func_return: 'Hello Ada in Oslo' });
 
-    // Called by the model in a step, the tool sees the same: read with the call, in its own statement.
+    // Called by the model in a turn, the tool sees the same: read with the call, in its own statement.
     h.stub.enqueue({ toolCalls: [{ name: 'whoami', arguments: { greeting: 'Hi' } }] }, { text: 'Done.' });
-    const step = await h.client.agents.messages.create(agent.id, {
+    const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Who are you?' }],
     });
-    expect(step.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
       status: 'success',
       tool_return: 'Hi Ada in Oslo',
     });
@@ -129,10 +129,10 @@ describe('running custom tools in the local sandbox', () => {
   const versioned = (reply: string) =>
     `def pick_word(topic: str) -> str:\n    """Picks a word.\n\n    Args:\n        topic: What about.\n    """\n    print("picking for", topic)\n    return "${reply} " + topic\n`;
 
-  it('runs a custom tool the model calls in a step, at the version the step started with', async () => {
+  it('runs a custom tool the model calls in a turn, at the version the turn started with', async () => {
     const tool = await h.client.tools.create({ source_code: versioned('first') });
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
-    // The model takes its time: meanwhile the tool changes, and the step keeps the version it resolved.
+    // The model takes its time: meanwhile the tool changes, and the turn keeps the version it resolved.
     h.stub.enqueue(
       { toolCalls: [{ name: 'pick_word', arguments: { topic: 'cats' } }], delayMs: 1_500 },
       { text: 'Done.' },
@@ -155,7 +155,7 @@ describe('running custom tools in the local sandbox', () => {
       stdout: ['picking for cats\n'],
     });
 
-    // The next step resolves the new version.
+    // The next turn resolves the new version.
     h.stub.enqueue({ toolCalls: [{ name: 'pick_word', arguments: { topic: 'dogs' } }] }, { text: 'Done.' });
     const next = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'And dogs?' }],

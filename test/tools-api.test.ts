@@ -45,7 +45,7 @@ describe('custom tools through the official Letta client', () => {
     expect(upserted.id).toBe(created.id);
     expect(upserted.description).toBe('Gets the forecast.');
     expect((upserted as unknown as ToolWithHealth).version).toBe(2);
-    // The version a step started with stays readable after the change.
+    // The version a turn started with stays readable after the change.
     const first = await getToolVersion(h.server.db, created.id, 1);
     expect(first?.description).toBe('Gets the weather.');
 

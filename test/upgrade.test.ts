@@ -2,12 +2,12 @@ import { runUpgradeCheck, UpgradeCheckError } from '../scripts/upgrade-check';
 import { testTemporalAddress } from './helpers/env';
 
 /**
- * Issue 30, point 4, as `npm run upgrade:check` runs it (scripts/upgrade-check.ts): a step paused for
+ * Issue 30, point 4, as `npm run upgrade:check` runs it (scripts/upgrade-check.ts): a turn paused for
  * approval under the last commit whose workflow code differs (built from git) finishes after the
  * server is replaced by this checkout's build (global-setup.ts built it), on the run's Temporal.
  */
 describe('upgrade from the previous release', () => {
-  it('finishes a step paused for approval under the previous release after the upgrade', async () => {
+  it('finishes a turn paused for approval under the previous release after the upgrade', async () => {
     const lines: string[] = [];
     try {
       const result = await runUpgradeCheck({

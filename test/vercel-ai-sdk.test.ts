@@ -2,7 +2,7 @@ import { streamText } from 'ai';
 import { createLetta } from '@letta-ai/vercel-ai-sdk-provider';
 import { useAgentServer } from './helpers/agent-server';
 
-/** Letta's Vercel AI SDK provider against this server: a step's parts as the AI SDK streams them. */
+/** Letta's Vercel AI SDK provider against this server: a turn's parts as the AI SDK streams them. */
 describe('the Vercel AI SDK provider', () => {
   const h = useAgentServer('openai');
 

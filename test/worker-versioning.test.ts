@@ -151,12 +151,12 @@ describe('worker versioning on the real Temporal server', () => {
     await stop(second);
   });
 
-  it('holds back a build that cannot replay a running step; the next build that can becomes current', async () => {
+  it('holds back a build that cannot replay a running turn; the next build that can becomes current', async () => {
     const released = await start({ WORKER_BUILD_ID: 'r1' });
     expect(await currentBuildId(released)).toBe('r1');
     const handle = await new Client({ connection: released.connection }).workflow.start('agentTurn', {
       taskQueue: taskQueues(prefix, await loadDeploymentId(released.db)).agent,
-      workflowId: `step-${uniqueSuffix()}`,
+      workflowId: `turn-${uniqueSuffix()}`,
     });
     // Paused after its timer: two workflow tasks done.
     while ((await taskBuildIds(handle)).length < 2) await new Promise((resolve) => setTimeout(resolve, 100));

@@ -15,8 +15,8 @@ import {
   localActivityTypes,
   payloadTexts,
   scheduledActivities,
-  stepWorkflowId,
-  finishedStepHistory,
+  turnWorkflowId,
+  finishedTurnHistory,
   workflowHistory,
   type HistoryEvent,
 } from './helpers/temporal';
@@ -27,7 +27,7 @@ const decodePayload = (data: Uint8Array | null | undefined) =>
 
 const summaryOf = (event: HistoryEvent) => decodePayload(event.userMetadata?.summary?.data);
 
-describe('what the Temporal Web UI shows of an agent step', () => {
+describe('what the Temporal Web UI shows of an agent turn', () => {
   const h = useAgentServer('openai');
   let temporalClient: Client;
   let closeTemporal: () => Promise<void>;
@@ -78,9 +78,9 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
     expect(toolReturn).toMatchObject({ tool_return: `${agentSecret.length} ${sandboxSecret.length}` });
 
-    const history = await finishedStepHistory(
+    const history = await finishedTurnHistory(
       temporalClient,
-      await stepWorkflowId(h.server.db, response.messages[0].run_id!),
+      await turnWorkflowId(h.server.db, response.messages[0].run_id!),
     );
     const texts = payloadTexts(history).join('\n');
     for (const secret of [agentSecret, sandboxSecret, 'test-key']) expect(texts).not.toContain(secret);
@@ -106,9 +106,9 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(response.stop_reason.stop_reason).toBe('max_steps');
     expect(response.usage.step_count).toBe(50);
 
-    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
-    const events = await finishedStepHistory(temporalClient, workflowId);
-    // The message's start is the step's summary (STEP_SUMMARY_MESSAGE_CHARS, 80), and no more of it.
+    const workflowId = await turnWorkflowId(h.server.db, response.messages[0].run_id!);
+    const events = await finishedTurnHistory(temporalClient, workflowId);
+    // The message's start is the turn's summary (STEP_SUMMARY_MESSAGE_CHARS, 80), and no more of it.
     const summary = decodePayload(events[0].userMetadata!.summary!.data) as string;
     expect(summary).toMatch(/^agent-[^:]+: USERTEXT the user says/);
     expect(summary.length).toBeLessThanOrEqual(`${agent.name}: `.length + 80);
@@ -116,7 +116,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     for (const marker of ['USERTEXT', 'MODELTEXT', 'QUERYTEXT']) {
       expect(texts.filter((t) => t.includes(marker))).toEqual([]);
     }
-    // The step's input lists the agent's tools (ids and names); every other payload stays short.
+    // The turn's input lists the agent's tools (ids and names); every other payload stays short.
     const input = payloadTexts(events[0].workflowExecutionStartedEventAttributes!.input);
     expect(Math.max(...input.map((t) => t.length))).toBeLessThan(2_000);
     const rest = payloadTexts(events.slice(1));
@@ -136,11 +136,11 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
     const runId = response.messages[0].run_id!;
-    const workflowId = await stepWorkflowId(h.server.db, runId);
+    const workflowId = await turnWorkflowId(h.server.db, runId);
     expect(workflowId).toContain(agent.id);
     expect(workflowId).toContain(runId);
 
-    const events = await finishedStepHistory(temporalClient, workflowId);
+    const events = await finishedTurnHistory(temporalClient, workflowId);
     const summaries = (kind: 'activityTaskScheduledEventAttributes' | 'markerRecordedEventAttributes') =>
       events.filter((e) => e[kind]).map(summaryOf);
     // Model calls are regular activities; a built-in tool that works on the database alone runs as a
@@ -179,13 +179,13 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(listed).toEqual([workflowId]);
   });
 
-  it("shows what the step is doing in the workflow's current details", async () => {
+  it("shows what the turn is doing in the workflow's current details", async () => {
     const agent = await createAgent();
     h.stub.enqueue({ text: 'slowly', delayMs: 3_000 });
     const run = await h.client.agents.messages.createAsync(agent.id, {
       messages: [{ role: 'user', content: 'Take your time' }],
     });
-    const handle = temporalClient.workflow.getHandle(await stepWorkflowId(h.server.db, run.id));
+    const handle = temporalClient.workflow.getHandle(await turnWorkflowId(h.server.db, run.id));
     const details = await eventually(
       async () =>
         (await handle.query<temporal.api.sdk.v1.IWorkflowMetadata>('__temporal_workflow_metadata'))
@@ -205,9 +205,9 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
-    const events = await finishedStepHistory(
+    const events = await finishedTurnHistory(
       temporalClient,
-      await stepWorkflowId(h.server.db, response.messages[0].run_id!),
+      await turnWorkflowId(h.server.db, response.messages[0].run_id!),
     );
     // A regular activity: its start names the attempt that answered, its failures stay out of the
     // history until the last (the Temporal UI shows them under the pending activity meanwhile).
@@ -215,15 +215,15 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     expect(started?.activityTaskStartedEventAttributes?.attempt).toBe(3);
   });
 
-  it('carries the step context in its input, runs database-only tools as local activities', async () => {
+  it('carries the turn context in its input, runs database-only tools as local activities', async () => {
     const agent = await createAgent();
     const note = { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'x' } }] };
     h.stub.enqueue(note, { text: 'Noted.' });
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Hi' }],
     });
-    const workflowId = await stepWorkflowId(h.server.db, response.messages[0].run_id!);
-    const events = await finishedStepHistory(temporalClient, workflowId);
+    const workflowId = await turnWorkflowId(h.server.db, response.messages[0].run_id!);
+    const events = await finishedTurnHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentTurnInput;
     expect(input.context.tools.map((t) => t.name)).toContain('memory_insert');
@@ -243,7 +243,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
       client_tools: [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }],
     });
     expect(paused.stop_reason.stop_reason).toBe('requires_approval');
-    const workflowId = await stepWorkflowId(h.server.db, paused.messages[0].run_id!);
+    const workflowId = await turnWorkflowId(h.server.db, paused.messages[0].run_id!);
     const tagged = await eventually(
       () => workflowHistory(temporalClient, workflowId),
       (events) => events.some((e) => e.upsertWorkflowSearchAttributesEventAttributes),
@@ -258,14 +258,14 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     });
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     await temporalClient.workflow.getHandle(workflowId).result();
-    const events = await finishedStepHistory(temporalClient, workflowId);
-    // The new step's tools came in its input, the resumed request's with the answer.
+    const events = await finishedTurnHistory(temporalClient, workflowId);
+    // The turn's tools came in its input, the resumed request's with the answer.
     expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
     expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
 
     await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, workflowId);
   });
-  it("replays an agent's session: two steps in turn behind one the API started, the first paused for a client tool and answered", async () => {
+  it("replays an agent's session: two turns queued behind one the API started, the first paused for a client tool and answered", async () => {
     const agent = await createAgent();
     const clientTools = [{ name: 'ask_user', parameters: { type: 'object', properties: {} } }];
     h.stub.enqueue(
@@ -277,7 +277,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const say = (content: string, extra = {}) =>
       h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }], ...extra });
     const runsOf = async () => (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems().length;
-    // The first message finds the agent idle: the API starts its step, and the next two queue in the
+    // The first message finds the agent idle: the API starts its turn, and the next two queue in the
     // agent's session behind it, in the order they were sent.
     const first = say('First');
     await eventually(runsOf, (n) => n === 1);
@@ -302,7 +302,7 @@ describe('what the Temporal Web UI shows of an agent step', () => {
     const workflowsPath = require.resolve('../workflows');
     await Worker.runReplayHistory({ workflowsPath }, { events }, sessionId);
 
-    // Recorded from the first version of sessions: the same two steps, replayed by this one.
+    // Recorded from the first version of sessions: the same two turns, replayed by this one.
     const recorded = temporal.api.history.v1.History.decode(
       fs.readFileSync(path.join(__dirname, 'fixtures/histories/session-two-steps.binpb')),
     );

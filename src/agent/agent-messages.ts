@@ -1,6 +1,6 @@
 /**
  * Letta's multi-agent tools (functions/function_sets/multi_agent.py): a message to another agent is a
- * step of that agent's own, queued in its session behind its other messages (an Update to that
+ * turn of that agent's own, queued in its session behind its other messages (an Update to that
  * session's workflow), under a run whose id follows from the tool call and the recipient, so a call
  * that runs again after a crash finds its messages sent and does not send them twice. Waiting for a
  * reply that could never come is refused: the run remembers the chain of agents waiting on it.
@@ -79,7 +79,7 @@ function refusal(chain: Chain, message: AgentMessage, recipient: string, maxDept
   if (chain.hops.length > maxDepth)
     return `agents have messaged each other ${maxDepth} deep (${chain.hops.join(' → ')}): AGENT_MESSAGE_MAX_DEPTH stops the chain here`;
   if (recipient === message.senderId && message.wait)
-    return 'an agent cannot wait for its own reply: its message would wait behind the step that waits for it';
+    return 'an agent cannot wait for its own reply: its message would wait behind the turn that waits for it';
   if (chain.waiting.includes(recipient))
     return `agent ${recipient} is waiting for this agent's reply (${chain.waiting.join(' → ')}): waiting on it would never end`;
   return undefined;
@@ -87,7 +87,7 @@ function refusal(chain: Chain, message: AgentMessage, recipient: string, maxDept
 
 export type Delivery = { agentId: string; runId: string } | { agentId: string; error: string };
 
-/** Sends the message to each recipient as a step of its own; what cannot be sent says why. */
+/** Sends the message to each recipient as a turn of its own; what cannot be sent says why. */
 export async function sendAgentMessage(
   services: TurnServices,
   message: AgentMessage,
@@ -110,7 +110,7 @@ export async function sendAgentMessage(
           userMessages: [{ role: 'system', text: framedMessage(message) }],
           runId: messageRunId(message.toolCallId, agentId),
           metadata: { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: message.runId },
-          origin: `agent ${message.senderId} (step ${sender?.workflow_id})`,
+          origin: `agent ${message.senderId} (turn ${sender?.workflow_id})`,
         });
         return { agentId, runId: run.id };
       } catch (error) {

@@ -1,6 +1,6 @@
 /**
  * Letta's approval semantics (letta_agent_v3.py, agents/helpers.py, services/run_manager.py): what a
- * paused step waits for, how an answer is checked and recorded, and the texts the model and the
+ * paused turn waits for, how an answer is checked and recorded, and the texts the model and the
  * caller see. Used by the API (answers from people and clients) and by activities (timeouts, cancel).
  */
 import type { Queryable } from '../db';
@@ -94,13 +94,13 @@ export async function recordAnswer(
     pending: PendingApproval;
     answers: ApprovalAnswer[];
     followUps: FollowUp[];
-    /** The run the step continues under; `newRun` creates it. */
+    /** The run the turn continues under; `newRun` creates it. */
     runId: string;
     newRun?: Pick<RunRow, 'background' | 'metadata' | 'request_config'>;
   },
 ): Promise<RecordedAnswer> {
   const { agentId, pending, runId } = input;
-  // The answer's run continues the paused step in its conversation.
+  // The answer's run continues the paused turn in its conversation.
   const scope = await runScope(tx, pending.run_id);
   if (input.newRun) {
     await insertRun(tx, {

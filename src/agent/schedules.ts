@@ -1,7 +1,7 @@
 /**
  * Scheduled messages (Letta's `agents.schedule`), each a Temporal Schedule: a recurring one fires on
  * its cron expression, a one-time one once, at its time. A firing starts the `scheduledMessage`
- * workflow, which queues an ordinary step of the agent (ordered with its other messages) under a run
+ * workflow, which queues an ordinary turn of the agent (ordered with its other messages) under a run
  * id derived from the firing, so a retried firing queues nothing twice.
  *
  * Missed firings (everything down at the time): a one-time message runs once when the server is back,
@@ -180,14 +180,14 @@ export async function deleteAgentSchedules(ctx: TurnServices, agentId: string): 
   }
 }
 
-/** A run id of a firing: the same for every attempt at it, so the step is queued once. */
+/** A run id of a firing: the same for every attempt at it, so the turn is queued once. */
 function firingRunId(firingId: string): string {
   const hex = createHash('sha256').update(firingId).digest('hex');
   return `run-${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /**
- * One firing: queues the message as a step of the agent (background, with the request's callback and
+ * One firing: queues the message as a turn of the agent (background, with the request's callback and
  * step limit). A message whose schedule was deleted meanwhile sends nothing.
  */
 export async function fireScheduledMessage(

@@ -1,5 +1,5 @@
 /**
- * What a messages request does to an agent step: start one (store the input, create the run, start
+ * What a messages request does to an agent turn: start one (store the input, create the run, start
  * its workflow), or answer a paused one (check the answer, store it, signal the workflow).
  */
 import {
@@ -20,7 +20,7 @@ import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
 import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
-import { resolveStepContext } from './step-context';
+import { resolveTurnContext } from './turn-context';
 import type { AgentTurnInput, ClientTool, QueuedTurn } from '../../contracts/payloads';
 import { QUEUE_FULL } from '../../contracts/errors';
 import type { Workflows } from '../../contracts/workflows';
@@ -44,21 +44,21 @@ import {
 } from './approvals';
 import { lockPendingApproval } from '../db/conversations';
 
-/** What starting, answering and cancelling steps works with: the database, Temporal, where steps run. */
+/** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {
   db: Database;
   config: Config;
   temporal: Client;
   /** Carried by task queues and workflow ids (src/db/deployment.ts). */
   deploymentId: string;
-  /** Where agent-step workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`). */
+  /** Where agent-turn workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`). */
   taskQueues: TaskQueues;
 }
 
-/** What every messages request asks for, whether it starts a step or answers a paused one. */
+/** What every messages request asks for, whether it starts a turn or answers a paused one. */
 interface RequestOptions {
   agentId: string;
-  /** The conversation the step belongs to; null: the agent's default conversation. */
+  /** The conversation the turn belongs to; null: the agent's default conversation. */
   conversationId: string | null;
   clientTools: ClientTool[];
   maxSteps: number;
@@ -73,7 +73,7 @@ export interface TurnRequest extends RequestOptions {
   userMessages: FollowUp[];
   /**
    * The run's id when the caller chose it (a message from another agent: one per call and recipient).
-   * Asked again, the same step is not queued twice.
+   * Asked again, the same turn is not queued twice.
    */
   runId?: string;
   /** Kept with the run beside its type (who sent a message from another agent). */
@@ -89,11 +89,11 @@ export interface AnswerRequest extends RequestOptions {
   followUps: FollowUp[];
 }
 
-/** Whether the workflow that is to end a run still can: its step runs, or waits for its turn. */
+/** Whether the workflow that is to end a run still can: its turn runs, or waits its place in the queue. */
 export type TurnLiveness = () => Promise<boolean>;
 
-/** A step's workflow runs; one not started yet waits in its session, if the session runs. */
-function stepLiveness(ctx: TurnServices, sessionId: string, workflowId: string): TurnLiveness {
+/** A turn's workflow runs; one not started yet waits in its session, if the session runs. */
+function turnLiveness(ctx: TurnServices, sessionId: string, workflowId: string): TurnLiveness {
   const running = async (id: string) => {
     try {
       return (await ctx.temporal.workflow.getHandle(id).describe()).status.name === 'RUNNING';
@@ -107,16 +107,16 @@ function stepLiveness(ctx: TurnServices, sessionId: string, workflowId: string):
 
 /** Whether the workflow that is to end `run` still can (a stream that resumes follows it so). */
 export const runLiveness = (ctx: TurnServices, run: RunRow): TurnLiveness =>
-  stepLiveness(
+  turnLiveness(
     ctx,
     sessionWorkflowIdFor(ctx.deploymentId, run.agent_id, run.conversation_id),
     run.workflow_id,
   );
 
-/** Steps a session runs before it continues as new (Temporal may suggest it sooner). */
-const SESSION_STEPS_PER_RUN = 500;
+/** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
+const SESSION_TURNS_PER_RUN = 500;
 
-/** A run's own settings, read by the workflow when the run continues a paused step. */
+/** A run's own settings, read by the workflow when the run continues a paused turn. */
 const requestConfig = (request: RequestOptions) => ({
   max_steps: request.maxSteps,
   client_tools: request.clientTools,
@@ -144,23 +144,23 @@ const pendingApprovalError = (pending: PendingApproval) =>
 
 /**
  * Workflow ids carry the deployment (as its task queues do) and name the agent, so the Temporal UI lists
- * an agent's session and steps together.
+ * an agent's session and turns together.
  */
 export const scopedId = (deploymentId: string, id: string) => (deploymentId ? `${deploymentId}/${id}` : id);
 
-/** The workflow of one step: its agent and its run. */
+/** The workflow of one turn: its agent and the run that starts it. */
 export const workflowIdFor = (deploymentId: string, agentId: string, runId: string) =>
   scopedId(deploymentId, `${agentId}/${runId}`);
 
 /**
- * The workflow of a conversation's session, which runs its steps one at a time
+ * The workflow of a conversation's session, which runs its turns one at a time
  * (workflows/agent-session.ts): one for the agent's default conversation, one for each other.
  */
 export const sessionWorkflowIdFor = (deploymentId: string, agentId: string, conversationId: string | null) =>
   scopedId(deploymentId, conversationId ? `${agentId}/${conversationId}` : agentId);
 
-/** The limits a step runs under, from the configuration of the API that queued it. */
-function stepLimits(config: TurnServices['config'], maxSteps: number): AgentTurnInput['limits'] {
+/** The limits a turn runs under, from the configuration of the API that queued it. */
+function turnLimits(config: TurnServices['config'], maxSteps: number): AgentTurnInput['limits'] {
   return {
     maxSteps,
     modelTimeoutMs: config.MODEL_TIMEOUT_MS,
@@ -179,8 +179,8 @@ function stepLimits(config: TurnServices['config'], maxSteps: number): AgentTurn
 }
 
 /**
- * Queues a step in the agent's session (starting the session if none runs): the run and the messages
- * it brings are stored first, the messages going into the transcript only when the step's turn comes.
+ * Queues a turn in the agent's session (starting the session if none runs): the run and the messages
+ * it brings are stored first, the messages going into the transcript only when the turn starts.
  * A full queue is a 409, and the run is gone again.
  */
 export async function startAgentTurn(
@@ -197,10 +197,10 @@ export async function startAgentTurn(
       if (earlier)
         return {
           run: earlier,
-          context: await resolveStepContext(tx, agent),
+          context: await resolveTurnContext(tx, agent),
           queued: earlier.status !== 'created',
           agentName: agent.name,
-          // The first request took the lane for it: its step starts (at most once) outside the session.
+          // The first request took the lane for it: its turn starts (at most once) outside the session.
           laneTaken: (await laneHolder(tx, request)) === earlier.workflow_id,
         };
       const pending = await pendingApprovalOfLocked(tx, request, agent);
@@ -218,7 +218,7 @@ export async function startAgentTurn(
       });
       return {
         run: row,
-        context: await resolveStepContext(tx, agent),
+        context: await resolveTurnContext(tx, agent),
         queued: false,
         agentName: agent.name,
         laneTaken: await takeIdleLane(tx, request, row),
@@ -227,12 +227,12 @@ export async function startAgentTurn(
     agentLock(request.agentId),
   );
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, request.agentId, request.conversationId);
-  const alive = stepLiveness(ctx, sessionId, workflowId);
+  const alive = turnLiveness(ctx, sessionId, workflowId);
   if (queued) return { run, alive };
   const { config } = ctx;
-  const step: QueuedTurn = {
+  const turn: QueuedTurn = {
     workflowId,
-    ...stepMetadata(agentName, runId, request, config.STEP_SUMMARY_MESSAGE_CHARS),
+    ...turnMetadata(agentName, runId, request, config.STEP_SUMMARY_MESSAGE_CHARS),
     maxQueued: config.AGENT_MAX_QUEUED_MESSAGES,
     input: {
       agentId: request.agentId,
@@ -242,15 +242,15 @@ export async function startAgentTurn(
       clientTools: request.clientTools,
       ...(request.streamTokens ? { streamTokens: true } : {}),
       context,
-      limits: stepLimits(config, request.maxSteps),
+      limits: turnLimits(config, request.maxSteps),
     },
   };
   try {
-    if (laneTaken) await startStep(ctx, step);
-    else await enqueueStep(ctx, sessionId, step);
+    if (laneTaken) await startTurn(ctx, turn);
+    else await enqueueTurn(ctx, sessionId, turn);
   } catch (error) {
     if (laneTaken) await releaseLane(ctx.db, request, workflowId);
-    // A step asked for again keeps its run: the first request may still be on its way.
+    // A turn asked for again keeps its run: the first request may still be on its way.
     if (!request.runId) await deleteRun(ctx.db, runId);
     throw error;
   }
@@ -258,15 +258,15 @@ export async function startAgentTurn(
 }
 
 /**
- * Starts a step whose conversation was idle: its lane taken, no session needs to order it. The same
- * workflow options as the session's child steps (workflows/agent-session.ts).
+ * Starts a turn whose conversation was idle: its lane taken, no session needs to order it. The same
+ * workflow options as the session's child turns (workflows/agent-session.ts).
  */
-async function startStep(ctx: TurnServices, step: QueuedTurn): Promise<void> {
+async function startTurn(ctx: TurnServices, turn: QueuedTurn): Promise<void> {
   try {
     await ctx.temporal.workflow.start<Workflows['agentTurn']>('agentTurn', {
       taskQueue: ctx.taskQueues.agent,
-      ...turnWorkflowOptions(step),
-      args: [step.input],
+      ...turnWorkflowOptions(turn),
+      args: [turn.input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // With the agent worker in this process (npm start), the start's response carries the first
       // workflow task to it: no trip through matching. Without one (--role=api), the SDK's core does
@@ -274,7 +274,7 @@ async function startStep(ctx: TurnServices, step: QueuedTurn): Promise<void> {
       requestEagerStart: true,
     });
   } catch (error) {
-    // The same step asked for again (a chosen run id): its first request started it.
+    // The same turn asked for again (a chosen run id): its first request started it.
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
 }
@@ -286,11 +286,11 @@ function excerpt(text: string, chars: number): string {
 }
 
 /**
- * What the Temporal UI shows of a step: its summary (the agent's name and the start of the message,
+ * What the Temporal UI shows of a turn: its summary (the agent's name and the start of the message,
  * STEP_SUMMARY_MESSAGE_CHARS of it) in lists, its details (Markdown) on the workflow's page. The
  * summary is the only text of a message in a history: the rest stays in the database.
  */
-function stepMetadata(agentName: string, runId: string, request: TurnRequest, messageChars: number) {
+function turnMetadata(agentName: string, runId: string, request: TurnRequest, messageChars: number) {
   const text = excerpt(request.userMessages.map((m) => m.text).join(' '), messageChars);
   const conversation = request.conversationId ? `, conversation \`${request.conversationId}\`` : '';
   const details = [
@@ -302,14 +302,14 @@ function stepMetadata(agentName: string, runId: string, request: TurnRequest, me
 }
 
 /**
- * The step's update to its conversation's session, which the update starts if it does not run. A
+ * The turn's update to its conversation's session, which the update starts if it does not run. A
  * running session takes a plain update, about a millisecond quicker than update-with-start (which the
  * server persists as a new workflow task rather than a speculative one): only a conversation idle past
  * AGENT_SESSION_IDLE_MS pays for the refused try. Both carry the run's id as the update's id: a
- * session takes a step once, however often it is sent.
+ * session takes a turn once, however often it is sent.
  */
-async function enqueueStep(ctx: TurnServices, sessionId: string, step: QueuedTurn): Promise<void> {
-  const update = { args: [step] as [QueuedTurn], updateId: step.input.runId };
+async function enqueueTurn(ctx: TurnServices, sessionId: string, turn: QueuedTurn): Promise<void> {
+  const update = { args: [turn] as [QueuedTurn], updateId: turn.input.runId };
   try {
     try {
       await ctx.temporal.workflow
@@ -319,7 +319,7 @@ async function enqueueStep(ctx: TurnServices, sessionId: string, step: QueuedTur
       if (!(error instanceof WorkflowNotFoundError)) throw error;
       await ctx.temporal.workflow.executeUpdateWithStart(enqueueTurnUpdate, {
         ...update,
-        startWorkflowOperation: sessionStart(ctx, sessionId, step.input.agentId),
+        startWorkflowOperation: sessionStart(ctx, sessionId, turn.input.agentId),
       });
     }
   } catch (error) {
@@ -334,7 +334,7 @@ async function enqueueStep(ctx: TurnServices, sessionId: string, step: QueuedTur
   }
 }
 
-/** A conversation's session, started by the update of its first step (or joined, if one runs by then). */
+/** A conversation's session, started by the update of its first turn (or joined, if one runs by then). */
 const sessionStart = (ctx: TurnServices, sessionId: string, agentId: string) =>
   new WithStartWorkflowOperation<Workflows['agentSession']>('agentSession', {
     workflowId: sessionId,
@@ -345,16 +345,16 @@ const sessionStart = (ctx: TurnServices, sessionId: string, agentId: string) =>
         agentId,
         idleMs: ctx.config.AGENT_SESSION_IDLE_MS,
         laneLookMs: ctx.config.AGENT_LANE_LOOK_MS,
-        maxStepsPerRun: SESSION_STEPS_PER_RUN,
+        maxStepsPerRun: SESSION_TURNS_PER_RUN,
       },
     ],
     typedSearchAttributes: [{ key: agentIdKey, value: agentId }],
-    staticSummary: `Session of ${agentId}: its steps, one at a time`,
+    staticSummary: `Session of ${agentId}: its turns, one at a time`,
   });
 
 /**
- * Answers the step the agent is paused in. The answer must cover exactly the pending calls; it is
- * stored (with a new run, under which the step continues) before the workflow is signalled. The same
+ * Answers the turn the agent is paused in. The answer must cover exactly the pending calls; it is
+ * stored (with a new run, under which the turn continues) before the workflow is signalled. The same
  * answer sent again finds the first one and signals again, which the workflow ignores.
  */
 export async function answerPausedTurn(
@@ -371,7 +371,7 @@ export async function answerPausedTurn(
         if (!earlier) throw invalid(NOTHING_PENDING);
         if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
         const run = await getRun(tx, earlier.answered.runId);
-        const answered = { ...earlier.answered, context: await resolveStepContext(tx, agent) };
+        const answered = { ...earlier.answered, context: await resolveTurnContext(tx, agent) };
         return { answered, workflowId: run!.workflow_id, repeated: true };
       }
       const answers = withLegacyIds(pending, request.answers);
@@ -389,7 +389,7 @@ export async function answerPausedTurn(
           request_config: requestConfig(request),
         },
       });
-      const context = await resolveStepContext(tx, agent);
+      const context = await resolveTurnContext(tx, agent);
       return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
     },
     agentLock(agentId),
@@ -398,18 +398,18 @@ export async function answerPausedTurn(
   try {
     await handle.signal(approvalAnsweredSignal, answered);
   } catch (error) {
-    // A repeated answer may find the step long finished: its run tells the outcome.
+    // A repeated answer may find the turn long finished: its run tells the outcome.
     if (!(repeated && error instanceof WorkflowNotFoundError)) throw error;
   }
   const run = (await getRun(ctx.db, answered.runId))!;
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, agentId, run.conversation_id);
-  return { run, alive: stepLiveness(ctx, sessionId, workflowId) };
+  return { run, alive: turnLiveness(ctx, sessionId, workflowId) };
 }
 
 /**
- * Cancels steps of a conversation (those of `workflowIds`, or all) and returns once they have ended:
- * its session drops queued ones and cancels the running one. A step no session holds (one started on
- * its own, as steps were before sessions, or one whose session is gone) is cancelled directly, and
+ * Cancels turns of a conversation (those of `workflowIds`, or all) and returns once they have ended:
+ * its session drops queued ones and cancels the running one. A turn no session holds (one started on
+ * its own, as turns were before sessions, or one whose session is gone) is cancelled directly, and
  * waited for.
  */
 export async function cancelTurns(
@@ -418,7 +418,7 @@ export async function cancelTurns(
   workflowIds: string[],
   all: boolean,
 ): Promise<void> {
-  // A step the API started holds the lane outside the session.
+  // A turn the API started holds the lane outside the session.
   const holder = all ? await laneHolder(ctx.db, conversation) : undefined;
   if (holder) workflowIds = [...new Set([...workflowIds, holder])];
   try {
@@ -443,14 +443,14 @@ async function cancelOutsideSession(ctx: TurnServices, workflowId: string): Prom
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) throw error;
   }
-  // A run whose step never started (its request failed half-way) ends with nothing stored.
+  // A run whose turn never started (its request failed half-way) ends with nothing stored.
   await cancelUnstartedRuns(ctx.db, { workflowId });
 }
 
 /**
- * Wakes the session of a conversation whose lane a step gave back while the session waited for it. A
+ * Wakes the session of a conversation whose lane a turn gave back while the session waited for it. A
  * session gone meanwhile needs no wake, and one the signal misses (Temporal out of reach) looks again
- * on its own (AGENT_LANE_LOOK_MS): a failed wake must not fail the step's last activity, whose run has
+ * on its own (AGENT_LANE_LOOK_MS): a failed wake must not fail the turn's last activity, whose run has
  * ended already.
  */
 export async function signalLaneReleased(ctx: TurnServices, scope: ConversationRef): Promise<void> {

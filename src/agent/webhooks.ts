@@ -1,6 +1,6 @@
 /**
  * Webhooks the server calls: a run's completion callback (Letta's `callback_url`), and approval notices
- * (a step paused for approval, or its approval expired) to the agent's `metadata.approval_webhook_url`
+ * (a turn paused for approval, or its approval expired) to the agent's `metadata.approval_webhook_url`
  * or APPROVAL_WEBHOOK_URL. Each is delivered by a workflow of its own (workflows/webhook-delivery.ts),
  * retried with backoff until the receiver answers 2xx, and signed so that the receiver can tell it came
  * from this deployment:

@@ -4,11 +4,11 @@ import type { McpClientPool } from '../mcp/client-pool';
 import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
 
-/** What route handlers work with: what steps need (the database, Temporal, the queues), and more. */
+/** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */
 export interface ApiContext extends TurnServices {
   /** Where `POST /v1/tools/run` runs source. */
   sandbox: ConfiguredSandbox;
-  /** Where the agent tool run endpoint runs custom tools, as steps do. */
+  /** Where the agent tool run endpoint runs custom tools, as turns do. */
   toolSandboxes: ToolSandboxes;
   /** The API's own MCP connections (registering servers, the run endpoints). */
   mcp: McpClientPool;

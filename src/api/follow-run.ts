@@ -1,6 +1,6 @@
 /**
  * Follows a run while its workflow works: hands on each message as the workflow stores it, and ends
- * when the run stops. A run stops when its step ends or pauses for approval (the workflow then waits
+ * when the run stops. A run stops when its turn ends or pauses for approval (the workflow then waits
  * on, under a later run), so it is the run's row that tells, not the workflow's result. It looks
  * again whenever the database announces a change of the run (run-events.ts).
  */
@@ -59,7 +59,7 @@ export function llmFailureAnswer(errorType: string, detail: string): { status: n
   return { status, body: { error: { type, message, detail } } };
 }
 
-/** Letta's HTTP answer to a step that stopped on a model failure, if `stop` is one. */
+/** Letta's HTTP answer to a run that stopped on a model failure, if `stop` is one. */
 export function modelFailureAnswer(stop: RunStop): { status: number; body: unknown } | undefined {
   if (stop.stopReason !== 'llm_api_error' || !stop.error) return undefined;
   return llmFailureAnswer(stop.error.type, stop.error.message);

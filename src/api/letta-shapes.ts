@@ -83,7 +83,7 @@ export function toolShape(tool: ToolRow): Tool {
   };
 }
 
-/** Letta's ToolExecutionResult: how a tool run outside an agent step ended, its return cut at `returnCharLimit`. */
+/** Letta's ToolExecutionResult: how a tool run outside an agent turn ended, its return cut at `returnCharLimit`. */
 export function toolExecutionShape(
   result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'returnChars' | 'stdout' | 'stderr'>,
   returnCharLimit: number,

@@ -16,7 +16,7 @@ import type { MessageRow, RunRow } from '../db/rows';
 import type { TokenNotice } from '../db/token-deltas';
 import { TokenChunks } from './token-chunks';
 
-/** What a step produced for the caller: the model's and the tools' messages, not the input echoed back. */
+/** What a run produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
 
 const wanted = (types: string[] | null | undefined) => (message: { message_type: string }) =>

@@ -109,7 +109,7 @@ export async function setPendingApproval(
   await q.query(`UPDATE ${table} SET pending_approval = $2 WHERE id = $1`, [id, json(pending)]);
 }
 
-/** The conversation a run's step belongs to, while the run exists. */
+/** The conversation a run's turn belongs to, while the run exists. */
 export async function findRunScope(q: Queryable, runId: string): Promise<ConversationRef | undefined> {
   const [run] = await q.query<Pick<RunRow, 'agent_id' | 'conversation_id'>>(
     'SELECT agent_id, conversation_id FROM runs WHERE id = $1',

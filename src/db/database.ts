@@ -38,7 +38,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 /**
  * Statements with parameters are prepared once per connection, under a name per SQL text: PostgreSQL
- * then parses and plans each once instead of at every call (a third of its CPU on the agent step's
+ * then parses and plans each once instead of at every call (a third of its CPU on the agent turn's
  * short queries). A prepared `SELECT *` fails once another process adds a column to its table (a
  * rolling upgrade's migration); that statement then runs unprepared from there on (within a
  * transaction, after the transaction's retry). Names are per SQL text, and every text is built from

@@ -1,8 +1,8 @@
 /**
- * A conversation's lane: the one step of it that may run, named by its workflow id in the row that
+ * A conversation's lane: the one turn of it that may run, named by its workflow id in the row that
  * keeps the conversation's state (conversationHolder: the agent's row for its own history). Whoever
- * starts a step takes the lane first: the API when the conversation is idle, the session before each
- * step it runs (workflows/agent-session.ts). The step gives it back in the transaction that ends its
+ * starts a turn takes the lane first: the API when the conversation is idle, the session before each
+ * turn it runs (workflows/agent-session.ts). The turn gives it back in the transaction that ends its
  * last run. Each of these runs under the agent's lock (agentLock), so two can never both take it.
  */
 import type { Queryable } from './database';
@@ -10,8 +10,8 @@ import { conversationHolder, type ConversationRef } from './conversations';
 import type { RunRow } from './rows';
 
 /**
- * Takes the lane for `workflowId` if no step holds it and no other run of the conversation is still to
- * run or running (queued in its session, or a step from before lanes). The caller holds the agent's lock.
+ * Takes the lane for `workflowId` if no turn holds it and no other run of the conversation is still to
+ * run or running (queued in its session, or a turn from before lanes). The caller holds the agent's lock.
  */
 export async function takeIdleLane(
   tx: Queryable,
@@ -30,7 +30,7 @@ export async function takeIdleLane(
 }
 
 /**
- * The session's turn at the lane: taken for `workflowId` when free (or held by `replacing`, a holder
+ * The session's try at the lane: taken for `workflowId` when free (or held by `replacing`, a holder
  * found dead); otherwise marked waited on, so that its holder signals the session as it gives it back.
  * The holder, or undefined once taken. The caller holds the agent's lock.
  */
@@ -52,7 +52,7 @@ export async function takeLane(
   return row && !row.taken ? (row.holder ?? undefined) : undefined;
 }
 
-/** The step holding the lane, if one does. */
+/** The turn holding the lane, if one does. */
 export async function laneHolder(q: Queryable, ref: ConversationRef): Promise<string | undefined> {
   const { table, id } = conversationHolder(ref);
   const [row] = await q.query<{ lane_holder: string | null }>(

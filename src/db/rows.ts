@@ -96,7 +96,7 @@ export interface AgentRow {
   updated_at: Date;
 }
 
-/** What a paused agent step waits for; set when it pauses, cleared when the answer is accepted. */
+/** What a paused agent turn waits for; set when it pauses, cleared when the answer is accepted. */
 export interface PendingApproval {
   run_id: string;
   workflow_id: string;
@@ -197,7 +197,7 @@ export interface RunRow {
   request_config: Record<string, unknown> | null;
   workflow_id: string;
   usage: Record<string, number> | null;
-  /** The request's messages, stored in the transcript with the step's first reply. */
+  /** The request's messages, stored in the transcript with the turn's first reply. */
   input: InputMessage[] | null;
   /** Null: the agent's default conversation. */
   conversation_id: string | null;

@@ -54,7 +54,7 @@ export const isActiveRun = (run: Pick<RunRow, 'status'>) =>
   run.status === 'created' || run.status === 'running';
 
 /**
- * Marks a run running (unless it ended meanwhile) and returns the messages it brought, which its step
+ * Marks a run running (unless it ended meanwhile) and returns the messages it brought, which its turn
  * sends to the model and stores with the reply: every attempt, since an earlier one may have failed.
  */
 export async function startRunWithInput(db: Queryable, id: string): Promise<RunRow['input']> {
@@ -132,8 +132,8 @@ export async function conversationRun(
 }
 
 /**
- * Ends runs whose steps never started (dropped from their queue, or whose request failed half-way)
- * `cancelled`, having stored nothing; `which` names them by id or by their step's workflow.
+ * Ends runs whose turns never started (dropped from their queue, or whose request failed half-way)
+ * `cancelled`, having stored nothing; `which` names them by id or by their turn's workflow.
  */
 export async function cancelUnstartedRuns(
   db: Queryable,
@@ -148,14 +148,14 @@ export async function cancelUnstartedRuns(
   );
 }
 
-/** The error of a run whose step's workflow ended without ending it. */
+/** The error of a run whose turn's workflow ended without ending it. */
 export const ABANDONED_RUN_ERROR = {
   type: 'internal_error',
-  message: 'The agent step ended without finishing its run',
+  message: 'The agent turn ended without finishing its run',
 } as const;
 
 /**
- * The runs a step's workflow left unfinished when it ended without ending them (terminated in the
+ * The runs a turn's workflow left unfinished when it ended without ending them (terminated in the
  * Temporal UI, say), or never started: failed, as followRun reports them.
  */
 export async function failAbandonedRuns(db: Queryable, workflowId: string): Promise<void> {
@@ -168,7 +168,7 @@ export async function failAbandonedRuns(db: Queryable, workflowId: string): Prom
   );
 }
 
-/** How long ago the first run of a step's workflow was created; undefined when it has none. */
+/** How long ago the first run of a turn's workflow was created; undefined when it has none. */
 export async function workflowRunAgeMs(db: Queryable, workflowId: string): Promise<number | undefined> {
   const [run] = await db.query<{ age_ms: number }>(
     `SELECT extract(epoch FROM now() - created_at) * 1000 AS age_ms FROM runs WHERE workflow_id = $1

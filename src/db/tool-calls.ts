@@ -14,7 +14,7 @@ export interface ToolCallKey {
   messageId: string;
   toolCallId: string;
   toolId: string;
-  /** The version the step resolved at its start (tool_versions); the current tool if it is gone. */
+  /** The version the turn resolved at its start (tool_versions); the current tool if it is gone. */
   toolVersion: number;
 }
 
@@ -122,7 +122,7 @@ const READS = { claiming: readsOf(true), unclaimed: readsOf(false) };
 
 /**
  * Takes the call's claim for `holder` (none without one), and reads the call's recorded result, its
- * agent, its tool at the step's version, its arguments and MCP server; with `blocks` the agent's
+ * agent, its tool at the turn's version, its arguments and MCP server; with `blocks` the agent's
  * blocks, with `sandbox` those and its sandbox context.
  */
 export async function readToolCall(

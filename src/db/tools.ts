@@ -62,7 +62,7 @@ export function getToolByName(db: Queryable, name: string): Promise<ToolRow | un
   return db.query<ToolRow>('SELECT * FROM tools WHERE name = $1', [name]).then((rows) => rows[0]);
 }
 
-/** The tool as it was at `version` (what a step resolved at its start). */
+/** The tool as it was at `version` (what a turn resolved at its start). */
 export async function getToolVersion(
   db: Queryable,
   id: string,

@@ -55,7 +55,7 @@ export const ToolRunFromSourceSchema = z.object({
 
 export const AgentToolRunSchema = z.object({ args: JsonObject.default({}) });
 
-/** A tool the client runs, sent with a request (Letta's `client_tools`): the step pauses for its return. */
+/** A tool the client runs, sent with a request (Letta's `client_tools`): the turn pauses for its return. */
 export const ClientToolSchema = z.object({
   name: z.string().min(1),
   description: z.string().nullish(),

@@ -7,7 +7,7 @@ import { connectTemporal, errorText } from './connection';
 import { customSearchAttributes } from '../../contracts/search-attributes';
 
 /**
- * Server settings the agent step relies on: updates and update-with-start (every message reaches its
+ * Server settings the agent turn relies on: updates and update-with-start (every message reaches its
  * agent's session as one, and a burst of them must not hit the default limit of 10 in flight per
  * workflow) and eager dispatch (it cuts a matching round trip per tool call). The rest is latency:
  * the dev server has one history shard, whose transfer queue (activity and workflow tasks on their way
@@ -56,14 +56,14 @@ const SQLITE_PRAGMAS = [
   'mmap_size=268435456',
 ];
 
-/** The flags of `temporal server start-dev` that tune it for the agent step, whichever way it is started. */
+/** The flags of `temporal server start-dev` that tune it for the agent turn, whichever way it is started. */
 export const devServerTuningArgs = () => [
   ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
   ...SQLITE_PRAGMAS.flatMap((pragma) => ['--sqlite-pragma', pragma]),
 ];
 
 /**
- * A fresh dev server creates our search attributes before it serves, so the first step can set them
+ * A fresh dev server creates our search attributes before it serves, so the first turn can set them
  * (added later, they reach the namespace's cache only at its next refresh). An existing db file keeps
  * the ones it has, and start-up registers any it lacks (src/temporal/search-attributes.ts).
  */

@@ -13,11 +13,11 @@ import { errorText } from './connection';
 
 /**
  * The workflow types that live across releases (src/temporal/versioning.ts); `agentStep` is the type
- * turns had before they were called turns.
+ * of the turns in histories recorded by earlier releases.
  */
 export const LONG_LIVED_TYPES = ['agentTurn', 'agentStep', 'agentSession'];
 
-/** The sample's size unless told: enough to catch a step of each shape a busy server holds. */
+/** The sample's size unless told: enough to catch a turn of each shape a busy server holds. */
 export const DEFAULT_REPLAY_SAMPLE = 50;
 
 export interface ReplaySampleOptions {
@@ -123,7 +123,7 @@ export async function vetBuild(options: ReplaySampleOptions & { log: Logger }): 
     const { replayed, failures } = await replaySample(options);
     if (failures.length)
       return `${failures.length} of the ${replayed} histories sampled do not replay:\n${describeFailures(failures)}`;
-    options.log.info({ replayed }, 'this build replays the running and recent step and session histories');
+    options.log.info({ replayed }, 'this build replays the running and recent turn and session histories');
     return undefined;
   } catch (error) {
     return `the replay of recent histories could not run: ${errorText(error)}`;

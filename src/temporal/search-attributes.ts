@@ -5,7 +5,7 @@ import { customSearchAttributes } from '../../contracts/search-attributes';
 const { IndexedValueType } = temporal.api.enums.v1;
 
 /**
- * Registers the custom search attributes the namespace lacks, and returns once steps can set them.
+ * Registers the custom search attributes the namespace lacks, and returns once turns can set them.
  * Idempotent: run at every start-up, because the dev server ignores `--search-attribute` once its
  * database file exists, and a cluster's namespace may lack them.
  */

@@ -7,7 +7,7 @@ export interface TaskQueues {
 
 /**
  * Queue names carry the deployment's id (kept in its database, see src/db/deployment.ts): workers of
- * another deployment on the same namespace poll other queues, and never run this one's steps against
+ * another deployment on the same namespace poll other queues, and never run this one's turns against
  * their database. Replicas of one deployment share its queues.
  */
 export function taskQueues(prefix: string, deploymentId: string): TaskQueues {

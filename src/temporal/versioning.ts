@@ -17,7 +17,7 @@ import { errorText } from './connection';
  * `WORKER_VERSIONING`:
  * - `replay` (default): at start-up the server makes its own version current once its workers poll,
  *   when nothing can be stranded by it: when the deployment has no current version (a first start),
- *   or when this build replays a sample of the deployment's running and recent step and session
+ *   or when this build replays a sample of the deployment's running and recent turn and session
  *   histories (src/temporal/replay-sample.ts; a server replaced in place passes it). A build that
  *   does not replay them stays non-current and logs why, with the commands that promote or ramp it
  *   by hand. A version of the deployment first seen after this one (a newer release rolling out)

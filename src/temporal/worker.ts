@@ -14,7 +14,7 @@ export interface AgentWorkerOptions {
   workflowsPath?: string;
   /**
    * How many workflows the worker keeps in memory between their tasks (the SDK's sticky cache). A
-   * paused step needs none: when its answer comes, it is replayed from its history if evicted.
+   * paused turn needs none: when its answer comes, it is replayed from its history if evicted.
    */
   maxCachedWorkflows: number;
   /** The deployment version this worker registers (src/temporal/versioning.ts); none: unversioned. */
@@ -44,7 +44,7 @@ function commonOptions(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxC
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
 
 /**
- * The `agent` task queue's worker: the session and step workflows, the model calls and the built-in
+ * The `agent` task queue's worker: the session and turn workflows, the model calls and the built-in
  * tools. Workflows run as the SDK runs them by default: on its workflow threads, each activation
  * bounded by its deadlock detection, with the promise hook that answers the Temporal UI's Stack Trace
  * tab.

@@ -2,7 +2,7 @@ import type { temporal } from '@temporalio/proto';
 import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
 
 /**
- * The branches of the step and session workflows an upgrade must not strand: each one a shape a
+ * The branches of the turn and session workflows an upgrade must not strand: each one a shape a
  * recorded history shows. The corpus's manifest names the branches each history covers
  * (`branches`), and test/replay.test.ts requires every branch here to be covered by a history that
  * has that shape, so a branch without a recording fails CI rather than an upgrade.
@@ -48,7 +48,7 @@ export function stopReasonOf(events: Events): string | undefined {
 
 const typeOf = (events: Events) =>
   events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? undefined;
-const step = (events: Events) => ['agentTurn', 'agentStep'].includes(typeOf(events) ?? '');
+const turn = (events: Events) => ['agentTurn', 'agentStep'].includes(typeOf(events) ?? '');
 const completed = (events: Events) => events.some((e) => e.workflowExecutionCompletedEventAttributes);
 const cancelRequested = (events: Events) =>
   events.some((e) => e.workflowExecutionCancelRequestedEventAttributes);
@@ -107,13 +107,13 @@ const firstAfter = (events: Events, after: HistoryEvent, has: (e: HistoryEvent) 
   events.find((e) => idOf(e) > idOf(after) && has(e));
 
 /**
- * A session's cancel (the cancelTurns update) while a child step ran and another waited: the update
+ * A session's cancel (the cancelTurns update) while a child turn ran and another waited: the update
  * dropped the queued one (cancelQueuedRuns), then cancelled the child (a child-only
  * RequestCancelExternal), and completed only once the child had ended
  * (ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED). The child ends completed when it ends
- * its run cancelled, as steps do; canceled, had it not caught the cancel.
+ * its run cancelled, as turns do; canceled, had it not caught the cancel.
  */
-function cancelledChildStep(events: Events): boolean {
+function cancelledChildTurn(events: Events): boolean {
   const accepted = events.find(
     (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
   );
@@ -151,35 +151,35 @@ const callRunning = (events: Events) =>
   !completed(events) && toolCalls(events).some((call) => !closeOf(events, call.eventId));
 
 export const BRANCHES = {
-  'step-end-turn': (events) => step(events) && completed(events) && stopReasonOf(events) === 'end_turn',
-  'step-calls-in-order': (events) => step(events) && callsInOrder(events),
-  'step-parallel-calls': (events) => step(events) && callsInParallel(events),
-  'step-rejected-call': (events) => step(events) && localActivityTypes(events).includes('rejectToolCall'),
-  'step-mid-tool-call': (events) => step(events) && callRunning(events),
-  'step-heartbeating-call': (events) => step(events) && heartbeatingCall(events),
+  'step-end-turn': (events) => turn(events) && completed(events) && stopReasonOf(events) === 'end_turn',
+  'step-calls-in-order': (events) => turn(events) && callsInOrder(events),
+  'step-parallel-calls': (events) => turn(events) && callsInParallel(events),
+  'step-rejected-call': (events) => turn(events) && localActivityTypes(events).includes('rejectToolCall'),
+  'step-mid-tool-call': (events) => turn(events) && callRunning(events),
+  'step-heartbeating-call': (events) => turn(events) && heartbeatingCall(events),
   'step-paused': (events) =>
-    step(events) && !completed(events) && stopReasonOf(events) === 'requires_approval',
+    turn(events) && !completed(events) && stopReasonOf(events) === 'requires_approval',
   'step-approval-answered': (events) =>
-    step(events) && completed(events) && signalled(events, 'approvalAnswered'),
+    turn(events) && completed(events) && signalled(events, 'approvalAnswered'),
   'step-approval-expired': (events) =>
-    step(events) &&
+    turn(events) &&
     events.some((e) => e.timerFiredEventAttributes) &&
     localActivityTypes(events).includes('expireApproval'),
   'step-cancelled-mid-tool': (events) =>
-    step(events) &&
+    turn(events) &&
     cancelRequested(events) &&
     events.some((e) => e.activityTaskCancelRequestedEventAttributes) &&
     stopReasonOf(events) === 'cancelled',
   'step-cancelled-while-paused': (events) =>
-    step(events) &&
+    turn(events) &&
     cancelRequested(events) &&
     localActivityTypes(events).includes('denyOnCancel') &&
     stopReasonOf(events) === 'cancelled',
   'step-model-failure': (events) =>
-    step(events) &&
+    turn(events) &&
     events.some((e) => e.activityTaskFailedEventAttributes) &&
     stopReasonOf(events) === 'llm_api_error',
-  'step-max-steps': (events) => step(events) && stopReasonOf(events) === 'max_steps',
+  'step-max-steps': (events) => turn(events) && stopReasonOf(events) === 'max_steps',
   'session-steps': (events) =>
     typeOf(events) === 'agentSession' && events.some((e) => e.childWorkflowExecutionCompletedEventAttributes),
   'session-waits-for-lane': (events) =>
@@ -187,7 +187,7 @@ export const BRANCHES = {
   'session-continued-as-new': (events) =>
     typeOf(events) === 'agentSession' &&
     Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
-  'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildStep(events),
+  'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildTurn(events),
 } satisfies Record<string, (events: Events) => boolean>;
 
 export type Branch = keyof typeof BRANCHES;

@@ -31,7 +31,7 @@ export async function agentWithRun(
 }
 
 /**
- * Calls of the tool `name` with each of `argsList`, in one assistant message of the run, as a step
+ * Calls of the tool `name` with each of `argsList`, in one assistant message of the run, as a turn
  * passes them to its tool activities.
  */
 export async function toolCallsOf(

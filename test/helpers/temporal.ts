@@ -3,8 +3,8 @@ import type { temporal } from '@temporalio/proto';
 import { testTemporalAddress } from './env';
 import type { Queryable } from '../../src/db';
 
-/** The workflow of a run's step, as the run row names it. */
-export async function stepWorkflowId(db: Queryable, runId: string): Promise<string> {
+/** The workflow of a run's turn, as the run row names it. */
+export async function turnWorkflowId(db: Queryable, runId: string): Promise<string> {
   const [run] = await db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [
     runId,
   ]);
@@ -25,10 +25,10 @@ export async function workflowHistory(client: Client, workflowId: string): Promi
 }
 
 /**
- * The whole history of a step whose run has ended: the step ends its run in its last workflow task,
+ * The whole history of a turn whose run has ended: the turn ends its run in its last workflow task,
  * whose completion (and the workflow's) Temporal stores just after the API may have answered.
  */
-export async function finishedStepHistory(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+export async function finishedTurnHistory(client: Client, workflowId: string): Promise<HistoryEvent[]> {
   await client.workflow
     .getHandle(workflowId)
     .result()

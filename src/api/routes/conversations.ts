@@ -1,6 +1,6 @@
 /**
  * Letta's conversations (routers/v1/conversations.py): message histories of one agent, each with its
- * own session of steps (one at a time, in arrival order), all sharing the agent's memory blocks. The
+ * own session of turns (one at a time, in arrival order), all sharing the agent's memory blocks. The
  * agent's own history is the conversation `default`, named with the agent's id alongside.
  */
 import type { Response } from 'express';
@@ -133,7 +133,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
   );
 
-  // Its steps end first (cancelled, as a cancel ends them): none goes on storing into a history that is gone.
+  // Its turns end first (cancelled, as a cancel ends them): none goes on storing into a history that is gone.
   router.delete(
     '/v1/conversations/:id',
     { summary: 'Delete conversation', description: 'Its active runs are cancelled first.' },
@@ -169,7 +169,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
       summary: 'Send conversation message',
       description:
         'Streams unless `streaming: false`: server-sent events, each one a LettaStreamingResponse; with ' +
-        '`streaming: false`, answers once the step has stopped. `default` with `agent_id` in the body: the ' +
+        '`streaming: false`, answers once the run has stopped. `default` with `agent_id` in the body: the ' +
         "agent's own history (an agent's id alone: Letta's deprecated form).",
       body: ConversationMessageSchema,
       response: LettaResponseSchema,

@@ -53,7 +53,7 @@ const serverShape = (server: repo.McpServerRow): McpServer => mcpServerShape(ser
 
 const nameTaken = (name: string) => new HttpError(409, `An MCP server named '${name}' already exists`);
 
-/** Runs a stored MCP tool now, outside any agent step (the run endpoints). */
+/** Runs a stored MCP tool now, outside any agent turn (the run endpoints). */
 export async function runMcpToolNow(
   ctx: ApiContext,
   tool: ToolRow,

@@ -56,7 +56,7 @@ function answersOf(message: InputMessage): ApprovalAnswer[] {
   throw new HttpError(422, 'An approval message needs approvals, or approve and approval_request_id');
 }
 
-/** The request's input: new messages to start a step with, or an answer to a paused one (with follow-ups). */
+/** The request's input: new messages to start a turn with, or an answer to a paused one (with follow-ups). */
 function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: FollowUp[] } {
   if (body.input !== undefined && body.input !== null) {
     return { messages: [{ role: 'user', text: contentText(body.input) }] };
@@ -69,7 +69,7 @@ function inputOf(body: LettaRequest): { answers?: ApprovalAnswer[]; messages: Fo
 
 /** What the messages routes do, for an agent's default conversation and for the others alike. */
 export function messageHandlers(ctx: ApiContext) {
-  /** Starts a step, or answers the paused one, as the request's messages say (both 404 without the agent). */
+  /** Starts a turn, or answers the paused one, as the request's messages say (both 404 without the agent). */
   const start = async (
     to: ConversationRef,
     body: LettaRequest,
@@ -98,7 +98,7 @@ export function messageHandlers(ctx: ApiContext) {
     return startAgentTurn(ctx, { ...options, userMessages: messages, callbackUrl });
   };
 
-  /** A blocking request answers once the step has stopped; a streaming one streams it as it runs. */
+  /** A blocking request answers once its run has stopped; a streaming one streams it as it runs. */
   const send = async (to: ConversationRef, body: LettaRequest, res: Response, streaming: boolean) => {
     if (!streaming && (body.stream_tokens || !body.include_pings || body.background)) {
       throw new HttpError(422, 'stream_tokens, include_pings=false and background need streaming=true');
@@ -129,7 +129,7 @@ export function messageHandlers(ctx: ApiContext) {
   };
 
   /**
-   * Cancels the conversation's active runs (or those of `runIds`), a step paused for approval included
+   * Cancels the conversation's active runs (or those of `runIds`), a turn paused for approval included
    * (its pending calls are then denied), and answers once they have ended: cancelled, their tool calls
    * stopped, nothing half-written. Each run's status is then `cancelled`, or how it ended before.
    */
@@ -175,7 +175,7 @@ export function messagesRouter(ctx: ApiContext): DocumentedRouter {
     {
       summary: 'Send message',
       description:
-        'Answers once the step has stopped. With `streaming: true`, answers instead with server-sent events, ' +
+        'Answers once the run has stopped. With `streaming: true`, answers instead with server-sent events, ' +
         'as `/v1/agents/{agentId}/messages/stream` does (each one a LettaStreamingResponse).',
       body: LettaRequestSchema,
       response: LettaResponseSchema,

@@ -1,6 +1,6 @@
 /**
  * Letta's scheduled messages (`agents.schedule.*`): each a Temporal Schedule (src/agent/schedules.ts)
- * that queues its message as a step of the agent at its time, or on its cron expression.
+ * that queues its message as a turn of the agent at its time, or on its cron expression.
  */
 import type { ApiContext } from '../context';
 import { parseBody, parseQuery } from '../validation';

@@ -3,7 +3,7 @@ import { LettaMessageSchema, RunSchema } from './responses';
 
 type MessageForm = (typeof LettaMessageSchema.options)[number];
 
-/** Letta's ApprovalRequestMessage: the form of LettaMessage a paused step's tool calls are shown in. */
+/** Letta's ApprovalRequestMessage: the form of LettaMessage a paused turn's tool calls are shown in. */
 const ApprovalRequestMessageSchema = LettaMessageSchema.options.find(
   (form) => form.shape.message_type.value === 'approval_request_message',
 ) as Extract<MessageForm, { shape: { message_type: z.ZodLiteral<'approval_request_message'> } }>;

@@ -1,8 +1,8 @@
 import type { Migration } from './migration';
 
 /**
- * A version per change of a tool: a step that started with a tool keeps running that version even if
- * the tool is updated meanwhile (the activity loads the version the step resolved at its start).
+ * A version per change of a tool: a turn that started with a tool keeps running that version even if
+ * the tool is updated meanwhile (the activity loads the version the turn resolved at its start).
  */
 export const toolVersions: Migration = {
   version: 4,

@@ -1,8 +1,8 @@
 import type { Migration } from './migration';
 
 /**
- * A request's messages wait with its run until the agent's session gives the step its turn: stored in
- * the transcript then, at the step's start, so that steps queued behind another never slip their
+ * A request's messages wait with its run until the agent's session starts their turn: stored in
+ * the transcript then, at the turn's start, so that turns queued behind another never slip their
  * messages into its history.
  */
 export const queuedInput: Migration = {

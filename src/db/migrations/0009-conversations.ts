@@ -1,7 +1,7 @@
 import type { Migration } from './migration';
 
 /**
- * Conversations (Letta's): message histories of one agent, each with its own order of steps, all
+ * Conversations (Letta's): message histories of one agent, each with its own order of turns, all
  * sharing the agent's memory blocks. A message belongs to the conversation of its run (set as it is
  * stored, whoever stores it); one without a conversation is in the agent's default conversation. Each
  * keeps its own pending approval and context window (the default one on the agent's row).
@@ -17,7 +17,7 @@ export const conversations: Migration = {
       model text,
       model_settings jsonb,
       last_message_at timestamptz,
-      -- The approval this conversation's paused step waits for (the agent's own history keeps its
+      -- The approval this conversation's paused turn waits for (the agent's own history keeps its
       -- in agents.pending_approval).
       pending_approval jsonb,
       -- The model's context: messages from this seq on, after a summary of those before (compaction).

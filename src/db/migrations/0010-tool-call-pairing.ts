@@ -7,8 +7,8 @@ import type { Migration } from './migration';
  * that breaks it, and the agent could not be talked to again. Checked after each insert against the
  * agent's message before it (a retried insert that finds its row inserts nothing, and is not checked).
  *
- * Agents whose history ended on unanswered calls (steps of two requests ran at once before each agent's
- * steps were ordered) get the missing results now, as errors, unless they wait for approval or run.
+ * Agents whose history ended on unanswered calls (turns of two requests ran at once before each agent's
+ * turns were ordered) get the missing results now, as errors, unless they wait for approval or run.
  */
 export const toolCallPairing: Migration = {
   version: 10,

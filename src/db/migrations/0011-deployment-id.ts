@@ -2,7 +2,7 @@ import type { Migration } from './migration';
 
 /**
  * The deployment's id, which its task queues and workflow ids carry: two servers with their own
- * databases on one Temporal namespace then never take each other's work. A database with steps still
+ * databases on one Temporal namespace then never take each other's work. A database with turns still
  * running or paused keeps the names they were started under (an empty id), or they would never resume.
  */
 export const deploymentId: Migration = {

@@ -13,7 +13,7 @@ export const scheduledMessages: Migration = {
       agent_id text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
       -- The request as it came (messages, callback_url, include_return_message_types, max_steps).
       message jsonb NOT NULL,
-      -- Its messages as the step takes them.
+      -- Its messages as the turn takes them.
       input jsonb NOT NULL,
       -- {type: 'one-time', scheduled_at} or {type: 'recurring', cron_expression}.
       schedule jsonb NOT NULL,

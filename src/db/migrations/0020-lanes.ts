@@ -1,7 +1,7 @@
 import type { Migration } from './migration';
 
 /**
- * A conversation's lane (src/db/lanes.ts): the workflow id of the one step of it that may run, in the
+ * A conversation's lane (src/db/lanes.ts): the workflow id of the one turn of it that may run, in the
  * row that keeps the conversation's state, and whether its session waits for it.
  */
 export const lanes: Migration = {

@@ -45,11 +45,11 @@ interface BuiltinTool {
     | 'letta_files_core';
   /** Letta's LETTA_PARALLEL_SAFE_TOOLS. */
   parallel: boolean;
-  /** Works on the database alone, in milliseconds: the step runs it as a local activity. */
+  /** Works on the database alone, in milliseconds: the turn runs it as a local activity. */
   local: boolean;
   /**
    * The execution mode that runs it when not this process's (`builtin`): `code` for model-written code
-   * (in a sandbox), `agent` for messages to other agents (their own steps).
+   * (in a sandbox), `agent` for messages to other agents (their own turns).
    */
   mode?: 'code' | 'agent';
 }
@@ -90,7 +90,7 @@ export const isBuiltinTool = (name: string): name is BuiltinToolName => name in 
 
 export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;
 
-/** The execution mode of a built-in tool (src/agent/step-context.ts). */
+/** The execution mode of a built-in tool (src/agent/turn-context.ts). */
 export const builtinMode = (name: string) => (isBuiltinTool(name) && BUILTIN_TOOLS[name].mode) || 'builtin';
 
 /** The tools `include_multi_agent_tools` attaches. */

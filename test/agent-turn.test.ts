@@ -1,6 +1,6 @@
 import { useAgentServer } from './helpers/agent-server';
 
-describe('the agent step through the official Letta client', () => {
+describe('the agent turn through the official Letta client', () => {
   const h = useAgentServer('openai');
 
   const createAgent = (extra: Record<string, unknown> = {}) =>
@@ -136,7 +136,7 @@ describe('the agent step through the official Letta client', () => {
     ]);
   });
 
-  it('streams each message as the step stores it, not all at the end', async () => {
+  it('streams each message as the turn stores it, not all at the end', async () => {
     const agent = await createAgent();
     h.stub.enqueue(
       { toolCalls: [{ name: 'conversation_search', arguments: { query: 'Alice' } }] },
@@ -239,12 +239,12 @@ describe('the agent step through the official Letta client', () => {
     const [run] = (await h.client.runs.list({ agent_id: agent.id })).getPaginatedItems();
     expect(run).toMatchObject({ status: 'failed', stop_reason: 'llm_api_error' });
     expect(run.metadata?.error).toMatchObject({ error_type: 'llm_authentication' });
-    // The failed step left the history as it was: a client's retries do not pile up its message.
+    // The failed turn left the history as it was: a client's retries do not pile up its message.
     const history = (await h.client.agents.messages.list(agent.id, { order: 'asc' })).getPaginatedItems();
     expect(history.map((m) => m.message_type)).toEqual(['system_message']);
   });
 
-  it('cancels a running step', async () => {
+  it('cancels a running turn', async () => {
     const agent = await createAgent();
     h.stub.enqueue({ text: 'too late', delayMs: 10_000 });
     const run = await h.client.agents.messages.createAsync(agent.id, {
@@ -302,7 +302,7 @@ describe('the agent step through the official Letta client', () => {
   it('answers errors in Letta shape', async () => {
     const missing = 'agent-00000000-0000-4000-8000-000000000000';
     await expect(h.client.agents.retrieve(missing)).rejects.toMatchObject({ status: 404 });
-    // A step's start and an answer both find no agent to lock.
+    // A turn's start and an answer both find no agent to lock.
     await expect(
       h.client.agents.messages.create(missing, { messages: [{ role: 'user', content: 'hi' }] }),
     ).rejects.toMatchObject({ status: 404, error: { detail: `Agent ${missing} not found` } });

@@ -1,4 +1,4 @@
-/** What a request of an agent step works with: the agent's tools and rules as they are when it starts. */
+/** What a request of an agent turn works with: the agent's tools and rules as they are when it starts. */
 import { agentTools } from '../db/agents';
 import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
@@ -23,7 +23,7 @@ export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
   }
 }
 
-export async function resolveStepContext(db: Queryable, agent: AgentRow): Promise<TurnContext> {
+export async function resolveTurnContext(db: Queryable, agent: AgentRow): Promise<TurnContext> {
   const tools = await agentTools(db, agent.id);
   const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
   return {

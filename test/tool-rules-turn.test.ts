@@ -2,7 +2,7 @@ import Letta from '@letta-ai/letta-client';
 import type { ChatRequest, OpenAiStub } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
 
-/** Each tool rule, end to end: what the model is offered on each step of a real agent step. */
+/** Each tool rule, end to end: what the model is offered on each step of a real agent turn. */
 describe('tool rules shape the tools offered to the model', () => {
   const h = useAgentServer('openai');
 
@@ -10,7 +10,7 @@ describe('tool rules shape the tools offered to the model', () => {
   const insert = { name: 'memory_insert', arguments: { label: 'human', new_str: 'likes tea' } };
 
   /** Sends one message to a new agent with `rules`; the model answers with `replies`, then "done". */
-  async function step(rules: unknown[], ...replies: Parameters<OpenAiStub['enqueue']>) {
+  async function turn(rules: unknown[], ...replies: Parameters<OpenAiStub['enqueue']>) {
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
@@ -31,7 +31,7 @@ describe('tool rules shape the tools offered to the model', () => {
   const without = (...names: string[]) => ALL.filter((n) => !names.includes(n));
 
   it('run_first: only that tool, forced, on the first step', async () => {
-    const { offered, requests } = await step(
+    const { offered, requests } = await turn(
       [{ type: 'run_first', tool_name: 'conversation_search' }],
       { toolCalls: [search] },
       { text: 'done' },
@@ -41,16 +41,16 @@ describe('tool rules shape the tools offered to the model', () => {
     expect(requests[1].tool_choice).toBe('auto');
   });
 
-  it('exit_loop: calling the tool ends the step with stop reason tool_rule', async () => {
-    const { response, requests } = await step([{ type: 'exit_loop', tool_name: 'memory_insert' }], {
+  it('exit_loop: calling the tool ends the turn with stop reason tool_rule', async () => {
+    const { response, requests } = await turn([{ type: 'exit_loop', tool_name: 'memory_insert' }], {
       toolCalls: [insert],
     });
     expect(response.stop_reason.stop_reason).toBe('tool_rule');
     expect(requests).toHaveLength(1);
   });
 
-  it('continue_loop: the step goes on after the tool, with every tool offered', async () => {
-    const { response, offered } = await step(
+  it('continue_loop: the turn goes on after the tool, with every tool offered', async () => {
+    const { response, offered } = await turn(
       [{ type: 'continue_loop', tool_name: 'conversation_search' }],
       { toolCalls: [search] },
       { text: 'done' },
@@ -60,7 +60,7 @@ describe('tool rules shape the tools offered to the model', () => {
   });
 
   it('constrain_child_tools: after the parent only its children are offered, and must be called', async () => {
-    const { offered, requests } = await step(
+    const { offered, requests } = await turn(
       [{ type: 'constrain_child_tools', tool_name: 'conversation_search', children: ['memory_insert'] }],
       { toolCalls: [search] },
       { toolCalls: [insert] },
@@ -71,7 +71,7 @@ describe('tool rules shape the tools offered to the model', () => {
   });
 
   it('parent_last_tool: the children are offered only right after the parent, and then alone', async () => {
-    const { offered } = await step(
+    const { offered } = await turn(
       [{ type: 'parent_last_tool', tool_name: 'conversation_search', children: ['memory_insert'] }],
       { toolCalls: [search] },
       { toolCalls: [insert] },
@@ -81,7 +81,7 @@ describe('tool rules shape the tools offered to the model', () => {
   });
 
   it("conditional: the tool's output picks the next tool (here the default child)", async () => {
-    const { offered } = await step(
+    const { offered } = await turn(
       [
         {
           type: 'conditional',
@@ -97,7 +97,7 @@ describe('tool rules shape the tools offered to the model', () => {
   });
 
   it('max_count_per_step: the tool is withdrawn once called its limit of times', async () => {
-    const { offered } = await step(
+    const { offered } = await turn(
       [{ type: 'max_count_per_step', tool_name: 'conversation_search', max_count_limit: 1 }],
       { toolCalls: [search] },
       { text: 'done' },
@@ -105,8 +105,8 @@ describe('tool rules shape the tools offered to the model', () => {
     expect(offered).toEqual([ALL, without('conversation_search')]);
   });
 
-  it('required_before_exit: ending early brings a reminder, and the step goes on', async () => {
-    const { response, requests } = await step(
+  it('required_before_exit: ending early brings a reminder, and the turn goes on', async () => {
+    const { response, requests } = await turn(
       [{ type: 'required_before_exit', tool_name: 'memory_insert' }],
       { text: 'bye' },
       { toolCalls: [insert] },
@@ -118,8 +118,8 @@ describe('tool rules shape the tools offered to the model', () => {
     expect(requests[1].messages.at(-1)?.content).toContain('You must call memory_insert at least once');
   });
 
-  it('requires_approval: a call to the tool stops the step for approval', async () => {
-    const { response, offered } = await step([{ type: 'requires_approval', tool_name: 'memory_insert' }], {
+  it('requires_approval: a call to the tool pauses the turn for approval', async () => {
+    const { response, offered } = await turn([{ type: 'requires_approval', tool_name: 'memory_insert' }], {
       toolCalls: [insert],
     });
     expect(offered).toEqual([ALL]);
@@ -127,7 +127,7 @@ describe('tool rules shape the tools offered to the model', () => {
   });
 
   it('a call that breaks a rule gets a ToolConstraintError return', async () => {
-    const { response } = await step(
+    const { response } = await turn(
       [{ type: 'constrain_child_tools', tool_name: 'conversation_search', children: ['memory_insert'] }],
       { toolCalls: [search] },
       { toolCalls: [{ name: 'memory_rethink', arguments: { label: 'human', new_memory: 'x' } }] },

@@ -1,9 +1,9 @@
 /**
  * One tool call, whatever its execution mode: what it needs is read once, its mode's executor runs it,
- * its result is recorded once. Each server-side mode is a `ToolExecutor` in a file of its own
- * (activities/builtin.ts, sandbox.ts, mcp.ts); `toolCallActivity` makes it the activity its task
- * queue's worker runs. The workflow side of each mode (task queue, timeouts, retries) is its row in
- * workflows/tool-calls.ts.
+ * its result is recorded once. A call passes through three functions, one per layer: the turn's
+ * `runToolCall` (workflows/tool-calls.ts: its mode's task queue, timeout and retries) schedules the
+ * mode's activity, which `toolCallActivity` here makes (read, claim, record), which runs the mode's
+ * `ToolExecutor.execute` (activities/builtin.ts, run-code.ts, agent-messages.ts, sandbox.ts, mcp.ts).
  */
 import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
@@ -188,7 +188,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
       }, agentLockOnly(input.agentId));
-    const run = (read: ToolCallRead) => runCall(db, input, holder, executor, locked, read);
+    const run = (read: ToolCallRead) => runAndRecord(db, input, holder, executor, locked, read);
     try {
       try {
         return await run(await readClaimed(() => read(input, holder)));
@@ -207,7 +207,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
  * Runs a call from what was read for it, holding its claim if it takes one, and records its result;
  * `locked` runs what records a memory write, under the lock.
  */
-async function runCall(
+async function runAndRecord(
   q: Queryable,
   input: ToolCallInput,
   holder: ClaimHolder | undefined,

@@ -33,7 +33,7 @@ export interface ModelActivities {
   callModel(input: CallModelInput): Promise<StepReply>;
 }
 
-/** A paused step's answer, its expiry and its cancel (activities/approvals.ts). */
+/** A paused turn's answer, its expiry and its cancel (activities/approvals.ts). */
 export interface ApprovalActivities {
   expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null>;
   denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null>;
@@ -69,7 +69,7 @@ export interface McpActivities {
   runMcpTool: ToolCallActivity;
 }
 
-/** A step waiting in its session for its conversation's lane (src/db/lanes.ts). */
+/** A turn waiting in its session for its conversation's lane (src/db/lanes.ts). */
 export interface LaneHolder {
   agentId: string;
   runId: string;

@@ -3,7 +3,7 @@
  * crosses, in failures recorded in workflow histories, so they never change.
  */
 
-/** The session refuses a step when its queue is full; the API answers it (src/agent/turns.ts). */
+/** The session refuses a turn when its queue is full; the API answers it (src/agent/turns.ts). */
 export const QUEUE_FULL = 'AgentQueueFull';
 
 /** A file deleted (or replaced) while it was being ingested: nothing more to do. */

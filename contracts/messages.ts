@@ -10,14 +10,14 @@ import type { ApprovalAnswered, QueuedTurn } from './payloads';
 
 export const approvalAnsweredSignal = defineSignal<[ApprovalAnswered]>('approvalAnswered');
 
-/** A step gave its conversation's lane back while the session waited for it (src/db/lanes.ts). */
+/** A turn gave its conversation's lane back while the session waited for it (src/db/lanes.ts). */
 export const laneReleasedSignal = defineSignal('laneReleased');
 
-/** A new message: its step waits for its turn. Refused when the queue is full. */
+/** A new message: its turn is queued. Refused when the queue is full. */
 export const enqueueTurnUpdate = defineUpdate<{ queued: number }, [QueuedTurn]>('enqueueStep');
 
 /**
- * Cancels the steps of these workflows (all, when none are named): queued ones never run, the running
+ * Cancels the turns of these workflows (all, when none are named): queued ones never run, the running
  * one is cancelled. Completes once they have ended.
  */
 export const cancelTurnsUpdate = defineUpdate<{ cancelled: string[] }, [{ workflowIds?: string[] }]>(

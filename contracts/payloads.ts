@@ -6,7 +6,7 @@
 import type { ToolRule } from '../src/schemas/tool-rules';
 
 /**
- * A tool the client runs, sent with a request (Letta's `client_tools`): the step pauses for its return.
+ * A tool the client runs, sent with a request (Letta's `client_tools`): the turn pauses for its return.
  * The API parses it with src/schemas/tools.ts ClientToolSchema, which is checked against this type.
  */
 export interface ClientTool {
@@ -15,7 +15,7 @@ export interface ClientTool {
   parameters?: Record<string, unknown> | null;
 }
 
-/** How a tool call is executed; it chooses the executor (workflows/tool-calls.ts). */
+/** How a tool call is executed: its row in TOOL_MODES (workflows/tool-calls.ts) and its activity's executor. */
 export type ToolMode = 'builtin' | 'code' | 'agent' | 'sandbox' | 'mcp' | 'client';
 
 export interface TurnTool {
@@ -23,7 +23,7 @@ export interface TurnTool {
   name: string;
   mode: ToolMode;
   parallel: boolean;
-  /** The version resolved at the step's start: the tool's activity runs that one (tool_versions). */
+  /** The version resolved at the turn's start: the tool's activity runs that one (tool_versions). */
   version: number;
   /** The tool's own timeout (metadata.timeout_seconds), if it has one. */
   timeoutMs?: number;
@@ -31,7 +31,7 @@ export interface TurnTool {
   local?: boolean;
 }
 
-/** The agent's tools and rules as a request of a step works with them. */
+/** The agent's tools and rules as a request of a turn works with them. */
 export interface TurnContext {
   tools: TurnTool[];
   toolRules: ToolRule[];
@@ -72,12 +72,12 @@ export interface CallModelInput {
   streamTokens?: boolean;
   /**
    * A reply without tool calls ends the request: its run ends with it, in the transaction that stores
-   * it (a plain step then needs no activity after its model call).
+   * it (a plain turn then needs no activity after its model call).
    */
   endsRunWhenFinal?: boolean;
 }
 
-/** A tool call of a model reply, as the step sees it: its id (ours) and its tool's name. */
+/** A tool call of a model reply, as the turn sees it: its id (ours) and its tool's name. */
 export interface StepCall {
   id: string;
   name: string;
@@ -109,7 +109,7 @@ export interface ToolCallInput {
   toolName: string;
   /** Arguments tool rules fix for this call; they override the model's. */
   prefilledArgs?: Record<string, unknown>;
-  /** The called tool, at the version the step resolved at its start. */
+  /** The called tool, at the version the turn resolved at its start. */
   toolId: string;
   toolVersion: number;
 }
@@ -132,7 +132,7 @@ export interface RejectToolCallInput {
   reason: string;
 }
 
-/** Why a step ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
+/** Why a run ended in `error` or `llm_api_error`: Letta's `error_type` and a short message. */
 export interface AgentTurnError {
   type: string;
   message: string;
@@ -145,7 +145,7 @@ export interface FinishRunInput {
   usage: RunUsage;
   pendingToolCallIds: string[];
   followUpsFrom?: string;
-  /** Why the step failed, for `error` and `llm_api_error`. */
+  /** Why the run failed, for `error` and `llm_api_error`. */
   error?: AgentTurnError;
 }
 
@@ -158,7 +158,7 @@ export interface EnterPauseInput {
   usage: RunUsage;
 }
 
-/** What the step does with an answer: the calls to run now (approved or never in question). */
+/** What the turn does with an answer: the calls to run now (approved or never in question). */
 export interface ResumePlan {
   messageId: string;
   stepId: string;
@@ -191,7 +191,7 @@ export interface AgentTurnLimits {
   localToolCalls?: boolean;
   /** Model calls run as local activities of the agent worker (LOCAL_MODEL_CALLS). */
   localModelCalls?: boolean;
-  /** The step workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
+  /** The turn workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
   taskTimeoutMs?: number;
 }
 
@@ -206,7 +206,7 @@ export interface AgentTurnInput {
   limits: AgentTurnLimits;
   /** The request streams tokens (`stream_tokens`). */
   streamTokens?: boolean;
-  /** The agent's tools and rules, resolved by the API as it started the step. */
+  /** The agent's tools and rules, resolved by the API as it started the turn. */
   context: TurnContext;
 }
 
@@ -216,9 +216,9 @@ export interface AgentTurnResult {
   usage: RunUsage;
 }
 
-/** An answer to a paused step as the database records it. */
+/** An answer to a paused turn as the database records it. */
 export interface RecordedAnswer {
-  /** The run of the request that brought the answer; the step continues under it. */
+  /** The run of the request that brought the answer; the turn continues under it. */
   runId: string;
   approvalMessageId: string;
   /** The assistant message whose tool calls were waiting. */
@@ -227,23 +227,23 @@ export interface RecordedAnswer {
 }
 
 /**
- * The answer to a paused step, recorded in the database before the signal is sent: the signal carries
+ * The answer to a paused turn, recorded in the database before the signal is sent: the signal carries
  * ids only (the tool returns live in the database), so the history shows which calls were answered.
  */
 export interface ApprovalAnswered extends RecordedAnswer {
-  /** The agent's tools and rules as the answer came, for the request it continues the step with. */
+  /** The agent's tools and rules as the answer came, for the request it continues the turn with. */
   context: TurnContext;
 }
 
-/** A step waiting in its agent's session for its turn. */
+/** A turn queued in its conversation's session. */
 export interface QueuedTurn {
-  /** The step's own workflow, a child of the session. */
+  /** The turn's own workflow, a child of the session. */
   workflowId: string;
   input: AgentTurnInput;
   /** What the Temporal UI shows of it: a line in lists, and Markdown on its page. */
   summary: string;
   details?: string;
-  /** How many steps may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
+  /** How many turns may wait at most (AGENT_MAX_QUEUED_MESSAGES, as the API that sent it had it). */
   maxQueued: number;
 }
 
@@ -251,14 +251,14 @@ export interface AgentSessionInput {
   agentId: string;
   /** A session ends after this long without a message (the next one starts a new session). */
   idleMs: number;
-  /** Steps a session runs before it continues as new, to keep its history small. */
+  /** Turns a session runs before it continues as new, to keep its history small. */
   maxStepsPerRun: number;
   /**
-   * How often a step waiting for its lane looks whether the step holding it is still alive
+   * How often a turn waiting for its lane looks whether the turn holding it is still alive
    * (AGENT_LANE_LOOK_MS); sessions started before lanes have none: 10 s.
    */
   laneLookMs?: number;
-  /** Steps still waiting, carried over when the session continued as new. */
+  /** Turns still waiting, carried over when the session continued as new. */
   queue?: QueuedTurn[];
 }
 

@@ -1,7 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /**
- * Custom search attributes every agent step sets, so the Temporal Web UI can filter runs by agent,
+ * Custom search attributes every agent turn sets, so the Temporal Web UI can filter runs by agent,
  * run and outcome (e.g. `LettaAgentId = "agent-…" AND LettaStopReason = "requires_approval"`).
  * The server registers them at start-up (src/temporal/search-attributes.ts).
  */

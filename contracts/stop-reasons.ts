@@ -1,4 +1,4 @@
-/** Stop reasons the step and its model call agree on (sandbox-safe: pure functions). */
+/** Stop reasons the turn and its model call agree on (sandbox-safe: pure functions). */
 import type { StepReply } from './payloads';
 
 /** How a request ends on a reply without tool calls: cut short by the token limit, or its turn over. */

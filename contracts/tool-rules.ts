@@ -1,6 +1,6 @@
 /**
  * Letta's tool-rule solver (letta/helpers/tool_rule_solver.py) as pure, deterministic functions: the
- * step's workflow calls them between model calls, the system prompt shows the rules as they render them
+ * turn's workflow calls them between model calls, the system prompt shows the rules as they render them
  * (src/agent/system-prompt.ts), and unit tests pin them rule by rule. The state is what
  * this request has called so far, in order, and the last tool's output.
  */

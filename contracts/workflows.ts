@@ -13,9 +13,12 @@ import type {
 } from './payloads';
 
 export interface Workflows {
-  /** A conversation's steps, one at a time (workflows/agent-session.ts). */
+  /** A conversation's turns, one at a time (workflows/agent-session.ts). */
   agentSession(input: AgentSessionInput): Promise<void>;
-  /** One step: model calls and tool calls until the request ends (workflows/agent-turn.ts). */
+  /**
+   * One turn: a request's steps (model call, then its reply's tool calls) until its answer, across
+   * pauses (workflows/agent-turn.ts).
+   */
   agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>;
   /** One uploaded file, parsed and embedded (workflows/file-ingestion.ts). */
   fileIngestion(input: FileIngestionInput): Promise<FileIngestionResult>;

@@ -1,17 +1,18 @@
 /**
- * An agent's session: the one workflow per agent that orders its steps. Every new message reaches it as
- * an Update (with update-with-start when no session runs: the first message starts it), which queues
- * the step in arrival order, as Temporal saw the updates; the session runs the queued steps one at a
- * time, each as a child `agentTurn` workflow, waiting for one to end (a pause for approval included)
- * before it starts the next. So two tabs, a retrying client or two API replicas can never run two
- * steps of one agent at once, and every step sees the history the one before it left.
+ * An agent's session: the one workflow per conversation that orders its turns. Every new message
+ * reaches it as an Update (with update-with-start when no session runs: the first message starts it),
+ * which queues the turn in arrival order, as Temporal saw the updates; the session runs the queued
+ * turns one at a time, each as a child `agentTurn` workflow, waiting for one to end (a pause for
+ * approval included) before it starts the next. So two tabs, a retrying client or two API replicas can
+ * never run two turns of one conversation at once, and every turn sees the history the one before it
+ * left.
  *
- * A step runs only while it holds its conversation's lane (src/db/lanes.ts): the API starts a message's
- * step itself, without the session, when the conversation is idle; the session takes the lane before
- * each step it starts, and waits while a step the API started holds it (its end signals
+ * A turn runs only while it holds its conversation's lane (src/db/lanes.ts): the API starts a message's
+ * turn itself, without the session, when the conversation is idle; the session takes the lane before
+ * each turn it starts, and waits while a turn the API started holds it (its end signals
  * `laneReleased`; a holder that died without giving it back is found on a look every laneLookMs).
  *
- * A cancel is an Update too: it drops queued steps and cancels the running one, and completes only
+ * A cancel is an Update too: it drops queued turns and cancels the running one, and completes only
  * once they have ended. The session continues as new when Temporal suggests it, carrying its queue, and
  * ends when no message came for a while (the next message starts it again).
  */
@@ -59,22 +60,22 @@ const LANE_LOOK_MS = 10_000;
 
 export async function agentSession(input: AgentSessionInput): Promise<void> {
   const queue: QueuedTurn[] = [...(input.queue ?? [])];
-  /** The step running now, and how to cancel it. */
-  let running: { step: QueuedTurn; scope: CancellationScope; ended: Promise<unknown> } | undefined;
+  /** The turn running now, and how to cancel it. */
+  let running: { turn: QueuedTurn; scope: CancellationScope; ended: Promise<unknown> } | undefined;
   let laneReleased = false;
-  /** Whether the step taken off the queue still waits for its lane: it counts as queued. */
+  /** Whether the turn taken off the queue still waits for its lane: it counts as queued. */
   let awaitingLane = false;
   setHandler(laneReleasedSignal, () => void (laneReleased = true));
 
-  /** Takes the step's lane, waiting while another step holds it. */
-  const waitForLane = async (step: QueuedTurn) => {
-    const turn = { agentId: input.agentId, runId: step.input.runId, workflowId: step.workflowId };
+  /** Takes the turn's lane, waiting while another turn holds it. */
+  const waitForLane = async (turn: QueuedTurn) => {
+    const holder = { agentId: input.agentId, runId: turn.input.runId, workflowId: turn.workflowId };
     awaitingLane = true;
     try {
       for (;;) {
         laneReleased = false;
-        if (await takeLaneTurn(turn)) return;
-        setCurrentDetails(`${step.input.runId} waits for the step that holds its conversation`);
+        if (await takeLaneTurn(holder)) return;
+        setCurrentDetails(`${turn.input.runId} waits for the turn that holds its conversation`);
         await condition(() => laneReleased, input.laneLookMs ?? LANE_LOOK_MS);
       }
     } finally {
@@ -84,16 +85,16 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
 
   setHandler(
     enqueueTurnUpdate,
-    (step) => {
-      queue.push(step);
+    (turn) => {
+      queue.push(turn);
       return { queued: queue.length };
     },
     {
-      validator: (step) => {
+      validator: (turn) => {
         const waiting = queue.length + (awaitingLane ? 1 : 0);
-        if (waiting >= step.maxQueued)
+        if (waiting >= turn.maxQueued)
           throw ApplicationFailure.nonRetryable(
-            `The agent has ${waiting} messages waiting for their turn, the most it takes (AGENT_MAX_QUEUED_MESSAGES): try again once some are answered`,
+            `The agent has ${waiting} messages queued, the most it takes (AGENT_MAX_QUEUED_MESSAGES): try again once some are answered`,
             QUEUE_FULL,
           );
       },
@@ -101,31 +102,31 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
   );
 
   setHandler(cancelTurnsUpdate, async ({ workflowIds }) => {
-    const chosen = (step: QueuedTurn) => !workflowIds || workflowIds.includes(step.workflowId);
+    const chosen = (turn: QueuedTurn) => !workflowIds || workflowIds.includes(turn.workflowId);
     const dropped = queue.filter(chosen);
-    queue.splice(0, queue.length, ...queue.filter((step) => !chosen(step)));
-    if (dropped.length) await cancelQueuedRuns({ runIds: dropped.map((step) => step.input.runId) });
-    const current = running && chosen(running.step) ? running : undefined;
+    queue.splice(0, queue.length, ...queue.filter((turn) => !chosen(turn)));
+    if (dropped.length) await cancelQueuedRuns({ runIds: dropped.map((turn) => turn.input.runId) });
+    const current = running && chosen(running.turn) ? running : undefined;
     if (current) {
       current.scope.cancel();
       await current.ended.catch(() => undefined);
     }
-    return { cancelled: [...dropped, ...(current ? [current.step] : [])].map((step) => step.workflowId) };
+    return { cancelled: [...dropped, ...(current ? [current.turn] : [])].map((turn) => turn.workflowId) };
   });
 
-  for (let steps = 0; ;) {
+  for (let turns = 0; ;) {
     setCurrentDetails(queue.length ? `${queue.length} messages waiting` : 'Waiting for a message');
     const woken = await condition(() => queue.length > 0, input.idleMs);
     if (!woken && allHandlersFinished()) return; // idle: the next message starts a new session
     if (!queue.length) continue;
-    const step = queue.shift()!;
-    setCurrentDetails(`Running ${step.input.runId} (${queue.length} waiting)`);
+    const turn = queue.shift()!;
+    setCurrentDetails(`Running ${turn.input.runId} (${queue.length} waiting)`);
     const scope = new CancellationScope();
-    const ended = scope.run(() => runStep(step, waitForLane));
-    running = { step, scope, ended };
-    await ended.catch(() => undefined); // the step records its own outcome; a failure ends only it
+    const ended = scope.run(() => runTurn(turn, waitForLane));
+    running = { turn, scope, ended };
+    await ended.catch(() => undefined); // the turn records its own outcome; a failure ends only it
     running = undefined;
-    if (workflowInfo().continueAsNewSuggested || ++steps >= input.maxStepsPerRun) {
+    if (workflowInfo().continueAsNewSuggested || ++turns >= input.maxStepsPerRun) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof agentSession>({ ...input, queue });
     }
@@ -133,28 +134,28 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
 }
 
 /**
- * One step as a child workflow of its own, with the run's id and search attributes, once it holds its
+ * One turn as a child workflow of its own, with the run's id and search attributes, once it holds its
  * lane. Cancelled before it started, its run ends cancelled and the lane goes back.
  */
-async function runStep(step: QueuedTurn, waitForLane: (step: QueuedTurn) => Promise<void>): Promise<void> {
+async function runTurn(turn: QueuedTurn, waitForLane: (turn: QueuedTurn) => Promise<void>): Promise<void> {
   const lanes = patched(LANES);
   let child;
   try {
-    if (lanes) await waitForLane(step);
+    if (lanes) await waitForLane(turn);
     child = await startChild<typeof agentTurn>(patched(TURN_TYPE) ? 'agentTurn' : 'agentStep', {
-      ...turnWorkflowOptions(step),
-      args: [step.input],
-      // A cancel completes once the step has ended: its run cancelled, its tool calls stopped.
+      ...turnWorkflowOptions(turn),
+      args: [turn.input],
+      // A cancel completes once the turn has ended: its run cancelled, its tool calls stopped.
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
   } catch (error) {
     if (lanes && isCancellation(error))
       await CancellationScope.nonCancellable(async () => {
-        await cancelQueuedRuns({ runIds: [step.input.runId] });
+        await cancelQueuedRuns({ runIds: [turn.input.runId] });
         await giveLaneBack({
-          agentId: step.input.agentId,
-          runId: step.input.runId,
-          workflowId: step.workflowId,
+          agentId: turn.input.agentId,
+          runId: turn.input.runId,
+          workflowId: turn.workflowId,
         });
       });
     throw error;
@@ -164,7 +165,7 @@ async function runStep(step: QueuedTurn, waitForLane: (step: QueuedTurn) => Prom
 
 /**
  * Worker versioning (README "Upgrades"): AUTO_UPGRADE. A session lives as long as its agent is busy, a
- * step paused for approval included (weeks), and continues as new: pinned, it would hold every old
+ * turn paused for approval included (weeks), and continues as new: pinned, it would hold every old
  * release's workers up. Its next task runs on the current release, so a change to it must replay the
  * histories of test/fixtures/histories (test/replay.test.ts) or guard the new path with patched().
  */

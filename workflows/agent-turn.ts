@@ -51,7 +51,7 @@ import {
   type ToolCallRecord,
 } from '../contracts/tool-rules';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
-import { runsOnClient, withClientTools } from './tool-calls';
+import { runsOnClient, withClientTools, type ToolCallRequest } from './tool-calls';
 
 /** What every part of one turn works with. */
 interface Turn {
@@ -238,7 +238,8 @@ async function runStep(
       const reason = constraintViolation(rules, call.name, allowed, history);
       return acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason });
     }
-    return runToolCall(turn, request, reply, call, prefilledArgs(rules, call.name, history));
+    const prefilled = prefilledArgs(rules, call.name, history);
+    return acts.runToolCall(callOf(turn, request, reply, call, prefilled), toolOf(request, call.name));
   });
   reply.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
   return reply.toolCalls.some((call) => isTerminal(rules, call.name))
@@ -266,7 +267,9 @@ async function runAnsweredCalls(
   // for each call of the reply.
   outcome.pendingToolCallIds = plan.callIds;
   outcome.followUpsFrom = answer.approvalMessageId;
-  const outcomes = await runToolCalls(request, plan.toRun, (call) => runToolCall(turn, request, plan, call));
+  const outcomes = await runToolCalls(request, plan.toRun, (call) =>
+    turn.acts.runToolCall(callOf(turn, request, plan, call), toolOf(request, call.name)),
+  );
   plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
   return plan.toRun.some((call) => isTerminal(request.context.toolRules, call.name));
 }
@@ -289,31 +292,27 @@ async function runToolCalls(
   return outcomes;
 }
 
-/** One call of a reply, through its tool's execution mode (workflows/tool-calls.ts). */
-function runToolCall(
+/** A call of a reply as `runToolCall` (workflows/tool-calls.ts) takes it. */
+const callOf = (
   turn: Turn,
   request: Request,
   reply: Pick<StepReply, 'messageId' | 'stepId'>,
   call: StepCall,
   prefilled?: Record<string, unknown>,
-): Promise<ToolOutcome> {
-  const input = {
-    agentId: turn.agentId,
-    runId: request.runId,
-    stepId: reply.stepId,
-    messageId: reply.messageId,
-    toolCallId: call.id,
-    toolName: call.name,
-    prefilledArgs: prefilled,
-  };
-  return turn.acts.runToolCall(
-    input,
-    toolsOf(request).find((t) => t.name === call.name),
-  );
-}
+): ToolCallRequest => ({
+  agentId: turn.agentId,
+  runId: request.runId,
+  stepId: reply.stepId,
+  messageId: reply.messageId,
+  toolCallId: call.id,
+  toolName: call.name,
+  prefilledArgs: prefilled,
+});
 
 /** The turn's tools with the request's client tools, which stand for server tools of their names. */
 const toolsOf = (request: Request): TurnTool[] => withClientTools(request.clientTools, request.context.tools);
+
+const toolOf = (request: Request, name: string) => toolsOf(request).find((t) => t.name === name);
 
 /** The tools whose calls pause the run: the client's, and those the rules say need approval. */
 const pausingTools = (request: Request): string[] => [

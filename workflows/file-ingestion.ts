@@ -94,6 +94,6 @@ export async function fileIngestion(input: FileIngestionInput): Promise<FileInge
  * Worker versioning (README "Upgrades"): AUTO_UPGRADE. An ingestion takes minutes (parsing, embedding
  * batches retried with backoff), short enough to pin, but pinned runs need their release's workers to
  * outlive the roll-out, and a server replaced in place has none left: a pinned ingestion would stay
- * `embedding` until an operator moved it. It is in the replay corpus (file-ingestion) like the steps.
+ * `embedding` until an operator moved it. It is in the replay corpus (file-ingestion) like the turns.
  */
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, fileIngestion);

@@ -1,6 +1,6 @@
 /**
- * One firing of a scheduled message (src/agent/schedules.ts): queues the message as a step of its
- * agent and ends; the step itself runs in the agent's session, ordered with its other messages. The
+ * One firing of a scheduled message (src/agent/schedules.ts): queues the message as a turn of its
+ * agent and ends; the turn itself runs in its conversation's session, ordered with its other messages. The
  * firing's workflow id (Temporal appends the firing's time) names the run, so a retry queues it once.
  */
 import { proxyActivities, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';

@@ -1,7 +1,7 @@
 /**
  * The delivery of one webhook (a run's completion callback, an approval notice): one activity, retried
  * with backoff until the receiver answers 2xx or the attempts are spent (the workflow then fails, as
- * the Temporal UI shows). Its own workflow, so that a slow receiver holds up no step of the agent, and
+ * the Temporal UI shows). Its own workflow, so that a slow receiver holds up no turn of the agent, and
  * a restart of every component loses no delivery.
  */
 import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';

@@ -668,7 +668,7 @@ describe('recording the replay corpus', () => {
       'session-waits-for-lane',
       'running: an agentSession whose turn waited for the lane a turn the API started held (laneReleased signal), then ran as its child',
       events,
-      ['session-steps', 'session-waits-for-lane'],
+      ['session-steps', 'session-waits-for-lane', 'session-starts-agent-turn'],
     );
   });
 
@@ -695,7 +695,7 @@ describe('recording the replay corpus', () => {
     const events = await historyWhen(sessionId, (e) => shows('session-cancelled-step', { events: e }));
     await save(
       'session-cancelled-step',
-      'running: an agentSession whose turn waited for the lane a turn the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelTurns update dropped the turn queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
+      'running: an agentSession whose turn waited for the lane a turn the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelSteps update dropped the turn queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
       events,
       ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
     );

@@ -146,6 +146,10 @@ function cancelledChildTurn(events: Events): boolean {
   return dropped && Boolean(updateCompleted);
 }
 
+/** The workflow types of the children a session started. */
+const childTypes = (events: Events) =>
+  events.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name);
+
 /** A tool call scheduled and not ended when the history was taken. */
 const callRunning = (events: Events) =>
   !completed(events) && toolCalls(events).some((call) => !closeOf(events, call.eventId));
@@ -188,6 +192,11 @@ export const BRANCHES = {
     typeOf(events) === 'agentSession' &&
     Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
   'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildTurn(events),
+  'session-starts-agent-turn': (events) =>
+    typeOf(events) === 'agentSession' && childTypes(events).includes('agentTurn'),
+  // Sessions recorded before turns had their name start them under the type `agentStep`.
+  'session-starts-agent-step': (events) =>
+    typeOf(events) === 'agentSession' && childTypes(events).includes('agentStep'),
 } satisfies Record<string, (events: Events) => boolean>;
 
 export type Branch = keyof typeof BRANCHES;

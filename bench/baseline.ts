@@ -105,7 +105,7 @@ export function targets(r: Results): Target[] {
   const ofBare = round(rate / r.bare_temporal.activities_per_second);
   return [
     {
-      figure: 'plain agent step',
+      figure: 'plain agent turn (one step)',
       value: `${plain}×`,
       target: '≤ 1.5× one-activity workflow',
       met: plain <= 1.5,

@@ -56,7 +56,7 @@ function rows(r: Results): string[][] {
       '',
     ],
     [
-      '1. Plain agent step (one model call), paired with the one-activity workflow',
+      '1. Plain agent turn (one step: one model call), paired with the one-activity workflow',
       ms(p.step_ms),
       `workflow ${ms(p.one_activity_workflow_ms)}`,
       `${p.ratio.p50} / ${p.ratio.p95} / ${p.ratio.max}×`,
@@ -68,7 +68,7 @@ function rows(r: Results): string[][] {
       `${times(x.builtin_call_over_local_activity)} local activity (a built-in call is one)`,
     ],
     [
-      '   one call per model turn: the model call through the engine too',
+      '   one call per model reply: the model call through the engine too',
       ms(o.one_per_model_turn.per_call_ms),
       '',
       '',
@@ -111,7 +111,7 @@ function rows(r: Results): string[][] {
       `${times(x.throughput_over_regular_activities)} regular activities`,
     ],
     [
-      '   one call per model turn: model calls too',
+      '   one call per model reply: model calls too',
       `${t.one_per_model_turn.tool_calls_per_second} tool calls/s`,
       `rounds ${spread(t.one_per_model_turn.tool_calls_per_second_by_round)}; ${cpu(t.one_per_model_turn)}`,
       '',
@@ -150,7 +150,7 @@ function historyRows(r: Results): string[][] {
   return [
     ...(h
       ? [
-          ['History of a plain step', size(h.plain_step), '', ''],
+          ['History of a plain turn', size(h.plain_step), '', ''],
           ['   per built-in call (a local activity)', size(h.builtin_call), '', ''],
           ['   per sandboxed call (a regular activity)', size(h.sandboxed_call), '', ''],
         ]
@@ -158,7 +158,7 @@ function historyRows(r: Results): string[][] {
     ...(slow
       ? [
           [
-            `History of a plain step whose model call takes ${slow.model_delay_ms / 1000} s`,
+            `History of a plain turn whose model call takes ${slow.model_delay_ms / 1000} s`,
             size(slow.slow_step),
             `instant: ${size(slow.instant_step)}`,
             `+${slow.added_events} events`,
@@ -185,7 +185,7 @@ export function reportMarkdown(r: Results, withNotes = true): string {
     ...targets(r).map((g) => `| ${g.figure} | ${g.value} | ${g.target} | ${verdict(g.met)} |`),
   ];
   return [
-    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of steps' difference; its difference from, or ratio to, its baseline: each round's against the same round's baseline runs). A throughput is the median of ${r.method.throughput_rounds} timed rounds after an untimed one.`,
+    `Measured ${m.date} by \`npm run bench\` (${r.seconds} s) on ${m.cores} cores (${m.cpu}), ${m.memory_gib} GiB, Node ${m.node}; the embedded Temporal dev server and local PostgreSQL, the model a local stub answering at once. ${r.method.repetitions} timed repetitions after ${r.method.warm_up_runs} untimed ones; every percentile is of per-sample values (a per-call figure: each pair of turns' difference; its difference from, or ratio to, its baseline: each round's against the same round's baseline runs). A throughput is the median of ${r.method.throughput_rounds} timed rounds after an untimed one.`,
     '',
     ...table,
     '',
@@ -204,4 +204,15 @@ export async function writeFormatted(file: string, text: string): Promise<void> 
 export async function writeReport(r: Results): Promise<void> {
   const markdown = reportMarkdown(r);
   await writeFormatted(path.join(projectRoot, 'bench', 'results.md'), markdown);
+}
+
+/** `npm run bench:report`: bench/results.md again from results.json, after where-the-time-goes.md or a label changed. */
+if (require.main === module) {
+  const recorded = JSON.parse(
+    fs.readFileSync(path.join(projectRoot, 'bench', 'results.json'), 'utf8'),
+  ) as Results;
+  writeReport(recorded).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
 }

@@ -148,6 +148,20 @@ export const ConfigSchema = z.object({
       'failed password checks from one address per window; past it, that address gets 429 until the window ends',
     ),
   AUTH_FAILURE_WINDOW_MS: milliseconds.default(60_000).describe('the window of `AUTH_FAILURE_LIMIT`'),
+  ACCESS_TOKEN_DEFAULT_TTL_MS: milliseconds
+    .default(300_000)
+    .describe(
+      'how long a scoped access token (`/v1/client-side-access-tokens`) lives when made without `expires_at`',
+    ),
+  ACCESS_TOKEN_MAX_TTL_MS: milliseconds
+    .default(30 * 24 * 3_600_000)
+    .describe('the longest a scoped access token may live; a later `expires_at` is a 400'),
+  ACCESS_TOKEN_MAX_AGENTS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100)
+    .describe('how many agents one scoped access token may name in its policy'),
   LOG_LEVEL: z
     .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
     .default('info')

@@ -53,7 +53,6 @@ describe('Letta parity', () => {
     await expect(h.client.templates.create({ agent_id: 'agent-x' } as never)).rejects.toBeInstanceOf(
       NotFoundError,
     );
-    await expect(h.client.accessTokens.list()).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('names the tool and its step in a tool return, and joins multi-part user content as Letta does', async () => {

@@ -7,8 +7,10 @@
  *    another site cannot make the user's browser send it requests (a form's POST needs no CORS grant);
  * 3. with a password, the request must carry it, as Letta's secure mode takes it:
  *    `Authorization: Bearer <password>` (the official clients' `apiKey`) or
- *    `X-BARE-PASSWORD: password <password>`. Failures are counted per address, and an address past
- *    the limit is refused for the rest of the window, right password or not.
+ *    `X-BARE-PASSWORD: password <password>`; or, with or without a password, a scoped access token
+ *    as its bearer (`lct-…`), which then reaches only what its policy grants (src/api/scoped-access.ts).
+ *    Failures are counted per address, and an address past the limit is refused for the rest of the
+ *    window, right credential or not.
  *
  * `GET /v1/health/` is mounted before these: load balancers and orchestrators probe it by address,
  * without credentials, and it tells nothing but up or down.
@@ -19,10 +21,14 @@ import cors from 'cors';
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { sendError } from './errors';
+import { FULL_ACCESS, type Principal } from './scoped-access';
+import { isAccessToken } from '../agent/access-tokens';
 
 export interface AccessOptions {
   /** Unset: no password asked (the API then listens on loopback only). */
   password?: string;
+  /** The principal of a scoped access token, unless it is unknown, expired or revoked. */
+  verifyToken: (token: string) => Promise<Extract<Principal, { kind: 'token' }> | undefined>;
   /** The address the API listens on; a specific one is an allowed Host too. */
   bindHost: string;
   /** Host names besides loopback ones; `*` allows any, `.example.com` a domain and its subdomains. */
@@ -104,14 +110,19 @@ function isSameOrigin(req: Request, origin: string): boolean {
 /** SHA-256 first, so that the comparison takes the same time whatever the lengths. */
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
-function passwordCheck(password: string, options: AccessOptions): RequestHandler {
-  const expected = digest(password);
+/**
+ * Sets the request's principal (`res.locals.principal`): full access for the password, or without
+ * one; a token's grant for a scoped access token, which a browser may send only from the app it was
+ * made for. Anything else is a 401.
+ */
+function credentialCheck(options: AccessOptions): RequestHandler {
+  const expected = options.password === undefined ? undefined : digest(options.password);
   const matches = (given: string | undefined) =>
-    given !== undefined && timingSafeEqual(digest(given), expected);
+    expected !== undefined && given !== undefined && timingSafeEqual(digest(given), expected);
   const presented = (req: Request) => {
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const bare = /^password (.+)$/.exec(String(req.headers['x-bare-password'] ?? ''))?.[1];
-    return [bearer, bare];
+    return { bearer, bare };
   };
   const keyOf = (req: Request) => ipKeyGenerator(req.ip ?? '');
   // Only failures reach the limiter, so long-lived streams and busy clients never count against it.
@@ -123,15 +134,39 @@ function passwordCheck(password: string, options: AccessOptions): RequestHandler
     legacyHeaders: false,
     handler: (_req, res) => refuseAddress(res, options.failureWindowMs),
   });
+  const principalOf = async (req: Request): Promise<Principal | undefined> => {
+    const { bearer, bare } = presented(req);
+    if (matches(bearer) || matches(bare)) return FULL_ACCESS;
+    if (bearer && isAccessToken(bearer)) {
+      const principal = await options.verifyToken(bearer);
+      const origin = req.headers.origin;
+      if (principal && origin !== undefined && origin !== originOf(principal.grant.hostname))
+        return undefined;
+      return principal;
+    }
+    return expected === undefined ? FULL_ACCESS : undefined;
+  };
   return async (req, res, next) => {
     const blocked = await failures.getKey(keyOf(req));
     if (blocked && blocked.totalHits >= options.failureLimit)
       return refuseAddress(res, options.failureWindowMs);
-    if (presented(req).some(matches)) return next();
+    const principal = await principalOf(req);
+    if (principal) {
+      res.locals.principal = principal;
+      return next();
+    }
     res.setHeader('www-authenticate', 'Bearer');
     await failures(req, res, () => sendError(res, 401, 'Unauthorized'));
   };
 }
+
+const originOf = (hostname: string) => {
+  try {
+    return new URL(hostname).origin;
+  } catch {
+    return hostname;
+  }
+};
 
 const refuseAddress = (res: Parameters<RequestHandler>[1], windowMs: number) =>
   sendError(
@@ -142,11 +177,7 @@ const refuseAddress = (res: Parameters<RequestHandler>[1], windowMs: number) =>
 
 /** The checks every route but health goes through, in order. */
 export function accessControl(options: AccessOptions): RequestHandler[] {
-  return [
-    hostCheck(options),
-    originCheck(options),
-    ...(options.password ? [passwordCheck(options.password, options)] : []),
-  ];
+  return [hostCheck(options), originCheck(options), credentialCheck(options)];
 }
 
 /** Grants listed origins (only) the right to read answers and send Letta's headers; answers preflights. */

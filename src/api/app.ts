@@ -1,6 +1,7 @@
 import express from 'express';
 import type { NativeConnection } from '@temporalio/worker';
 import { accessControl, corsGrant } from './access';
+import { tokenVerifier } from './scoped-access';
 import type { ApiContext } from './context';
 import { inputGuard } from './input-guard';
 import { errorHandler, unknownRoute } from './errors';
@@ -22,6 +23,7 @@ import { stepsRouter } from './routes/steps';
 import { identitiesRouter } from './routes/identities';
 import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
+import { accessTokensRouter } from './routes/access-tokens';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -45,6 +47,7 @@ const ROUTERS = [
   identitiesRouter,
   foldersRouter,
   schedulesRouter,
+  accessTokensRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {
@@ -58,6 +61,7 @@ export function createApp(deps: ApiDependencies): express.Express {
     corsOrigins: config.CORS_ORIGINS,
     failureLimit: config.AUTH_FAILURE_LIMIT,
     failureWindowMs: config.AUTH_FAILURE_WINDOW_MS,
+    verifyToken: tokenVerifier(deps.db),
   };
   const health = healthRouter({
     db: deps.db,

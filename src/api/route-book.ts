@@ -7,11 +7,12 @@
 import { Router, type RequestHandler } from 'express';
 import type { RouteParameters } from 'express-serve-static-core';
 import type { z } from 'zod';
+import { scopedAccess, type ScopedTokenUse } from './scoped-access';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** What the API reference says of one route. */
-export interface RouteDoc {
+/** What the API reference says of one route, and what a scoped access token needs to reach it. */
+export interface RouteDoc extends ScopedTokenUse {
   summary: string;
   description?: string;
   /** A JSON body. */
@@ -55,7 +56,7 @@ export function documentedRouter(tag: string): DocumentedRouter {
     (method: Method): Register =>
     (path, doc, ...handlers) => {
       routes.push({ ...doc, method, path, tag });
-      router[method](path, ...(handlers as RequestHandler[]));
+      router[method](path, scopedAccess(method, path, doc), ...(handlers as RequestHandler[]));
     };
   return {
     router,

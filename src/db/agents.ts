@@ -202,6 +202,12 @@ export async function deleteAgent(db: Queryable, id: string): Promise<boolean> {
 }
 
 /** Agents with every tag of `all` and, when `some` names any, one of those (oldest first). */
+/** Which of these agent ids exist. */
+export async function existingAgents(db: Queryable, ids: string[]): Promise<Set<string>> {
+  const rows = await db.query<{ id: string }>(`SELECT id FROM agents WHERE id = ANY($1::text[])`, [ids]);
+  return new Set(rows.map((row) => row.id));
+}
+
 export async function agentsMatchingTags(
   db: Queryable,
   all: string[],

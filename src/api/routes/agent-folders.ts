@@ -158,6 +158,8 @@ export function agentFoldersRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/agents/:agentId/files/:fileId/open',
     {
       summary: 'Open file for agent',
+      // Any folder's file, by id: beyond what a token of this agent may read.
+      scopedTokens: false,
       description:
         'Answers with the names of the files closed to keep within the agent’s limit of open files (least recently used first).',
       response: ClosedFileNames,

@@ -275,6 +275,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/conversations/:id/stream',
     {
       summary: 'Retrieve conversation stream',
+      readOnly: true,
       description:
         'Resumes a dropped stream after `starting_after`: of the run named, the one whose request carried ' +
         "`otid`, or else the newest one still running. `default` with `agent_id` in the body: the agent's own history.",

@@ -100,6 +100,7 @@ export function runsRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/runs/:runId/stream',
     {
       summary: 'Retrieve stream for run',
+      readOnly: true,
       description:
         'Resumes a dropped stream after `starting_after` (the `seq_id` of the last message received).',
       body: RetrieveStreamSchema,

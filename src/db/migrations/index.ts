@@ -25,6 +25,7 @@ import { scheduledMessages } from './0019-scheduled-messages';
 import { lanes } from './0020-lanes';
 import { runStopEvents } from './0021-run-stop-events';
 import { toolCallClaims } from './0022-tool-call-claims';
+import { accessTokens } from './0023-access-tokens';
 
 export const migrations: Migration[] = [
   initial,
@@ -49,4 +50,5 @@ export const migrations: Migration[] = [
   lanes,
   runStopEvents,
   toolCallClaims,
+  accessTokens,
 ];

@@ -1,0 +1,121 @@
+/**
+ * What a request made with a scoped access token (src/agent/access-tokens.ts) may reach. The password
+ * (or, without one, loopback) reaches everything; a token reaches only routes of the agents its policy
+ * names, with the access it grants:
+ *
+ * - `/v1/agents/{agent_id}/…` needs `read_agent` / `write_agent` on that agent, or `read_messages` /
+ *   `write_messages` under `/messages`; reads are GETs (and the POSTs a route declares as reads);
+ * - `/v1/runs/{run_id}/…` and `/v1/conversations/{conversation_id}/…` need the messages access on the
+ *   agent the run or conversation belongs to; one of another agent is answered as not found, so that a
+ *   token learns nothing of what it may not see;
+ * - every other route is refused with 403, and so is an agent route that reaches past its agent:
+ *   attaching anything by its id (`…/attach/{id}`), or what its declaration marks `scopedTokens: false`.
+ *
+ * Every route goes through this check as it is registered (src/api/route-book.ts), so a route added
+ * later is closed to tokens until its path or declaration says otherwise.
+ */
+import type { RequestHandler, Response } from 'express';
+import { verifyAccessToken, type AccessGrant, type AgentAccess } from '../agent/access-tokens';
+import type { Queryable } from '../db';
+import { findRunScope, getConversation } from '../db/conversations';
+import { HttpError } from './errors';
+
+/** Who a request acts as: the server's own credential, or a scoped token with its resolvers. */
+export type Principal = { kind: 'full' } | { kind: 'token'; grant: AccessGrant; owners: ResourceOwners };
+
+/** The agent a run or a conversation belongs to, if it exists. */
+export interface ResourceOwners {
+  run(id: string): Promise<string | undefined>;
+  /** `default` takes the agent from the request (`agent_id`), as the conversation routes do. */
+  conversation(id: string, agentOfDefault: unknown): Promise<string | undefined>;
+}
+
+export const FULL_ACCESS: Principal = { kind: 'full' };
+
+/** The principal of a presented access token, unless it is unknown, expired or revoked. */
+export function tokenVerifier(db: Queryable) {
+  const owners: ResourceOwners = {
+    run: async (id) => (await findRunScope(db, id))?.agentId,
+    // The forms the conversation routes take: `default` with `agent_id`, an agent's id alone (its
+    // default conversation), or a conversation's own id.
+    conversation: async (id, agentOfDefault) => {
+      if (id === 'default') return typeof agentOfDefault === 'string' ? agentOfDefault : undefined;
+      if (id.startsWith('agent-')) return id;
+      return (await getConversation(db, id))?.agent_id;
+    },
+  };
+  return async (token: string): Promise<Extract<Principal, { kind: 'token' }> | undefined> => {
+    const grant = await verifyAccessToken(db, token);
+    return grant && { kind: 'token', grant, owners };
+  };
+}
+
+/** What a route's declaration says of scoped tokens. */
+export interface ScopedTokenUse {
+  /** false: never with a scoped token (the route reaches past the agent in its path). */
+  scopedTokens?: false;
+  /** A POST that only reads (a search, a stream's resumption): read access suffices. */
+  readOnly?: true;
+}
+
+type Owner = { param: string; kind: 'agent' | 'run' | 'conversation' };
+
+const COLLECTIONS = { agents: 'agent', runs: 'run', conversations: 'conversation' } as const;
+
+/** The access a token needs on a route, and where the agent comes from; none: tokens are refused. */
+export function tokenAccess(
+  method: string,
+  path: string,
+  use: ScopedTokenUse = {},
+): { owner: Owner; needs: AgentAccess } | undefined {
+  if (use.scopedTokens === false) return undefined;
+  const [, collection, param, rest = ''] =
+    /^\/v1\/(agents|runs|conversations)\/:(\w+)(\/.*)?$/.exec(path) ?? [];
+  if (!collection) return undefined;
+  // Attaching a block, tool, folder, archive or identity by its id reaches past the agent.
+  if (/\/attach\/:/.test(rest)) return undefined;
+  const kind = COLLECTIONS[collection as keyof typeof COLLECTIONS];
+  const onMessages = kind !== 'agent' || /^\/messages(\/|$)/.test(rest);
+  const reads = method === 'get' || use.readOnly === true;
+  const needs = `${reads ? 'read' : 'write'}_${onMessages ? 'messages' : 'agent'}` as AgentAccess;
+  return { owner: { param, kind }, needs };
+}
+
+/** The check a route's handlers run behind (src/api/route-book.ts). */
+export function scopedAccess(method: string, path: string, use?: ScopedTokenUse): RequestHandler {
+  const access = tokenAccess(method, path, use);
+  return (req, res, next) => {
+    const principal = principalOf(res);
+    if (principal.kind === 'full') return next();
+    if (!access) throw new HttpError(403, 'This route is not open to scoped access tokens');
+    const { owner, needs } = access;
+    const id = String(req.params[owner.param]);
+    if (owner.kind === 'agent') {
+      if (!principal.grant.allows(id, needs))
+        throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);
+      return next();
+    }
+    const agentOfDefault = req.query.agent_id ?? (req.body as { agent_id?: unknown } | undefined)?.agent_id;
+    ownerOf(principal, owner.kind, id, agentOfDefault)
+      .then((agentId) => {
+        // Another agent's run or conversation is answered as one that does not exist.
+        if (!agentId || !principal.grant.allows(agentId, needs))
+          throw new HttpError(404, `${owner.kind === 'run' ? 'Run' : 'Conversation'} ${id} not found`);
+        next();
+      })
+      .catch(next);
+  };
+}
+
+const ownerOf = (
+  principal: Extract<Principal, { kind: 'token' }>,
+  kind: 'run' | 'conversation',
+  id: string,
+  agentOfDefault: unknown,
+) => (kind === 'run' ? principal.owners.run(id) : principal.owners.conversation(id, agentOfDefault));
+
+/**
+ * The principal the access check set (src/api/access.ts). Only the routes mounted before that check,
+ * health and the API reference, which are open to all, are reached without one.
+ */
+export const principalOf = (res: Response): Principal => (res.locals.principal as Principal) ?? FULL_ACCESS;

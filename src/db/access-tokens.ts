@@ -1,0 +1,67 @@
+/**
+ * Scoped access tokens as stored: the public id, the secret's SHA-256, the policy. A token past its
+ * expiry is never returned, and is deleted when tokens are next created or listed.
+ */
+import type { Queryable } from './database';
+import { json } from './sql';
+
+/** What a token grants on one agent (Letta's `policy` entries). */
+export interface AgentGrant {
+  type: 'agent';
+  id: string;
+  access: AgentAccess[];
+}
+
+export type AgentAccess = 'read_messages' | 'write_messages' | 'read_agent' | 'write_agent';
+
+export interface AccessTokenRow {
+  id: string;
+  secret_sha256: Buffer;
+  hostname: string;
+  policy: AgentGrant[];
+  expires_at: Date;
+  created_at: Date;
+}
+
+export type NewAccessToken = Omit<AccessTokenRow, 'created_at'>;
+
+export async function insertAccessToken(db: Queryable, token: NewAccessToken): Promise<void> {
+  await db.query(
+    `INSERT INTO access_tokens (id, secret_sha256, hostname, policy, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+    [token.id, token.secret_sha256, token.hostname, json(token.policy), token.expires_at],
+  );
+}
+
+/** The token of this id, unless it has expired. */
+export async function findAccessToken(db: Queryable, id: string): Promise<AccessTokenRow | undefined> {
+  const [row] = await db.query<AccessTokenRow>(
+    `SELECT * FROM access_tokens WHERE id = $1 AND expires_at > now()`,
+    [id],
+  );
+  return row;
+}
+
+/** Unexpired tokens, newest first; with `agentId`, only those whose policy names it. */
+export async function listAccessTokens(
+  db: Queryable,
+  { agentId, limit, offset }: { agentId?: string; limit: number; offset: number },
+): Promise<AccessTokenRow[]> {
+  return db.query<AccessTokenRow>(
+    `SELECT * FROM access_tokens
+      WHERE expires_at > now()
+        AND ($1::text IS NULL OR policy @> jsonb_build_array(jsonb_build_object('id', $1::text)))
+      ORDER BY created_at DESC, id
+      LIMIT $2 OFFSET $3`,
+    [agentId ?? null, limit, offset],
+  );
+}
+
+/** Revokes a token: true when there was one. */
+export async function deleteAccessToken(db: Queryable, id: string): Promise<boolean> {
+  const deleted = await db.query(`DELETE FROM access_tokens WHERE id = $1 RETURNING id`, [id]);
+  return deleted.length > 0;
+}
+
+export async function deleteExpiredAccessTokens(db: Queryable): Promise<void> {
+  await db.query(`DELETE FROM access_tokens WHERE expires_at <= now()`);
+}

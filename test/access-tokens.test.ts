@@ -158,6 +158,15 @@ describe('client-side access tokens', () => {
     expect((await token.runs.retrieve(runA)).agent_id).toBe(agentA);
     expect((await token.agents.messages.list(agentA)).items.length).toBeGreaterThan(0);
     await expect(token.runs.retrieve(runB)).rejects.toMatchObject({ status: 404 });
+    // Lists of runs and conversations, when they name one of its agents.
+    const runs = (await token.runs.list({ agent_id: agentA })).getPaginatedItems();
+    expect(runs.map((run) => run.agent_id)).toEqual(runs.map(() => agentA));
+    expect(runs.map((run) => run.id)).toContain(runA);
+    await expect(token.runs.list({ agent_id: agentB })).rejects.toMatchObject({ status: 403 });
+    await expect(token.runs.list()).rejects.toMatchObject({ status: 403 });
+    await expect(token.conversations.list({ agent_id: agentB })).rejects.toMatchObject({ status: 403 });
+    expect(await token.conversations.list({ agent_id: agentA })).toBeDefined();
+    await expect(token.conversations.create({ agent_id: agentA })).rejects.toMatchObject({ status: 403 });
     await expect(token.conversations.retrieve(conversationB.id)).rejects.toMatchObject({ status: 404 });
     await expect(
       token.agents.messages.create(agentA, { messages: [{ role: 'user', content: 'no' }] }),

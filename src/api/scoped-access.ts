@@ -7,7 +7,8 @@
  *   `write_messages` under `/messages`; reads are GETs (and the POSTs a route declares as reads);
  * - `/v1/runs/{run_id}/…` and `/v1/conversations/{conversation_id}/…` need the messages access on the
  *   agent the run or conversation belongs to; one of another agent is answered as not found, so that a
- *   token learns nothing of what it may not see;
+ *   token learns nothing of what it may not see; their lists and creation, the messages access on the
+ *   agent their `agent_id` names;
  * - every other route is refused with 403, and so is an agent route that reaches past its agent:
  *   attaching anything by its id (`…/attach/{id}`), or what its declaration marks `scopedTokens: false`.
  *
@@ -56,9 +57,14 @@ export interface ScopedTokenUse {
   scopedTokens?: false;
   /** A POST that only reads (a search, a stream's resumption): read access suffices. */
   readOnly?: true;
+  /**
+   * The query parameter naming the agent a route of runs or conversations acts on (their lists and
+   * creation, `agent_id`): a token reaches the route when it names one of its agents.
+   */
+  agentQuery?: string;
 }
 
-type Owner = { param: string; kind: 'agent' | 'run' | 'conversation' };
+type Owner = { param: string; kind: 'agent' | 'run' | 'conversation'; inQuery?: true };
 
 const COLLECTIONS = { agents: 'agent', runs: 'run', conversations: 'conversation' } as const;
 
@@ -69,6 +75,12 @@ export function tokenAccess(
   use: ScopedTokenUse = {},
 ): { owner: Owner; needs: AgentAccess } | undefined {
   if (use.scopedTokens === false) return undefined;
+  const reads = method === 'get' || use.readOnly === true;
+  if (use.agentQuery && /^\/v1\/(runs|conversations)$/.test(path))
+    return {
+      owner: { param: use.agentQuery, kind: 'agent', inQuery: true },
+      needs: reads ? 'read_messages' : 'write_messages',
+    };
   const [, collection, param, rest = ''] =
     /^\/v1\/(agents|runs|conversations)\/:(\w+)(\/.*)?$/.exec(path) ?? [];
   if (!collection) return undefined;
@@ -76,7 +88,6 @@ export function tokenAccess(
   if (/\/attach\/:/.test(rest)) return undefined;
   const kind = COLLECTIONS[collection as keyof typeof COLLECTIONS];
   const onMessages = kind !== 'agent' || /^\/messages(\/|$)/.test(rest);
-  const reads = method === 'get' || use.readOnly === true;
   const needs = `${reads ? 'read' : 'write'}_${onMessages ? 'messages' : 'agent'}` as AgentAccess;
   return { owner: { param, kind }, needs };
 }
@@ -89,7 +100,12 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
     if (principal.kind === 'full') return next();
     if (!access) throw new HttpError(403, 'This route is not open to scoped access tokens');
     const { owner, needs } = access;
-    const id = String(req.params[owner.param]);
+    const id = String((owner.inQuery ? req.query : req.params)[owner.param] ?? '');
+    if (owner.inQuery && !id)
+      throw new HttpError(
+        403,
+        `A scoped access token reaches this route with ${owner.param} naming one of its agents`,
+      );
     if (owner.kind === 'agent') {
       if (!principal.grant.allows(id, needs))
         throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);

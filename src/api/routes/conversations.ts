@@ -76,6 +76,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     {
       summary: 'Create conversation',
       query: CreateConversationQuery,
+      agentQuery: 'agent_id',
       body: CreateConversationSchema,
       response: ConversationSchema,
     },
@@ -96,7 +97,12 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.get(
     '/v1/conversations',
-    { summary: 'List conversations', query: ListConversationsQuery, response: z.array(ConversationSchema) },
+    {
+      summary: 'List conversations',
+      query: ListConversationsQuery,
+      response: z.array(ConversationSchema),
+      agentQuery: 'agent_id',
+    },
     async (req, res) => {
       const query = parseQuery(ListConversationsQuery, req);
       const rows = await listConversations(

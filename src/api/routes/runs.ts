@@ -38,7 +38,7 @@ export function runsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.get(
     '/v1/runs',
-    { summary: 'List runs', query: ListRunsQuery, response: z.array(RunSchema) },
+    { summary: 'List runs', query: ListRunsQuery, response: z.array(RunSchema), agentQuery: 'agent_id' },
     async (req, res) => {
       const query = parseQuery(ListRunsQuery, req);
       const runs = await listRuns(

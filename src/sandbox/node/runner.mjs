@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import process from 'node:process';
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 // Locally in /tmp (the only writable folder), so that the tool's imports resolve from /node_modules,
@@ -43,9 +44,30 @@ function outcome(status, value, limit) {
   return { status, func_return: text.slice(0, limit), func_return_chars: text.length, agent_state: null };
 }
 
+/**
+ * Letta's `client` for the tool, a global it reads by name: the official client
+ * (`@letta-ai/letta-client`, when the tool's npm requirements have it, resolved from the tool's file)
+ * built from LETTA_API_KEY, with LETTA_BASE_URL when set; null without either.
+ */
+async function lettaClient(file) {
+  const apiKey = process.env.LETTA_API_KEY;
+  if (!apiKey) return null;
+  let resolved;
+  try {
+    resolved = createRequire(file).resolve('@letta-ai/letta-client');
+  } catch {
+    return null;
+  }
+  const library = await import(pathToFileURL(resolved).href);
+  const Letta = library.Letta ?? library.default?.Letta ?? library.default;
+  const baseURL = process.env.LETTA_BASE_URL;
+  return new Letta({ apiKey, ...(baseURL ? { baseURL } : {}) });
+}
+
 async function call(job) {
   const file = path.resolve(job.tool_file ?? DEFAULT_TOOL_FILE);
   fs.writeFileSync(file, job.source);
+  globalThis.client = await lettaClient(file);
   const tool = (await import(pathToFileURL(file).href))[job.name];
   if (typeof tool !== 'function') throw new TypeError(`${job.name} is not a function`);
   const order = job.param_order ?? Object.keys(job.args);

@@ -142,12 +142,25 @@ def edited_blocks(agent_state):
     return {"memory": {"blocks": [{"label": b.label, "value": b.value} for b in agent_state.memory.blocks]}}
 
 
+def letta_client():
+    """Letta's `client` for the tool: the official client (`letta_client`, when the tool's environment
+    has it) built from LETTA_API_KEY, with LETTA_BASE_URL when set; None without either."""
+    if not os.environ.get("LETTA_API_KEY"):
+        return None
+    try:
+        from letta_client import Letta
+    except ImportError:
+        return None
+    base_url = os.environ.get("LETTA_BASE_URL")
+    return Letta(api_key=os.environ["LETTA_API_KEY"], **({"base_url": base_url} if base_url else {}))
+
+
 def run(job):
     name = "tool"
     agent_state = AgentState(job["agent_state"]) if job.get("agent_state") else None
     try:
         name = last_function(job["source"])
-        namespace = {"__name__": "__letta_tool__"}
+        namespace = {"__name__": "__letta_tool__", "client": letta_client()}
         exec(compile(job["source"], "<tool>", "exec"), namespace)
         value = call(namespace[name], dict(job.get("args", {})), job, agent_state)
         return outcome("success", portable(value), job, edited_blocks(agent_state))

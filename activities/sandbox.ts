@@ -7,6 +7,7 @@ import { stringifyReturn } from '../src/agent/tool-returns';
 import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
 import { changedBlocks, environmentsOf, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
+import type { ToolApiAccess } from '../src/tools/tool-api-access';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 import type { SandboxActivities } from '../contracts/activities';
 
@@ -15,6 +16,8 @@ export interface SandboxActivityDeps {
   sandboxes: ToolSandboxes;
   /** How long one tool may run before its process group is killed (unless its sandbox config says). */
   toolTimeoutMs: number;
+  /** How a tool's `client` reaches the API; none: tools get no token. */
+  api?: ToolApiAccess;
 }
 
 const resultOf = (run: ToolRunResult): ToolResult => ({
@@ -31,7 +34,11 @@ const resultOf = (run: ToolRunResult): ToolResult => ({
  * result; a sandbox that cannot run fails the activity, which retries. The block values the tool
  * changed in its `agent_state` are written back with the call's record.
  */
-export function sandboxExecutor({ sandboxes, toolTimeoutMs }: Omit<SandboxActivityDeps, 'db'>): ToolExecutor {
+export function sandboxExecutor({
+  sandboxes,
+  toolTimeoutMs,
+  api,
+}: Omit<SandboxActivityDeps, 'db'>): ToolExecutor {
   return {
     readsSandboxContext: true,
     async execute({ agent, tool, args, signal, blocks, sandbox }) {
@@ -44,7 +51,7 @@ export function sandboxExecutor({ sandboxes, toolTimeoutMs }: Omit<SandboxActivi
         args,
         defaultTimeoutMs: toolTimeoutMs,
       };
-      const { job, run } = await runCustomTool(choices, environmentsOf(sandbox, choices), call, signal);
+      const { job, run } = await runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api);
       const result = resultOf(run);
       // Only a write-back needs the transaction under the agent's lock.
       if (run.status !== 'success' || !changedBlocks(job, run).length) return result;

@@ -16,6 +16,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
     names: [
       'PORT',
       'HOST',
+      'LETTA_PUBLIC_URL',
       'LETTA_SERVER_PASSWORD',
       'ALLOWED_HOSTS',
       'CORS_ORIGINS',

@@ -124,6 +124,11 @@ export const shownDefaults: Partial<Record<string, string>> = {
 
 export const ConfigSchema = z.object({
   PORT: port.default(8283).describe('REST API port'),
+  LETTA_PUBLIC_URL: url
+    .optional()
+    .describe(
+      "the API's URL as sandboxes reach it (E2B, Modal, or a local sandbox with the network): sandboxed tools get it as `LETTA_BASE_URL` with a token for their call; unset, a local sandbox with the network gets this server's own address and remote sandboxes get no client",
+    ),
   HOST: z
     .string()
     .min(1)

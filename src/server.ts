@@ -47,6 +47,7 @@ import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
+import { toolApiAccess } from './tools/tool-api-access';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -149,6 +150,8 @@ export async function startServer(
       taskQueues: queues,
     };
     let workerVersion: WorkerDeploymentVersion | undefined;
+    /** This process's API as a local sandbox with the host's network reaches it, once it listens. */
+    let localApiUrl: string | undefined;
     if (role !== 'api') {
       workerVersion = {
         deploymentName: deploymentName(config.TASK_QUEUE_PREFIX, deploymentId),
@@ -160,6 +163,7 @@ export async function startServer(
           db,
           sandboxes: toolSandboxes,
           toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+          api: toolApiAccess(db, { publicUrl: config.LETTA_PUBLIC_URL, localUrl: () => localApiUrl }),
         }),
         ...runCodeActivities({
           db,
@@ -290,6 +294,7 @@ export async function startServer(
       undo.push(() => closeServer(server));
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
+      localApiUrl = `http://${reachableHost(config.HOST)}:${port}`;
       log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
       const resumed = await resumePendingIngestions(turns);
       if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
@@ -363,6 +368,13 @@ function apiPassword(config: Config, log: Logger): string | undefined {
  * fetch: 4 s; load balancers: about a minute), so the client closes it first: a server closing it
  * first races the client's next request on it, which then fails with ECONNRESET.
  */
+/** The address a listener on `host` is reached at from this machine: loopback for a wildcard. */
+function reachableHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '[::1]';
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
 function listen(
   app: http.RequestListener,
   port: number,

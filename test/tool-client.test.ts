@@ -4,6 +4,7 @@
  * preamble builds it; None when the environment has no key. Here the key and the URL come from the
  * local sandbox config's variables, with its network allowed, as a self-hosted Letta user sets them.
  */
+import Letta from '@letta-ai/letta-client';
 import { useAgentServer } from './helpers/agent-server';
 
 describe("a custom tool's Letta client", () => {
@@ -94,4 +95,53 @@ describe("a custom tool's Letta client", () => {
       );
     });
   }, 180_000);
+});
+
+describe("a sandboxed tool's own access token", () => {
+  const PASSWORD = 'the server password tools never see';
+  const h = useAgentServer('openai', { LETTA_SERVER_PASSWORD: PASSWORD });
+
+  it('reaches its own agent through the injected client, not another agent, and ends with the call', async () => {
+    const admin = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const allowNetwork = (allow: boolean) =>
+      fetch(`${h.server.url}/v1/sandbox-config/local`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${PASSWORD}` },
+        body: JSON.stringify({ allow_network: allow }),
+      });
+    const tool = await admin.tools.create({
+      source_code:
+        'import os\n\ndef poke(other_id: str) -> str:\n    """Edits its own memory and pokes another agent.\n\n    Args:\n        other_id: Another agent.\n    """\n    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value="Set by my own tool")\n    try:\n        client.agents.retrieve(other_id)\n        other = "reached"\n    except Exception as error:\n        other = str(getattr(error, "status_code", error))\n    return f"{other} {os.environ[\'LETTA_API_KEY\']}"\n',
+      pip_requirements: [{ name: 'letta-client' }],
+    });
+    const own = await admin.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
+      tool_ids: [tool.id],
+    });
+    const other = await admin.agents.create({ model: 'openai/gpt-4o-mini' });
+    expect((await allowNetwork(true)).status).toBe(200);
+    try {
+      h.stub.enqueue({ toolCalls: [{ name: 'poke', arguments: { other_id: other.id } }] }, { text: 'Done.' });
+      const response = await admin.agents.messages.create(own.id, {
+        messages: [{ role: 'user', content: 'Poke.' }],
+      });
+      const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
+        status: string;
+        tool_return: string;
+      };
+      expect(returned.status).toBe('success');
+      const [, otherStatus, token] = /^(\S+) (\S+)$/.exec(returned.tool_return) ?? [];
+      expect(otherStatus).toBe('403');
+      expect(token).toMatch(/^lct-/);
+      expect((await admin.agents.blocks.retrieve('human', { agent_id: own.id })).value).toBe(
+        'Set by my own tool',
+      );
+      // The call's token ended with the call.
+      const afterwards = new Letta({ baseURL: h.server.url, apiKey: token, maxRetries: 0 });
+      await expect(afterwards.agents.retrieve(own.id)).rejects.toMatchObject({ status: 401 });
+    } finally {
+      await allowNetwork(false);
+    }
+  }, 120_000);
 });

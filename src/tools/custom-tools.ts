@@ -20,6 +20,7 @@ import { runtimeFields } from '../sandbox/node-runtime';
 import { sandboxEnvironment, toolEnvironment, type SandboxEnvironment } from '../sandbox/environment';
 import type { NpmRequirement } from '../sandbox/types';
 import { ToolError } from './tool-error';
+import type { ToolApiAccess } from './tool-api-access';
 import { toolTimeoutMs } from './tool-timeout';
 
 /** What a tool's run sees of its agent. */
@@ -74,11 +75,26 @@ export async function runCustomTool(
   environments: SandboxEnvironment[],
   { agent, tool, args, defaultTimeoutMs }: CustomToolCall,
   signal?: AbortSignal,
+  api?: ToolApiAccess,
 ): Promise<{ job: ToolJob; run: ToolRunResult }> {
-  const jobFor = async (choice: SandboxChoice) =>
-    customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
-  return runInFirstAvailable(choices, jobFor, signal);
+  let granted: ReturnType<ToolApiAccess['grant']> | undefined;
+  const jobFor = async (choice: SandboxChoice) => {
+    const job = customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
+    const url = api?.urlFor(choice.configType, Boolean(job.network));
+    if (!api || !url) return job;
+    granted ??= api.grant(agent.id, job.timeoutMs + TOKEN_MARGIN_MS);
+    const { token } = await granted;
+    return { ...job, env: { ...job.env, LETTA_BASE_URL: url, LETTA_API_KEY: token } };
+  };
+  try {
+    return await runInFirstAvailable(choices, jobFor, signal);
+  } finally {
+    await (await granted?.catch(() => undefined))?.revoke();
+  }
 }
+
+/** How long a call's token outlives the call's own timeout, should its revocation not happen. */
+const TOKEN_MARGIN_MS = 10_000;
 
 /** A Modal config's requirements are pip's or npm's own spellings (`name==1.0`, `name@1`). */
 const asRequirements = (specs: string[] | null | undefined): PipRequirement[] =>
@@ -103,7 +119,8 @@ const configTimeoutMs = (sandbox: SandboxEnvironment) =>
 /**
  * A custom tool's job. It sees only its sandbox config's variables, overlaid by the agent's secrets,
  * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
- * and the network only when its local sandbox config allows it.
+ * and the network only when its local sandbox config allows it. Where its sandbox reaches the API,
+ * runCustomTool adds LETTA_BASE_URL and LETTA_API_KEY, a token for this call.
  */
 export function customToolJob(
   sandbox: SandboxEnvironment,

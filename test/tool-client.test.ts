@@ -111,7 +111,7 @@ describe("a sandboxed tool's own access token", () => {
       });
     const tool = await admin.tools.create({
       source_code:
-        'import os\n\ndef poke(other_id: str) -> str:\n    """Edits its own memory and pokes another agent.\n\n    Args:\n        other_id: Another agent.\n    """\n    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value="Set by my own tool")\n    try:\n        client.agents.retrieve(other_id)\n        other = "reached"\n    except Exception as error:\n        other = str(getattr(error, "status_code", error))\n    return f"{other} {os.environ[\'LETTA_API_KEY\']}"\n',
+        'import os\n\ndef poke(other_id: str) -> str:\n    """Edits its own memory and pokes another agent.\n\n    Args:\n        other_id: Another agent.\n    """\n    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value="Set by my own tool")\n    try:\n        client.agents.retrieve(other_id)\n        other = "reached"\n    except Exception as error:\n        other = str(getattr(error, "status_code", error))\n    try:\n        client.agents.messages.create(os.environ["LETTA_AGENT_ID"], messages=[{"role": "user", "content": "hi"}])\n        own = "sent"\n    except Exception as error:\n        own = str(getattr(error, "status_code", error))\n    return f"{other} {own} {os.environ[\'LETTA_API_KEY\']}"\n',
       pip_requirements: [{ name: 'letta-client' }],
     });
     const own = await admin.agents.create({
@@ -131,8 +131,10 @@ describe("a sandboxed tool's own access token", () => {
         tool_return: string;
       };
       expect(returned.status).toBe('success');
-      const [, otherStatus, token] = /^(\S+) (\S+)$/.exec(returned.tool_return) ?? [];
+      const [, otherStatus, ownMessage, token] = /^(\S+) (\S+) (\S+)$/.exec(returned.tool_return) ?? [];
       expect(otherStatus).toBe('403');
+      // A message to its own agent would wait behind the turn that waits for the call: refused.
+      expect(ownMessage).toBe('403');
       expect(token).toMatch(/^lct-/);
       expect((await admin.agents.blocks.retrieve('human', { agent_id: own.id })).value).toBe(
         'Set by my own tool',

@@ -7,7 +7,12 @@ import type { Queryable } from '../db';
 import { createAccessToken, revokeToken, type AgentAccess } from '../agent/access-tokens';
 import type { SandboxType } from '../schemas/sandbox-config';
 
-const EVERY_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages', 'write_messages'];
+/**
+ * A call may read and edit its agent and read its messages. Not send it messages: the new turn would
+ * wait behind the turn that waits for this call, so a message to its own agent from inside its turn is
+ * refused (403), as the agent-to-agent tools refuse waiting on themselves.
+ */
+const CALL_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages'];
 
 export interface ToolApiAccess {
   /**
@@ -37,7 +42,7 @@ export function toolApiAccess(db: Queryable, urls: ToolApiUrls): ToolApiAccess {
         db,
         {
           hostname: 'http://localhost',
-          policy: [{ type: 'agent', id: agentId, access: EVERY_ACCESS }],
+          policy: [{ type: 'agent', id: agentId, access: CALL_ACCESS }],
           expiresAt: new Date(Date.now() + ttlMs),
         },
         { defaultTtlMs: ttlMs, maxTtlMs: ttlMs + 1_000 },

@@ -10,7 +10,6 @@ import { invalid, notFound } from '../errors';
 import type { Queryable } from '../db';
 import {
   deleteAccessToken,
-  deleteExpiredAccessTokens,
   findAccessToken,
   insertAccessToken,
   listAccessTokens,
@@ -22,7 +21,7 @@ import { existingAgents } from '../db/agents';
 
 export type { AgentAccess, AgentGrant };
 
-const TOKEN = /^lct-([0-9a-f]{16})-([A-Za-z0-9_-]{43})$/;
+const TOKEN = /^(lct-[0-9a-f]{16})-([A-Za-z0-9_-]{43})$/;
 const TOKEN_ID = /^lct-[0-9a-f]{16}$/;
 
 /** Whether a bearer credential is meant as an access token (not, say, a password). */
@@ -32,7 +31,6 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
 /** What a verified token grants. */
 export interface AccessGrant {
-  tokenId: string;
   /** The app the token was made for (`https://app.example.com`): a browser request must come from it. */
   hostname: string;
   /** Whether the token grants `access` on the agent. */
@@ -89,20 +87,18 @@ export async function createAccessToken(
     policy: request.policy,
     expires_at: expiresAt,
   };
-  await deleteExpiredAccessTokens(db);
   await insertAccessToken(db, row);
   return viewOf({ ...row, created_at: new Date(now) }, `${id}-${secret}`);
 }
 
 /** The grant of a presented token, unless it is malformed, unknown, expired or revoked. */
 export async function verifyAccessToken(db: Queryable, presented: string): Promise<AccessGrant | undefined> {
-  const [, hex, secret] = TOKEN.exec(presented) ?? [];
-  if (!hex) return undefined;
-  const row = await findAccessToken(db, `lct-${hex}`);
+  const [, id, secret] = TOKEN.exec(presented) ?? [];
+  if (!id) return undefined;
+  const row = await findAccessToken(db, id);
   if (!row || !timingSafeEqual(row.secret_sha256, sha256(secret))) return undefined;
   const grants = new Map(row.policy.map((grant) => [grant.id, new Set(grant.access)]));
   return {
-    tokenId: row.id,
     hostname: row.hostname,
     allows: (agentId, access) => grants.get(agentId)?.has(access) === true,
   };
@@ -113,7 +109,6 @@ export async function listTokens(
   db: Queryable,
   query: { agentId?: string; limit: number; offset: number },
 ): Promise<{ tokens: AccessTokenView[]; hasNextPage: boolean }> {
-  await deleteExpiredAccessTokens(db);
   const rows = await listAccessTokens(db, { ...query, limit: query.limit + 1 });
   return {
     tokens: rows.slice(0, query.limit).map((row) => viewOf(row)),
@@ -123,6 +118,6 @@ export async function listTokens(
 
 /** Revokes a token named by its id or given whole. */
 export async function revokeToken(db: Queryable, token: string): Promise<void> {
-  const id = TOKEN.exec(token) ? token.slice(0, 20) : token;
+  const id = TOKEN.exec(token)?.[1] ?? token;
   if (!TOKEN_ID.test(id) || !(await deleteAccessToken(db, id))) throw notFound(`Access token ${id}`);
 }

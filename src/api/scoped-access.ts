@@ -76,7 +76,7 @@ export function tokenAccess(
 ): { owner: Owner; needs: AgentAccess } | undefined {
   if (use.scopedTokens === false) return undefined;
   const reads = method === 'get' || use.readOnly === true;
-  if (use.agentQuery && /^\/v1\/(runs|conversations)$/.test(path))
+  if (use.agentQuery)
     return {
       owner: { param: use.agentQuery, kind: 'agent', inQuery: true },
       needs: reads ? 'read_messages' : 'write_messages',

@@ -1,6 +1,6 @@
 /**
  * Scoped access tokens as stored: the public id, the secret's SHA-256, the policy. A token past its
- * expiry is never returned, and is deleted when tokens are next created or listed.
+ * expiry is never returned, and is deleted by the statement that stores the next token.
  */
 import type { Queryable } from './database';
 import { json } from './sql';
@@ -27,7 +27,8 @@ export type NewAccessToken = Omit<AccessTokenRow, 'created_at'>;
 
 export async function insertAccessToken(db: Queryable, token: NewAccessToken): Promise<void> {
   await db.query(
-    `INSERT INTO access_tokens (id, secret_sha256, hostname, policy, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+    `WITH expired AS (DELETE FROM access_tokens WHERE expires_at <= now())
+     INSERT INTO access_tokens (id, secret_sha256, hostname, policy, expires_at) VALUES ($1, $2, $3, $4, $5)`,
     [token.id, token.secret_sha256, token.hostname, json(token.policy), token.expires_at],
   );
 }
@@ -60,8 +61,4 @@ export async function listAccessTokens(
 export async function deleteAccessToken(db: Queryable, id: string): Promise<boolean> {
   const deleted = await db.query(`DELETE FROM access_tokens WHERE id = $1 RETURNING id`, [id]);
   return deleted.length > 0;
-}
-
-export async function deleteExpiredAccessTokens(db: Queryable): Promise<void> {
-  await db.query(`DELETE FROM access_tokens WHERE expires_at <= now()`);
 }

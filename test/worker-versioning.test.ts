@@ -106,6 +106,21 @@ describe('worker versioning on the real Temporal server', () => {
     return workerDeploymentInfo?.routingConfig?.currentDeploymentVersion?.buildId;
   };
 
+  const waitForListedVersion = async (server: RunningServer, buildId: string) => {
+    for (let i = 0; i < 100; i++) {
+      const listed = await server.connection.workflowService
+        .describeWorkerDeployment({
+          namespace: 'default',
+          deploymentName: server.workerVersion!.deploymentName,
+        })
+        .then(({ workerDeploymentInfo }) => workerDeploymentInfo?.versionSummaries ?? [])
+        .catch(() => []);
+      if (listed.some((v) => v.deploymentVersion?.buildId === buildId)) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`version ${buildId} never listed`);
+  };
+
   beforeAll(async () => {
     schema = await createTestSchema();
   });
@@ -178,6 +193,9 @@ describe('worker versioning on the real Temporal server', () => {
     const other = await createTestSchema();
     try {
       const server = await start({ WORKER_BUILD_ID: 'm1', WORKER_VERSIONING: 'manual' }, other);
+      // The server does not wait for its version to be listed (nothing is promoted): wait here,
+      // so the check below reads a deployment that knows m1.
+      await waitForListedVersion(server, 'm1');
       expect(await currentBuildId(server)).toBeUndefined();
       await stop(server);
     } finally {

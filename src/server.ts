@@ -3,7 +3,11 @@ import { agentMessageActivities } from '../activities/agent-messages';
 import { laneActivities } from '../activities/lanes';
 import { signalLaneReleased, type TurnServices } from './agent/turns';
 import http from 'node:http';
+import fs from 'node:fs';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
@@ -17,7 +21,7 @@ import { startWebhook, webhookPolicy, webhookSecret } from './agent/webhooks';
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
-import { isLoopbackHost } from './api/access';
+import { isLoopbackHost, tokensOnly } from './api/access';
 import { createApp } from './api/app';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
@@ -152,6 +156,18 @@ export async function startServer(
     let workerVersion: WorkerDeploymentVersion | undefined;
     /** This process's API as a local sandbox with the host's network reaches it, once it listens. */
     let localApiUrl: string | undefined;
+    /** This process's API socket for local sandboxes without a network, once it listens. */
+    let apiSocket: string | undefined;
+    const toolApi = toolApiAccess(db, {
+      publicUrl: config.LETTA_PUBLIC_URL,
+      localUrl: () => localApiUrl,
+      socket: () => apiSocket,
+      localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
+    });
+    if (!config.LETTA_PUBLIC_URL && (config.E2B_API_KEY || config.MODAL_TOKEN_ID))
+      log.info(
+        'tools on E2B or Modal get no Letta client (no LETTA_BASE_URL, no LETTA_API_KEY): set LETTA_PUBLIC_URL to the URL they reach this API at',
+      );
     if (role !== 'api') {
       workerVersion = {
         deploymentName: deploymentName(config.TASK_QUEUE_PREFIX, deploymentId),
@@ -163,7 +179,7 @@ export async function startServer(
           db,
           sandboxes: toolSandboxes,
           toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-          api: toolApiAccess(db, { publicUrl: config.LETTA_PUBLIC_URL, localUrl: () => localApiUrl }),
+          api: toolApi,
         }),
         ...runCodeActivities({
           db,
@@ -286,15 +302,26 @@ export async function startServer(
         connection,
         sandbox,
         toolSandboxes,
+        toolApi,
         mcp,
         runEvents,
         log,
       });
-      const server = await listen(app, config.PORT, config.HOST, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
+      const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+      const server = await listen(app, { port: config.PORT, host: config.HOST }, keepAliveMs);
       undo.push(() => closeServer(server));
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
       localApiUrl = `http://${reachableHost(config.HOST)}:${port}`;
+      const socketDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-api-'));
+      undo.push(async () => fs.rmSync(socketDir, { recursive: true, force: true }));
+      const socketServer = await listen(
+        tokensOnly(app),
+        { path: path.join(socketDir, 'api.sock') },
+        keepAliveMs,
+      );
+      undo.push(() => closeServer(socketServer));
+      apiSocket = openToSandboxes(socketDir, socketServer);
       log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
       const resumed = await resumePendingIngestions(turns);
       if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
@@ -363,11 +390,6 @@ function apiPassword(config: Config, log: Logger): string | undefined {
   return password;
 }
 
-/**
- * The API's server. An idle keep-alive connection stays open longer than a client keeps it (Node's
- * fetch: 4 s; load balancers: about a minute), so the client closes it first: a server closing it
- * first races the client's next request on it, which then fails with ECONNRESET.
- */
 /** The address a listener on `host` is reached at from this machine: loopback for a wildcard. */
 function reachableHost(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
@@ -375,17 +397,33 @@ function reachableHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
+/**
+ * The API socket's path, connectable by the sandboxes' uid (nobody, when this server is root): its
+ * folder can be passed through but not listed. Anyone on the host who can reach it could also reach
+ * the API's port; it takes tokens only.
+ */
+function openToSandboxes(socketDir: string, server: http.Server): string {
+  const socket = server.address() as string;
+  fs.chmodSync(socketDir, 0o711);
+  fs.chmodSync(socket, 0o666);
+  return socket;
+}
+
+/**
+ * The API's server. An idle keep-alive connection stays open longer than a client keeps it (Node's
+ * fetch: 4 s; load balancers: about a minute), so the client closes it first: a server closing it
+ * first races the client's next request on it, which then fails with ECONNRESET.
+ */
 function listen(
   app: http.RequestListener,
-  port: number,
-  host: string,
+  at: net.ListenOptions,
   keepAliveTimeout: number,
 ): Promise<http.Server> {
   return new Promise((resolve, reject) => {
     // A request's headers may take as long as an idle connection lasts, and no longer.
     const server = http.createServer({ keepAliveTimeout, headersTimeout: keepAliveTimeout + 1_000 }, app);
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen(at, () => {
       server.off('error', reject);
       resolve(server);
     });

@@ -1,11 +1,18 @@
 /**
- * Letta's `client` in a sandboxed Python tool: the official client (`letta_client` from PyPI, installed
- * as the tool's pip requirement) built from LETTA_API_KEY and LETTA_BASE_URL, as Letta's sandbox
- * preamble builds it; None when the environment has no key. Here the key and the URL come from the
- * local sandbox config's variables, with its network allowed, as a self-hosted Letta user sets them.
+ * Letta's `client` in a sandboxed tool: the official client (`letta_client` from PyPI, or
+ * `@letta-ai/letta-client` from npm, installed as the tool's or its sandbox config's requirement) built
+ * from LETTA_API_KEY and LETTA_BASE_URL, as Letta's sandbox preamble builds it; None / null where the
+ * library is not installed. The key is a token of the call's own (src/tools/tool-api-access.ts); the
+ * local sandbox has no network, and reaches the API through its bridge (api_bridge.py) alone.
  */
 import Letta from '@letta-ai/letta-client';
+import os from 'node:os';
+import pino from 'pino';
 import { useAgentServer } from './helpers/agent-server';
+import { connectTemporalClient, finishedTurnHistory, turnWorkflowId } from './helpers/temporal';
+
+/** A Python tool's source from its lines (the function's body indented by the caller). */
+const python = (...lines: string[]) => `${lines.join('\n')}\n`;
 
 describe("a custom tool's Letta client", () => {
   const h = useAgentServer('openai');
@@ -18,54 +25,61 @@ describe("a custom tool's Letta client", () => {
     expect(res.status).toBe(200);
     return (await res.json()) as { id: string };
   };
-  /** Runs `check` with the local sandbox's network allowed and LETTA_API_KEY and LETTA_BASE_URL set. */
-  const withApiAccess = async (check: () => Promise<void>) => {
-    const config = await sandboxConfig({ allow_network: true });
-    const variables: string[] = [];
-    try {
-      // This server has no password: any key passes.
-      for (const [key, value] of [
-        ['LETTA_API_KEY', 'any key'],
-        ['LETTA_BASE_URL', h.server.url],
-      ]) {
-        const res = await fetch(`${h.server.url}/v1/sandbox-config/${config.id}/environment-variable`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ key, value }),
-        });
-        expect(res.status).toBe(200);
-        variables.push(((await res.json()) as { id: string }).id);
-      }
-      await check();
-    } finally {
-      for (const id of variables)
-        await fetch(`${h.server.url}/v1/sandbox-config/environment-variable/${id}`, { method: 'DELETE' });
-      await sandboxConfig({ allow_network: false });
-    }
-  };
 
-  it('is None without LETTA_API_KEY, and edits its own agent through the API with one', async () => {
-    const tool = await h.client.tools.create({
-      source_code:
-        'import os\n\ndef remember(fact: str) -> str:\n    """Remembers a fact.\n\n    Args:\n        fact: What to remember.\n    """\n    if client is None:\n        return "no client"\n    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value=fact)\n    return "remembered"\n',
-      pip_requirements: [{ name: 'letta-client' }],
-    });
+  it('is None without the library, and edits its own agent through the API with it', async () => {
+    const source = python(
+      'import os',
+      '',
+      'def remember(fact: str) -> str:',
+      '    """Remembers a fact.',
+      '',
+      '    Args:',
+      '        fact: What to remember.',
+      '    """',
+      '    if client is None:',
+      '        return "no client"',
+      '    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value=fact)',
+      '    return "remembered"',
+    );
+    const without = await h.client.tools.create({ source_code: source });
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
-      tool_ids: [tool.id],
+      tool_ids: [without.id],
     });
     const remember = (fact: string) =>
       h.client.agents.tools.run('remember', { agent_id: agent.id, args: { fact } });
-
     expect(await remember('Likes tea')).toMatchObject({ status: 'success', func_return: 'no client' });
 
-    await withApiAccess(async () => {
-      expect(await remember('Likes tea')).toMatchObject({ status: 'success', func_return: 'remembered' });
-      expect((await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe(
-        'Likes tea',
-      );
+    await h.client.tools.update(without.id, { pip_requirements: [{ name: 'letta-client' }] });
+    expect(await remember('Likes tea')).toMatchObject({ status: 'success', func_return: 'remembered' });
+    expect((await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Likes tea');
+  }, 120_000);
+
+  it('comes from the sandbox config: its requirements install the client for every tool', async () => {
+    const tool = await h.client.tools.create({
+      source_code: python(
+        'def my_agent() -> str:',
+        '    """Names its agent."""',
+        '    return "no client" if client is None else client.agents.retrieve(os.environ["LETTA_AGENT_ID"]).name',
+        '',
+        'import os',
+      ),
     });
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      name: 'named',
+      tool_ids: [tool.id],
+    });
+    await sandboxConfig({ pip_requirements: [{ name: 'letta-client' }] });
+    try {
+      expect(await h.client.agents.tools.run('my_agent', { agent_id: agent.id, args: {} })).toMatchObject({
+        status: 'success',
+        func_return: 'named',
+      });
+    } finally {
+      await sandboxConfig({ pip_requirements: [] });
+    }
   }, 120_000);
 
   it("is the official TypeScript client in a TypeScript tool, which lists its own agent's tools", async () => {
@@ -85,65 +99,186 @@ describe("a custom tool's Letta client", () => {
       tools: ['memory_insert'],
       tool_ids: [tool.id],
     });
-    const myTools = () => h.client.agents.tools.run('my_tools', { agent_id: agent.id, args: {} });
-    await withApiAccess(async () => {
-      const result = await myTools();
-      expect(result.status).toBe('success');
-      // The agent's tools as the API lists them: its defaults, memory_insert and this tool.
-      expect(String(result.func_return).split(',')).toEqual(
-        expect.arrayContaining(['memory_insert', 'my_tools']),
-      );
-    });
+    const result = await h.client.agents.tools.run('my_tools', { agent_id: agent.id, args: {} });
+    expect(result.status).toBe('success');
+    // The agent's tools as the API lists them: its defaults, memory_insert and this tool.
+    expect(String(result.func_return).split(',')).toEqual(
+      expect.arrayContaining(['memory_insert', 'my_tools']),
+    );
   }, 180_000);
+
+  it('reaches the API through its bridge with its token only, though this server asks no password', async () => {
+    const tool = await h.client.tools.create({
+      source_code: python(
+        'import os, urllib.error, urllib.request',
+        '',
+        'def bare() -> str:',
+        '    """Asks the API without a key."""',
+        '    try:',
+        '        return str(urllib.request.urlopen(os.environ["LETTA_BASE_URL"] + "/v1/agents/").status)',
+        '    except urllib.error.HTTPError as error:',
+        '        return str(error.code)',
+      ),
+    });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    expect(await h.client.agents.tools.run('bare', { agent_id: agent.id, args: {} })).toMatchObject({
+      status: 'success',
+      func_return: '401',
+    });
+  }, 60_000);
+
+  it('keeps the LETTA_API_KEY and LETTA_BASE_URL a sandbox config sets', async () => {
+    const tool = await h.client.tools.create({
+      source_code: python(
+        'import os',
+        '',
+        'def where() -> str:',
+        '    """Says where its client points."""',
+        '    return os.environ["LETTA_BASE_URL"] + " " + os.environ["LETTA_API_KEY"]',
+      ),
+    });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    const config = await sandboxConfig({ allow_network: true });
+    const variables: string[] = [];
+    try {
+      for (const [key, value] of [
+        ['LETTA_API_KEY', 'my own key'],
+        ['LETTA_BASE_URL', 'https://letta.example.com'],
+      ]) {
+        const res = await fetch(`${h.server.url}/v1/sandbox-config/${config.id}/environment-variable`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ key, value }),
+        });
+        variables.push(((await res.json()) as { id: string }).id);
+      }
+      expect(await h.client.agents.tools.run('where', { agent_id: agent.id, args: {} })).toMatchObject({
+        func_return: 'https://letta.example.com my own key',
+      });
+    } finally {
+      for (const id of variables)
+        await fetch(`${h.server.url}/v1/sandbox-config/environment-variable/${id}`, { method: 'DELETE' });
+      await sandboxConfig({ allow_network: false });
+    }
+  }, 60_000);
 });
 
 describe("a sandboxed tool's own access token", () => {
   const PASSWORD = 'the server password tools never see';
-  const h = useAgentServer('openai', { LETTA_SERVER_PASSWORD: PASSWORD });
+  // Every line the server logs, down to debug.
+  const logged: string[] = [];
+  const h = useAgentServer(
+    'openai',
+    { LETTA_SERVER_PASSWORD: PASSWORD },
+    'postgres',
+    pino({ level: 'debug' }, { write: (line: string) => logged.push(line) }),
+  );
+  const admin = () => new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
 
-  it('reaches its own agent through the injected client, not another agent, and ends with the call', async () => {
-    const admin = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
-    const allowNetwork = (allow: boolean) =>
-      fetch(`${h.server.url}/v1/sandbox-config/local`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${PASSWORD}` },
-        body: JSON.stringify({ allow_network: allow }),
-      });
-    const tool = await admin.tools.create({
-      source_code:
-        'import os\n\ndef poke(other_id: str) -> str:\n    """Edits its own memory and pokes another agent.\n\n    Args:\n        other_id: Another agent.\n    """\n    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value="Set by my own tool")\n    try:\n        client.agents.retrieve(other_id)\n        other = "reached"\n    except Exception as error:\n        other = str(getattr(error, "status_code", error))\n    try:\n        client.agents.messages.create(os.environ["LETTA_AGENT_ID"], messages=[{"role": "user", "content": "hi"}])\n        own = "sent"\n    except Exception as error:\n        own = str(getattr(error, "status_code", error))\n    return f"{other} {own} {os.environ[\'LETTA_API_KEY\']}"\n',
+  /** Runs `poke` in a turn of a new agent; returns its tool return, the agent and another one. */
+  const pokeInTurn = async (returns: string) => {
+    const tool = await admin().tools.upsert({
+      source_code: python(
+        'import os, socket, urllib.error, urllib.request',
+        '',
+        'def status(call):',
+        '    try:',
+        '        call()',
+        '        return "reached"',
+        '    except Exception as error:',
+        '        return str(getattr(error, "status_code", None) or getattr(error, "code", None) or type(error).__name__)',
+        '',
+        'def poke(other_id: str, host: str, port: int) -> str:',
+        '    """Edits its own memory, pokes another agent and the network.',
+        '',
+        '    Args:',
+        '        other_id: Another agent.',
+        '        host: An address of the host.',
+        '        port: The API port on the host.',
+        '    """',
+        '    me = os.environ["LETTA_AGENT_ID"]',
+        '    client.agents.blocks.update("human", agent_id=me, value="Set by my own tool")',
+        '    other = status(lambda: client.agents.retrieve(other_id))',
+        '    own = status(lambda: client.agents.messages.create(me, messages=[{"role": "user", "content": "hi"}]))',
+        '    bare = status(lambda: urllib.request.urlopen(os.environ["LETTA_BASE_URL"] + "/v1/agents/"))',
+        '    password = status(lambda: urllib.request.urlopen(urllib.request.Request(os.environ["LETTA_BASE_URL"] + "/v1/agents/", headers={"Authorization": "Bearer ' +
+          PASSWORD +
+          '"})))',
+        '    host_api = status(lambda: socket.create_connection((host, port), timeout=2))',
+        '    loopback_api = status(lambda: socket.create_connection(("127.0.0.1", port), timeout=2))',
+        '    outside = status(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))',
+        `    return " ".join([other, own, bare, password, host_api, loopback_api, outside, ${returns}])`,
+      ),
       pip_requirements: [{ name: 'letta-client' }],
     });
-    const own = await admin.agents.create({
+    const own = await admin().agents.create({
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
       tool_ids: [tool.id],
     });
-    const other = await admin.agents.create({ model: 'openai/gpt-4o-mini' });
-    expect((await allowNetwork(true)).status).toBe(200);
+    const other = await admin().agents.create({ model: 'openai/gpt-4o-mini' });
+    const { hostname, port } = new URL(h.server.url);
+    const host = hostname === '127.0.0.1' ? hostAddress() : hostname;
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'poke', arguments: { other_id: other.id, host, port: Number(port) } }] },
+      { text: 'Done.' },
+    );
+    const response = await admin().agents.messages.create(own.id, {
+      messages: [{ role: 'user', content: 'Poke.' }],
+    });
+    const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
+      status: string;
+      tool_return: string;
+    };
+    expect(returned).toMatchObject({ status: 'success' });
+    return { words: returned.tool_return.split(' '), own, response };
+  };
+
+  it('reaches its own agent alone, through the bridge alone, and ends with the call', async () => {
+    const { words, own } = await pokeInTurn('os.environ["LETTA_API_KEY"][::-1]');
+    const [other, ownMessage, bare, password, hostApi, loopbackApi, outside, reversed] = words;
+    expect(other).toBe('403');
+    // A message to its own agent would wait behind the turn that waits for the call: refused.
+    expect(ownMessage).toBe('403');
+    // The bridge takes tokens only: neither nothing nor the server's password passes there.
+    expect([bare, password]).toEqual(['401', '401']);
+    // No other way out: not the API's port on the host, nor anything beyond.
+    for (const word of [hostApi, loopbackApi, outside]) expect(word).toMatch(/Error$/);
+    expect((await admin().agents.blocks.retrieve('human', { agent_id: own.id })).value).toBe(
+      'Set by my own tool',
+    );
+    // The call's token ended with the call.
+    const token = [...reversed].reverse().join('');
+    expect(token).toMatch(/^lct-/);
+    const afterwards = new Letta({ baseURL: h.server.url, apiKey: token, maxRetries: 0 });
+    await expect(afterwards.agents.retrieve(own.id)).rejects.toMatchObject({ status: 401 });
+  }, 120_000);
+
+  it('never shows in the run: its messages, steps, logs and the workflow history', async () => {
+    const { words, own, response } = await pokeInTurn('os.environ["LETTA_API_KEY"]');
+    // The tool returned its token; the return shows a mark in its place.
+    expect(words.at(-1)).toBe('[token]');
+    const runId = response.messages[0].run_id!;
+    const temporal = await connectTemporalClient();
     try {
-      h.stub.enqueue({ toolCalls: [{ name: 'poke', arguments: { other_id: other.id } }] }, { text: 'Done.' });
-      const response = await admin.agents.messages.create(own.id, {
-        messages: [{ role: 'user', content: 'Poke.' }],
-      });
-      const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
-        status: string;
-        tool_return: string;
-      };
-      expect(returned.status).toBe('success');
-      const [, otherStatus, ownMessage, token] = /^(\S+) (\S+) (\S+)$/.exec(returned.tool_return) ?? [];
-      expect(otherStatus).toBe('403');
-      // A message to its own agent would wait behind the turn that waits for the call: refused.
-      expect(ownMessage).toBe('403');
-      expect(token).toMatch(/^lct-/);
-      expect((await admin.agents.blocks.retrieve('human', { agent_id: own.id })).value).toBe(
-        'Set by my own tool',
-      );
-      // The call's token ended with the call.
-      const afterwards = new Letta({ baseURL: h.server.url, apiKey: token, maxRetries: 0 });
-      await expect(afterwards.agents.retrieve(own.id)).rejects.toMatchObject({ status: 401 });
+      const seen = JSON.stringify([
+        (await admin().agents.messages.list(own.id)).getPaginatedItems(),
+        await admin().runs.retrieve(runId),
+        (await admin().runs.steps.list(runId)).getPaginatedItems(),
+        (await admin().runs.messages.list(runId)).getPaginatedItems(),
+        await finishedTurnHistory(temporal.client, await turnWorkflowId(h.server.db, runId)),
+        logged,
+      ]);
+      expect(seen).toContain('[token]');
+      expect(seen).not.toMatch(/lct-[0-9a-f]{16}-/);
     } finally {
-      await allowNetwork(false);
+      await temporal.close();
     }
   }, 120_000);
 });
+
+/** An address of this host other than loopback, which a sandbox with the host's network would reach. */
+function hostAddress(): string {
+  const addresses = Object.values(os.networkInterfaces()).flatMap((list) => list ?? []);
+  return addresses.find((a) => a.family === 'IPv4' && !a.internal)?.address ?? '10.0.0.1';
+}

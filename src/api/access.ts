@@ -9,6 +9,7 @@
  *    `Authorization: Bearer <password>` (the official clients' `apiKey`) or
  *    `X-BARE-PASSWORD: password <password>`; or, with or without a password, a scoped access token
  *    as its bearer (`lct-…`), which then reaches only what its policy grants (src/api/scoped-access.ts).
+ *    On the API's socket (`tokensOnly`), only such a token counts.
  *    Failures are counted per address, and an address past the limit is refused for the rest of the
  *    window, right credential or not.
  *
@@ -16,6 +17,7 @@
  * without credentials, and it tells nothing but up or down.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type http from 'node:http';
 import net from 'node:net';
 import cors from 'cors';
 import type { Request, RequestHandler } from 'express';
@@ -107,6 +109,20 @@ function isSameOrigin(req: Request, origin: string): boolean {
   }
 }
 
+const TOKENS_ONLY = Symbol('tokensOnly');
+type TokensOnlyMark = { [TOKENS_ONLY]?: true };
+
+/**
+ * The API as its socket serves it to sandboxes (src/server.ts): a request there counts only with a
+ * scoped access token, never the password, and is refused without one even where the API asks none.
+ */
+export function tokensOnly(app: http.RequestListener): http.RequestListener {
+  return (req, res) => {
+    (req as TokensOnlyMark)[TOKENS_ONLY] = true;
+    app(req, res);
+  };
+}
+
 /** SHA-256 first, so that the comparison takes the same time whatever the lengths. */
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
@@ -136,7 +152,8 @@ function credentialCheck(options: AccessOptions): RequestHandler {
   });
   const principalOf = async (req: Request): Promise<Principal | undefined> => {
     const { bearer, bare } = presented(req);
-    if (matches(bearer) || matches(bare)) return FULL_ACCESS;
+    const tokensOnly = (req as TokensOnlyMark)[TOKENS_ONLY] === true;
+    if (!tokensOnly && (matches(bearer) || matches(bare))) return FULL_ACCESS;
     if (bearer && isAccessToken(bearer)) {
       const principal = await options.verifyToken(bearer);
       const origin = req.headers.origin;
@@ -144,7 +161,7 @@ function credentialCheck(options: AccessOptions): RequestHandler {
         return undefined;
       return principal;
     }
-    return expected === undefined ? FULL_ACCESS : undefined;
+    return expected === undefined && !tokensOnly ? FULL_ACCESS : undefined;
   };
   return async (req, res, next) => {
     const blocked = await failures.getKey(keyOf(req));

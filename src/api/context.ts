@@ -3,6 +3,7 @@ import type { ConfiguredSandbox, ToolSandboxes } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
 import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
+import type { ToolApiAccess } from '../tools/tool-api-access';
 
 /** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */
 export interface ApiContext extends TurnServices {
@@ -10,6 +11,8 @@ export interface ApiContext extends TurnServices {
   sandbox: ConfiguredSandbox;
   /** Where the agent tool run endpoint runs custom tools, as turns do. */
   toolSandboxes: ToolSandboxes;
+  /** How custom tools run from the API reach it with their agent's token. */
+  toolApi: ToolApiAccess;
   /** The API's own MCP connections (registering servers, the run endpoints). */
   mcp: McpClientPool;
   /** Wakes the followers of a run when the database says it changed. */

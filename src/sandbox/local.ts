@@ -34,6 +34,7 @@ import { ToolError } from '../tools/tool-error';
 import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
 import { bubblewrapCommand, NOBODY, unprivileged, WORK_DIR, type Command } from './bubblewrap';
 import {
+  BRIDGED_API_PORT,
   SandboxUnavailableError,
   type Sandbox,
   type ToolJob,
@@ -42,6 +43,7 @@ import {
 } from './types';
 
 const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
+const BRIDGE_SCRIPT = path.join(RUNNER_DIR, 'api_bridge.py');
 
 export interface LocalSandboxOptions {
   isolation: 'bubblewrap' | 'none';
@@ -68,18 +70,45 @@ export const toolEnv = (job: Pick<ToolJob, 'env'>) => ({
   PYTHONUNBUFFERED: '1',
 });
 
+/** Where a sandbox without a network finds the API's bridge and socket. */
+const BRIDGE_DIR = '/run/letta';
+
+/**
+ * `argv` and its mounts, behind the API's bridge when the job has the API's socket: the socket is
+ * bound in, and api_bridge.py (on the system Python) listens on BRIDGED_API_PORT before it execs
+ * `argv`. The socket is a socket, so a read-only bind still connects.
+ */
+function bridged(
+  job: Pick<ToolJob, 'apiSocket'>,
+  options: LocalSandboxOptions,
+  mounts: string[],
+  argv: string[],
+): { mounts: string[]; argv: string[] } {
+  if (!job.apiSocket) return { mounts, argv };
+  const [script, socket] = [`${BRIDGE_DIR}/api_bridge.py`, `${BRIDGE_DIR}/api.sock`];
+  return {
+    mounts: [...mounts, '--ro-bind', BRIDGE_SCRIPT, script, '--ro-bind', job.apiSocket, socket],
+    argv: [options.python, '-I', script, socket, String(BRIDGED_API_PORT), ...argv],
+  };
+}
+
 /** The Python runner (`script` in /sandbox), on the tool's venv (bound read-only at /venv) if it has one. */
 export function pythonInSandbox(
   environment: Record<string, string>,
   options: LocalSandboxOptions,
   venv: PythonEnvironment | null,
   script: string[],
-  network = false,
+  job: Pick<ToolJob, 'network' | 'apiSocket'> = {},
 ): Command {
-  const mounts = ['--ro-bind', RUNNER_DIR, '/sandbox', ...(venv ? ['--ro-bind', venv.root, '/venv'] : [])];
-  const argv = [venv ? '/venv/bin/python' : options.python, '-I', ...script];
+  const { mounts, argv } = bridged(
+    job,
+    options,
+    ['--ro-bind', RUNNER_DIR, '/sandbox', ...(venv ? ['--ro-bind', venv.root, '/venv'] : [])],
+    [venv ? '/venv/bin/python' : options.python, '-I', ...script],
+  );
   const { bwrap, tmpBytes } = options;
-  return bubblewrapCommand({ bwrap, tmpBytes, env: environment, extraArgs: mounts, network }, argv);
+  const profile = { bwrap, tmpBytes, env: environment, extraArgs: mounts, network: job.network };
+  return bubblewrapCommand(profile, argv);
 }
 
 function plainCommand(
@@ -210,15 +239,14 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     const payload = runnerJob(job, options);
     if (options.isolation === 'bubblewrap' && warmPool) {
       const script = ['/sandbox/forkserver.py', forkServerSettings(options)];
-      const network = Boolean(job.network);
-      const command = () =>
-        unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script, network));
-      // A runner is for one environment and one network setting.
-      const key = `${venv?.root ?? 'system'}${network ? '+network' : ''}`;
+      const reach = { network: job.network, apiSocket: job.apiSocket };
+      const command = () => unprivileged(pythonInSandbox(toolEnv({ env: {} }), options, venv, script, reach));
+      // A runner is for one environment and one way out.
+      const key = [venv?.root ?? 'system', job.network && 'network', job.apiSocket].filter(Boolean).join('+');
       return warmPool.run(key, command, job, payload, signal);
     }
     if (options.isolation === 'bubblewrap') {
-      const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py'], job.network);
+      const command = pythonInSandbox(toolEnv(job), options, venv, ['/sandbox/runner.py'], job);
       return runProcess(unprivileged(command), job, JSON.stringify(payload), options, signal);
     }
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-tool-'));
@@ -242,8 +270,11 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
     const node = await nodeCommand(job, options.node);
     const env = { ...baseEnv(job), ...node.env };
     const { bwrap, tmpBytes } = options;
-    const profile = { bwrap, tmpBytes, env, extraArgs: node.mounts, network: job.network };
-    const command = bubblewrapCommand(profile, node.argv);
+    const { mounts, argv } = bridged(job, options, node.mounts, node.argv);
+    const command = bubblewrapCommand(
+      { bwrap, tmpBytes, env, extraArgs: mounts, network: job.network },
+      argv,
+    );
     return runProcess(unprivileged(command), job, node.input, options, signal);
   };
 

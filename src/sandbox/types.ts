@@ -26,6 +26,9 @@ export interface PipRequirement {
 
 export type NpmRequirement = PipRequirement;
 
+/** Inside a local sandbox without a network, where api_bridge.py listens (Letta's own port). */
+export const BRIDGED_API_PORT = 8283;
+
 export interface ToolJob {
   /** The tool's name, for error texts (and, for TypeScript, the function called). */
   name: string;
@@ -40,6 +43,11 @@ export interface ToolJob {
   returnCharLimit: number;
   /** The host's network (the sandbox config allows it); none otherwise. */
   network?: boolean;
+  /**
+   * The API's socket on the host, for a local sandbox without a network: bridged to LETTA_BASE_URL
+   * inside (api_bridge.py), its only way out.
+   */
+  apiSocket?: string;
   pipRequirements?: PipRequirement[];
   npmRequirements?: NpmRequirement[];
   /** Given when the function takes `agent_state`. */

@@ -80,17 +80,30 @@ export async function runCustomTool(
   let granted: ReturnType<ToolApiAccess['grant']> | undefined;
   const jobFor = async (choice: SandboxChoice) => {
     const job = customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
-    const url = api?.urlFor(choice.configType, Boolean(job.network));
-    if (!api || !url) return job;
+    const route = api?.routeFor(choice.configType, Boolean(job.network));
+    // A key the sandbox config or the agent's secrets set is the operator's choice, and kept.
+    if (!api || !route || job.env.LETTA_API_KEY) return job;
     granted ??= api.grant(agent.id, job.timeoutMs + TOKEN_MARGIN_MS);
     const { token } = await granted;
-    return { ...job, env: { ...job.env, LETTA_BASE_URL: url, LETTA_API_KEY: token } };
+    const env = { ...job.env, LETTA_BASE_URL: route.url, LETTA_API_KEY: token };
+    return { ...job, env, apiSocket: route.socket };
   };
   try {
-    return await runInFirstAvailable(choices, jobFor, signal);
+    const { job, run } = await runInFirstAvailable(choices, jobFor, signal);
+    const token = (await granted)?.token;
+    return { job, run: token ? withoutSecret(run, token) : run };
   } finally {
     await (await granted?.catch(() => undefined))?.revoke();
   }
+}
+
+/**
+ * The call's result with its token blotted out wherever the tool put it (its return, its output, its
+ * edited blocks), so that the token never reaches a message, a log or a workflow history.
+ */
+function withoutSecret(run: ToolRunResult, secret: string): ToolRunResult {
+  const text = JSON.stringify(run);
+  return text.includes(secret) ? (JSON.parse(text.replaceAll(secret, '[token]')) as ToolRunResult) : run;
 }
 
 /** How long a call's token outlives the call's own timeout, should its revocation not happen. */
@@ -120,7 +133,7 @@ const configTimeoutMs = (sandbox: SandboxEnvironment) =>
  * A custom tool's job. It sees only its sandbox config's variables, overlaid by the agent's secrets,
  * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
  * and the network only when its local sandbox config allows it. Where its sandbox reaches the API,
- * runCustomTool adds LETTA_BASE_URL and LETTA_API_KEY, a token for this call.
+ * runCustomTool adds LETTA_BASE_URL and LETTA_API_KEY, a token for this call, unless they set a key.
  */
 export function customToolJob(
   sandbox: SandboxEnvironment,

@@ -6,6 +6,7 @@
 import type { Queryable } from '../db';
 import { createAccessToken, revokeToken, type AgentAccess } from '../agent/access-tokens';
 import type { SandboxType } from '../schemas/sandbox-config';
+import { BRIDGED_API_PORT } from '../sandbox/types';
 
 /**
  * A call may read and edit its agent and read its messages. Not send it messages: the new turn would
@@ -14,12 +15,21 @@ import type { SandboxType } from '../schemas/sandbox-config';
  */
 const CALL_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages'];
 
+/** Where a sandbox's client reaches the API: `url` from inside it; `socket`, the host's end of its bridge. */
+export interface ApiRoute {
+  url: string;
+  /** For a local sandbox without a network: bind this socket in and bridge BRIDGED_API_URL to it. */
+  socket?: string;
+}
+
+const BRIDGED_API_URL = `http://127.0.0.1:${BRIDGED_API_PORT}`;
+
 export interface ToolApiAccess {
   /**
-   * The API's URL from a sandbox of this type (`network`: a local one with the host's network); none
-   * when such a sandbox cannot reach it.
+   * How a sandbox of this type reaches the API (`network`: its config allows the host's network);
+   * none when it cannot.
    */
-  urlFor(type: SandboxType, network: boolean): string | undefined;
+  routeFor(type: SandboxType, network: boolean): ApiRoute | undefined;
   /** A token for the agent, living `ttlMs` at most; `revoke` ends it sooner. */
   grant(agentId: string, ttlMs: number): Promise<{ token: string; revoke(): Promise<void> }>;
 }
@@ -29,13 +39,20 @@ export interface ToolApiUrls {
   publicUrl?: string;
   /** This process's own API address, once it listens; none in a worker-only process. */
   localUrl(): string | undefined;
+  /** This process's API socket, which takes tokens only; none in a worker-only process. */
+  socket(): string | undefined;
+  /** Local sandboxes have the host's network whatever their config says (SANDBOX_TYPE=local-unsafe). */
+  localHasNetwork: boolean;
 }
 
 export function toolApiAccess(db: Queryable, urls: ToolApiUrls): ToolApiAccess {
+  const at = (url: string | undefined) => (url ? { url } : undefined);
   return {
-    urlFor(type, network) {
-      if (type !== 'local') return urls.publicUrl;
-      return network ? (urls.publicUrl ?? urls.localUrl()) : undefined;
+    routeFor(type, network) {
+      if (type !== 'local') return at(urls.publicUrl);
+      if (network || urls.localHasNetwork) return at(urls.publicUrl ?? urls.localUrl());
+      const socket = urls.socket();
+      return socket ? { url: BRIDGED_API_URL, socket } : undefined;
     },
     async grant(agentId, ttlMs) {
       const { token } = await createAccessToken(

@@ -1,4 +1,5 @@
 import Letta from '@letta-ai/letta-client';
+import type { Logger } from '../../src/logger';
 import { startAnthropicStub, type AnthropicStub } from './anthropic-stub';
 import { startOpenAiStub, type OpenAiStub } from './openai-stub';
 import { startTestServer, type TestDatabase, type TestServer } from './server';
@@ -29,6 +30,7 @@ export function useAgentServer<P extends keyof Stubs>(
   provider: P,
   env: Record<string, string> = {},
   database: TestDatabase = 'postgres',
+  log?: Logger,
 ): AgentServer<P> {
   const harness = {} as AgentServer<P>;
   const { start, key, url } = providers[provider];
@@ -36,7 +38,7 @@ export function useAgentServer<P extends keyof Stubs>(
     harness.stub = (await start()) as Stubs[P];
     harness.server = await startTestServer(
       { [url]: harness.stub.baseURL, [key]: 'test-key', ...env },
-      undefined,
+      log,
       database,
     );
     harness.client = new Letta({ baseURL: harness.server.url, apiKey: 'unused', maxRetries: 0 });

@@ -143,7 +143,9 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
         const call = { agent, tool, args, defaultTimeoutMs: ctx.config.TOOL_TIMEOUT_MS };
         const choices = ctx.toolSandboxes.choicesFor(tool);
         const environments = await sandboxEnvironments(ctx.db, choices);
-        const { run } = await execute(() => runCustomTool(choices, environments, call));
+        const { run } = await execute(() =>
+          runCustomTool(choices, environments, call, undefined, ctx.toolApi),
+        );
         execution = toolExecutionShape(run, tool.return_char_limit);
       } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
       // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).

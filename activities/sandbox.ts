@@ -41,7 +41,7 @@ export function sandboxExecutor({
 }: Omit<SandboxActivityDeps, 'db'>): ToolExecutor {
   return {
     readsSandboxContext: true,
-    async execute({ agent, tool, args, signal, blocks, sandbox }) {
+    async execute({ input, agent, tool, args, signal, blocks, sandbox }) {
       if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
       if (!blocks || !sandbox) throw new Error('a sandboxed call runs with its sandbox context');
       const choices = sandboxes.choicesFor(tool);
@@ -50,6 +50,7 @@ export function sandboxExecutor({
         tool,
         args,
         defaultTimeoutMs: toolTimeoutMs,
+        runId: input.runId,
       };
       const { job, run } = await runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api);
       const result = resultOf(run);

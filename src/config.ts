@@ -166,7 +166,9 @@ export const ConfigSchema = z.object({
     .int()
     .positive()
     .default(100)
-    .describe('how many agents one scoped access token may name in its policy'),
+    .describe(
+      "how many agents one scoped access token may name in its policy (a sandboxed call's token too: its own, those it created, those sharing its tags)",
+    ),
   LOG_LEVEL: z
     .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
     .default('info')

@@ -158,12 +158,16 @@ export async function startServer(
     let localApiUrl: string | undefined;
     /** This process's API socket for local sandboxes without a network, once it listens. */
     let apiSocket: string | undefined;
-    const toolApi = toolApiAccess(db, {
-      publicUrl: config.LETTA_PUBLIC_URL,
-      localUrl: () => localApiUrl,
-      socket: () => apiSocket,
-      localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
-    });
+    const toolApi = toolApiAccess(
+      db,
+      {
+        publicUrl: config.LETTA_PUBLIC_URL,
+        localUrl: () => localApiUrl,
+        socket: () => apiSocket,
+        localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
+      },
+      config.ACCESS_TOKEN_MAX_AGENTS,
+    );
     if (!config.LETTA_PUBLIC_URL && (config.E2B_API_KEY || config.MODAL_TOKEN_ID))
       log.info(
         'tools on E2B or Modal get no Letta client (no LETTA_BASE_URL, no LETTA_API_KEY): set LETTA_PUBLIC_URL to the URL they reach this API at',

@@ -277,6 +277,129 @@ describe("a sandboxed tool's own access token", () => {
   }, 120_000);
 });
 
+describe("a sandboxed tool's client working with other agents, as Letta's multi-agent docs show", () => {
+  const PASSWORD = 'the server password tools never see';
+  const h = useAgentServer('openai', { LETTA_SERVER_PASSWORD: PASSWORD });
+  const admin = () => new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+  const assistantTexts = (messages: { message_type?: string; content?: unknown }[]) =>
+    messages.filter((m) => m.message_type === 'assistant_message').map((m) => String(m.content));
+
+  it('messages the agents sharing a tag (Python), never one waiting on it, nor an agent outside its tags', async () => {
+    const tool = await admin().tools.upsert({
+      source_code: python(
+        'def ask(other_id: str) -> str:',
+        '    """Asks another agent.',
+        '',
+        '    Args:',
+        '        other_id: The agent to ask.',
+        '    """',
+        '    try:',
+        '        reply = client.agents.messages.create(other_id, messages=[{"role": "user", "content": "What do you know?"}])',
+        '    except Exception as error:',
+        '        return f"refused {getattr(error, \'status_code\', error)}"',
+        '    return " ".join(str(m.content) for m in reply.messages if m.message_type == "assistant_message")',
+      ),
+      pip_requirements: [{ name: 'letta-client' }],
+    });
+    const agent = (tags: string[]) =>
+      admin().agents.create({ model: 'openai/gpt-4o-mini', tags, tool_ids: [tool.id] });
+    const [lead, mate, stranger] = [await agent(['team']), await agent(['team']), await agent([])];
+
+    h.stub.enqueue(
+      // lead asks mate; mate, in its own turn, asks lead back, who waits on it: refused.
+      { toolCalls: [{ name: 'ask', arguments: { other_id: mate.id } }] },
+      { toolCalls: [{ name: 'ask', arguments: { other_id: lead.id } }] },
+      { text: 'The answer is 42.' },
+      { text: 'Mate says 42.' },
+    );
+    const response = await admin().agents.messages.create(lead.id, {
+      messages: [{ role: 'user', content: 'Ask your mate.' }],
+    });
+    const leadReturn = response.messages.find((m) => m.message_type === 'tool_return_message') as {
+      tool_return: string;
+    };
+    expect(leadReturn.tool_return).toBe('The answer is 42.');
+    const mateMessages = (await admin().agents.messages.list(mate.id)).getPaginatedItems();
+    const mateReturn = mateMessages.find((m) => m.message_type === 'tool_return_message') as {
+      tool_return: string;
+    };
+    expect(mateReturn.tool_return).toBe('refused 409');
+
+    expect(
+      await admin().agents.tools.run('ask', { agent_id: lead.id, args: { other_id: stranger.id } }),
+    ).toMatchObject({
+      func_return: 'refused 403',
+    });
+  }, 180_000);
+
+  it('creates an agent (TypeScript), messages it, and reaches it again in a later call', async () => {
+    const tool = await admin().tools.upsert({
+      source_code: [
+        'export async function delegate(task: string): Promise<string> {',
+        "  const helper = await client.agents.create({ model: 'openai/gpt-4o-mini', name: 'helper' });",
+        "  const reply = await client.agents.messages.create(helper.id, { messages: [{ role: 'user', content: task }] });",
+        "  const texts = reply.messages.filter((m) => m.message_type === 'assistant_message').map((m) => m.content);",
+        "  return `${helper.id} ${texts.join(' ')}`;",
+        '}',
+      ].join('\n'),
+      source_type: 'typescript',
+      json_schema: {
+        name: 'delegate',
+        description: 'Delegates a task to a new helper agent.',
+        parameters: { type: 'object', properties: { task: { type: 'string' } }, required: ['task'] },
+      },
+      npm_requirements: [{ name: '@letta-ai/letta-client' }],
+    });
+    const recall = await admin().tools.upsert({
+      source_code:
+        'export async function recall(helper_id: string): Promise<string> {\n  return (await client.agents.retrieve(helper_id)).name;\n}\n',
+      source_type: 'typescript',
+      json_schema: {
+        name: 'recall',
+        description: 'Names a helper agent.',
+        parameters: {
+          type: 'object',
+          properties: { helper_id: { type: 'string' } },
+          required: ['helper_id'],
+        },
+      },
+      npm_requirements: [{ name: '@letta-ai/letta-client' }],
+    });
+    const lead = await admin().agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id, recall.id] });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'delegate', arguments: { task: 'Count to three.' } }] },
+      { text: 'One, two, three.' },
+      { text: 'Delegated.' },
+    );
+    const response = await admin().agents.messages.create(lead.id, {
+      messages: [{ role: 'user', content: 'Delegate.' }],
+    });
+    const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
+      status: string;
+      tool_return: string;
+    };
+    expect(returned.status).toBe('success');
+    const [helperId, ...reply] = returned.tool_return.split(' ');
+    expect(reply.join(' ')).toBe('One, two, three.');
+    expect(assistantTexts((await admin().agents.messages.list(helperId)).getPaginatedItems())).toEqual([
+      'One, two, three.',
+    ]);
+    // The helper is the lead's: a later call of the lead reaches it; another agent's call does not.
+    expect(
+      await admin().agents.tools.run('recall', { agent_id: lead.id, args: { helper_id: helperId } }),
+    ).toMatchObject({
+      status: 'success',
+      func_return: 'helper',
+    });
+    const other = await admin().agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [recall.id] });
+    expect(
+      await admin().agents.tools.run('recall', { agent_id: other.id, args: { helper_id: helperId } }),
+    ).toMatchObject({
+      status: 'error',
+    });
+  }, 240_000);
+});
+
 /** An address of this host other than loopback, which a sandbox with the host's network would reach. */
 function hostAddress(): string {
   const addresses = Object.values(os.networkInterfaces()).flatMap((list) => list ?? []);

@@ -9,6 +9,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { invalid, notFound } from '../errors';
 import type { Queryable } from '../db';
 import {
+  addToPolicy,
   deleteAccessToken,
   findAccessToken,
   insertAccessToken,
@@ -16,10 +17,14 @@ import {
   type AccessTokenRow,
   type AgentAccess,
   type AgentGrant,
+  type TokenCaller,
 } from '../db/access-tokens';
-import { existingAgents } from '../db/agents';
+import { existingAgents, setCreator } from '../db/agents';
 
-export type { AgentAccess, AgentGrant };
+export type { AgentAccess, AgentGrant, TokenCaller };
+
+/** Every access a policy entry can grant. */
+export const ALL_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages', 'write_messages'];
 
 const TOKEN = /^(lct-[0-9a-f]{16})-([A-Za-z0-9_-]{43})$/;
 const TOKEN_ID = /^lct-[0-9a-f]{16}$/;
@@ -31,6 +36,10 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
 /** What a verified token grants. */
 export interface AccessGrant {
+  /** The token's public id. */
+  id: string;
+  /** The sandboxed call the token was made for; none for the tokens the API makes. */
+  caller?: { agentId: string; runId: string | null };
   /** The app the token was made for (`https://app.example.com`): a browser request must come from it. */
   hostname: string;
   /** Whether the token grants `access` on the agent. */
@@ -46,6 +55,7 @@ export interface NewTokenRequest {
   hostname: string;
   policy: AgentGrant[];
   expiresAt?: Date;
+  caller?: TokenCaller;
 }
 
 /** A token as Letta's API shows it; `token` is the whole token only in the answer that makes it. */
@@ -86,6 +96,7 @@ export async function createAccessToken(
     hostname: request.hostname,
     policy: request.policy,
     expires_at: expiresAt,
+    caller: request.caller ?? null,
   };
   await insertAccessToken(db, row);
   return viewOf({ ...row, created_at: new Date(now) }, `${id}-${secret}`);
@@ -99,6 +110,8 @@ export async function verifyAccessToken(db: Queryable, presented: string): Promi
   if (!row || !timingSafeEqual(row.secret_sha256, sha256(secret))) return undefined;
   const grants = new Map(row.policy.map((grant) => [grant.id, new Set(grant.access)]));
   return {
+    id: row.id,
+    ...(row.caller && { caller: { agentId: row.caller.agent_id, runId: row.caller.run_id } }),
     hostname: row.hostname,
     allows: (agentId, access) => grants.get(agentId)?.has(access) === true,
   };
@@ -114,6 +127,16 @@ export async function listTokens(
     tokens: rows.slice(0, query.limit).map((row) => viewOf(row)),
     hasNextPage: rows.length > query.limit,
   };
+}
+
+/**
+ * An agent a sandboxed call created with its token: the calling agent's from now on (its later calls'
+ * tokens reach it too), and reached in full by this token for the rest of the call.
+ */
+export async function adoptCreatedAgent(db: Queryable, grant: AccessGrant, agentId: string): Promise<void> {
+  if (!grant.caller) return;
+  await setCreator(db, agentId, grant.caller.agentId);
+  await addToPolicy(db, grant.id, { type: 'agent', id: agentId, access: ALL_ACCESS });
 }
 
 /** Revokes a token named by its id or given whole. */

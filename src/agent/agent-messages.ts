@@ -10,7 +10,8 @@ import { getAgentRow, agentsMatchingTags } from '../db/agents';
 import { runMessagesAfter } from '../db/messages';
 import { getRun } from '../db/runs';
 import type { RunRow } from '../db/rows';
-import { DomainError, invalid } from '../errors';
+import { conflict, DomainError, invalid } from '../errors';
+import type { Queryable } from '../db';
 import { contentText } from './context';
 import { startAgentTurn, type TurnServices } from './turns';
 
@@ -54,7 +55,7 @@ interface Chain {
 
 const listOf = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
 
-function chainOf(run: RunRow | undefined, message: AgentMessage): Chain {
+function chainOf(run: RunRow | undefined, message: Pick<AgentMessage, 'senderId' | 'wait'>): Chain {
   const hops = [...listOf(run?.metadata?.agent_chain), message.senderId];
   const waiting = message.wait ? [...listOf(run?.metadata?.waiting_chain), message.senderId] : [];
   return { hops, waiting };
@@ -75,7 +76,12 @@ export async function taggedRecipients(
 }
 
 /** Why a message to `recipient` may not be sent; undefined when it may. */
-function refusal(chain: Chain, message: AgentMessage, recipient: string, maxDepth: number) {
+function refusal(
+  chain: Chain,
+  message: Pick<AgentMessage, 'senderId' | 'wait'>,
+  recipient: string,
+  maxDepth: number,
+) {
   if (chain.hops.length > maxDepth)
     return `agents have messaged each other ${maxDepth} deep (${chain.hops.join(' → ')}): AGENT_MESSAGE_MAX_DEPTH stops the chain here`;
   if (recipient === message.senderId && message.wait)
@@ -83,6 +89,25 @@ function refusal(chain: Chain, message: AgentMessage, recipient: string, maxDept
   if (chain.waiting.includes(recipient))
     return `agent ${recipient} is waiting for this agent's reply (${chain.waiting.join(' → ')}): waiting on it would never end`;
   return undefined;
+}
+
+/**
+ * A message a sandboxed call sends through the API with its token (whose caller is `sender`): the
+ * chain the recipient's turn continues, as the agent-to-agent tools' messages do, for the run's
+ * metadata; a 409 when it may not be sent (it would wait on an agent that waits on it, or go too deep).
+ */
+export async function callerMessageChain(
+  db: Queryable,
+  maxDepth: number,
+  sender: { agentId: string; runId: string | null },
+  recipient: string,
+  wait: boolean,
+): Promise<Record<string, unknown>> {
+  const message = { senderId: sender.agentId, wait };
+  const chain = chainOf(sender.runId ? await getRun(db, sender.runId) : undefined, message);
+  const refused = refusal(chain, message, recipient, maxDepth);
+  if (refused) throw conflict(refused);
+  return { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: sender.runId };
 }
 
 export type Delivery = { agentId: string; runId: string } | { agentId: string; error: string };

@@ -61,7 +61,7 @@ export function createApp(deps: ApiDependencies): express.Express {
     corsOrigins: config.CORS_ORIGINS,
     failureLimit: config.AUTH_FAILURE_LIMIT,
     failureWindowMs: config.AUTH_FAILURE_WINDOW_MS,
-    verifyToken: tokenVerifier(deps.db),
+    verifyToken: tokenVerifier(deps.db, config.AGENT_MESSAGE_MAX_DEPTH),
   };
   const health = healthRouter({
     db: deps.db,

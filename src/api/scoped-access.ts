@@ -19,6 +19,7 @@ import type { RequestHandler, Response } from 'express';
 import { verifyAccessToken, type AccessGrant, type AgentAccess } from '../agent/access-tokens';
 import type { Queryable } from '../db';
 import { findRunScope, getConversation } from '../db/conversations';
+import { callerMessageChain } from '../agent/agent-messages';
 import { HttpError } from './errors';
 
 /** Who a request acts as: the server's own credential, or a scoped token with its resolvers. */
@@ -29,12 +30,14 @@ export interface ResourceOwners {
   run(id: string): Promise<string | undefined>;
   /** `default` takes the agent from the request (`agent_id`), as the conversation routes do. */
   conversation(id: string, agentOfDefault: unknown): Promise<string | undefined>;
+  /** The chain a sandboxed call's message continues (callerMessageChain); throws when refused. */
+  messageChain(grant: AccessGrant, recipient: string, wait: boolean): Promise<Record<string, unknown>>;
 }
 
 export const FULL_ACCESS: Principal = { kind: 'full' };
 
 /** The principal of a presented access token, unless it is unknown, expired or revoked. */
-export function tokenVerifier(db: Queryable) {
+export function tokenVerifier(db: Queryable, maxMessageDepth: number) {
   const owners: ResourceOwners = {
     run: async (id) => (await findRunScope(db, id))?.agentId,
     // The forms the conversation routes take: `default` with `agent_id`, an agent's id alone (its
@@ -44,6 +47,8 @@ export function tokenVerifier(db: Queryable) {
       if (id.startsWith('agent-')) return id;
       return (await getConversation(db, id))?.agent_id;
     },
+    messageChain: (grant, recipient, wait) =>
+      callerMessageChain(db, maxMessageDepth, grant.caller!, recipient, wait),
   };
   return async (token: string): Promise<Extract<Principal, { kind: 'token' }> | undefined> => {
     const grant = await verifyAccessToken(db, token);
@@ -57,6 +62,8 @@ export interface ScopedTokenUse {
   scopedTokens?: false;
   /** A POST that only reads (a search, a stream's resumption): read access suffices. */
   readOnly?: true;
+  /** Creating an agent: open to a sandboxed call's token, which the agent it creates then belongs to. */
+  callsCreateAgents?: true;
   /**
    * The query parameter naming the agent a route of runs or conversations acts on (their lists and
    * creation, `agent_id`): a token reaches the route when it names one of its agents.
@@ -95,9 +102,11 @@ export function tokenAccess(
 /** The check a route's handlers run behind (src/api/route-book.ts). */
 export function scopedAccess(method: string, path: string, use?: ScopedTokenUse): RequestHandler {
   const access = tokenAccess(method, path, use);
+  const waits = !path.endsWith('/async');
   return (req, res, next) => {
     const principal = principalOf(res);
     if (principal.kind === 'full') return next();
+    if (use?.callsCreateAgents && principal.grant.caller) return next();
     if (!access) throw new HttpError(403, 'This route is not open to scoped access tokens');
     const { owner, needs } = access;
     const id = String((owner.inQuery ? req.query : req.params)[owner.param] ?? '');
@@ -106,22 +115,29 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
         403,
         `A scoped access token reaches this route with ${owner.param} naming one of its agents`,
       );
-    if (owner.kind === 'agent') {
-      if (!principal.grant.allows(id, needs))
-        throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);
-      return next();
-    }
     const agentOfDefault = req.query.agent_id ?? (req.body as { agent_id?: unknown } | undefined)?.agent_id;
-    ownerOf(principal, owner.kind, id, agentOfDefault)
-      .then((agentId) => {
-        // Another agent's run or conversation is answered as one that does not exist.
-        if (!agentId || !principal.grant.allows(agentId, needs))
+    const agentId =
+      owner.kind === 'agent' ? Promise.resolve(id) : ownerOf(principal, owner.kind, id, agentOfDefault);
+    agentId
+      .then(async (agentId) => {
+        if (!agentId || !principal.grant.allows(agentId, needs)) {
+          if (owner.kind === 'agent')
+            throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);
+          // Another agent's run or conversation is answered as one that does not exist.
           throw new HttpError(404, `${owner.kind === 'run' ? 'Run' : 'Conversation'} ${id} not found`);
+        }
+        // A sandboxed call's message continues its turn's chain of agents, as its tools' messages do.
+        if (needs === 'write_messages' && principal.grant.caller)
+          res.locals.turnChain = await principal.owners.messageChain(principal.grant, agentId, waits);
         next();
       })
       .catch(next);
   };
 }
+
+/** What a sandboxed call's message adds to the metadata of the turn it starts (scopedAccess). */
+export const turnChainOf = (res: Response): Record<string, unknown> | undefined =>
+  res.locals.turnChain as Record<string, unknown> | undefined;
 
 const ownerOf = (
   principal: Extract<Principal, { kind: 'token' }>,

@@ -14,6 +14,12 @@ export interface AgentGrant {
 
 export type AgentAccess = 'read_messages' | 'write_messages' | 'read_agent' | 'write_agent';
 
+/** The sandboxed call a token was made for: its agent, and the run it is part of when it has one. */
+export interface TokenCaller {
+  agent_id: string;
+  run_id: string | null;
+}
+
 export interface AccessTokenRow {
   id: string;
   secret_sha256: Buffer;
@@ -21,6 +27,8 @@ export interface AccessTokenRow {
   policy: AgentGrant[];
   expires_at: Date;
   created_at: Date;
+  /** Set for a sandboxed call's token only. */
+  caller: TokenCaller | null;
 }
 
 export type NewAccessToken = Omit<AccessTokenRow, 'created_at'>;
@@ -28,8 +36,16 @@ export type NewAccessToken = Omit<AccessTokenRow, 'created_at'>;
 export async function insertAccessToken(db: Queryable, token: NewAccessToken): Promise<void> {
   await db.query(
     `WITH expired AS (DELETE FROM access_tokens WHERE expires_at <= now())
-     INSERT INTO access_tokens (id, secret_sha256, hostname, policy, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-    [token.id, token.secret_sha256, token.hostname, json(token.policy), token.expires_at],
+     INSERT INTO access_tokens (id, secret_sha256, hostname, policy, expires_at, caller)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [
+      token.id,
+      token.secret_sha256,
+      token.hostname,
+      json(token.policy),
+      token.expires_at,
+      token.caller ? json(token.caller) : null,
+    ],
   );
 }
 
@@ -55,6 +71,11 @@ export async function listAccessTokens(
       LIMIT $2 OFFSET $3`,
     [agentId ?? null, limit, offset],
   );
+}
+
+/** Adds an agent to a token's policy (a sandboxed call's token, for the agent the call created). */
+export async function addToPolicy(db: Queryable, id: string, grant: AgentGrant): Promise<void> {
+  await db.query(`UPDATE access_tokens SET policy = policy || $2 WHERE id = $1`, [id, json([grant])]);
 }
 
 /** Revokes a token: true when there was one. */

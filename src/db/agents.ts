@@ -222,6 +222,29 @@ export async function agentsMatchingTags(
   return rows.map((row) => row.id);
 }
 
+/**
+ * The agents a sandboxed call of `agentId` may reach besides its own (src/tools/tool-api-access.ts):
+ * those it created (`created`), then those sharing one of its tags, oldest first, `limit` at most.
+ */
+export async function relatedAgents(
+  db: Queryable,
+  agentId: string,
+  limit: number,
+): Promise<{ id: string; created: boolean }[]> {
+  return db.query<{ id: string; created: boolean }>(
+    `SELECT id, created_by_agent_id IS NOT DISTINCT FROM $1 AS created FROM agents
+      WHERE id <> $1
+        AND (created_by_agent_id = $1 OR tags && (SELECT tags FROM agents WHERE id = $1))
+      ORDER BY created DESC, created_at, id LIMIT $2`,
+    [agentId, limit],
+  );
+}
+
+/** Records the agent whose sandboxed call created `agentId`. */
+export async function setCreator(db: Queryable, agentId: string, creatorId: string): Promise<void> {
+  await db.query(`UPDATE agents SET created_by_agent_id = $2 WHERE id = $1`, [agentId, creatorId]);
+}
+
 /** The tags agents have, by name, a page of them (the tag itself is the cursor). */
 export async function agentTags(
   db: Queryable,

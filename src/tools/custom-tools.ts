@@ -53,6 +53,8 @@ export interface CustomToolCall {
   tool: ToolRow;
   args: Record<string, unknown>;
   defaultTimeoutMs: number;
+  /** The run of the turn that makes the call; none for a call the API makes outside a turn. */
+  runId?: string;
 }
 
 /** The sandbox configs (and their variables) of the places a tool may run, in `choices`' order. */
@@ -73,7 +75,7 @@ export const environmentsOf = (context: SandboxContext, choices: SandboxChoice[]
 export async function runCustomTool(
   choices: SandboxChoice[],
   environments: SandboxEnvironment[],
-  { agent, tool, args, defaultTimeoutMs }: CustomToolCall,
+  { agent, tool, args, defaultTimeoutMs, runId }: CustomToolCall,
   signal?: AbortSignal,
   api?: ToolApiAccess,
 ): Promise<{ job: ToolJob; run: ToolRunResult }> {
@@ -83,7 +85,7 @@ export async function runCustomTool(
     const route = api?.routeFor(choice.configType, Boolean(job.network));
     // A key the sandbox config or the agent's secrets set is the operator's choice, and kept.
     if (!api || !route || job.env.LETTA_API_KEY) return job;
-    granted ??= api.grant(agent.id, job.timeoutMs + TOKEN_MARGIN_MS);
+    granted ??= api.grant({ agentId: agent.id, runId }, job.timeoutMs + TOKEN_MARGIN_MS);
     const { token } = await granted;
     const env = { ...job.env, LETTA_BASE_URL: route.url, LETTA_API_KEY: token };
     return { ...job, env, apiSocket: route.socket };

@@ -1,10 +1,18 @@
 /**
  * How a sandboxed custom tool reaches this server's API as its agent, as Letta's injected `client`
  * does: the API's URL as each kind of sandbox sees it, and a scoped access token per call
- * (src/agent/access-tokens.ts) that names the calling agent alone and is revoked when the call ends.
+ * (src/agent/access-tokens.ts) that names the calling agent and the agents it works with (callPolicy),
+ * and is revoked when the call ends.
  */
 import type { Queryable } from '../db';
-import { createAccessToken, revokeToken, type AgentAccess } from '../agent/access-tokens';
+import {
+  ALL_ACCESS,
+  createAccessToken,
+  revokeToken,
+  type AgentAccess,
+  type AgentGrant,
+} from '../agent/access-tokens';
+import { relatedAgents } from '../db/agents';
 import type { SandboxType } from '../schemas/sandbox-config';
 import { BRIDGED_API_PORT } from '../sandbox/types';
 
@@ -13,7 +21,15 @@ import { BRIDGED_API_PORT } from '../sandbox/types';
  * wait behind the turn that waits for this call, so a message to its own agent from inside its turn is
  * refused (403), as the agent-to-agent tools refuse waiting on themselves.
  */
-const CALL_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages'];
+const OWN_ACCESS: AgentAccess[] = ['read_agent', 'write_agent', 'read_messages'];
+/** The agents sharing a tag with the caller, Letta's groups for agent-to-agent messages: read and message. */
+const TAG_MATE_ACCESS: AgentAccess[] = ['read_agent', 'read_messages', 'write_messages'];
+
+/** Where a sandboxed call's token was made from: its agent, and its turn's run when it has one. */
+export interface ToolCaller {
+  agentId: string;
+  runId?: string;
+}
 
 /** Where a sandbox's client reaches the API: `url` from inside it; `socket`, the host's end of its bridge. */
 export interface ApiRoute {
@@ -30,8 +46,8 @@ export interface ToolApiAccess {
    * none when it cannot.
    */
   routeFor(type: SandboxType, network: boolean): ApiRoute | undefined;
-  /** A token for the agent, living `ttlMs` at most; `revoke` ends it sooner. */
-  grant(agentId: string, ttlMs: number): Promise<{ token: string; revoke(): Promise<void> }>;
+  /** A token for the caller, living `ttlMs` at most; `revoke` ends it sooner. */
+  grant(caller: ToolCaller, ttlMs: number): Promise<{ token: string; revoke(): Promise<void> }>;
 }
 
 export interface ToolApiUrls {
@@ -45,7 +61,23 @@ export interface ToolApiUrls {
   localHasNetwork: boolean;
 }
 
-export function toolApiAccess(db: Queryable, urls: ToolApiUrls): ToolApiAccess {
+/**
+ * The policy of a call's token: its own agent, the agents it created (in full, as their owner), and
+ * those sharing one of its tags (to read and message), `maxAgents` in all.
+ */
+async function callPolicy(db: Queryable, agentId: string, maxAgents: number): Promise<AgentGrant[]> {
+  const related = await relatedAgents(db, agentId, maxAgents - 1);
+  return [
+    { type: 'agent', id: agentId, access: OWN_ACCESS },
+    ...related.map(({ id, created }): AgentGrant => ({
+      type: 'agent',
+      id,
+      access: created ? ALL_ACCESS : TAG_MATE_ACCESS,
+    })),
+  ];
+}
+
+export function toolApiAccess(db: Queryable, urls: ToolApiUrls, maxAgents: number): ToolApiAccess {
   const at = (url: string | undefined) => (url ? { url } : undefined);
   return {
     routeFor(type, network) {
@@ -54,13 +86,14 @@ export function toolApiAccess(db: Queryable, urls: ToolApiUrls): ToolApiAccess {
       const socket = urls.socket();
       return socket ? { url: BRIDGED_API_URL, socket } : undefined;
     },
-    async grant(agentId, ttlMs) {
+    async grant({ agentId, runId }, ttlMs) {
       const { token } = await createAccessToken(
         db,
         {
           hostname: 'http://localhost',
-          policy: [{ type: 'agent', id: agentId, access: CALL_ACCESS }],
+          policy: await callPolicy(db, agentId, maxAgents),
           expiresAt: new Date(Date.now() + ttlMs),
+          caller: { agent_id: agentId, run_id: runId ?? null },
         },
         { defaultTtlMs: ttlMs, maxTtlMs: ttlMs + 1_000 },
       );

@@ -22,6 +22,8 @@ import type { ToolRule } from '../../schemas/tool-rules';
 import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { principalOf } from '../scoped-access';
+import { adoptCreatedAgent } from '../../agent/access-tokens';
 import { AgentStateSchema, BlockSchema, ToolSchema } from '../schemas/responses';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });
@@ -79,9 +81,11 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
 
   router.post(
     '/v1/agents',
-    { summary: 'Create agent', body: CreateAgentSchema, response: AgentStateSchema },
+    { summary: 'Create agent', body: CreateAgentSchema, response: AgentStateSchema, callsCreateAgents: true },
     async (req, res) => {
       const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
+      const principal = principalOf(res);
+      if (principal.kind === 'token') await adoptCreatedAgent(ctx.db, principal.grant, agent.id);
       res.json(await state(agent));
     },
   );

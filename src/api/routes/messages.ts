@@ -28,6 +28,7 @@ import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { turnChainOf } from '../scoped-access';
 
 type InputMessage = NonNullable<LettaRequest['messages']>[number];
 
@@ -75,6 +76,7 @@ export function messageHandlers(ctx: ApiContext) {
     body: LettaRequest,
     runType: string,
     background: boolean,
+    res: Response,
     streamTokens = false,
   ) => {
     const { answers, messages } = inputOf(body);
@@ -95,7 +97,12 @@ export function messageHandlers(ctx: ApiContext) {
     const callbackUrl = body.callback_url
       ? checkWebhookUrl(body.callback_url, ctx.config.OUTBOUND_ALLOW_PRIVATE)
       : undefined;
-    return startAgentTurn(ctx, { ...options, userMessages: messages, callbackUrl });
+    return startAgentTurn(ctx, {
+      ...options,
+      userMessages: messages,
+      callbackUrl,
+      metadata: turnChainOf(res),
+    });
   };
 
   /** A blocking request answers once its run has stopped; a streaming one streams it as it runs. */
@@ -105,7 +112,7 @@ export function messageHandlers(ctx: ApiContext) {
     }
     const runType = streaming ? 'send_message_streaming' : 'send_message';
     const streamTokens = streaming && body.stream_tokens;
-    const { run, alive } = await start(to, body, runType, streaming && body.background, streamTokens);
+    const { run, alive } = await start(to, body, runType, streaming && body.background, res, streamTokens);
     if (streaming)
       return streamRun(ctx, res, run, alive, {
         includePings: body.include_pings,
@@ -208,6 +215,7 @@ export function messagesRouter(ctx: ApiContext): DocumentedRouter {
         parseBody(LettaRequestSchema, req),
         'send_message_async',
         true,
+        res,
       );
       res.json(runShape(run));
     },

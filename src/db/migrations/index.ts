@@ -26,6 +26,7 @@ import { lanes } from './0020-lanes';
 import { runStopEvents } from './0021-run-stop-events';
 import { toolCallClaims } from './0022-tool-call-claims';
 import { accessTokens } from './0023-access-tokens';
+import { callTokens } from './0024-call-tokens';
 
 export const migrations: Migration[] = [
   initial,
@@ -51,4 +52,5 @@ export const migrations: Migration[] = [
   runStopEvents,
   toolCallClaims,
   accessTokens,
+  callTokens,
 ];

@@ -14,6 +14,22 @@ import { connectTemporalClient, finishedTurnHistory, turnWorkflowId } from './he
 /** A Python tool's source from its lines (the function's body indented by the caller). */
 const python = (...lines: string[]) => `${lines.join('\n')}\n`;
 
+/** A TypeScript tool using the official client, its string parameters named in `params`. */
+const typescriptTool = (name: string, description: string, params: string[], ...lines: string[]) => ({
+  source_code: `${lines.join('\n')}\n`,
+  source_type: 'typescript',
+  json_schema: {
+    name,
+    description,
+    parameters: {
+      type: 'object',
+      properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])),
+      required: params,
+    },
+  },
+  npm_requirements: [{ name: '@letta-ai/letta-client' }],
+});
+
 describe("a custom tool's Letta client", () => {
   const h = useAgentServer('openai');
   const sandboxConfig = async (body: Record<string, unknown>) => {
@@ -83,17 +99,18 @@ describe("a custom tool's Letta client", () => {
   }, 120_000);
 
   it("is the official TypeScript client in a TypeScript tool, which lists its own agent's tools", async () => {
-    const tool = await h.client.tools.create({
-      source_code:
-        "export async function my_tools(): Promise<string> {\n  if (client === null) return 'no client';\n  const page = await client.agents.tools.list(process.env.LETTA_AGENT_ID);\n  return page.getPaginatedItems().map((t) => t.name).sort().join(',');\n}\n",
-      source_type: 'typescript',
-      json_schema: {
-        name: 'my_tools',
-        description: "Lists the agent's tools.",
-        parameters: { type: 'object', properties: {}, required: [] },
-      },
-      npm_requirements: [{ name: '@letta-ai/letta-client' }],
-    });
+    const tool = await h.client.tools.create(
+      typescriptTool(
+        'my_tools',
+        "Lists the agent's tools.",
+        [],
+        'export async function my_tools(): Promise<string> {',
+        "  if (client === null) return 'no client';",
+        '  const page = await client.agents.tools.list(process.env.LETTA_AGENT_ID);',
+        "  return page.getPaginatedItems().map((t) => t.name).sort().join(',');",
+        '}',
+      ),
+    );
     const agent = await h.client.agents.create({
       model: 'openai/gpt-4o-mini',
       tools: ['memory_insert'],
@@ -333,38 +350,29 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
   }, 180_000);
 
   it('creates an agent (TypeScript), messages it, and reaches it again in a later call', async () => {
-    const tool = await admin().tools.upsert({
-      source_code: [
+    const tool = await admin().tools.upsert(
+      typescriptTool(
+        'delegate',
+        'Delegates a task to a new helper agent.',
+        ['task'],
         'export async function delegate(task: string): Promise<string> {',
         "  const helper = await client.agents.create({ model: 'openai/gpt-4o-mini', name: 'helper' });",
         "  const reply = await client.agents.messages.create(helper.id, { messages: [{ role: 'user', content: task }] });",
         "  const texts = reply.messages.filter((m) => m.message_type === 'assistant_message').map((m) => m.content);",
         "  return `${helper.id} ${texts.join(' ')}`;",
         '}',
-      ].join('\n'),
-      source_type: 'typescript',
-      json_schema: {
-        name: 'delegate',
-        description: 'Delegates a task to a new helper agent.',
-        parameters: { type: 'object', properties: { task: { type: 'string' } }, required: ['task'] },
-      },
-      npm_requirements: [{ name: '@letta-ai/letta-client' }],
-    });
-    const recall = await admin().tools.upsert({
-      source_code:
-        'export async function recall(helper_id: string): Promise<string> {\n  return (await client.agents.retrieve(helper_id)).name;\n}\n',
-      source_type: 'typescript',
-      json_schema: {
-        name: 'recall',
-        description: 'Names a helper agent.',
-        parameters: {
-          type: 'object',
-          properties: { helper_id: { type: 'string' } },
-          required: ['helper_id'],
-        },
-      },
-      npm_requirements: [{ name: '@letta-ai/letta-client' }],
-    });
+      ),
+    );
+    const recall = await admin().tools.upsert(
+      typescriptTool(
+        'recall',
+        'Names a helper agent.',
+        ['helper_id'],
+        'export async function recall(helper_id: string): Promise<string> {',
+        '  return (await client.agents.retrieve(helper_id)).name;',
+        '}',
+      ),
+    );
     const lead = await admin().agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id, recall.id] });
     h.stub.enqueue(
       { toolCalls: [{ name: 'delegate', arguments: { task: 'Count to three.' } }] },

@@ -201,6 +201,19 @@ describe('client-side access tokens', () => {
     expect(answers.filter((answer) => answer.status !== expected(answer))).toEqual([]);
   });
 
+  it('cannot widen its reach through its agent: no blocks of others by id, no tags it lacks', async () => {
+    const agent = clientWith(await tokenFor(agentA, EVERY_ACCESS)).agents;
+    const [otherBlock] = (await admin.agents.blocks.list(agentB)).getPaginatedItems();
+    await expect(agent.update(agentA, { block_ids: [otherBlock.id] })).rejects.toMatchObject({ status: 403 });
+    // Tags decide which agents a sandboxed call's token reaches.
+    await expect(agent.update(agentA, { tags: ['admins'] })).rejects.toMatchObject({ status: 403 });
+    expect((await agent.update(agentA, { description: 'Edited with a token', tags: [] })).description).toBe(
+      'Edited with a token',
+    );
+    const blocks = (await admin.agents.blocks.list(agentA)).getPaginatedItems();
+    expect(blocks.map((b) => b.id)).not.toContain(otherBlock.id);
+  });
+
   it('fails at once when revoked, and after it expires', async () => {
     const token = await tokenFor(agentA, ['read_agent']);
     const client = clientWith(token);

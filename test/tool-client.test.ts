@@ -349,6 +349,33 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
     });
   }, 180_000);
 
+  it("gives the agents it creates its own agent's tags, no others", async () => {
+    const tool = await admin().tools.upsert({
+      source_code: python(
+        'def spawn(tag: str) -> str:',
+        '    """Creates a tagged helper.',
+        '',
+        '    Args:',
+        "        tag: The helper's tag.",
+        '    """',
+        '    try:',
+        '        return client.agents.create(model="openai/gpt-4o-mini", tags=[tag]).tags[0]',
+        '    except Exception as error:',
+        '        return f"refused {getattr(error, \'status_code\', error)}"',
+      ),
+      pip_requirements: [{ name: 'letta-client' }],
+    });
+    const lead = await admin().agents.create({
+      model: 'openai/gpt-4o-mini',
+      tags: ['team'],
+      tool_ids: [tool.id],
+    });
+    const spawn = (tag: string) => admin().agents.tools.run('spawn', { agent_id: lead.id, args: { tag } });
+    expect(await spawn('team')).toMatchObject({ func_return: 'team' });
+    // Another tag would make the helper's calls reach agents its creator's do not.
+    expect(await spawn('admins')).toMatchObject({ func_return: 'refused 403' });
+  }, 120_000);
+
   it('creates an agent (TypeScript), messages it, and reaches it again in a later call', async () => {
     const tool = await admin().tools.upsert(
       typescriptTool(

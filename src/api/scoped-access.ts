@@ -135,6 +135,27 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
   };
 }
 
+/**
+ * What a scoped token may not put in an agent it creates or edits: existing blocks by id (another
+ * agent's memory, as attaching one is) and tags beyond `tags` (tags decide which agents a sandboxed
+ * call's token reaches, so a token could otherwise widen its own reach).
+ */
+export function checkTokenAgentBody(
+  res: Response,
+  body: { block_ids?: string[] | null; tags?: string[] | null },
+  tags: readonly string[],
+): void {
+  if (principalOf(res).kind === 'full') return;
+  if (body.block_ids?.length)
+    throw new HttpError(403, 'A scoped access token cannot attach existing blocks by id');
+  const added = (body.tags ?? []).filter((tag) => !tags.includes(tag));
+  if (added.length)
+    throw new HttpError(
+      403,
+      `A scoped access token cannot give an agent tags it does not have (${added.join(', ')}): tags decide which agents sandboxed calls reach`,
+    );
+}
+
 /** What a sandboxed call's message adds to the metadata of the turn it starts (scopedAccess). */
 export const turnChainOf = (res: Response): Record<string, unknown> | undefined =>
   res.locals.turnChain as Record<string, unknown> | undefined;

@@ -22,7 +22,7 @@ import type { ToolRule } from '../../schemas/tool-rules';
 import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
-import { principalOf } from '../scoped-access';
+import { checkTokenAgentBody, principalOf } from '../scoped-access';
 import { adoptCreatedAgent } from '../../agent/access-tokens';
 import { AgentStateSchema, BlockSchema, ToolSchema } from '../schemas/responses';
 
@@ -83,8 +83,13 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/agents',
     { summary: 'Create agent', body: CreateAgentSchema, response: AgentStateSchema, callsCreateAgents: true },
     async (req, res) => {
-      const agent = await createAgent(ctx.db, ctx.config, parseBody(CreateAgentSchema, req));
+      const body = parseBody(CreateAgentSchema, req);
       const principal = principalOf(res);
+      const caller = principal.kind === 'token' ? principal.grant.caller : undefined;
+      // A call's new agent may have its caller's tags, no others.
+      if (caller)
+        checkTokenAgentBody(res, body, (await repo.getAgentRow(ctx.db, caller.agentId))?.tags ?? []);
+      const agent = await createAgent(ctx.db, ctx.config, body);
       if (principal.kind === 'token') await adoptCreatedAgent(ctx.db, principal.grant, agent.id);
       res.json(await state(agent));
     },
@@ -131,7 +136,9 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
     { summary: 'Modify agent', body: UpdateAgentSchema, response: AgentStateSchema },
     async (req, res) => {
       const agent = await loadAgent(ctx, req.params.agentId);
-      res.json(await state(await updateAgent(ctx.db, ctx.config, agent, parseBody(UpdateAgentSchema, req))));
+      const body = parseBody(UpdateAgentSchema, req);
+      checkTokenAgentBody(res, body, agent.tags);
+      res.json(await state(await updateAgent(ctx.db, ctx.config, agent, body)));
     },
   );
 

@@ -127,7 +127,7 @@ export const ConfigSchema = z.object({
   LETTA_PUBLIC_URL: url
     .optional()
     .describe(
-      "the API's URL as sandboxes reach it (E2B, Modal, or a local sandbox with the network): sandboxed tools get it as `LETTA_BASE_URL` with a token for their call; unset, a local sandbox with the network gets this server's own address and remote sandboxes get no client",
+      "the API's URL as sandboxes reach it (E2B, Modal, or a local sandbox with the network): sandboxed tools get it as `LETTA_BASE_URL` with a token for their call; in a worker-only process, where local sandboxes without the network reach the API too (through their bridge). Unset: a local sandbox with the network gets this server's own address, remote sandboxes and a worker's sandboxes without the network get no client",
     ),
   HOST: z
     .string()

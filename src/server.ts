@@ -3,11 +3,8 @@ import { agentMessageActivities } from '../activities/agent-messages';
 import { laneActivities } from '../activities/lanes';
 import { signalLaneReleased, type TurnServices } from './agent/turns';
 import http from 'node:http';
-import fs from 'node:fs';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities';
@@ -23,6 +20,7 @@ import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost, tokensOnly } from './api/access';
 import { createApp } from './api/app';
+import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
 import { providerRegistry } from './llm';
@@ -154,16 +152,31 @@ export async function startServer(
       taskQueues: queues,
     };
     let workerVersion: WorkerDeploymentVersion | undefined;
-    /** This process's API as a local sandbox with the host's network reaches it, once it listens. */
-    let localApiUrl: string | undefined;
-    /** This process's API socket for local sandboxes without a network, once it listens. */
+    // The sandboxes' ways to the API, there before any worker runs a call: this process's own API once
+    // it is up (a request, or a call asking its address, waits for it), or, in a worker, the API at
+    // LETTA_PUBLIC_URL.
+    const localApi = lateApi();
+    if (role === 'worker') localApi.fail();
+    const socketListener =
+      role === 'worker'
+        ? config.LETTA_PUBLIC_URL && forwardingToApi(config.LETTA_PUBLIC_URL)
+        : tokensOnly(localApi.listener);
     let apiSocket: string | undefined;
+    if (socketListener) {
+      const socket = await openApiSocket((at) =>
+        listen(socketListener, at, config.HTTP_KEEP_ALIVE_TIMEOUT_MS),
+      );
+      undo.push(() => socket.close());
+      apiSocket = socket.path;
+    }
+    // Before the socket closes (undo runs backwards): a request still waiting for the app is answered.
+    undo.push(async () => localApi.fail());
     const toolApi = toolApiAccess(
       db,
       {
         publicUrl: config.LETTA_PUBLIC_URL,
-        localUrl: () => localApiUrl,
-        socket: () => apiSocket,
+        localUrl: localApi.url,
+        socket: apiSocket,
         localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
       },
       config.ACCESS_TOKEN_MAX_AGENTS,
@@ -316,16 +329,7 @@ export async function startServer(
       undo.push(() => closeServer(server));
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
-      localApiUrl = `http://${reachableHost(config.HOST)}:${port}`;
-      const socketDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-api-'));
-      undo.push(async () => fs.rmSync(socketDir, { recursive: true, force: true }));
-      const socketServer = await listen(
-        tokensOnly(app),
-        { path: path.join(socketDir, 'api.sock') },
-        keepAliveMs,
-      );
-      undo.push(() => closeServer(socketServer));
-      apiSocket = openToSandboxes(socketDir, socketServer);
+      localApi.resolve(app, `http://${reachableHost(config.HOST)}:${port}`);
       log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
       const resumed = await resumePendingIngestions(turns);
       if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
@@ -399,18 +403,6 @@ function reachableHost(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
   if (host === '::' || host === '[::]') return '[::1]';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
-/**
- * The API socket's path, connectable by the sandboxes' uid (nobody, when this server is root): its
- * folder can be passed through but not listed. Anyone on the host who can reach it could also reach
- * the API's port; it takes tokens only.
- */
-function openToSandboxes(socketDir: string, server: http.Server): string {
-  const socket = server.address() as string;
-  fs.chmodSync(socketDir, 0o711);
-  fs.chmodSync(socket, 0o666);
-  return socket;
 }
 
 /**

@@ -9,6 +9,10 @@ import Letta from '@letta-ai/letta-client';
 import os from 'node:os';
 import pino from 'pino';
 import { useAgentServer } from './helpers/agent-server';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { freePort, silentLogger, testConfig, testTemporalAddress, uniqueSuffix } from './helpers/env';
+import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { startServer, type RunningServer } from '../src/server';
 import { connectTemporalClient, finishedTurnHistory, turnWorkflowId } from './helpers/temporal';
 
 /** A Python tool's source from its lines (the function's body indented by the caller). */
@@ -433,6 +437,72 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
       status: 'error',
     });
   }, 240_000);
+});
+
+describe("a sandboxed tool's client when the API and the workers run apart", () => {
+  const PASSWORD = 'the split deployment password';
+  let schema: TestSchema;
+  let stub: OpenAiStub;
+  const servers: RunningServer[] = [];
+
+  beforeAll(async () => {
+    schema = await createTestSchema();
+    stub = await startOpenAiStub();
+  });
+  afterAll(async () => {
+    for (const server of servers.reverse()) await server.stop();
+    await stub?.close();
+    await schema?.drop();
+  });
+
+  it("reaches the API at LETTA_PUBLIC_URL from a worker's sandbox without a network, with its token alone", async () => {
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: schema.url,
+      TEMPORAL_ADDRESS: testTemporalAddress(),
+      TASK_QUEUE_PREFIX: `split-${uniqueSuffix()}-`,
+      PORT: String(port),
+      LETTA_SERVER_PASSWORD: PASSWORD,
+      LETTA_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'test-key',
+    };
+    servers.push(await startServer(testConfig(env), silentLogger(), { role: 'api' }));
+    servers.push(await startServer(testConfig(env), silentLogger(), { role: 'worker' }));
+    const admin = new Letta({ baseURL: `http://127.0.0.1:${port}`, apiKey: PASSWORD, maxRetries: 0 });
+    const tool = await admin.tools.create({
+      source_code: python(
+        'import os, urllib.error, urllib.request',
+        '',
+        'def remember(fact: str) -> str:',
+        '    """Remembers a fact.',
+        '',
+        '    Args:',
+        '        fact: What to remember.',
+        '    """',
+        '    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value=fact)',
+        '    try:',
+        '        urllib.request.urlopen(os.environ["LETTA_BASE_URL"] + "/v1/agents/")',
+        '    except urllib.error.HTTPError as error:',
+        '        return f"remembered, {error.code} without a token"',
+      ),
+      pip_requirements: [{ name: 'letta-client' }],
+    });
+    const agent = await admin.agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
+      tool_ids: [tool.id],
+    });
+    stub.enqueue({ toolCalls: [{ name: 'remember', arguments: { fact: 'Likes tea' } }] }, { text: 'Noted.' });
+    const response = await admin.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea.' }],
+    });
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+      tool_return: 'remembered, 401 without a token',
+    });
+    expect((await admin.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Likes tea');
+  }, 120_000);
 });
 
 /** An address of this host other than loopback, which a sandbox with the host's network would reach. */

@@ -82,7 +82,7 @@ export async function runCustomTool(
   let granted: ReturnType<ToolApiAccess['grant']> | undefined;
   const jobFor = async (choice: SandboxChoice) => {
     const job = customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
-    const route = api?.routeFor(choice.configType, Boolean(job.network));
+    const route = await api?.routeFor(choice.configType, Boolean(job.network));
     // A key the sandbox config or the agent's secrets set is the operator's choice, and kept.
     if (!api || !route || job.env.LETTA_API_KEY) return job;
     granted ??= api.grant({ agentId: agent.id, runId }, job.timeoutMs + TOKEN_MARGIN_MS);

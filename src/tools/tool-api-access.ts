@@ -45,7 +45,7 @@ export interface ToolApiAccess {
    * How a sandbox of this type reaches the API (`network`: its config allows the host's network);
    * none when it cannot.
    */
-  routeFor(type: SandboxType, network: boolean): ApiRoute | undefined;
+  routeFor(type: SandboxType, network: boolean): Promise<ApiRoute | undefined>;
   /** A token for the caller, living `ttlMs` at most; `revoke` ends it sooner. */
   grant(caller: ToolCaller, ttlMs: number): Promise<{ token: string; revoke(): Promise<void> }>;
 }
@@ -53,10 +53,10 @@ export interface ToolApiAccess {
 export interface ToolApiUrls {
   /** LETTA_PUBLIC_URL: where every sandbox with a network reaches the API. */
   publicUrl?: string;
-  /** This process's own API address, once it listens; none in a worker-only process. */
-  localUrl(): string | undefined;
-  /** This process's API socket, which takes tokens only; none in a worker-only process. */
-  socket(): string | undefined;
+  /** This process's own API address once it listens; none in a worker-only process. */
+  localUrl: Promise<string | undefined>;
+  /** The API's socket, which takes tokens only; none in a worker-only process without publicUrl. */
+  socket?: string;
   /** Local sandboxes have the host's network whatever their config says (SANDBOX_TYPE=local-unsafe). */
   localHasNetwork: boolean;
 }
@@ -80,11 +80,10 @@ async function callPolicy(db: Queryable, agentId: string, maxAgents: number): Pr
 export function toolApiAccess(db: Queryable, urls: ToolApiUrls, maxAgents: number): ToolApiAccess {
   const at = (url: string | undefined) => (url ? { url } : undefined);
   return {
-    routeFor(type, network) {
+    async routeFor(type, network) {
       if (type !== 'local') return at(urls.publicUrl);
-      if (network || urls.localHasNetwork) return at(urls.publicUrl ?? urls.localUrl());
-      const socket = urls.socket();
-      return socket ? { url: BRIDGED_API_URL, socket } : undefined;
+      if (network || urls.localHasNetwork) return at(urls.publicUrl ?? (await urls.localUrl));
+      return urls.socket ? { url: BRIDGED_API_URL, socket: urls.socket } : undefined;
     },
     async grant({ agentId, runId }, ttlMs) {
       const { token } = await createAccessToken(

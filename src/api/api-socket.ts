@@ -1,0 +1,103 @@
+/**
+ * The API's socket for local sandboxes without a network (src/sandbox/python/api_bridge.py bridges
+ * it in): the one way out of such a sandbox, for a sandboxed call's scoped access token alone.
+ *
+ * In a process that serves the API, the socket serves the same app, taking tokens only (`tokensOnly`).
+ * In a worker-only process (`--role=worker`) it forwards to the API at LETTA_PUBLIC_URL the requests
+ * that carry a token, and answers 401 to the rest without forwarding them, so the API never sees a
+ * sandbox's request without one.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { isAccessToken } from '../agent/access-tokens';
+
+const bearerOf = (req: http.IncomingMessage) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+
+const answer = (res: http.ServerResponse, status: number, detail: string) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ detail }));
+
+/** Forwards requests bearing a scoped access token to the API at `apiUrl`, path prefix kept. */
+export function forwardingToApi(apiUrl: string): http.RequestListener {
+  const base = new URL(apiUrl);
+  const prefix = base.pathname.replace(/\/$/, '');
+  const transport = base.protocol === 'https:' ? https : http;
+  return (req, res) => {
+    const bearer = bearerOf(req);
+    if (!bearer || !isAccessToken(bearer)) return answer(res, 401, 'Unauthorized');
+    const { 'x-bare-password': _password, ...headers } = req.headers;
+    const upstream = transport.request(
+      new URL(prefix + (req.url ?? '/'), base),
+      { method: req.method, headers: { ...headers, host: base.host } },
+      (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(res);
+      },
+    );
+    upstream.on('error', (error) => {
+      if (res.headersSent) res.destroy(error);
+      else answer(res, 502, `The API at LETTA_PUBLIC_URL did not answer: ${error.message}`);
+    });
+    req.pipe(upstream);
+  };
+}
+
+/**
+ * This process's API before it listens: `listener` holds each request until `resolve` gives the app,
+ * and `url` its address; once `fail` says it never will (the server stops), requests are answered 503
+ * and the address is none.
+ */
+export function lateApi(): {
+  listener: http.RequestListener;
+  url: Promise<string | undefined>;
+  resolve(app: http.RequestListener, url: string): void;
+  fail(): void;
+} {
+  let resolve: (api: { app: http.RequestListener; url: string } | undefined) => void = () => {};
+  const ready = new Promise<{ app: http.RequestListener; url: string } | undefined>((r) => (resolve = r));
+  return {
+    listener: (req, res) =>
+      void ready.then((api) => (api ? api.app(req, res) : answer(res, 503, 'The API is stopping'))),
+    url: ready.then((api) => api?.url),
+    resolve: (app, url) => resolve({ app, url }),
+    fail: () => resolve(undefined),
+  };
+}
+
+/** A listener for the API's socket; `path` is what sandboxes bind in. */
+export interface ApiSocket {
+  path: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on a fresh socket, connectable by the sandboxes' uid (nobody, when this server is root): its
+ * folder can be passed through but not listed. Anyone on the host who can reach it could also reach
+ * the API's port; it takes tokens only.
+ */
+export async function openApiSocket(
+  listen: (at: { path: string }) => Promise<http.Server>,
+): Promise<ApiSocket> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-api-'));
+  const socket = path.join(dir, 'api.sock');
+  try {
+    const server = await listen({ path: socket });
+    fs.chmodSync(dir, 0o711);
+    fs.chmodSync(socket, 0o666);
+    return {
+      path: socket,
+      close: async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Status } from 'nice-grpc';
 import { useAgentServer } from './helpers/agent-server';
-import { startModalServer, type ModalServer } from './helpers/modal-server';
+import { useModalServer } from './helpers/modal-server';
 import { eventually } from './helpers/eventually';
 import { silentLogger } from './helpers/env';
 import { jsonRequest } from './helpers/http';
@@ -27,21 +27,6 @@ const job = (source: string, name: string, extra: Partial<ToolJob> = {}): ToolJo
   returnCharLimit: 10_000,
   ...extra,
 });
-
-/** Points the SDK at the fake: it reads MODAL_SERVER_URL when a client is made. */
-function useModalServer(): { modal: ModalServer } {
-  const harness = {} as { modal: ModalServer };
-  const saved = { ...process.env };
-  beforeAll(async () => {
-    harness.modal = await startModalServer();
-    Object.assign(process.env, harness.modal.env);
-  });
-  afterAll(async () => {
-    process.env = saved;
-    await harness.modal?.close();
-  });
-  return harness;
-}
 
 const ECHO = `import os, sys
 

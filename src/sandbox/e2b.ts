@@ -27,6 +27,7 @@ import {
   framedResult,
   framedRunnerJob,
   pipSpecs,
+  reusableEnv,
   shellQuote,
   stopWhen,
   unavailable as unavailableIn,
@@ -210,6 +211,6 @@ function runnerCommand(dir: string): string {
 
 function configHash(template: string, job: ToolJob): string {
   const requirements = pipSpecs(job).sort();
-  const env = Object.entries(job.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const env = reusableEnv(job);
   return createHash('sha256').update(JSON.stringify({ template, requirements, env })).digest('hex');
 }

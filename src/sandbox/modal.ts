@@ -28,6 +28,7 @@ import {
   framedResult,
   framedRunnerJob,
   pipSpecs,
+  reusableEnv,
   shellQuote,
   stopWhen,
   unavailable as unavailableIn,
@@ -285,8 +286,9 @@ function installCommands(job: ToolJob): string[] {
 
 /** The image and the whole environment: a sandbox is only shared by calls that see the same. */
 function sandboxKey(imageKey: string, job: ToolJob): string {
-  const env = Object.entries(job.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify({ imageKey, env })).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify({ imageKey, env: reusableEnv(job) }))
+    .digest('hex');
 }
 
 /** The SDK logs a message and key-value pairs. */

@@ -7,6 +7,18 @@ import { CorruptResultError, splitFramedResult } from './result-frame';
 import { failure, keptOf, outputLines, parsedResult, type OutputLimits } from './results';
 import { SandboxUnavailableError, type ToolJob, type ToolRunResult } from './types';
 
+/** Variables new with every call (a call's own access token): they never decide which sandbox is reused. */
+const PER_CALL_VARIABLES = new Set(['LETTA_API_KEY']);
+
+/**
+ * The job's environment as a kept sandbox is chosen by (each call still passes its own): every
+ * variable of its config and agent, in order, without the per-call ones.
+ */
+export const reusableEnv = (job: ToolJob): [string, string][] =>
+  Object.entries(job.env)
+    .filter(([name]) => !PER_CALL_VARIABLES.has(name))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
 /** What a finished remote command gave back. */
 export interface CommandOutput {
   stdout: string;

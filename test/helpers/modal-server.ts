@@ -934,3 +934,21 @@ export async function startModalServer(options: ModalServerOptions = {}): Promis
     },
   };
 }
+
+/**
+ * For a describe block: before its tests, a Modal server with the SDK pointed at it (the SDK reads
+ * MODAL_SERVER_URL when a client is made); after them, the environment restored and the server closed.
+ */
+export function useModalServer(): { modal: ModalServer } {
+  const harness = {} as { modal: ModalServer };
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    harness.modal = await startModalServer();
+    Object.assign(process.env, harness.modal.env);
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await harness.modal?.close();
+  });
+  return harness;
+}

@@ -207,7 +207,8 @@ describe("a sandboxed tool's own access token", () => {
         '        call()',
         '        return "reached"',
         '    except Exception as error:',
-        '        return str(getattr(error, "status_code", None) or getattr(error, "code", None) or type(error).__name__)',
+        '        code = str(getattr(error, "status_code", None) or getattr(error, "code", None) or type(error).__name__)',
+        '        return code + ("/explained" if "cannot message its own agent" in str(error) else "")',
         '',
         'def poke(other_id: str, host: str, port: int) -> str:',
         '    """Edits its own memory, pokes another agent and the network.',
@@ -259,8 +260,8 @@ describe("a sandboxed tool's own access token", () => {
     const { words, own } = await pokeInTurn('os.environ["LETTA_API_KEY"][::-1]');
     const [other, ownMessage, bare, password, hostApi, loopbackApi, outside, reversed] = words;
     expect(other).toBe('403');
-    // A message to its own agent would wait behind the turn that waits for the call: refused.
-    expect(ownMessage).toBe('403');
+    // A message to its own agent would wait behind the turn that waits for the call: refused, saying so.
+    expect(ownMessage).toBe('403/explained');
     // The bridge takes tokens only: neither nothing nor the server's password passes there.
     expect([bare, password]).toEqual(['401', '401']);
     // No other way out: not the API's port on the host, nor anything beyond.
@@ -351,6 +352,47 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
     ).toMatchObject({
       func_return: 'refused 403',
     });
+  }, 180_000);
+
+  it('does the same in the other language: a Python tool creates and messages a helper, a TypeScript one edits its memory', async () => {
+    const delegate = await admin().tools.upsert({
+      source_code: python(
+        'def py_delegate(task: str) -> str:',
+        '    """Delegates a task to a new helper agent.',
+        '',
+        '    Args:',
+        '        task: The task.',
+        '    """',
+        '    helper = client.agents.create(model="openai/gpt-4o-mini", name="py-helper")',
+        '    reply = client.agents.messages.create(helper.id, messages=[{"role": "user", "content": task}])',
+        '    return " ".join(str(m.content) for m in reply.messages if m.message_type == "assistant_message")',
+      ),
+      pip_requirements: [{ name: 'letta-client' }],
+    });
+    const remember = await admin().tools.upsert(
+      typescriptTool(
+        'ts_remember',
+        'Remembers a fact.',
+        ['fact'],
+        'export async function ts_remember(fact: string): Promise<string> {',
+        "  await client.agents.blocks.update('human', { agent_id: process.env.LETTA_AGENT_ID, value: fact });",
+        "  return 'remembered';",
+        '}',
+      ),
+    );
+    const lead = await admin().agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
+      tool_ids: [delegate.id, remember.id],
+    });
+    h.stub.enqueue({ text: 'Four.' });
+    expect(
+      await admin().agents.tools.run('py_delegate', { agent_id: lead.id, args: { task: 'Two and two?' } }),
+    ).toMatchObject({ status: 'success', func_return: 'Four.' });
+    expect(
+      await admin().agents.tools.run('ts_remember', { agent_id: lead.id, args: { fact: 'Likes tea' } }),
+    ).toMatchObject({ status: 'success', func_return: 'remembered' });
+    expect((await admin().agents.blocks.retrieve('human', { agent_id: lead.id })).value).toBe('Likes tea');
   }, 180_000);
 
   it("gives the agents it creates its own agent's tags, no others", async () => {

@@ -121,6 +121,11 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
     agentId
       .then(async (agentId) => {
         if (!agentId || !principal.grant.allows(agentId, needs)) {
+          if (needs === 'write_messages' && agentId === principal.grant.caller?.agentId)
+            throw new HttpError(
+              403,
+              "A tool cannot message its own agent: the message would wait behind the turn that waits for the tool's call",
+            );
           if (owner.kind === 'agent')
             throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);
           // Another agent's run or conversation is answered as one that does not exist.

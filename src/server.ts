@@ -18,7 +18,7 @@ import { startWebhook, webhookPolicy, webhookSecret } from './agent/webhooks';
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
-import { isLoopbackHost, tokensOnly } from './api/access';
+import { isLoopbackHost, isWildcardHost, tokensOnly } from './api/access';
 import { createApp } from './api/app';
 import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { sandboxFix } from './banner';
@@ -400,8 +400,7 @@ function apiPassword(config: Config, log: Logger): string | undefined {
 
 /** The address a listener on `host` is reached at from this machine: loopback for a wildcard. */
 function reachableHost(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '[::1]';
+  if (isWildcardHost(host)) return host.includes(':') ? '[::1]' : '127.0.0.1';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 

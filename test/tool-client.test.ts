@@ -34,6 +34,26 @@ const typescriptTool = (name: string, description: string, params: string[], ...
   npm_requirements: [{ name: '@letta-ai/letta-client' }],
 });
 
+/** The first tool return among a response's messages. */
+const toolReturnOf = (messages: { message_type?: string }[]) =>
+  messages.find((m) => m.message_type === 'tool_return_message') as { status: string; tool_return: string };
+
+/** A new agent of `client`'s with these tools; `run` calls one outside a turn (`agents.tools.run`). */
+async function agentWithTools(
+  client: Letta,
+  tools: Letta.ToolUpsertParams[],
+  agent: Partial<Letta.AgentCreateParams> = {},
+) {
+  const toolIds: string[] = [];
+  for (const tool of tools) toolIds.push((await client.tools.upsert(tool)).id);
+  const created = await client.agents.create({ model: 'openai/gpt-4o-mini', ...agent, tool_ids: toolIds });
+  return {
+    agent: created,
+    run: (name: string, args: Record<string, unknown> = {}) =>
+      client.agents.tools.run(name, { agent_id: created.id, args }),
+  };
+}
+
 describe("a custom tool's Letta client", () => {
   const h = useAgentServer('openai');
   const sandboxConfig = async (body: Record<string, unknown>) => {
@@ -61,39 +81,36 @@ describe("a custom tool's Letta client", () => {
       '    client.agents.blocks.update("human", agent_id=os.environ["LETTA_AGENT_ID"], value=fact)',
       '    return "remembered"',
     );
-    const without = await h.client.tools.create({ source_code: source });
-    const agent = await h.client.agents.create({
-      model: 'openai/gpt-4o-mini',
+    const { agent, run } = await agentWithTools(h.client, [{ source_code: source }], {
       memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
-      tool_ids: [without.id],
     });
-    const remember = (fact: string) =>
-      h.client.agents.tools.run('remember', { agent_id: agent.id, args: { fact } });
+    const remember = (fact: string) => run('remember', { fact });
     expect(await remember('Likes tea')).toMatchObject({ status: 'success', func_return: 'no client' });
 
-    await h.client.tools.update(without.id, { pip_requirements: [{ name: 'letta-client' }] });
+    await h.client.tools.upsert({ source_code: source, pip_requirements: [{ name: 'letta-client' }] });
     expect(await remember('Likes tea')).toMatchObject({ status: 'success', func_return: 'remembered' });
     expect((await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Likes tea');
   }, 120_000);
 
   it('comes from the sandbox config: its requirements install the client for every tool', async () => {
-    const tool = await h.client.tools.create({
-      source_code: python(
-        'def my_agent() -> str:',
-        '    """Names its agent."""',
-        '    return "no client" if client is None else client.agents.retrieve(os.environ["LETTA_AGENT_ID"]).name',
-        '',
-        'import os',
-      ),
-    });
-    const agent = await h.client.agents.create({
-      model: 'openai/gpt-4o-mini',
-      name: 'named',
-      tool_ids: [tool.id],
-    });
+    const { run } = await agentWithTools(
+      h.client,
+      [
+        {
+          source_code: python(
+            'def my_agent() -> str:',
+            '    """Names its agent."""',
+            '    return "no client" if client is None else client.agents.retrieve(os.environ["LETTA_AGENT_ID"]).name',
+            '',
+            'import os',
+          ),
+        },
+      ],
+      { name: 'named' },
+    );
     await sandboxConfig({ pip_requirements: [{ name: 'letta-client' }] });
     try {
-      expect(await h.client.agents.tools.run('my_agent', { agent_id: agent.id, args: {} })).toMatchObject({
+      expect(await run('my_agent')).toMatchObject({
         status: 'success',
         func_return: 'named',
       });
@@ -103,24 +120,18 @@ describe("a custom tool's Letta client", () => {
   }, 120_000);
 
   it("is the official TypeScript client in a TypeScript tool, which lists its own agent's tools", async () => {
-    const tool = await h.client.tools.create(
-      typescriptTool(
-        'my_tools',
-        "Lists the agent's tools.",
-        [],
-        'export async function my_tools(): Promise<string> {',
-        "  if (client === null) return 'no client';",
-        '  const page = await client.agents.tools.list(process.env.LETTA_AGENT_ID);',
-        "  return page.getPaginatedItems().map((t) => t.name).sort().join(',');",
-        '}',
-      ),
+    const myTools = typescriptTool(
+      'my_tools',
+      "Lists the agent's tools.",
+      [],
+      'export async function my_tools(): Promise<string> {',
+      "  if (client === null) return 'no client';",
+      '  const page = await client.agents.tools.list(process.env.LETTA_AGENT_ID);',
+      "  return page.getPaginatedItems().map((t) => t.name).sort().join(',');",
+      '}',
     );
-    const agent = await h.client.agents.create({
-      model: 'openai/gpt-4o-mini',
-      tools: ['memory_insert'],
-      tool_ids: [tool.id],
-    });
-    const result = await h.client.agents.tools.run('my_tools', { agent_id: agent.id, args: {} });
+    const { run } = await agentWithTools(h.client, [myTools], { tools: ['memory_insert'] });
+    const result = await run('my_tools');
     expect(result.status).toBe('success');
     // The agent's tools as the API lists them: its defaults, memory_insert and this tool.
     expect(String(result.func_return).split(',')).toEqual(
@@ -129,36 +140,32 @@ describe("a custom tool's Letta client", () => {
   }, 180_000);
 
   it('reaches the API through its bridge with its token only, though this server asks no password', async () => {
-    const tool = await h.client.tools.create({
-      source_code: python(
-        'import os, urllib.error, urllib.request',
-        '',
-        'def bare() -> str:',
-        '    """Asks the API without a key."""',
-        '    try:',
-        '        return str(urllib.request.urlopen(os.environ["LETTA_BASE_URL"] + "/v1/agents/").status)',
-        '    except urllib.error.HTTPError as error:',
-        '        return str(error.code)',
-      ),
-    });
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
-    expect(await h.client.agents.tools.run('bare', { agent_id: agent.id, args: {} })).toMatchObject({
+    const bare = python(
+      'import os, urllib.error, urllib.request',
+      '',
+      'def bare() -> str:',
+      '    """Asks the API without a key."""',
+      '    try:',
+      '        return str(urllib.request.urlopen(os.environ["LETTA_BASE_URL"] + "/v1/agents/").status)',
+      '    except urllib.error.HTTPError as error:',
+      '        return str(error.code)',
+    );
+    const { run } = await agentWithTools(h.client, [{ source_code: bare }]);
+    expect(await run('bare')).toMatchObject({
       status: 'success',
       func_return: '401',
     });
   }, 60_000);
 
   it('keeps the LETTA_API_KEY and LETTA_BASE_URL a sandbox config sets', async () => {
-    const tool = await h.client.tools.create({
-      source_code: python(
-        'import os',
-        '',
-        'def where() -> str:',
-        '    """Says where its client points."""',
-        '    return os.environ["LETTA_BASE_URL"] + " " + os.environ["LETTA_API_KEY"]',
-      ),
-    });
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    const where = python(
+      'import os',
+      '',
+      'def where() -> str:',
+      '    """Says where its client points."""',
+      '    return os.environ["LETTA_BASE_URL"] + " " + os.environ["LETTA_API_KEY"]',
+    );
+    const { run } = await agentWithTools(h.client, [{ source_code: where }]);
     const config = await sandboxConfig({ allow_network: true });
     const variables: string[] = [];
     try {
@@ -173,7 +180,7 @@ describe("a custom tool's Letta client", () => {
         });
         variables.push(((await res.json()) as { id: string }).id);
       }
-      expect(await h.client.agents.tools.run('where', { agent_id: agent.id, args: {} })).toMatchObject({
+      expect(await run('where')).toMatchObject({
         func_return: 'https://letta.example.com my own key',
       });
     } finally {
@@ -248,10 +255,7 @@ describe("a sandboxed tool's own access token", () => {
     const response = await admin().agents.messages.create(own.id, {
       messages: [{ role: 'user', content: 'Poke.' }],
     });
-    const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
-      status: string;
-      tool_return: string;
-    };
+    const returned = toolReturnOf(response.messages);
     expect(returned).toMatchObject({ status: 'success' });
     return { words: returned.tool_return.split(' '), own, response };
   };
@@ -337,15 +341,9 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
     const response = await admin().agents.messages.create(lead.id, {
       messages: [{ role: 'user', content: 'Ask your mate.' }],
     });
-    const leadReturn = response.messages.find((m) => m.message_type === 'tool_return_message') as {
-      tool_return: string;
-    };
-    expect(leadReturn.tool_return).toBe('The answer is 42.');
+    expect(toolReturnOf(response.messages).tool_return).toBe('The answer is 42.');
     const mateMessages = (await admin().agents.messages.list(mate.id)).getPaginatedItems();
-    const mateReturn = mateMessages.find((m) => m.message_type === 'tool_return_message') as {
-      tool_return: string;
-    };
-    expect(mateReturn.tool_return).toBe('refused 409');
+    expect(toolReturnOf(mateMessages).tool_return).toBe('refused 409');
 
     expect(
       await admin().agents.tools.run('ask', { agent_id: lead.id, args: { other_id: stranger.id } }),
@@ -355,7 +353,7 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
   }, 180_000);
 
   it('does the same in the other language: a Python tool creates and messages a helper, a TypeScript one edits its memory', async () => {
-    const delegate = await admin().tools.upsert({
+    const delegate = {
       source_code: python(
         'def py_delegate(task: str) -> str:',
         '    """Delegates a task to a new helper agent.',
@@ -368,35 +366,33 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
         '    return " ".join(str(m.content) for m in reply.messages if m.message_type == "assistant_message")',
       ),
       pip_requirements: [{ name: 'letta-client' }],
-    });
-    const remember = await admin().tools.upsert(
-      typescriptTool(
-        'ts_remember',
-        'Remembers a fact.',
-        ['fact'],
-        'export async function ts_remember(fact: string): Promise<string> {',
-        "  await client.agents.blocks.update('human', { agent_id: process.env.LETTA_AGENT_ID, value: fact });",
-        "  return 'remembered';",
-        '}',
-      ),
+    };
+    const remember = typescriptTool(
+      'ts_remember',
+      'Remembers a fact.',
+      ['fact'],
+      'export async function ts_remember(fact: string): Promise<string> {',
+      "  await client.agents.blocks.update('human', { agent_id: process.env.LETTA_AGENT_ID, value: fact });",
+      "  return 'remembered';",
+      '}',
     );
-    const lead = await admin().agents.create({
-      model: 'openai/gpt-4o-mini',
+    const { agent, run } = await agentWithTools(admin(), [delegate, remember], {
       memory_blocks: [{ label: 'human', value: 'Nothing yet' }],
-      tool_ids: [delegate.id, remember.id],
     });
     h.stub.enqueue({ text: 'Four.' });
-    expect(
-      await admin().agents.tools.run('py_delegate', { agent_id: lead.id, args: { task: 'Two and two?' } }),
-    ).toMatchObject({ status: 'success', func_return: 'Four.' });
-    expect(
-      await admin().agents.tools.run('ts_remember', { agent_id: lead.id, args: { fact: 'Likes tea' } }),
-    ).toMatchObject({ status: 'success', func_return: 'remembered' });
-    expect((await admin().agents.blocks.retrieve('human', { agent_id: lead.id })).value).toBe('Likes tea');
+    expect(await run('py_delegate', { task: 'Two and two?' })).toMatchObject({
+      status: 'success',
+      func_return: 'Four.',
+    });
+    expect(await run('ts_remember', { fact: 'Likes tea' })).toMatchObject({
+      status: 'success',
+      func_return: 'remembered',
+    });
+    expect((await admin().agents.blocks.retrieve('human', { agent_id: agent.id })).value).toBe('Likes tea');
   }, 180_000);
 
   it("gives the agents it creates its own agent's tags, no others", async () => {
-    const tool = await admin().tools.upsert({
+    const spawnTool = {
       source_code: python(
         'def spawn(tag: str) -> str:',
         '    """Creates a tagged helper.',
@@ -410,43 +406,35 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
         '        return f"refused {getattr(error, \'status_code\', error)}"',
       ),
       pip_requirements: [{ name: 'letta-client' }],
-    });
-    const lead = await admin().agents.create({
-      model: 'openai/gpt-4o-mini',
-      tags: ['team'],
-      tool_ids: [tool.id],
-    });
-    const spawn = (tag: string) => admin().agents.tools.run('spawn', { agent_id: lead.id, args: { tag } });
+    };
+    const { run } = await agentWithTools(admin(), [spawnTool], { tags: ['team'] });
+    const spawn = (tag: string) => run('spawn', { tag });
     expect(await spawn('team')).toMatchObject({ func_return: 'team' });
     // Another tag would make the helper's calls reach agents its creator's do not.
     expect(await spawn('admins')).toMatchObject({ func_return: 'refused 403' });
   }, 120_000);
 
   it('creates an agent (TypeScript), messages it, and reaches it again in a later call', async () => {
-    const tool = await admin().tools.upsert(
-      typescriptTool(
-        'delegate',
-        'Delegates a task to a new helper agent.',
-        ['task'],
-        'export async function delegate(task: string): Promise<string> {',
-        "  const helper = await client.agents.create({ model: 'openai/gpt-4o-mini', name: 'helper' });",
-        "  const reply = await client.agents.messages.create(helper.id, { messages: [{ role: 'user', content: task }] });",
-        "  const texts = reply.messages.filter((m) => m.message_type === 'assistant_message').map((m) => m.content);",
-        "  return `${helper.id} ${texts.join(' ')}`;",
-        '}',
-      ),
+    const delegate = typescriptTool(
+      'delegate',
+      'Delegates a task to a new helper agent.',
+      ['task'],
+      'export async function delegate(task: string): Promise<string> {',
+      "  const helper = await client.agents.create({ model: 'openai/gpt-4o-mini', name: 'helper' });",
+      "  const reply = await client.agents.messages.create(helper.id, { messages: [{ role: 'user', content: task }] });",
+      "  const texts = reply.messages.filter((m) => m.message_type === 'assistant_message').map((m) => m.content);",
+      "  return `${helper.id} ${texts.join(' ')}`;",
+      '}',
     );
-    const recall = await admin().tools.upsert(
-      typescriptTool(
-        'recall',
-        'Names a helper agent.',
-        ['helper_id'],
-        'export async function recall(helper_id: string): Promise<string> {',
-        '  return (await client.agents.retrieve(helper_id)).name;',
-        '}',
-      ),
+    const recall = typescriptTool(
+      'recall',
+      'Names a helper agent.',
+      ['helper_id'],
+      'export async function recall(helper_id: string): Promise<string> {',
+      '  return (await client.agents.retrieve(helper_id)).name;',
+      '}',
     );
-    const lead = await admin().agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id, recall.id] });
+    const { agent: lead, run } = await agentWithTools(admin(), [delegate, recall]);
     h.stub.enqueue(
       { toolCalls: [{ name: 'delegate', arguments: { task: 'Count to three.' } }] },
       { text: 'One, two, three.' },
@@ -455,10 +443,7 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
     const response = await admin().agents.messages.create(lead.id, {
       messages: [{ role: 'user', content: 'Delegate.' }],
     });
-    const returned = response.messages.find((m) => m.message_type === 'tool_return_message') as {
-      status: string;
-      tool_return: string;
-    };
+    const returned = toolReturnOf(response.messages);
     expect(returned.status).toBe('success');
     const [helperId, ...reply] = returned.tool_return.split(' ');
     expect(reply.join(' ')).toBe('One, two, three.');
@@ -466,18 +451,12 @@ describe("a sandboxed tool's client working with other agents, as Letta's multi-
       'One, two, three.',
     ]);
     // The helper is the lead's: a later call of the lead reaches it; another agent's call does not.
-    expect(
-      await admin().agents.tools.run('recall', { agent_id: lead.id, args: { helper_id: helperId } }),
-    ).toMatchObject({
+    expect(await run('recall', { helper_id: helperId })).toMatchObject({
       status: 'success',
       func_return: 'helper',
     });
-    const other = await admin().agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [recall.id] });
-    expect(
-      await admin().agents.tools.run('recall', { agent_id: other.id, args: { helper_id: helperId } }),
-    ).toMatchObject({
-      status: 'error',
-    });
+    const other = await agentWithTools(admin(), [recall]);
+    expect(await other.run('recall', { helper_id: helperId })).toMatchObject({ status: 'error' });
   }, 240_000);
 });
 
@@ -539,7 +518,7 @@ describe("a sandboxed tool's client when the API and the workers run apart", () 
     const response = await admin.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'I like tea.' }],
     });
-    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+    expect(toolReturnOf(response.messages)).toMatchObject({
       status: 'success',
       tool_return: 'remembered, 401 without a token',
     });

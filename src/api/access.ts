@@ -64,9 +64,12 @@ function hostName(header: string): string {
 
 const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]']);
 
+/** Whether a listener on `host` listens on every address of this machine. */
+export const isWildcardHost = (host: string) => WILDCARD_BINDS.has(host);
+
 function hostAllowed(options: AccessOptions): (host: string) => boolean {
   const listed = options.allowedHosts.map((h) => h.toLowerCase());
-  if (!WILDCARD_BINDS.has(options.bindHost)) listed.push(hostName(options.bindHost));
+  if (!isWildcardHost(options.bindHost)) listed.push(hostName(options.bindHost));
   return (host) =>
     isLoopbackHost(host) ||
     listed.some(

@@ -18,7 +18,7 @@
 import type { RequestHandler, Response } from 'express';
 import { verifyAccessToken, type AccessGrant, type AgentAccess } from '../agent/access-tokens';
 import type { Queryable } from '../db';
-import { findRunScope, getConversation } from '../db/conversations';
+import { agentOfDefaultConversation, findRunScope, getConversation } from '../db/conversations';
 import { callerMessageChain } from '../agent/agent-messages';
 import { HttpError } from './errors';
 
@@ -40,11 +40,8 @@ export const FULL_ACCESS: Principal = { kind: 'full' };
 export function tokenVerifier(db: Queryable, maxMessageDepth: number) {
   const owners: ResourceOwners = {
     run: async (id) => (await findRunScope(db, id))?.agentId,
-    // The forms the conversation routes take: `default` with `agent_id`, an agent's id alone (its
-    // default conversation), or a conversation's own id.
-    conversation: async (id, agentOfDefault) => {
-      if (id === 'default') return typeof agentOfDefault === 'string' ? agentOfDefault : undefined;
-      if (id.startsWith('agent-')) return id;
+    conversation: async (id, agentId) => {
+      if (id === 'default' || id.startsWith('agent-')) return agentOfDefaultConversation(id, agentId);
       return (await getConversation(db, id))?.agent_id;
     },
     messageChain: (grant, recipient, wait) =>
@@ -121,7 +118,7 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
     agentId
       .then(async (agentId) => {
         if (!agentId || !principal.grant.allows(agentId, needs)) {
-          if (needs === 'write_messages' && agentId === principal.grant.caller?.agentId)
+          if (needs === 'write_messages' && agentId && agentId === principal.grant.caller?.agentId)
             throw new HttpError(
               403,
               "A tool cannot message its own agent: the message would wait behind the turn that waits for the tool's call",

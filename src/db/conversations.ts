@@ -37,6 +37,16 @@ export async function insertConversation(
   return row;
 }
 
+/**
+ * The agent whose default conversation a conversation route's id names: `default` with the agent's id
+ * given apart (`agent_id`), or, as Letta still takes it, the agent's id alone; none for a
+ * conversation's own id (or `default` without an agent).
+ */
+export function agentOfDefaultConversation(id: string, agentId: unknown): string | undefined {
+  if (id === 'default') return typeof agentId === 'string' && agentId ? agentId : undefined;
+  return id.startsWith('agent-') ? id : undefined;
+}
+
 export function getConversation(db: Queryable, id: string): Promise<ConversationRow | undefined> {
   return db.query<ConversationRow>('SELECT * FROM conversations WHERE id = $1', [id]).then((rows) => rows[0]);
 }

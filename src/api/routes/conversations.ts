@@ -38,6 +38,7 @@ import { providerRegistry } from '../../llm';
 import { llmErrorType, ModelApiError } from '../../llm/types';
 import { llmFailureAnswer } from '../follow-run';
 import {
+  agentOfDefaultConversation,
   conversationMessageIds,
   deleteConversation,
   getConversation,
@@ -62,7 +63,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
 
   /** `default` with the agent's id (or, as Letta still takes it, the agent's id alone), or a conversation's id. */
   const resolve = async (id: string, agentId: string | null | undefined): Promise<ConversationRef> => {
-    const defaultOf = id === 'default' ? agentId : id.startsWith('agent-') ? id : undefined;
+    const defaultOf = agentOfDefaultConversation(id, agentId);
     if (defaultOf) {
       if (!(await getAgentRow(ctx.db, defaultOf))) throw notFound(`Agent ${defaultOf}`);
       return { agentId: defaultOf, conversationId: null };

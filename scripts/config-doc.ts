@@ -143,6 +143,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'SANDBOX_PIP_PYTHON',
       'PIP_INDEX_URL',
       'PIP_FIND_LINKS',
+      'PIP_NO_INDEX',
       'PIP_INSTALL_TIMEOUT_MS',
       'SANDBOX_ENV_MAX_AGE_MS',
       'SANDBOX_NODE',

@@ -609,8 +609,13 @@ export const ConfigSchema = z.object({
     "package index for tools' requirements (`https://…`, or `file://` for a PEP 503 folder); pip's own config and `PIP_*` variables are ignored",
   ),
   PIP_FIND_LINKS: optional(z.string()).describe(
-    "comma-separated folders or URLs of wheels for tools' requirements; without `PIP_INDEX_URL`, pip looks only there (offline installs)",
+    "comma-separated folders or URLs of wheels for tools' requirements, looked in besides the index (as pip's own `--find-links`)",
   ),
+  PIP_NO_INDEX: flag
+    .default(false)
+    .describe(
+      "`true`: tools' requirements come from `PIP_FIND_LINKS` alone, never an index (offline installs)",
+    ),
   PIP_INSTALL_TIMEOUT_MS: milliseconds
     .default(300_000)
     .describe("longest the install of one tool's requirements may take"),

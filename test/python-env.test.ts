@@ -58,6 +58,7 @@ describe('python environments for tool requirements', () => {
     root,
     python: '/usr/bin/python3',
     findLinks: [wheels],
+    noIndex: true,
     installTimeoutMs: 60_000,
     maxAgeMs: DAY,
     ...overrides,
@@ -93,7 +94,10 @@ describe('python environments for tool requirements', () => {
   it('installs from a PEP 503 index at a file:// URL', async () => {
     const indexUrl = writeSimpleIndex(path.join(work, 'simple'), [slug]);
 
-    const env = await pythonEnvironment([{ name: 'tinyslug' }], options({ indexUrl, findLinks: [] }));
+    const env = await pythonEnvironment(
+      [{ name: 'tinyslug' }],
+      options({ indexUrl, findLinks: [], noIndex: false }),
+    );
 
     expect(importedVersion(env!.python, 'tinyslug')).toBe('1.2.0');
   });
@@ -108,8 +112,26 @@ describe('python environments for tool requirements', () => {
   it('installs a dependency chain from an index too', async () => {
     const indexUrl = writeSimpleIndex(path.join(work, 'simple'), [slug, depUser]);
 
-    const env = await pythonEnvironment([{ name: 'tinydep-user' }], options({ indexUrl, findLinks: [] }));
+    const env = await pythonEnvironment(
+      [{ name: 'tinydep-user' }],
+      options({ indexUrl, findLinks: [], noIndex: false }),
+    );
 
+    expect(importedVersion(env!.python, 'tinyslug')).toBe('1.2.0');
+  });
+
+  it('looks in the find-links besides the index, as pip does', async () => {
+    const indexUrl = writeSimpleIndex(path.join(work, 'simple'), [depUser]);
+    const slugOnly = path.join(work, 'slug-only');
+    fs.mkdirSync(slugOnly);
+    fs.copyFileSync(slug, path.join(slugOnly, path.basename(slug)));
+
+    const env = await pythonEnvironment(
+      [{ name: 'tinydep-user' }],
+      options({ indexUrl, findLinks: [slugOnly], noIndex: false }),
+    );
+
+    expect(importedVersion(env!.python, 'tinydep_user')).toBe('0.1.0');
     expect(importedVersion(env!.python, 'tinyslug')).toBe('1.2.0');
   });
 
@@ -312,6 +334,7 @@ describe('python environments for tool requirements', () => {
       python: '/usr/bin/python3',
       pipPython: undefined,
       indexUrl: undefined,
+      noIndex: false,
       findLinks: [],
       installTimeoutMs: 300_000,
       maxAgeMs: 7 * DAY,

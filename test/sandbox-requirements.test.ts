@@ -83,4 +83,17 @@ describe('a custom tool with pip requirements, called by the model', () => {
       func_return: '1.2.0',
     });
   });
+  it('says why a tool run through the API did not start when its requirement does not install', async () => {
+    const tool = await h.client.tools.create({
+      source_code: 'def absent() -> str:\n    """Absent."""\n    return "never"\n',
+      pip_requirements: [{ name: 'not-in-the-index' }],
+    });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
+    const result = await h.client.agents.tools.run('absent', { agent_id: agent.id, args: {} });
+    // Letta leaves a failed run's return out: stderr says what went wrong.
+    expect(result).toMatchObject({ status: 'error', func_return: null });
+    expect(result.stderr).toEqual([
+      expect.stringMatching(/^ToolEnvironmentError: cannot install not-in-the-index/),
+    ]);
+  });
 });

@@ -21,7 +21,7 @@ import type { WarmPool } from './warm-pool';
 import { pythonEnvironment, type PythonEnvironment, type PythonEnvOptions } from './python-env';
 import {
   bubblewrapEnding,
-  failure,
+  notStarted,
   limitHit,
   outputKeeper,
   outputLines,
@@ -287,7 +287,7 @@ export function localSandbox(options: LocalSandboxOptions): Sandbox {
       } catch (error) {
         // The tool's own fault: a source that does not compile, requirements that do not install.
         if (!(error instanceof ToolError)) throw error;
-        return { ...failure(job, error.name, error.message), stdout: [], stderr: [] };
+        return notStarted(job, error);
       }
     },
   };

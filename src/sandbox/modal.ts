@@ -33,7 +33,7 @@ import {
   stopWhen,
   unavailable as unavailableIn,
 } from './remote-call';
-import { failure, stoppedResult, type OutputLimits } from './results';
+import { notStarted, stoppedResult, type OutputLimits } from './results';
 import { transpileTool } from './typescript';
 import { SandboxUnavailableError, type Sandbox, type ToolJob, type ToolRunResult } from './types';
 
@@ -112,7 +112,7 @@ class ModalSandboxes implements ModalToolSandbox {
       call = runnerCall(job, marker);
     } catch (error) {
       if (!(error instanceof ToolError)) throw error;
-      return { ...failure(job, error.name, error.message), stdout: [], stderr: [] };
+      return notStarted(job, error);
     }
     const key = sandboxKey(this.imageKey(job), job);
     const kept = this.take(key, job);

@@ -34,8 +34,10 @@ export interface PythonEnvOptions {
   /** The Python whose pip installs the packages; unset: the first of /usr/bin/python3 and `python3` that has one. */
   pipPython?: string;
   indexUrl?: string;
-  /** Folders or URLs of distributions; with no index URL, pip looks only there. */
+  /** Folders or URLs of distributions, looked in besides the index. */
   findLinks: string[];
+  /** No index at all: `findLinks` alone (offline installs). */
+  noIndex?: boolean;
   installTimeoutMs: number;
   /** How long a venv may go unused before collectPythonEnvs removes it. */
   maxAgeMs: number;
@@ -47,6 +49,7 @@ export function pythonEnvOptions(config: Config): PythonEnvOptions {
     python: config.SANDBOX_PYTHON,
     pipPython: config.SANDBOX_PIP_PYTHON,
     indexUrl: config.PIP_INDEX_URL,
+    noIndex: config.PIP_NO_INDEX,
     findLinks: (config.PIP_FIND_LINKS ?? '')
       .split(',')
       .map((link) => link.trim())
@@ -132,7 +135,7 @@ async function environmentKey(specs: string[], options: PythonEnvOptions): Promi
     python: executable,
     version,
     specs,
-    indexUrl: options.indexUrl ?? null,
+    indexUrl: options.noIndex ? null : (options.indexUrl ?? null),
     findLinks: options.findLinks,
   });
   return createHash('sha256').update(key).digest('hex');
@@ -256,9 +259,9 @@ async function pipInstall(venvPython: string, specs: string[], options: PythonEn
   if (result.code !== 0) throw new ToolEnvironmentError(`cannot install ${what}: ${pipError(result.output)}`);
 }
 
-/** Find-links alone means an offline install from those folders, not those folders plus PyPI. */
-function indexArgs({ indexUrl, findLinks }: PythonEnvOptions): string[] {
-  const index = indexUrl ? ['--index-url', indexUrl] : findLinks.length > 0 ? ['--no-index'] : [];
+/** The index (PyPI unless told) and the find-links, as pip's own options mean them. */
+function indexArgs({ indexUrl, findLinks, noIndex }: PythonEnvOptions): string[] {
+  const index = noIndex ? ['--no-index'] : indexUrl ? ['--index-url', indexUrl] : [];
   return [...index, ...findLinks.flatMap((link) => ['--find-links', link])];
 }
 

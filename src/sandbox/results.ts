@@ -27,6 +27,16 @@ export const failure = (
   funcReturn: `Error executing function ${job.name}: ${kind}: ${message}`,
 });
 
+/**
+ * A call that could not start through the tool's own fault (a source that does not compile,
+ * requirements that do not install): its error, said on stderr too, where the API's tool run shows it.
+ */
+export const notStarted = (job: ToolJob, error: Error): ToolRunResult => ({
+  ...failure(job, error.name, error.message),
+  stdout: [],
+  stderr: [`${error.name}: ${error.message}`],
+});
+
 /** Seconds as Letta's message prints them (a Python float: `180.0`). */
 const pythonFloat = (n: number) => (Number.isInteger(n) ? n.toFixed(1) : String(n));
 

@@ -93,50 +93,46 @@ describe("a custom tool's Letta client", () => {
   }, 120_000);
 
   it('comes from the sandbox config: its requirements install the client for every tool', async () => {
-    const { run } = await agentWithTools(
-      h.client,
-      [
-        {
-          source_code: python(
-            'def my_agent() -> str:',
-            '    """Names its agent."""',
-            '    return "no client" if client is None else client.agents.retrieve(os.environ["LETTA_AGENT_ID"]).name',
-            '',
-            'import os',
-          ),
-        },
-      ],
-      { name: 'named' },
+    const myAgent = python(
+      'def my_agent() -> str:',
+      '    """Names its agent."""',
+      '    return "no client" if client is None else client.agents.retrieve(os.environ["LETTA_AGENT_ID"]).name',
+      '',
+      'import os',
     );
+    const { run } = await agentWithTools(h.client, [{ source_code: myAgent }], { name: 'named' });
     await sandboxConfig({ pip_requirements: [{ name: 'letta-client' }] });
     try {
-      expect(await run('my_agent')).toMatchObject({
-        status: 'success',
-        func_return: 'named',
-      });
+      expect(await run('my_agent')).toMatchObject({ status: 'success', func_return: 'named' });
     } finally {
       await sandboxConfig({ pip_requirements: [] });
     }
   }, 120_000);
 
-  it("is the official TypeScript client in a TypeScript tool, which lists its own agent's tools", async () => {
-    const myTools = typescriptTool(
-      'my_tools',
-      "Lists the agent's tools.",
-      [],
-      'export async function my_tools(): Promise<string> {',
+  it("is the official TypeScript client in a TypeScript tool, which lists its own agent's tools and no other's", async () => {
+    const listTools = typescriptTool(
+      'list_tools',
+      "Lists an agent's tools.",
+      ['agent_id'],
+      'export async function list_tools(agent_id: string): Promise<string> {',
       "  if (client === null) return 'no client';",
-      '  const page = await client.agents.tools.list(process.env.LETTA_AGENT_ID);',
-      "  return page.getPaginatedItems().map((t) => t.name).sort().join(',');",
+      '  try {',
+      '    const page = await client.agents.tools.list(agent_id);',
+      "    return page.getPaginatedItems().map((t) => t.name).sort().join(',');",
+      '  } catch (error) {',
+      '    return `refused ${(error as { status?: number }).status}`;',
+      '  }',
       '}',
     );
-    const { run } = await agentWithTools(h.client, [myTools], { tools: ['memory_insert'] });
-    const result = await run('my_tools');
+    const { agent, run } = await agentWithTools(h.client, [listTools], { tools: ['memory_insert'] });
+    const result = await run('list_tools', { agent_id: agent.id });
     expect(result.status).toBe('success');
     // The agent's tools as the API lists them: its defaults, memory_insert and this tool.
     expect(String(result.func_return).split(',')).toEqual(
-      expect.arrayContaining(['memory_insert', 'my_tools']),
+      expect.arrayContaining(['memory_insert', 'list_tools']),
     );
+    const other = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    expect(await run('list_tools', { agent_id: other.id })).toMatchObject({ func_return: 'refused 403' });
   }, 180_000);
 
   it('reaches the API through its bridge with its token only, though this server asks no password', async () => {

@@ -88,6 +88,17 @@ export async function createAccessToken(
   const existing = await existingAgents(db, ids);
   const absent = ids.filter((id) => !existing.has(id));
   if (absent.length) throw notFound(`Agent ${absent.join(', ')}`);
+  return mintAccessToken(db, { ...request, expiresAt });
+}
+
+/**
+ * Stores a token as asked, unchecked: for a policy read from the database in the same breath (a
+ * sandboxed call's, src/tools/tool-api-access.ts). Returns the whole token, the only time it is seen.
+ */
+export async function mintAccessToken(
+  db: Queryable,
+  request: NewTokenRequest & { expiresAt: Date },
+): Promise<AccessTokenView> {
   const id = `lct-${randomBytes(8).toString('hex')}`;
   const secret = randomBytes(32).toString('base64url');
   const row = {
@@ -95,11 +106,11 @@ export async function createAccessToken(
     secret_sha256: sha256(secret),
     hostname: request.hostname,
     policy: request.policy,
-    expires_at: expiresAt,
+    expires_at: request.expiresAt,
     caller: request.caller ?? null,
   };
   await insertAccessToken(db, row);
-  return viewOf({ ...row, created_at: new Date(now) }, `${id}-${secret}`);
+  return viewOf({ ...row, created_at: new Date() }, `${id}-${secret}`);
 }
 
 /** The grant of a presented token, unless it is malformed, unknown, expired or revoked. */

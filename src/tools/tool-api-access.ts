@@ -7,7 +7,7 @@
 import type { Queryable } from '../db';
 import {
   ALL_ACCESS,
-  createAccessToken,
+  mintAccessToken,
   revokeToken,
   type AgentAccess,
   type AgentGrant,
@@ -86,16 +86,12 @@ export function toolApiAccess(db: Queryable, urls: ToolApiUrls, maxAgents: numbe
       return urls.socket ? { url: BRIDGED_API_URL, socket: urls.socket } : undefined;
     },
     async grant({ agentId, runId }, ttlMs) {
-      const { token } = await createAccessToken(
-        db,
-        {
-          hostname: 'http://localhost',
-          policy: await callPolicy(db, agentId, maxAgents),
-          expiresAt: new Date(Date.now() + ttlMs),
-          caller: { agent_id: agentId, run_id: runId ?? null },
-        },
-        { defaultTtlMs: ttlMs, maxTtlMs: ttlMs + 1_000 },
-      );
+      const { token } = await mintAccessToken(db, {
+        hostname: 'http://localhost',
+        policy: await callPolicy(db, agentId, maxAgents),
+        expiresAt: new Date(Date.now() + ttlMs),
+        caller: { agent_id: agentId, run_id: runId ?? null },
+      });
       return { token, revoke: () => revokeToken(db, token).catch(() => undefined) };
     },
   };

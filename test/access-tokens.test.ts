@@ -184,7 +184,7 @@ describe('client-side access tokens', () => {
     for (const { method, path } of routes) {
       const own = /^\/v1\/agents\/:agentId/.test(path);
       // On its own agent only the routes that reach past it are tried: the rest would act.
-      const pastOwnAgent = own && /\/attach\/|\/files\/:fileId\/open/.test(path);
+      const pastOwnAgent = own && /\/attach\/|\/files\/:fileId\/open|\/tools\/:toolName\/run/.test(path);
       if (own && !pastOwnAgent) continue;
       const url = path.replace(/:(\w+)/g, (_, param: string) =>
         param === 'agentId' ? (pastOwnAgent ? agentA : agentB) : unknown(param),

@@ -130,6 +130,9 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
       description: 'Custom and MCP tools only; the return is null when the tool failed.',
       body: AgentToolRunSchema,
       response: ToolExecutionResultSchema,
+      // Running code with the agent's secrets is more than its tokens grant (and a sandboxed call
+      // could run itself, and so on, without end).
+      scopedTokens: false,
     },
     async (req, res) => {
       const agent = await getAgent(ctx.db, req.params.agentId);

@@ -2,8 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { agentMessageActivities } from '../activities/agent-messages';
 import { laneActivities } from '../activities/lanes';
 import { signalLaneReleased, type TurnServices } from './agent/turns';
-import http from 'node:http';
-import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
@@ -21,6 +19,7 @@ import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost, isWildcardHost, tokensOnly } from './api/access';
 import { createApp } from './api/app';
 import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
+import { closeServer, listen } from './api/http-server';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
 import { providerRegistry } from './llm';
@@ -163,9 +162,7 @@ export async function startServer(
         : tokensOnly(localApi.listener);
     let apiSocket: string | undefined;
     if (socketListener) {
-      const socket = await openApiSocket((at) =>
-        listen(socketListener, at, config.HTTP_KEEP_ALIVE_TIMEOUT_MS),
-      );
+      const socket = await openApiSocket(socketListener, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
       undo.push(() => socket.close());
       apiSocket = socket.path;
     }
@@ -402,35 +399,6 @@ function apiPassword(config: Config, log: Logger): string | undefined {
 function reachableHost(host: string): string {
   if (isWildcardHost(host)) return host.includes(':') ? '[::1]' : '127.0.0.1';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
-/**
- * The API's server. An idle keep-alive connection stays open longer than a client keeps it (Node's
- * fetch: 4 s; load balancers: about a minute), so the client closes it first: a server closing it
- * first races the client's next request on it, which then fails with ECONNRESET.
- */
-function listen(
-  app: http.RequestListener,
-  at: net.ListenOptions,
-  keepAliveTimeout: number,
-): Promise<http.Server> {
-  return new Promise((resolve, reject) => {
-    // A request's headers may take as long as an idle connection lasts, and no longer.
-    const server = http.createServer({ keepAliveTimeout, headersTimeout: keepAliveTimeout + 1_000 }, app);
-    server.once('error', reject);
-    server.listen(at, () => {
-      server.off('error', reject);
-      resolve(server);
-    });
-  });
-}
-
-/** Stops accepting, ends idle keep-alive connections, and waits for requests in flight. */
-function closeServer(server: http.Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
 }
 
 /** The start-up probe of the sandbox, in the log: custom tools are refused while it fails. */

@@ -112,6 +112,10 @@ function isSameOrigin(req: Request, origin: string): boolean {
   }
 }
 
+/** The credential of an `Authorization: Bearer …` header. */
+export const bearerOf = (req: http.IncomingMessage) =>
+  /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+
 const TOKENS_ONLY = Symbol('tokensOnly');
 type TokensOnlyMark = { [TOKENS_ONLY]?: true };
 
@@ -139,7 +143,7 @@ function credentialCheck(options: AccessOptions): RequestHandler {
   const matches = (given: string | undefined) =>
     expected !== undefined && given !== undefined && timingSafeEqual(digest(given), expected);
   const presented = (req: Request) => {
-    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const bearer = bearerOf(req);
     const bare = /^password (.+)$/.exec(String(req.headers['x-bare-password'] ?? ''))?.[1];
     return { bearer, bare };
   };

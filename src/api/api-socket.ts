@@ -13,8 +13,8 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { isAccessToken } from '../agent/access-tokens';
-
-const bearerOf = (req: http.IncomingMessage) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+import { bearerOf } from './access';
+import { closeServer, listen } from './http-server';
 
 const answer = (res: http.ServerResponse, status: number, detail: string) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ detail }));
@@ -78,21 +78,19 @@ export interface ApiSocket {
  * the API's port; it takes tokens only.
  */
 export async function openApiSocket(
-  listen: (at: { path: string }) => Promise<http.Server>,
+  listener: http.RequestListener,
+  keepAliveTimeout: number,
 ): Promise<ApiSocket> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-api-'));
   const socket = path.join(dir, 'api.sock');
   try {
-    const server = await listen({ path: socket });
+    const server = await listen(listener, { path: socket }, keepAliveTimeout);
     fs.chmodSync(dir, 0o711);
     fs.chmodSync(socket, 0o666);
     return {
       path: socket,
       close: async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        await closeServer(server);
         fs.rmSync(dir, { recursive: true, force: true });
       },
     };

@@ -40,10 +40,8 @@ export const FULL_ACCESS: Principal = { kind: 'full' };
 export function tokenVerifier(db: Queryable, maxMessageDepth: number) {
   const owners: ResourceOwners = {
     run: async (id) => (await findRunScope(db, id))?.agentId,
-    conversation: async (id, agentId) => {
-      if (id === 'default' || id.startsWith('agent-')) return agentOfDefaultConversation(id, agentId);
-      return (await getConversation(db, id))?.agent_id;
-    },
+    conversation: async (id, agentId) =>
+      agentOfDefaultConversation(id, agentId) ?? (await getConversation(db, id))?.agent_id,
     messageChain: (grant, recipient, wait) =>
       callerMessageChain(db, maxMessageDepth, grant.caller!, recipient, wait),
   };

@@ -67,6 +67,8 @@ class ModelStub:
         self._lock = threading.Lock()
         self.default: Callable[[dict[str, Any]], Reply] = lambda _request: Reply(text="ok")
         self._server: ThreadingHTTPServer | None = None
+        #: The base URL an OpenAI client is configured with, once started.
+        self.url = ""
 
     # -- scripting -------------------------------------------------------------------------------
     def enqueue(self, *replies: Script) -> None:
@@ -143,7 +145,8 @@ class ModelStub:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return self.url
 
     def stop(self) -> None:
         if self._server:

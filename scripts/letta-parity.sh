@@ -13,7 +13,7 @@ for server in this letta; do
   LETTA_SUITE_SERVER=$server bash scripts/python-suite.sh -q -p no:cacheprovider \
     --junitxml="$reports/$server.xml" "$@" || status=1
 done
-.venv-python-suite/bin/python test/python/parity_report.py "$reports/this.xml" "$reports/letta.xml" \
+bash scripts/python-venv.sh test/python/parity_report.py "$reports/this.xml" "$reports/letta.xml" \
   > docs/letta-side-by-side.md && npx prettier --log-level warn --write docs/letta-side-by-side.md || status=1
 echo "letta-parity: wrote docs/letta-side-by-side.md" >&2
 exit "$status"

@@ -250,8 +250,11 @@ export async function updateAgent(
   body: UpdateAgent,
 ): Promise<AgentRecord> {
   checkApprovalWebhook(body.metadata, config);
-  const modelChange =
-    body.model || body.llm_config
+  // A new model handle keeps the agent's parallel_tool_calls; a new llm_config says its own, as its
+  // other settings do (the top-level parallel_tool_calls still wins over both, as in Letta).
+  const modelChange = body.llm_config
+    ? resolveLlmConfig(body, config)
+    : body.model
       ? resolveLlmConfig(
           { ...body, parallel_tool_calls: body.parallel_tool_calls ?? agent.llm_config.parallel_tool_calls },
           config,

@@ -73,14 +73,28 @@ describe('archival memory', () => {
     await expect(h.client.archives.retrieve(archive.id)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('answers 400, not 500, for an agent without an embedding model', async () => {
+  it('keeps the passages of an agent or an archive without an embedding model as text, found by the words of a search, as Letta does', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
-    await expect(h.client.agents.passages.create(agent.id, { text: 'x' })).rejects.toMatchObject({
-      status: 400,
+    expect(agent.embedding_config).toBeNull();
+    const [kept] = await h.client.agents.passages.create(agent.id, { text: 'Dana keeps Bees' });
+    expect(kept).toMatchObject({ text: 'Dana keeps Bees', embedding: null, embedding_config: null });
+    const found = await h.client.agents.passages.search(agent.id, { query: 'bees' });
+    expect(found.results.map((r) => r.content)).toEqual(['Dana keeps Bees']);
+    expect((await h.client.agents.passages.search(agent.id, { query: 'wasps' })).count).toBe(0);
+
+    const archive = await h.client.archives.create({ name: 'plain' });
+    expect(archive.embedding_config).toBeNull();
+    const passage = await h.client.archives.passages.create(archive.id, {
+      text: 'The kiln fires on Sundays',
     });
-    await expect(h.client.agents.passages.search(agent.id, { query: 'x' })).rejects.toMatchObject({
-      status: 400,
-    });
+    expect(passage).toMatchObject({ archive_id: archive.id, embedding: null, embedding_config: null });
+    await h.client.archives.passages.createMany(archive.id, { passages: [{ text: 'Glazes dry overnight' }] });
+    // An agent with an embedding model finds them too, once the archive is attached.
+    const embedded = await newAgent();
+    await h.client.agents.archives.attach(archive.id, { agent_id: embedded.id });
+    expect((await h.client.agents.passages.search(embedded.id, { query: 'KILN' })).results).toEqual([
+      expect.objectContaining({ id: passage.id, content: 'The kiln fires on Sundays' }),
+    ]);
   });
 
   it('gives the agent archival_memory_insert and archival_memory_search', async () => {
@@ -106,5 +120,29 @@ describe('archival memory', () => {
     expect(JSON.parse(String(searched.tool_return))).toEqual([
       expect.objectContaining({ content: 'Carol’s birthday is in May', tags: ['people'] }),
     ]);
+  });
+});
+
+/** The server's default embedding model (Letta's LETTA_DEFAULT_EMBEDDING_HANDLE). */
+describe('archival memory with a default embedding model', () => {
+  const h = useAgentServer('openai', { LETTA_DEFAULT_EMBEDDING_HANDLE: 'openai/text-embedding-3-small' });
+
+  it('embeds the passages of agents, archives and folders created without one', async () => {
+    const archive = await h.client.archives.create({ name: 'defaulted' });
+    expect(archive.embedding_config).toMatchObject({
+      handle: 'openai/text-embedding-3-small',
+      embedding_model: 'text-embedding-3-small',
+    });
+    const passage = await h.client.archives.passages.create(archive.id, { text: 'Ravens nest in the tower' });
+    expect(passage.embedding).toHaveLength(256);
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    expect(agent.embedding_config).toMatchObject({ handle: 'openai/text-embedding-3-small' });
+    await h.client.agents.archives.attach(archive.id, { agent_id: agent.id });
+    const [own] = await h.client.agents.passages.create(agent.id, { text: 'Owls hunt at night' });
+    expect(own.embedding).toHaveLength(256);
+    const found = await h.client.agents.passages.search(agent.id, { query: 'where do ravens nest' });
+    expect(found.results.map((r) => r.id)).toEqual([passage.id, own.id]);
+    const folder = await h.client.folders.create({ name: 'defaulted' });
+    expect(folder.embedding_config).toMatchObject({ handle: 'openai/text-embedding-3-small' });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Archival memory over HTTP, as Letta routes it: an agent's passages (`/v1/agents/{id}/archival-memory`),
- * archives of their own (`/v1/archives`) and attaching them to agents. The embedding model is the
- * agent's, or the archive's; without one these answer 400.
+ * archives of their own (`/v1/archives`) and attaching them to agents. Passages are embedded with
+ * the agent's or the archive's embedding model; without one they are kept as text, found by the
+ * words of a search (src/agent/archival.ts).
  */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
@@ -22,7 +23,7 @@ import {
   UpdateArchiveSchema,
 } from '../schemas/archives';
 import { addPassages, insertArchival, searchArchival, type PassageInput } from '../../agent/archival';
-import { embeddingConfigForHandle } from '../../agent/embeddings';
+import { chosenEmbedding } from '../../agent/embeddings';
 import * as archives from '../../db/archives';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
@@ -134,13 +135,10 @@ export function archivesRouter(ctx: ApiContext): DocumentedRouter {
     { summary: 'Create an archive', body: CreateArchiveSchema, response: ArchiveSchema },
     async (req, res) => {
       const body = parseBody(CreateArchiveSchema, req);
-      const embedding =
-        body.embedding_config ??
-        (body.embedding ? embeddingConfigForHandle(body.embedding, ctx.config) : null);
       const archive = await archives.insertArchive(ctx.db, newId('archive'), {
         name: body.name,
         description: body.description ?? null,
-        embedding_config: embedding,
+        embedding_config: chosenEmbedding(body, ctx.config),
         metadata: null,
       });
       res.json(archiveShape(archive));

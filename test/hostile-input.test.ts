@@ -41,6 +41,7 @@ import {
   CreateArchivePassageSchema,
   CreateArchivePassagesSchema,
   CreateArchiveSchema,
+  SearchPassagesSchema,
   UpdateArchiveSchema,
 } from '../src/api/schemas/archives';
 import { CreateFolderSchema, UpdateFolderSchema } from '../src/api/schemas/folders';
@@ -267,6 +268,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'PATCH', path: '/v1/archives/{archive}', body: UpdateArchiveSchema },
   { method: 'POST', path: '/v1/archives/{archive}/passages', body: CreateArchivePassageSchema, base: TEXT },
   { method: 'POST', path: '/v1/archives/{archive}/passages/batch', body: CreateArchivePassagesSchema },
+  { method: 'POST', path: '/v1/passages/search', body: SearchPassagesSchema },
   { method: 'POST', path: '/v1/blocks/', body: CreateBlockSchema, base: { label: 'fuzz', value: 'v' } },
   {
     method: 'GET',

@@ -1,7 +1,8 @@
 /**
  * Archival memory as Letta's agents use it (agent_manager.py, passage_manager.py): passages in the
  * agent's archives, inserted with their embedding and searched by meaning, with tag and date filters.
- * Used by the API (`/v1/agents/{id}/archival-memory`, `/v1/archives`) and by the archival tools.
+ * Used by the API (`/v1/agents/{id}/archival-memory`, `/v1/archives`, `/v1/passages/search`) and by
+ * the archival tools.
  */
 import type { Queryable } from '../db';
 import * as archives from '../db/archives';

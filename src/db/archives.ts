@@ -135,14 +135,18 @@ export async function insertPassages(
   return rows;
 }
 
-/** Where passages are looked for: an agent's attached archives, or one archive. */
-export type PassageScope = { agentId: string } | { archiveId: string };
+/**
+ * Where passages are looked for: an agent's attached archives, one archive, or every archive (but
+ * folders', whose passages are their files').
+ */
+export type PassageScope = { agentId: string } | { archiveId: string } | { everyArchive: true };
 
 function scoped(scope: PassageScope) {
   const where = whereClause();
   if ('agentId' in scope)
     where.add('archive_id IN (SELECT archive_id FROM archives_agents WHERE agent_id = ?)', scope.agentId);
-  else where.add('archive_id = ?', scope.archiveId);
+  else if ('archiveId' in scope) where.add('archive_id = ?', scope.archiveId);
+  else where.add('archive_id NOT IN (SELECT archive_id FROM folders)');
   return where;
 }
 

@@ -187,6 +187,11 @@ const ROUTES: FuzzRoute[] = [
   { method: 'POST', path: '/v1/conversations/{conversation}/recompile', query: ['agent_id', 'dry_run'] },
   { method: 'POST', path: '/v1/conversations/{conversation}/compact', body: AgentOfDefaultQuery },
   { method: 'POST', path: '/v1/conversations/{conversation}/stream', body: RetrieveStreamSchema },
+  {
+    method: 'POST',
+    path: '/v1/conversations/{conversation}/fork',
+    query: ['agent_id', 'hidden', 'message_id'],
+  },
   { method: 'POST', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'PUT', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'GET', path: '/v1/tools/', query: [...PAGE, 'name', 'names', 'tool_types', 'search'] },

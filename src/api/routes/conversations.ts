@@ -27,6 +27,7 @@ import {
   ConversationMessagesQuery,
   CreateConversationQuery,
   CreateConversationSchema,
+  ForkConversationQuery,
   ListConversationsQuery,
   UpdateConversationSchema,
 } from '../schemas/conversations';
@@ -34,6 +35,7 @@ import { messageHandlers } from './messages';
 import { getAgent, getAgentRow } from '../../db/agents';
 import { compiledPrompt } from '../../agent/agents';
 import { compactConversation } from '../../agent/compaction';
+import { forkConversation } from '../../agent/conversations';
 import { providerRegistry } from '../../llm';
 import { llmErrorType, ModelApiError } from '../../llm/types';
 import { llmFailureAnswer } from '../follow-run';
@@ -91,6 +93,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
         summary: body.summary ?? null,
         model: body.model ?? null,
         model_settings: body.model_settings ?? null,
+        hidden: body.hidden ?? false,
       });
       res.json(conversationShape(conversation));
     },
@@ -150,6 +153,30 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
       if (!(await deleteConversation(ctx.db, conversation.id)))
         throw notFound(`Conversation ${conversation.id}`);
       res.json(null);
+    },
+  );
+
+  router.post(
+    '/v1/conversations/:conversationId/fork',
+    {
+      summary: 'Fork conversation',
+      description:
+        "A new conversation of the same agent whose context starts as this one's: the summary of what a " +
+        'compaction took out, then copies of the messages since, under ids of their own (`in_context_message_ids`), ' +
+        'through `message_id` when given (with the results of its tool calls); calls still waiting for their ' +
+        "results stay out. The system prompt is compiled afresh from the agent's blocks, as at every step. " +
+        "`hidden`: left out of listings. `default` with `agent_id`: the agent's own history.",
+      query: ForkConversationQuery,
+      response: ConversationSchema,
+    },
+    async (req, res) => {
+      const query = parseQuery(ForkConversationQuery, req);
+      const source = await resolve(req.params.conversationId, query.agent_id);
+      const { conversation, messageIds } = await forkConversation(ctx.db, source, {
+        messageId: query.message_id,
+        hidden: query.hidden,
+      });
+      res.json(conversationShape(conversation, messageIds));
     },
   );
 

@@ -99,6 +99,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'OPENAI_BASE_URL',
       'ANTHROPIC_API_KEY',
       'ANTHROPIC_BASE_URL',
+      'LETTA_DEFAULT_EMBEDDING_HANDLE',
       'MODEL_TIMEOUT_MS',
       'MODEL_MAX_ATTEMPTS',
       'MODEL_RETRY_INITIAL_MS',

@@ -392,6 +392,11 @@ export const ConfigSchema = z.object({
   ),
   ANTHROPIC_API_KEY: optional(z.string()).describe('key for `anthropic/<model>` models'),
   ANTHROPIC_BASE_URL: optional(url).describe("another endpoint that speaks Anthropic's Messages API"),
+  LETTA_DEFAULT_EMBEDDING_HANDLE: optional(
+    z.string().regex(/^[^/]+\/.+$/, 'expected an embedding model handle, e.g. openai/text-embedding-3-small'),
+  ).describe(
+    "embedding model (`provider/model`) of agents, archives and folders created without `embedding` or `embedding_config` (Letta's setting of the same name); unset: such agents and archives keep their passages' text alone, found by the words of a search, and such a folder is a 400",
+  ),
   MODEL_TIMEOUT_MS: milliseconds
     .default(120_000)
     .describe("longest one model call may take (the activity's start-to-close timeout adds 10 s)"),

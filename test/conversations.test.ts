@@ -279,6 +279,130 @@ describe('conversations', () => {
     expect((await h.client.conversations.messages.list(conversation.id)).getPaginatedItems()).toHaveLength(8);
   });
 
+  it('fork: the copy starts from the source’s context, under ids of its own, and each goes on alone', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const source = await h.client.conversations.create({ agent_id: agent.id, model: 'openai/gpt-4o-mini' });
+    h.stub.setDefault((request) => ({ text: `reply to ${lastUserText(request)}` }));
+    for (const text of ['one', 'two']) await say(source.id, text);
+    const listed = async (id: string, extra: Record<string, unknown> = {}) =>
+      (await h.client.conversations.messages.list(id, { order: 'asc', ...extra })).getPaginatedItems();
+    const shown = (messages: Awaited<ReturnType<typeof listed>>) =>
+      messages.map((m) => [m.message_type, 'content' in m ? m.content : null]);
+    const sourceMessages = await listed(source.id);
+
+    const fork = await h.client.conversations.fork(source.id);
+    expect(fork).toMatchObject({ agent_id: agent.id, model: 'openai/gpt-4o-mini', summary: null });
+    expect(fork.id).toMatch(/^conv-/);
+    expect(fork.in_context_message_ids).toHaveLength(4);
+    expect(fork.in_context_message_ids!.filter((id) => sourceMessages.some((m) => m.id === id))).toEqual([]);
+    expect((await h.client.conversations.retrieve(fork.id)).in_context_message_ids).toEqual(
+      fork.in_context_message_ids,
+    );
+    expect(shown(await listed(fork.id))).toEqual(shown(sourceMessages));
+
+    const before = h.stub.requests.length;
+    await say(fork.id, 'three');
+    const request = h.stub.requests[before];
+    expect(textOf(request.messages[0])).toContain(`CONVERSATION_ID: ${fork.id}`);
+    expect(request.messages.slice(1).map((m) => `${m.role}: ${textOf(m)}`)).toEqual([
+      'user: one',
+      'assistant: reply to one',
+      'user: two',
+      'assistant: reply to two',
+      'user: three',
+    ]);
+    expect(shown(await listed(source.id))).toEqual(shown(sourceMessages));
+
+    // Through one message of the context, and hidden from listings.
+    const firstReply = sourceMessages.find((m) => m.message_type === 'assistant_message')!;
+    const early = await h.client.conversations.fork(source.id, { message_id: firstReply.id, hidden: true });
+    expect(shown(await listed(early.id))).toEqual(shown(sourceMessages.slice(0, 2)));
+    const ids = (await h.client.conversations.list({ agent_id: agent.id })).map((c) => c.id);
+    expect(ids).toEqual(expect.arrayContaining([source.id, fork.id]));
+    expect(ids).not.toContain(early.id);
+
+    // The agent's own history: `default` with the agent, without its system message.
+    await say('default', 'own', { agent_id: agent.id });
+    const ofDefault = await h.client.conversations.fork('default', { agent_id: agent.id });
+    expect(ofDefault).toMatchObject({ agent_id: agent.id, model: null });
+    expect(shown(await listed(ofDefault.id))).toEqual([
+      ['user_message', 'own'],
+      ['assistant_message', 'reply to own'],
+    ]);
+  });
+
+  it('fork a compacted conversation with its summary, and never a call still waiting for its result', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const compacted = await h.client.conversations.create({ agent_id: agent.id });
+    h.stub.setDefault((request) =>
+      textOf(request.messages[0]).startsWith('Your job is to summarize')
+        ? { text: 'We talked about tea.' }
+        : { text: `reply to ${lastUserText(request)}` },
+    );
+    for (const text of ['tea one', 'tea two']) await say(compacted.id, text);
+    await h.client.conversations.messages.compact(compacted.id, {});
+    const fork = await h.client.conversations.fork(compacted.id);
+    expect(fork.in_context_message_ids).toHaveLength(2);
+    const before = h.stub.requests.length;
+    await say(fork.id, 'and next?');
+    const next = h.stub.requests[before];
+    expect(textOf(next.messages[1])).toContain('We talked about tea.');
+    expect(next.messages.slice(2).map((m) => `${m.role}: ${textOf(m)}`)).toEqual([
+      'user: tea two',
+      'assistant: reply to tea two',
+      'user: and next?',
+    ]);
+
+    // A turn paused on a client tool's call: the fork ends before the call, and takes messages.
+    const paused = await h.client.conversations.create({ agent_id: agent.id });
+    const clientTools = [
+      { name: 'ShellCommand', description: 'Runs a command', parameters: { type: 'object', properties: {} } },
+    ];
+    h.stub.enqueue({ toolCalls: [{ name: 'ShellCommand', arguments: { command: 'echo hi' } }] });
+    const first = await say(paused.id, 'run it', { client_tools: clientTools });
+    expect(first.at(-2)).toMatchObject({ stop_reason: 'requires_approval' });
+    const forked = await h.client.conversations.fork(paused.id);
+    expect(forked.in_context_message_ids).toHaveLength(1);
+    expect(assistantTexts(await say(forked.id, 'never mind'))).toEqual(['reply to never mind']);
+    await expect(say(paused.id, 'still waiting')).rejects.toMatchObject({ status: 409 });
+
+    // Through a message whose calls have results: the results come along.
+    const searched = await h.client.conversations.create({ agent_id: agent.id });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'conversation_search', arguments: { query: 'tea' } }] },
+      { text: 'found' },
+    );
+    await say(searched.id, 'search');
+    const types = async (id: string) =>
+      (await h.client.conversations.messages.list(id, { order: 'asc' }))
+        .getPaginatedItems()
+        .map((m) => m.message_type);
+    const call = (await h.client.conversations.messages.list(searched.id, { order: 'asc' }))
+      .getPaginatedItems()
+      .find((m) => m.message_type === 'tool_call_message')!;
+    const throughCall = await h.client.conversations.fork(searched.id, { message_id: call.id });
+    expect(await types(throughCall.id)).toEqual(['user_message', 'tool_call_message', 'tool_return_message']);
+    expect(assistantTexts(await say(throughCall.id, 'go on'))).toEqual(['reply to go on']);
+  });
+
+  it('fork answers unknown ids and bad parameters as Letta does: 404 or 422, never a 500', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const conversation = await h.client.conversations.create({ agent_id: agent.id });
+    const missing = (kind: string) => `${kind}-00000000-0000-4000-8000-000000000000`;
+    const refused = async (id: string, params: Record<string, unknown>, status: number) =>
+      expect(h.client.conversations.fork(id, params as never)).rejects.toMatchObject({ status });
+    await refused(missing('conv'), {}, 404);
+    await refused('default', {}, 422);
+    await refused('default', { agent_id: missing('agent') }, 404);
+    await refused(missing('agent'), {}, 404);
+    await refused(conversation.id, { message_id: missing('message') }, 404);
+    await refused(conversation.id, { message_id: 'not-a-message' }, 422);
+    await refused(conversation.id, { hidden: 'maybe' }, 422);
+    expect((await h.client.conversations.list({ agent_id: agent.id })).map((c) => c.id)).toEqual([
+      conversation.id,
+    ]);
+  });
+
   it('cancel their own runs', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const conversation = await h.client.conversations.create({ agent_id: agent.id });

@@ -41,6 +41,7 @@ import {
   CreateArchivePassageSchema,
   CreateArchivePassagesSchema,
   CreateArchiveSchema,
+  SearchPassagesSchema,
   UpdateArchiveSchema,
 } from '../src/api/schemas/archives';
 import { CreateFolderSchema, UpdateFolderSchema } from '../src/api/schemas/folders';
@@ -186,6 +187,11 @@ const ROUTES: FuzzRoute[] = [
   { method: 'POST', path: '/v1/conversations/{conversation}/recompile', query: ['agent_id', 'dry_run'] },
   { method: 'POST', path: '/v1/conversations/{conversation}/compact', body: AgentOfDefaultQuery },
   { method: 'POST', path: '/v1/conversations/{conversation}/stream', body: RetrieveStreamSchema },
+  {
+    method: 'POST',
+    path: '/v1/conversations/{conversation}/fork',
+    query: ['agent_id', 'hidden', 'message_id'],
+  },
   { method: 'POST', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'PUT', path: '/v1/tools/', body: ToolCreateSchema, base: { source_code: PYTHON_TOOL } },
   { method: 'GET', path: '/v1/tools/', query: [...PAGE, 'name', 'names', 'tool_types', 'search'] },
@@ -267,6 +273,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'PATCH', path: '/v1/archives/{archive}', body: UpdateArchiveSchema },
   { method: 'POST', path: '/v1/archives/{archive}/passages', body: CreateArchivePassageSchema, base: TEXT },
   { method: 'POST', path: '/v1/archives/{archive}/passages/batch', body: CreateArchivePassagesSchema },
+  { method: 'POST', path: '/v1/passages/search', body: SearchPassagesSchema },
   { method: 'POST', path: '/v1/blocks/', body: CreateBlockSchema, base: { label: 'fuzz', value: 'v' } },
   {
     method: 'GET',

@@ -177,4 +177,56 @@ describe('Letta parity', () => {
     });
     expect(await sent()).toMatchObject({ temperature: 0.9, max_completion_tokens: 123 });
   });
+
+  it('honours an llm_config update as it honours model_settings: what goes to the model, and what it returns', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    expect(agent.llm_config.parallel_tool_calls).toBe(false);
+    const sent = async () => {
+      h.stub.enqueue({ text: 'ok' });
+      await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
+      return h.stub.requests.at(-1) as unknown as Record<string, unknown>;
+    };
+    const updated = await h.client.agents.update(agent.id, {
+      llm_config: {
+        ...agent.llm_config,
+        parallel_tool_calls: true,
+        temperature: 0.2,
+        max_tokens: 77,
+        reasoning_effort: 'high',
+      },
+    });
+    expect(updated.llm_config).toMatchObject({
+      parallel_tool_calls: true,
+      temperature: 0.2,
+      max_tokens: 77,
+      reasoning_effort: 'high',
+    });
+    expect(updated.model_settings).toMatchObject({
+      parallel_tool_calls: true,
+      temperature: 0.2,
+      max_output_tokens: 77,
+      reasoning: { reasoning_effort: 'high' },
+    });
+    expect(await sent()).toMatchObject({
+      parallel_tool_calls: true,
+      temperature: 0.2,
+      max_completion_tokens: 77,
+      reasoning_effort: 'high',
+    });
+
+    const off = await h.client.agents.update(agent.id, {
+      llm_config: { ...updated.llm_config, parallel_tool_calls: false },
+    });
+    expect(off.llm_config).toMatchObject({ parallel_tool_calls: false, temperature: 0.2, max_tokens: 77 });
+    expect((await h.client.agents.retrieve(agent.id)).model_settings).toMatchObject({
+      parallel_tool_calls: false,
+    });
+    expect(await sent()).toMatchObject({ parallel_tool_calls: false, temperature: 0.2 });
+    // The top-level setting wins over the llm_config's, as in Letta.
+    const both = await h.client.agents.update(agent.id, {
+      llm_config: { ...off.llm_config, parallel_tool_calls: false },
+      parallel_tool_calls: true,
+    });
+    expect(both.llm_config.parallel_tool_calls).toBe(true);
+  });
 });

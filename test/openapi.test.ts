@@ -10,14 +10,21 @@ import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import Ajv2020 from 'ajv/dist/2020';
 import { chromium } from 'playwright-core';
+import { openApiPath } from '../src/api/openapi';
 import { useAgentServer } from './helpers/agent-server';
 import { registeredRoutes } from './helpers/routes';
 
 const PASSWORD = 'a-password-for-the-reference';
 
+interface OpenApiOperation {
+  summary?: string;
+  parameters?: { name: string; in: string }[];
+  responses: Record<string, unknown>;
+}
+
 interface OpenApiDocument {
   openapi: string;
-  paths: Record<string, Record<string, { summary?: string; responses: Record<string, unknown> }>>;
+  paths: Record<string, Record<string, OpenApiOperation>>;
 }
 
 const documentedRoutes = (doc: OpenApiDocument) =>
@@ -46,9 +53,7 @@ describe('the API description', () => {
   });
 
   it('lists every route the server registers, each with a summary and its answer', () => {
-    const registered = registeredRoutes().map(
-      (route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`,
-    );
+    const registered = registeredRoutes().map((route) => `${route.method} ${openApiPath(route.path)}`);
     expect(registered.length).toBeGreaterThan(130);
     expect(registered.filter((route) => !documentedRoutes(doc).includes(route))).toEqual([]);
     expect(new Set(documentedRoutes(doc))).toEqual(new Set(registered));
@@ -57,6 +62,35 @@ describe('the API description', () => {
         expect(operation.summary).toBeTruthy();
         expect(operation.responses['200']).toBeDefined();
       }
+  });
+
+  it('names path parameters as Letta’s OpenAPI document does, which its clients are generated from', () => {
+    const names = Object.entries(doc.paths).flatMap(([p, item]) => {
+      const inPath = [...p.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+      for (const operation of Object.values(item)) {
+        const pathParams = (operation.parameters ?? []).filter((param) => param.in === 'path');
+        expect(pathParams.map((param) => param.name)).toEqual(inPath);
+      }
+      return inPath;
+    });
+    expect([...new Set(names)].filter((name) => !/^[a-z]+(_[a-z]+)*$/.test(name))).toEqual([]);
+    for (const route of [
+      '/v1/agents/{agent_id}/core-memory/blocks/{block_label}',
+      '/v1/agents/{agent_id}/archival-memory/{memory_id}',
+      '/v1/agents/{agent_id}/tools/approval/{tool_name}',
+      '/v1/agents/{agent_id}/sources/attach/{source_id}',
+      '/v1/agents/{agent_id}/schedule/{scheduled_message_id}',
+      '/v1/blocks/{block_id}',
+      '/v1/tools/{tool_id}',
+      '/v1/runs/{run_id}/steps',
+      '/v1/conversations/{conversation_id}/messages',
+      '/v1/folders/{folder_id}/files/{file_id}',
+      '/v1/sources/{source_id}/{file_id}',
+      '/v1/sources/name/{source_name}',
+      '/v1/mcp-servers/{mcp_server_id}/tools/{tool_id}',
+      '/v1/sandbox-config/environment-variable/{env_var_id}',
+    ])
+      expect(doc.paths[route]).toBeDefined();
   });
 
   it('gives shapes the real answers validate against', async () => {
@@ -96,18 +130,18 @@ describe('the API description', () => {
     const checks: [string, string][] = [
       ['/v1/health', '/v1/health'],
       ['/v1/agents', '/v1/agents'],
-      ['/v1/agents/{agentId}', `/v1/agents/${agent.id}`],
-      ['/v1/agents/{agentId}/messages', `/v1/agents/${agent.id}/messages`],
-      ['/v1/agents/{agentId}/tools', `/v1/agents/${agent.id}/tools`],
-      ['/v1/agents/{agentId}/core-memory/blocks', `/v1/agents/${agent.id}/core-memory/blocks`],
+      ['/v1/agents/{agent_id}', `/v1/agents/${agent.id}`],
+      ['/v1/agents/{agent_id}/messages', `/v1/agents/${agent.id}/messages`],
+      ['/v1/agents/{agent_id}/tools', `/v1/agents/${agent.id}/tools`],
+      ['/v1/agents/{agent_id}/core-memory/blocks', `/v1/agents/${agent.id}/core-memory/blocks`],
       ['/v1/blocks', '/v1/blocks'],
-      ['/v1/blocks/{blockId}', `/v1/blocks/${block.id}`],
+      ['/v1/blocks/{block_id}', `/v1/blocks/${block.id}`],
       ['/v1/tools', '/v1/tools'],
-      ['/v1/tools/{toolId}', `/v1/tools/${tool.id}`],
+      ['/v1/tools/{tool_id}', `/v1/tools/${tool.id}`],
       ['/v1/runs', '/v1/runs'],
-      ['/v1/runs/{runId}', `/v1/runs/${runId}`],
-      ['/v1/runs/{runId}/messages', `/v1/runs/${runId}/messages`],
-      ['/v1/runs/{runId}/steps', `/v1/runs/${runId}/steps`],
+      ['/v1/runs/{run_id}', `/v1/runs/${runId}`],
+      ['/v1/runs/{run_id}/messages', `/v1/runs/${runId}/messages`],
+      ['/v1/runs/{run_id}/steps', `/v1/runs/${runId}/steps`],
       ['/v1/models', '/v1/models'],
       ['/v1/identities', '/v1/identities'],
       ['/v1/folders', '/v1/folders'],
@@ -137,7 +171,7 @@ describe('the API description', () => {
       // Swagger UI renders the operations near the view: the first group's, then, scrolled to, the last.
       await page.locator('.opblock-summary-path', { hasText: '/v1/health' }).waitFor();
       await page.locator('#operations-tag-Agents').scrollIntoViewIfNeeded();
-      await page.locator('.opblock-summary-path', { hasText: '/v1/agents/{agentId}' }).first().waitFor();
+      await page.locator('.opblock-summary-path', { hasText: '/v1/agents/{agent_id}' }).first().waitFor();
       await page.locator('.models').scrollIntoViewIfNeeded();
       await page.locator('.models', { hasText: 'AgentState' }).waitFor();
       expect(errors).toEqual([]);

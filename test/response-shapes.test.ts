@@ -4,6 +4,7 @@ import {
   ArchivalSearchResponseSchema,
   ArchiveSchema,
   PassageSchema,
+  PassageSearchResultSchema,
   BlockSchema,
   ConversationSchema,
   LettaMessageSchema,
@@ -89,7 +90,9 @@ describe('responses match their schemas', () => {
     expect(runs.length).toBe(2);
     for (const run of runs) expectShape(RunSchema, run);
     expectShape(UsageStatisticsSchema, await call('GET', `/v1/runs/${runs[0].id}/usage`));
-    expectShape(ConversationSchema, await call('POST', `/v1/conversations?agent_id=${agent.id}`, {}));
+    const conversation = await call('POST', `/v1/conversations?agent_id=${agent.id}`, {});
+    expectShape(ConversationSchema, conversation);
+    expectShape(ConversationSchema, await call('POST', `/v1/conversations/${conversation.id}/fork`));
     expectShape(
       ToolExecutionResultSchema,
       await call('POST', '/v1/tools/run', { source_code: tool.source_code, args: { text: 'x' } }),
@@ -118,6 +121,9 @@ describe('responses match their schemas', () => {
       ArchivalSearchResponseSchema,
       await call('GET', `/v1/agents/${agent.id}/archival-memory/search?query=coffee`),
     );
+    const found = await call('POST', '/v1/passages/search', { query: 'tea' });
+    expect(found.length).toBe(2);
+    for (const result of found) expectShape(PassageSearchResultSchema, result);
   });
 
   it('sandbox configs and their variables', async () => {

@@ -1,6 +1,6 @@
 /** Creating and changing agents: Letta's defaults and checks, then the repositories. */
 import { checkApprovalWebhook } from './webhooks';
-import { embeddingConfigForHandle } from './embeddings';
+import { chosenEmbedding } from './embeddings';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
@@ -174,8 +174,7 @@ export async function insertNewAgent(
     system: body.system ?? LETTA_V1_SYSTEM_PROMPT,
     model: handle,
     llm_config: llmConfig,
-    embedding_config:
-      body.embedding_config ?? (body.embedding ? embeddingConfigForHandle(body.embedding, config) : null),
+    embedding_config: chosenEmbedding(body, config),
     tool_rules: withApprovalRules(rules, tools),
     tags: body.tags ?? [],
     metadata: body.metadata ?? null,
@@ -250,8 +249,11 @@ export async function updateAgent(
   body: UpdateAgent,
 ): Promise<AgentRecord> {
   checkApprovalWebhook(body.metadata, config);
-  const modelChange =
-    body.model || body.llm_config
+  // A new model handle keeps the agent's parallel_tool_calls; a new llm_config says its own, as its
+  // other settings do (the top-level parallel_tool_calls still wins over both, as in Letta).
+  const modelChange = body.llm_config
+    ? resolveLlmConfig(body, config)
+    : body.model
       ? resolveLlmConfig(
           { ...body, parallel_tool_calls: body.parallel_tool_calls ?? agent.llm_config.parallel_tool_calls },
           config,

@@ -1,7 +1,8 @@
 /**
  * Archival memory as Letta's agents use it (agent_manager.py, passage_manager.py): passages in the
  * agent's archives, inserted with their embedding and searched by meaning, with tag and date filters.
- * Used by the API (`/v1/agents/{id}/archival-memory`, `/v1/archives`) and by the archival tools.
+ * Used by the API (`/v1/agents/{id}/archival-memory`, `/v1/archives`, `/v1/passages/search`) and by
+ * the archival tools.
  */
 import type { Queryable } from '../db';
 import * as archives from '../db/archives';
@@ -24,7 +25,11 @@ export interface PassageInput {
   metadata?: Record<string, unknown> | null;
 }
 
-/** Embeds and stores passages in an archive, with the embedding config they were embedded with. */
+/**
+ * Embeds and stores passages in an archive, with the embedding config they were embedded with. An
+ * archive without an embedding model keeps their text alone, as Letta does: searches find them by
+ * their words.
+ */
 export async function addPassages(
   db: Queryable,
   providers: Providers,
@@ -33,13 +38,10 @@ export async function addPassages(
   what: string,
   signal?: AbortSignal,
 ): Promise<archives.PassageRow[]> {
-  const vectors = await embedTexts(
-    providers,
-    archive.embedding_config,
-    inputs.map((p) => p.text),
-    what,
-    signal,
-  );
+  const texts = inputs.map((p) => p.text);
+  const vectors = archive.embedding_config
+    ? await embedTexts(providers, archive.embedding_config, texts, what, signal)
+    : texts.map(() => null);
   return archives.insertPassages(
     db,
     archive.id,
@@ -48,7 +50,7 @@ export async function addPassages(
       text: input.text,
       tags: [...new Set(input.tags ?? [])],
       embedding: vectors[i],
-      embedding_config: archive.embedding_config!,
+      embedding_config: archive.embedding_config,
       metadata: input.metadata,
       created_at: input.created_at,
     })),
@@ -69,7 +71,7 @@ export async function agentArchive(db: Queryable, agent: AgentRow): Promise<arch
   return archive;
 }
 
-/** Inserts into the agent's archival memory, embedded with the agent's embedding model. */
+/** Inserts into the agent's archival memory, embedded with the agent's embedding model (if it has one). */
 export async function insertArchival(
   db: Queryable,
   providers: Providers,
@@ -102,6 +104,50 @@ function timeBound(value: string | null | undefined, endOfDay: boolean, name: st
   return date;
 }
 
+export interface PassageSearch extends archives.PassageFilters {
+  query?: string | null;
+  limit: number;
+}
+
+/**
+ * The passages in scope nearest a query, best first, with their scores. Archives of one scope may
+ * use different embedding models, so the query is embedded with each model its passages were
+ * embedded with, and each passage is scored by its cosine similarity to the query's vector of its own
+ * model. Passages kept without an embedding follow when their text holds the query, scored 0 as
+ * Letta scores a text match. Without a query: every passage that passes the filters, oldest first.
+ */
+export async function findPassages(
+  db: Queryable,
+  providers: Providers,
+  scope: archives.PassageScope,
+  search: PassageSearch,
+  signal?: AbortSignal,
+): Promise<(archives.PassageRow & { score: number })[]> {
+  const query = search.query?.trim();
+  if (!query) return (await archives.passagesByText(db, scope, search)).map((p) => ({ ...p, score: 0 }));
+  const configs = await archives.passageEmbeddings(db, scope);
+  const ranked = await Promise.all(
+    configs.map(async (config) => {
+      const model = {
+        provider: String(config.embedding_endpoint_type),
+        model: String(config.embedding_model),
+      };
+      const what = `A search of passages embedded with ${model.provider}/${model.model}`;
+      const [embedding] = await embedTexts(providers, config, [query], what, signal);
+      return archives.searchPassages(db, scope, { ...search, embedding, model });
+    }),
+  );
+  const byText = await archives.passagesByText(db, scope, { ...search, text: query });
+  return [
+    ...ranked
+      .flat()
+      .sort(
+        (a, b) => b.score - a.score || new Date(b.created_at).getTime() - new Date(a.created_at).getTime(),
+      ),
+    ...byText.map((p) => ({ ...p, score: 0 })),
+  ].slice(0, search.limit);
+}
+
 /** Letta's search of an agent's archival memory: the best matches, their times in the agent's zone. */
 export async function searchArchival(
   db: Queryable,
@@ -111,24 +157,19 @@ export async function searchArchival(
   signal?: AbortSignal,
 ) {
   if (!search.query.trim()) return [];
-  const [embedding] = await embedTexts(
-    providers,
-    agent.embedding_config,
-    [search.query],
-    `Agent ${agent.id}`,
-    signal,
-  );
-  const found = await archives.searchPassages(
+  const found = await findPassages(
     db,
+    providers,
     { agentId: agent.id },
     {
-      embedding,
+      query: search.query,
       tags: search.tags ?? undefined,
       tagMatchMode: search.tag_match_mode ?? 'any',
       limit: search.top_k ?? DEFAULT_TOP_K,
       start: timeBound(search.start_datetime, false, 'start_datetime'),
       end: timeBound(search.end_datetime, true, 'end_datetime'),
     },
+    signal,
   );
   return found.map((p) => ({
     id: p.id,

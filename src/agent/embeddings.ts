@@ -46,6 +46,19 @@ export function embeddingConfigForHandle(handle: string, config: Config): Embedd
   return embeddingConfigOf(parsed.provider, parsed.model, config);
 }
 
+/**
+ * The embedding config of a new agent, archive or folder, as Letta picks it: the config given, else
+ * the handle given, else the server's default (LETTA_DEFAULT_EMBEDDING_HANDLE); null without any.
+ */
+export function chosenEmbedding(
+  body: { embedding?: string | null; embedding_config?: Record<string, unknown> | null },
+  config: Config,
+): Record<string, unknown> | null {
+  if (body.embedding_config) return body.embedding_config;
+  const handle = body.embedding ?? config.LETTA_DEFAULT_EMBEDDING_HANDLE;
+  return handle ? embeddingConfigForHandle(handle, config) : null;
+}
+
 /** What is asked of an agent's embedding config to use it. */
 function usableEmbedding(config: Record<string, unknown> | null, what: string) {
   const model = config?.embedding_model;

@@ -15,7 +15,7 @@ import * as folders from '../db/folders';
 import { isUniqueViolation } from '../db/sql';
 import { conflict, invalid, notFound } from '../errors';
 import { newId } from '../ids';
-import { embeddingConfigForHandle } from './embeddings';
+import { chosenEmbedding } from './embeddings';
 import { mediaTypeOf, UNSUPPORTED_TYPE_HINT } from './file-types';
 import type { TurnServices } from './turns';
 
@@ -41,18 +41,18 @@ export interface FolderCreate {
   embedding_chunk_size?: number | null;
 }
 
-/** The folder's embedding config, as Letta's create_folder picks it (an `embedding` handle, or a config). */
+/**
+ * The folder's embedding config, as Letta's create_folder picks it (a config, an `embedding` handle,
+ * or the server's default): a folder's files are embedded, so it needs one.
+ */
 function folderEmbedding(body: FolderCreate, config: TurnServices['config']): Record<string, unknown> {
-  const chunkSize = body.embedding_chunk_size ?? undefined;
-  if (body.embedding_config)
-    return {
-      ...body.embedding_config,
-      embedding_chunk_size: chunkSize ?? body.embedding_config.embedding_chunk_size ?? config.FILE_CHUNK_SIZE,
-    };
-  if (!body.embedding) throw invalid('Must specify either embedding or embedding_config in request');
+  const embedding = chosenEmbedding(body, config);
+  if (!embedding) throw invalid('Must specify either embedding or embedding_config in request');
+  // A config's own chunk size holds; one made from a handle gets the server's.
   return {
-    ...embeddingConfigForHandle(body.embedding, config),
-    embedding_chunk_size: chunkSize ?? config.FILE_CHUNK_SIZE,
+    ...embedding,
+    embedding_chunk_size:
+      body.embedding_chunk_size ?? body.embedding_config?.embedding_chunk_size ?? config.FILE_CHUNK_SIZE,
   };
 }
 

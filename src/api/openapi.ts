@@ -24,10 +24,25 @@ const ErrorSchema = z
 
 const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
 
-/** `/v1/agents/:agentId` as OpenAPI writes it, with its parameters' names. */
+/**
+ * Letta's name of a path parameter, which clients generated from Letta's OpenAPI document are built
+ * on: ours in snake case (`agentId` → `agent_id`), and under the older `sources` paths a folder's
+ * is a source's (`source_id`), as Letta names them there.
+ */
+function lettaParam(path: string, param: string): string {
+  const snake = param.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+  return /\/sources(\/|$)/.test(path) ? snake.replace(/^folder_/, 'source_') : snake;
+}
+
+/** An Express path as the OpenAPI document writes it: `/v1/agents/:agentId` → `/v1/agents/{agent_id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:(\w+)/g, (_, param: string) => `{${lettaParam(path, param)}}`);
+}
+
+/** The route's path as OpenAPI writes it, with its parameters' names. */
 function pathOf(route: DocumentedRoute): { path: string; params: string[] } {
-  const params = [...route.path.matchAll(/:(\w+)/g)].map((match) => match[1]);
-  return { path: route.path.replace(/:(\w+)/g, '{$1}'), params };
+  const params = [...route.path.matchAll(/:(\w+)/g)].map((match) => lettaParam(route.path, match[1]));
+  return { path: openApiPath(route.path), params };
 }
 
 /** `post /v1/agents/:agentId/messages` → `postV1AgentsAgentIdMessages`: unique per route. */

@@ -28,8 +28,9 @@ export interface NewPassage {
   id: string;
   text: string;
   tags: string[];
-  embedding: number[];
-  embedding_config: Record<string, unknown>;
+  /** Null: kept without an embedding (an archive without an embedding model), found by its text. */
+  embedding: number[] | null;
+  embedding_config: Record<string, unknown> | null;
   metadata?: Record<string, unknown> | null;
   created_at?: string | null;
 }
@@ -134,14 +135,35 @@ export async function insertPassages(
   return rows;
 }
 
-/** Where passages are looked for: an agent's attached archives, or one archive. */
-export type PassageScope = { agentId: string } | { archiveId: string };
+/**
+ * Where passages are looked for: an agent's attached archives, one archive, or every archive (but
+ * folders', whose passages are their files').
+ */
+export type PassageScope = { agentId: string } | { archiveId: string } | { everyArchive: true };
 
 function scoped(scope: PassageScope) {
   const where = whereClause();
   if ('agentId' in scope)
     where.add('archive_id IN (SELECT archive_id FROM archives_agents WHERE agent_id = ?)', scope.agentId);
-  else where.add('archive_id = ?', scope.archiveId);
+  else if ('archiveId' in scope) where.add('archive_id = ?', scope.archiveId);
+  else where.add('archive_id NOT IN (SELECT archive_id FROM folders)');
+  return where;
+}
+
+/** What a search keeps of the passages in its scope. */
+export interface PassageFilters {
+  tags?: string[];
+  tagMatchMode: 'any' | 'all';
+  start?: Date;
+  end?: Date;
+}
+
+function filtered(scope: PassageScope, filters: PassageFilters) {
+  const where = scoped(scope);
+  if (filters.tags?.length)
+    where.add(filters.tagMatchMode === 'all' ? 'tags @> ?' : 'tags && ?', filters.tags);
+  if (filters.start) where.add('created_at >= ?', filters.start);
+  if (filters.end) where.add('created_at <= ?', filters.end);
   return where;
 }
 
@@ -157,14 +179,18 @@ export async function deletePassage(db: Queryable, scope: PassageScope, id: stri
   return (await db.query(`DELETE FROM archival_passages ${where} RETURNING id`, where.params)).length > 0;
 }
 
-export interface PassageQuery {
+/** An embedding model, as a passage's embedding_config names it. */
+export interface EmbeddingModel {
+  provider: string;
+  model: string;
+}
+
+export interface PassageQuery extends PassageFilters {
   /** The query's embedding, unit length. */
   embedding: number[];
-  tags?: string[];
-  tagMatchMode: 'any' | 'all';
+  /** Only passages embedded with this model. */
+  model?: EmbeddingModel;
   limit: number;
-  start?: Date;
-  end?: Date;
 }
 
 const embeddingKinds = new WeakMap<Queryable, Promise<'vector' | 'real[]'>>();
@@ -194,15 +220,16 @@ export async function searchPassages(
   scope: PassageScope,
   query: PassageQuery,
 ): Promise<(PassageRow & { score: number })[]> {
-  const where = scoped(scope);
+  const where = filtered(scope, query);
   const vector = where.param(query.embedding);
   const kind = await embeddingKind(db);
   const dims = where.param(query.embedding.length);
   if (kind === 'vector') where.add(`vector_dims(embedding) = ${dims}`);
   else where.add(`array_length(embedding, 1) = ${dims}`);
-  if (query.tags?.length) where.add(query.tagMatchMode === 'all' ? 'tags @> ?' : 'tags && ?', query.tags);
-  if (query.start) where.add('created_at >= ?', query.start);
-  if (query.end) where.add('created_at <= ?', query.end);
+  if (query.model) {
+    where.add("embedding_config->>'embedding_endpoint_type' = ?", query.model.provider);
+    where.add("embedding_config->>'embedding_model' = ?", query.model.model);
+  }
   const score =
     kind === 'vector'
       ? `1 - (embedding <=> ${vector}::real[]::vector)`
@@ -210,6 +237,45 @@ export async function searchPassages(
   return db.query<PassageRow & { score: number }>(
     `SELECT ${PASSAGE_COLUMNS}, ${score} AS score FROM archival_passages ${where}
      ORDER BY score DESC, created_at DESC LIMIT ${where.param(query.limit)}`,
+    where.params,
+  );
+}
+
+/**
+ * The embedding configs the embedded passages in scope were made with, one per model: a query is
+ * embedded with each to be compared with that model's passages.
+ */
+export async function passageEmbeddings(
+  db: Queryable,
+  scope: PassageScope,
+): Promise<Record<string, unknown>[]> {
+  const where = scoped(scope);
+  where.add('embedding IS NOT NULL');
+  const rows = await db.query<{ embedding_config: Record<string, unknown> }>(
+    `SELECT DISTINCT ON (embedding_config->>'embedding_endpoint_type', embedding_config->>'embedding_model')
+       embedding_config FROM archival_passages ${where}`,
+    where.params,
+  );
+  return rows.map((row) => row.embedding_config);
+}
+
+/**
+ * Passages in scope that pass the filters, oldest first: with `text`, those kept without an embedding
+ * whose text holds it, any case (Letta's text search where there is no embedding to compare).
+ */
+export function passagesByText(
+  db: Queryable,
+  scope: PassageScope,
+  filters: PassageFilters & { text?: string; limit: number },
+): Promise<PassageRow[]> {
+  const where = filtered(scope, filters);
+  if (filters.text) {
+    where.add('embedding IS NULL');
+    where.add('strpos(lower(text), lower(?)) > 0', filters.text);
+  }
+  return db.query<PassageRow>(
+    `SELECT ${PASSAGE_COLUMNS} FROM archival_passages ${where}
+     ORDER BY created_at, id LIMIT ${where.param(filters.limit)}`,
     where.params,
   );
 }

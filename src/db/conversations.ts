@@ -21,17 +21,18 @@ export type ConversationFields = Pick<ConversationRow, 'summary' | 'model' | 'mo
 
 export async function insertConversation(
   db: Queryable,
-  conversation: Pick<ConversationRow, 'id' | 'agent_id'> & ConversationFields,
+  conversation: Pick<ConversationRow, 'id' | 'agent_id' | 'hidden'> & ConversationFields,
 ): Promise<ConversationRow> {
   const [row] = await db.query<ConversationRow>(
-    `INSERT INTO conversations (id, agent_id, summary, model, model_settings)
-     VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+    `INSERT INTO conversations (id, agent_id, summary, model, model_settings, hidden)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
     [
       conversation.id,
       conversation.agent_id,
       conversation.summary,
       conversation.model,
       json(conversation.model_settings),
+      conversation.hidden,
     ],
   );
   return row;
@@ -62,6 +63,7 @@ export function listConversations(
   page: Page,
 ): Promise<ConversationRow[]> {
   const where = whereClause();
+  where.add('NOT hidden');
   if (filters.agentId) where.add('agent_id = ?', filters.agentId);
   if (filters.summarySearch) where.add("strpos(coalesce(summary, ''), ?) > 0", filters.summarySearch);
   return pageOf<ConversationRow>(db, 'conversations', where, page);

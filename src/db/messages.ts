@@ -163,6 +163,25 @@ export async function setContextWindow(
   ]);
 }
 
+/**
+ * Copies messages, in their order, into another conversation of their agent under ids of their own
+ * (a message belongs to one conversation); their times stay theirs. A copy belongs to no run or step:
+ * those list their own messages once. Answers the copies' ids, in order.
+ */
+export async function copyMessages(db: Queryable, ids: string[], conversationId: string): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await db.query<{ id: string; seq: string }>(
+    `INSERT INTO messages (id, agent_id, conversation_id, role, content, reasoning, tool_calls, tool_returns,
+       approvals, name, otid, sender_id, metadata, text_index, created_at)
+     SELECT 'message-' || gen_random_uuid(), agent_id, $2, role, content, reasoning, tool_calls, tool_returns,
+       approvals, name, otid, sender_id, metadata, text_index, created_at
+     FROM messages WHERE id = ANY($1) ORDER BY seq
+     RETURNING id, seq`,
+    [ids, conversationId],
+  );
+  return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => row.id);
+}
+
 export function getMessage(db: Queryable, id: string): Promise<MessageRow | undefined> {
   return db.query<MessageRow>('SELECT * FROM messages WHERE id = $1', [id]).then((rows) => rows[0]);
 }

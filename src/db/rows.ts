@@ -226,6 +226,8 @@ export interface ConversationRow {
   model_settings: Record<string, unknown> | null;
   last_message_at: Date | null;
   pending_approval: PendingApproval | null;
+  /** Left out of listings. */
+  hidden: boolean;
   created_at: Date;
   updated_at: Date;
 }

@@ -272,23 +272,23 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
   );
 
   router.get(
-    '/v1/agents/:agentId/core-memory/blocks/:label',
+    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
     { summary: 'Retrieve core memory block', response: BlockSchema },
     async (req, res) => {
       const agent = await loadAgent(ctx, req.params.agentId);
-      const block = agent.blocks.find((b) => b.label === req.params.label);
-      if (!block) throw notFound(`Block with label ${req.params.label}`);
+      const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
+      if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
       res.json(blockShape(block));
     },
   );
 
   router.patch(
-    '/v1/agents/:agentId/core-memory/blocks/:label',
+    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
     { summary: 'Modify core memory block', body: UpdateBlockSchema, response: BlockSchema },
     async (req, res) => {
       const agent = await loadAgent(ctx, req.params.agentId);
-      const block = agent.blocks.find((b) => b.label === req.params.label);
-      if (!block) throw notFound(`Block with label ${req.params.label}`);
+      const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
+      if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
       const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
       res.json(blockShape(updated));
     },

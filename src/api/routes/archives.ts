@@ -1,7 +1,8 @@
 /**
  * Archival memory over HTTP, as Letta routes it: an agent's passages (`/v1/agents/{id}/archival-memory`),
- * archives of their own (`/v1/archives`) and attaching them to agents. The embedding model is the
- * agent's, or the archive's; without one these answer 400.
+ * archives of their own (`/v1/archives`) and attaching them to agents, and searches across archives
+ * (`/v1/passages/search`). Passages are embedded with the agent's or the archive's embedding model;
+ * without one they are kept as text, found by the words of a search (src/agent/archival.ts).
  */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
@@ -10,7 +11,12 @@ import { parseBody, parseQuery } from '../validation';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { MessageAnswerSchema } from '../schemas/common';
 import { archiveShape, passageShape } from '../letta-shapes';
-import { ArchivalSearchResponseSchema, ArchiveSchema, PassageSchema } from '../schemas/responses';
+import {
+  ArchivalSearchResponseSchema,
+  ArchiveSchema,
+  PassageSchema,
+  PassageSearchResultSchema,
+} from '../schemas/responses';
 import {
   CreateAgentPassageSchema,
   CreateArchivePassageSchema,
@@ -19,10 +25,17 @@ import {
   ListAgentPassagesQuery,
   ListArchivesQuery,
   SearchAgentPassagesQuery,
+  SearchPassagesSchema,
   UpdateArchiveSchema,
 } from '../schemas/archives';
-import { addPassages, insertArchival, searchArchival, type PassageInput } from '../../agent/archival';
-import { embeddingConfigForHandle } from '../../agent/embeddings';
+import {
+  addPassages,
+  findPassages,
+  insertArchival,
+  searchArchival,
+  type PassageInput,
+} from '../../agent/archival';
+import { chosenEmbedding } from '../../agent/embeddings';
 import * as archives from '../../db/archives';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
@@ -134,13 +147,10 @@ export function archivesRouter(ctx: ApiContext): DocumentedRouter {
     { summary: 'Create an archive', body: CreateArchiveSchema, response: ArchiveSchema },
     async (req, res) => {
       const body = parseBody(CreateArchiveSchema, req);
-      const embedding =
-        body.embedding_config ??
-        (body.embedding ? embeddingConfigForHandle(body.embedding, ctx.config) : null);
       const archive = await archives.insertArchive(ctx.db, newId('archive'), {
         name: body.name,
         description: body.description ?? null,
-        embedding_config: embedding,
+        embedding_config: chosenEmbedding(body, ctx.config),
         metadata: null,
       });
       res.json(archiveShape(archive));
@@ -221,6 +231,39 @@ export function archivesRouter(ctx: ApiContext): DocumentedRouter {
       if (!(await archives.deletePassage(ctx.db, { archiveId }, passageId)))
         throw notFound(`Passage ${passageId}`);
       res.status(204).end();
+    },
+  );
+
+  router.post(
+    '/v1/passages/search',
+    {
+      summary: 'Search passages',
+      description:
+        "Across the archives attached to `agent_id`, else those of `archive_id`, else every archive (folders' " +
+        'files aside), best match first. Each passage is compared with the query embedded by its own ' +
+        'embedding model; passages kept without an embedding match when their text holds the query (score ' +
+        '0). Without a query: every passage that passes the filters, oldest first.',
+      body: SearchPassagesSchema,
+      response: z.array(PassageSearchResultSchema),
+    },
+    async (req, res) => {
+      const body = parseBody(SearchPassagesSchema, req);
+      const scope = body.agent_id
+        ? { agentId: (await loadAgent(body.agent_id)).id }
+        : body.archive_id
+          ? { archiveId: (await loadArchive(body.archive_id)).id }
+          : { everyArchive: true as const };
+      const found = await findPassages(ctx.db, providers, scope, {
+        query: body.query,
+        tags: body.tags ?? undefined,
+        tagMatchMode: body.tag_match_mode,
+        limit: body.limit,
+        start: body.start_date ?? undefined,
+        end: body.end_date ?? undefined,
+      });
+      res.json(
+        found.map(({ score, ...passage }) => ({ passage: passageShape(passage), score, metadata: {} })),
+      );
     },
   );
 

@@ -27,6 +27,7 @@ import {
   ConversationMessagesQuery,
   CreateConversationQuery,
   CreateConversationSchema,
+  ForkConversationQuery,
   ListConversationsQuery,
   UpdateConversationSchema,
 } from '../schemas/conversations';
@@ -34,6 +35,7 @@ import { messageHandlers } from './messages';
 import { getAgent, getAgentRow } from '../../db/agents';
 import { compiledPrompt } from '../../agent/agents';
 import { compactConversation } from '../../agent/compaction';
+import { forkConversation } from '../../agent/conversations';
 import { providerRegistry } from '../../llm';
 import { llmErrorType, ModelApiError } from '../../llm/types';
 import { llmFailureAnswer } from '../follow-run';
@@ -91,6 +93,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
         summary: body.summary ?? null,
         model: body.model ?? null,
         model_settings: body.model_settings ?? null,
+        hidden: body.hidden ?? false,
       });
       res.json(conversationShape(conversation));
     },
@@ -116,21 +119,21 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
   );
 
   router.get(
-    '/v1/conversations/:id',
+    '/v1/conversations/:conversationId',
     { summary: 'Retrieve conversation', response: ConversationSchema },
     async (req, res) => {
-      const conversation = await loadConversation(req.params.id);
+      const conversation = await loadConversation(req.params.conversationId);
       res.json(conversationShape(conversation, await conversationMessageIds(ctx.db, conversation.id)));
     },
   );
 
   router.patch(
-    '/v1/conversations/:id',
+    '/v1/conversations/:conversationId',
     { summary: 'Update conversation', body: UpdateConversationSchema, response: ConversationSchema },
     async (req, res) => {
-      await loadConversation(req.params.id);
+      await loadConversation(req.params.conversationId);
       const body = parseBody(UpdateConversationSchema, req);
-      const updated = await updateConversation(ctx.db, req.params.id, {
+      const updated = await updateConversation(ctx.db, req.params.conversationId, {
         summary: body.summary ?? undefined,
         model: body.model ?? undefined,
         model_settings: body.model_settings ?? undefined,
@@ -142,10 +145,10 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
 
   // Its turns end first (cancelled, as a cancel ends them): none goes on storing into a history that is gone.
   router.delete(
-    '/v1/conversations/:id',
+    '/v1/conversations/:conversationId',
     { summary: 'Delete conversation', description: 'Its active runs are cancelled first.' },
     async (req, res) => {
-      const conversation = await loadConversation(req.params.id);
+      const conversation = await loadConversation(req.params.conversationId);
       await cancelTurns(ctx, { agentId: conversation.agent_id, conversationId: conversation.id }, [], true);
       if (!(await deleteConversation(ctx.db, conversation.id)))
         throw notFound(`Conversation ${conversation.id}`);
@@ -153,8 +156,32 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
   );
 
+  router.post(
+    '/v1/conversations/:conversationId/fork',
+    {
+      summary: 'Fork conversation',
+      description:
+        "A new conversation of the same agent whose context starts as this one's: the summary of what a " +
+        'compaction took out, then copies of the messages since, under ids of their own (`in_context_message_ids`), ' +
+        'through `message_id` when given (with the results of its tool calls); calls still waiting for their ' +
+        "results stay out. The system prompt is compiled afresh from the agent's blocks, as at every step. " +
+        "`hidden`: left out of listings. `default` with `agent_id`: the agent's own history.",
+      query: ForkConversationQuery,
+      response: ConversationSchema,
+    },
+    async (req, res) => {
+      const query = parseQuery(ForkConversationQuery, req);
+      const source = await resolve(req.params.conversationId, query.agent_id);
+      const { conversation, messageIds } = await forkConversation(ctx.db, source, {
+        messageId: query.message_id,
+        hidden: query.hidden,
+      });
+      res.json(conversationShape(conversation, messageIds));
+    },
+  );
+
   router.get(
-    '/v1/conversations/:id/messages',
+    '/v1/conversations/:conversationId/messages',
     {
       summary: 'List conversation messages',
       description:
@@ -164,14 +191,14 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const query = parseQuery(ConversationMessagesQuery, req);
-      const to = await resolve(req.params.id, query.agent_id);
+      const to = await resolve(req.params.conversationId, query.agent_id);
       const rows = await listMessages(ctx.db, to, query);
       res.json(rows.flatMap(lettaMessages));
     },
   );
 
   router.post(
-    '/v1/conversations/:id/messages',
+    '/v1/conversations/:conversationId/messages',
     {
       summary: 'Send conversation message',
       description:
@@ -183,7 +210,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const body = parseBody(ConversationMessageSchema, req);
-      const to = await resolve(req.params.id, body.agent_id);
+      const to = await resolve(req.params.conversationId, body.agent_id);
       if (to.conversationId)
         await updateConversation(ctx.db, to.conversationId, { last_message_at: new Date() });
       await send(to, body, res, body.streaming);
@@ -191,7 +218,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
   );
 
   router.post(
-    '/v1/conversations/:id/cancel',
+    '/v1/conversations/:conversationId/cancel',
     {
       summary: 'Cancel conversation',
       description:
@@ -203,7 +230,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     async (req, res) => {
       const { agent_id: agentId } = parseQuery(AgentOfDefaultQuery, req);
       const { run_ids: runIds } = parseBody(CancelSchema, req);
-      res.json(await cancel(await resolve(req.params.id, agentId), runIds));
+      res.json(await cancel(await resolve(req.params.conversationId, agentId), runIds));
     },
   );
 
@@ -219,7 +246,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
   };
 
   router.post(
-    '/v1/conversations/:id/compact',
+    '/v1/conversations/:conversationId/compact',
     {
       summary: 'Compact conversation',
       description: "`default` with `agent_id` in the body: the agent's own history.",
@@ -228,7 +255,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
-      await compact(await resolve(req.params.id, agentId), res);
+      await compact(await resolve(req.params.conversationId, agentId), res);
     },
   );
 
@@ -257,7 +284,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
   // The system prompt as the conversation's next step gets it: compiled afresh at every step here,
   // from the agent's current blocks, so there is nothing stored to rewrite (dry_run changes nothing).
   router.post(
-    '/v1/conversations/:id/recompile',
+    '/v1/conversations/:conversationId/recompile',
     {
       summary: 'Recompile conversation',
       description:
@@ -269,7 +296,10 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const { agent_id: agentId } = parseBody(AgentOfDefaultQuery, req);
-      const to = await resolve(req.params.id, agentId ?? parseQuery(AgentOfDefaultQuery, req).agent_id);
+      const to = await resolve(
+        req.params.conversationId,
+        agentId ?? parseQuery(AgentOfDefaultQuery, req).agent_id,
+      );
       res.json(compiledPrompt((await getAgent(ctx.db, to.agentId))!, to.conversationId));
     },
   );
@@ -279,7 +309,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
    * or else the newest one still running.
    */
   router.post(
-    '/v1/conversations/:id/stream',
+    '/v1/conversations/:conversationId/stream',
     {
       summary: 'Retrieve conversation stream',
       readOnly: true,
@@ -292,7 +322,7 @@ export function conversationsRouter(ctx: ApiContext): DocumentedRouter {
     },
     async (req, res) => {
       const body = parseBody(RetrieveStreamSchema, req);
-      const to = await resolve(req.params.id, body.agent_id);
+      const to = await resolve(req.params.conversationId, body.agent_id);
       const run = await conversationRun(ctx.db, to, { runId: body.run_id, otid: body.otid });
       if (!run) throw new HttpError(400, 'No active runs found for this conversation.');
       await streamRun(ctx, res, run, runLiveness(ctx, run), {

@@ -65,18 +65,18 @@ export function schedulesRouter(ctx: ApiContext): DocumentedRouter {
   );
 
   router.get(
-    '/v1/agents/:agentId/schedule/:id',
+    '/v1/agents/:agentId/schedule/:scheduledMessageId',
     { summary: 'Retrieve a scheduled message', response: ScheduledMessageSchema },
     async (req, res) => {
-      res.json(await getScheduledMessage(ctx, req.params.agentId, req.params.id));
+      res.json(await getScheduledMessage(ctx, req.params.agentId, req.params.scheduledMessageId));
     },
   );
 
   router.delete(
-    '/v1/agents/:agentId/schedule/:id',
+    '/v1/agents/:agentId/schedule/:scheduledMessageId',
     { summary: 'Delete a scheduled message', response: ScheduleDeleteResponseSchema },
     async (req, res) => {
-      res.json(await deleteScheduledMessage(ctx, req.params.agentId, req.params.id));
+      res.json(await deleteScheduledMessage(ctx, req.params.agentId, req.params.scheduledMessageId));
     },
   );
 

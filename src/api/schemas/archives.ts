@@ -56,3 +56,15 @@ export const CreateArchivePassageSchema = z.object({
 export const CreateArchivePassagesSchema = z.object({
   passages: z.array(CreateArchivePassageSchema).min(1).max(1000),
 });
+
+/** Letta's PassageSearchRequest: the agent's archives, else the archive's, else every archive's. */
+export const SearchPassagesSchema = z.object({
+  query: z.string().nullish(),
+  agent_id: z.string().nullish(),
+  archive_id: z.string().nullish(),
+  tags,
+  tag_match_mode: z.enum(['any', 'all']).default('any'),
+  limit: z.number().int().min(1).max(100).default(50),
+  start_date: z.coerce.date().nullish(),
+  end_date: z.coerce.date().nullish(),
+});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery } from './common';
+import { idOf, pageQuery, queryBoolean } from './common';
 
 const ModelHandle = z
   .string()
@@ -13,6 +13,7 @@ export const CreateConversationSchema = z
     summary: z.string().nullish(),
     model: ModelHandle,
     model_settings: z.record(z.string(), z.unknown()).nullish(),
+    hidden: z.boolean().nullish(),
     isolated_block_labels: z
       .array(z.string())
       .max(0, 'isolated_block_labels: blocks of a conversation of its own are not supported yet')
@@ -38,6 +39,12 @@ export const ListConversationsQuery = pageQuery(50, 'desc').extend({
 export const AgentOfDefaultQuery = z.object({ agent_id: z.string().optional() });
 
 export const ConversationMessagesQuery = pageQuery(100, 'desc').extend(AgentOfDefaultQuery.shape);
+
+/** Letta's fork: up to and including `message_id`, `hidden` from listings. */
+export const ForkConversationQuery = AgentOfDefaultQuery.extend({
+  hidden: queryBoolean,
+  message_id: idOf('message').optional(),
+});
 
 /** What compacting a conversation answers (compactConversation). */
 export const CompactionResponseSchema = z

@@ -358,6 +358,11 @@ export const ArchivalSearchResponseSchema = z
   })
   .meta({ id: 'ArchivalMemorySearchResponse' });
 
+/** Letta's PassageSearchResult: a passage with its score (cosine similarity; 0 for a text match). */
+export const PassageSearchResultSchema = z
+  .object({ passage: PassageSchema, score: z.number(), metadata: JsonObject })
+  .meta({ id: 'PassageSearchResult' });
+
 export const StepSchema = z
   .object({
     id: z.string(),

@@ -27,6 +27,7 @@ import { runStopEvents } from './0021-run-stop-events';
 import { toolCallClaims } from './0022-tool-call-claims';
 import { accessTokens } from './0023-access-tokens';
 import { callTokens } from './0024-call-tokens';
+import { hiddenConversations } from './0025-hidden-conversations';
 
 export const migrations: Migration[] = [
   initial,
@@ -53,4 +54,5 @@ export const migrations: Migration[] = [
   toolCallClaims,
   accessTokens,
   callTokens,
+  hiddenConversations,
 ];

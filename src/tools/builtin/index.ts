@@ -253,7 +253,7 @@ export interface BuiltinToolContext {
   signal?: AbortSignal;
 }
 
-/** The archival tools: what the agent cannot do (no embedding model, a bad date) is the tool's error. */
+/** The archival tools: what the agent cannot do (an embedding its provider refuses, a bad date) is the tool's error. */
 async function archivalTool({ db, agent, providers, signal }: BuiltinToolContext, name: string, args: Args) {
   try {
     if (name === 'archival_memory_insert') {

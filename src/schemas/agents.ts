@@ -4,7 +4,11 @@ import { isTimeZone } from '../agent/time';
 
 export const CreateBlockSchema = z.object({
   label: z.string().min(1),
-  value: z.string(),
+  // Letta's CreateBlock makes a missing or null value an empty one.
+  value: z
+    .string()
+    .nullish()
+    .transform((value) => value ?? ''),
   limit: z.number().int().positive().nullish(),
   description: z.string().nullish(),
   read_only: z.boolean().nullish(),
@@ -92,4 +96,4 @@ export const UpdateAgentSchema = CreateAgentSchema.omit({
 });
 export type UpdateAgent = z.infer<typeof UpdateAgentSchema>;
 
-export const UpdateBlockSchema = CreateBlockSchema.partial();
+export const UpdateBlockSchema = CreateBlockSchema.extend({ value: z.string() }).partial();

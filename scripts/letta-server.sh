@@ -102,32 +102,18 @@ mkdir -p "$data_dir" && data_dir="$(cd "$data_dir" && pwd)"
 [ -f "$data_dir/pg/PG_VERSION" ] || cp -a "$template" "$data_dir/pg"
 start_pg "$data_dir/pg"
 
-# Two changes to Letta, none with --pristine:
-# - the models its OpenAI provider lists from a base URL other than OpenAI's are named openai-proxy/<id>
-#   (letta/schemas/providers/openai.py); here they are listed as from OpenAI itself (openai/<id>, chat
-#   models only), called at the given URL all the same, so openai/gpt-4o-mini names the same model on
-#   Letta as on OpenAI and on our server;
-# - Letta makes an AsyncOpenAI client per model call and never closes it (letta/llm_api/openai_client.py);
-#   when the garbage collector takes one, openai's AsyncHttpxClientWrapper.__del__ schedules its aclose(),
-#   which unregisters the fd number of its long-closed socket from the event loop: whatever socket has
-#   that number by then (often a new asyncpg connection) is never woken, and its request waits out
-#   asyncpg's 60 s connect timeout. Without that __del__, the collector just closes the sockets.
+# One change to Letta, a fix of its own defect (none with --pristine): Letta makes an AsyncOpenAI client
+# per model call and never closes it (letta/llm_api/openai_client.py); when the garbage collector takes
+# one, openai's AsyncHttpxClientWrapper.__del__ schedules its aclose(), which unregisters the fd number
+# of its long-closed socket from the event loop: whatever socket has that number by then (often a new
+# asyncpg connection) is never woken, and its request waits out asyncpg's 60 s connect timeout, at
+# random. Without that __del__, the collector just closes the sockets.
+# Models at a base URL other than OpenAI's are Letta's `openai-proxy/<id>` (schemas/providers/openai.py):
+# the suite names them so on Letta (test/python/conftest.py).
 launcher='
 import sys
-from letta.schemas.providers.openai import OpenAIProvider
 from openai._base_client import AsyncHttpxClientWrapper
-listed = OpenAIProvider._list_llm_models
-async def as_if_from_openai(self, data):
-    base_url, self.base_url = self.base_url, "https://api.openai.com/v1"
-    try:
-        configs = await listed(self, data)
-    finally:
-        self.base_url = base_url
-    for config in configs:
-        config.model_endpoint = base_url
-    return configs
 if sys.argv.pop(1) != "--pristine":
-    OpenAIProvider._list_llm_models = as_if_from_openai
     del AsyncHttpxClientWrapper.__del__
 from letta.main import app
 sys.argv[0] = "letta"

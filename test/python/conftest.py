@@ -17,9 +17,11 @@ from model_stub import ModelStub
 from servers import TARGETS, running_server
 
 TARGET = os.environ.get("LETTA_SUITE_SERVER", "this")
-MODEL = "openai/gpt-4o-mini"
-EMBEDDING = "openai/text-embedding-3-small"
 ON_LETTA = TARGET == "letta"
+# Letta names the models of an OpenAI-compatible endpoint other than OpenAI's `openai-proxy/<id>`
+# (letta/schemas/providers/openai.py); its embedding models keep `openai/`, from a list of its own.
+MODEL = "openai-proxy/gpt-4o-mini" if ON_LETTA else "openai/gpt-4o-mini"
+EMBEDDING = "openai/text-embedding-3-small"
 
 
 def letta_defect(reason: str) -> pytest.MarkDecorator:

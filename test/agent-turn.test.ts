@@ -69,7 +69,7 @@ describe('the agent turn through the official Letta client', () => {
     h.stub.enqueue(
       {
         toolCalls: [
-          { name: 'memory_replace', arguments: { label: 'human', old_str: 'Alice', new_str: 'Bob' } },
+          { name: 'memory_replace', arguments: { label: 'human', old_string: 'Alice', new_string: 'Bob' } },
         ],
       },
       { text: 'Noted, Bob.' },
@@ -277,7 +277,10 @@ describe('the agent turn through the official Letta client', () => {
       {
         toolCalls: [
           // A null for an optional argument (a local model's way of leaving it out) is dropped.
-          { name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea', insert_line: null } },
+          {
+            name: 'memory_insert',
+            arguments: { label: 'human', new_string: 'Likes tea', insert_line: null },
+          },
         ],
       },
       { text: 'Noted.' },
@@ -289,7 +292,7 @@ describe('the agent turn through the official Letta client', () => {
     expect(insert.strict).toBe(true);
     expect(insert.parameters).toMatchObject({
       additionalProperties: false,
-      required: ['label', 'new_str', 'insert_line'],
+      required: ['label', 'new_string', 'insert_line'],
       properties: { insert_line: { type: 'integer' } },
     });
     expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({

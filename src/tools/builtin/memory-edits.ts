@@ -1,6 +1,6 @@
 /**
  * Letta's core-memory tools as pure functions over block values (letta/services/tool_executor/
- * core_tool_executor.py): argument checks and error texts are Letta's, word for word. A thrown
+ * core_tool_executor.py): argument names, checks and error texts are Letta 0.16.8's, word for word. A thrown
  * ToolError is the tool's own error: the model sees its message.
  */
 
@@ -9,7 +9,9 @@ import { ToolError } from '../tool-error';
 export const READ_ONLY_BLOCK_EDIT_ERROR = 'Error This block is read-only and cannot be edited.';
 export const CORE_MEMORY_LINE_NUMBER_WARNING =
   "# NOTE: Line numbers shown below (with arrows like '1→') are to help during editing. Do NOT include line number prefixes in your memory edit tool calls.";
-const LINE_NUMBER_PREFIX = /^[ \t]*\d+→[ \t]*/m;
+// Letta's MEMORY_TOOLS_LINE_NUMBER_PREFIX_REGEX as Python's re.search runs it: `^` after a newline
+// only, and any Unicode digit.
+const LINE_NUMBER_PREFIX = /(?:^|\n)[ \t]*\p{Nd}+→/u;
 
 const EDITED = (label: string) =>
   `The core memory block with label \`${label}\` has been successfully edited. Your system prompt has been recompiled with the updated memory contents and is now active in your context. Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the memory block again if necessary.`;
@@ -73,40 +75,44 @@ function rejectLineNumbers(field: string, text: string, checkWarning: boolean): 
 const countOccurrences = (text: string, part: string) =>
   part === '' ? text.length + 1 : text.split(part).length - 1;
 
+/** Python's str.replace: every occurrence, an empty `part` between every character and at both ends. */
+const replaceAll = (text: string, part: string, replacement: string) =>
+  text.replaceAll(part, () => replacement);
+
 export function memoryReplace(
   blocks: EditableBlock[],
-  args: { label: string; old_str: string; new_str: string },
+  args: { label: string; old_string: string; new_string: string },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  rejectLineNumbers('old_str', args.old_str, true);
-  rejectLineNumbers('new_str', args.new_str, false);
-  const oldStr = expandTabs(args.old_str);
-  const newStr = expandTabs(args.new_str);
+  rejectLineNumbers('old_string', args.old_string, true);
+  rejectLineNumbers('new_string', args.new_string, false);
+  const oldString = expandTabs(args.old_string);
+  const newString = expandTabs(args.new_string);
   const current = expandTabs(block.value);
-  const occurrences = countOccurrences(current, oldStr);
+  const occurrences = countOccurrences(current, oldString);
   if (occurrences === 0) {
     throw new ToolError(
-      `No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in memory block with label \`${args.label}\`.`,
+      `No replacement was performed, old_string \`${oldString}\` did not appear verbatim in memory block with label \`${args.label}\`.`,
     );
   }
   if (occurrences > 1) {
     const lines = current
       .split('\n')
-      .flatMap((line, i) => (line.includes(oldStr) ? [i + 1] : []))
+      .flatMap((line, i) => (line.includes(oldString) ? [i + 1] : []))
       .join(', ');
     throw new ToolError(
-      `No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${lines}]. Please ensure it is unique.`,
+      `No replacement was performed. Multiple occurrences of old_string \`${oldString}\` in lines [${lines}]. Please ensure it is unique.`,
     );
   }
-  return { label: args.label, value: current.split(oldStr).join(newStr), result: EDITED(args.label) };
+  return { label: args.label, value: replaceAll(current, oldString, newString), result: EDITED(args.label) };
 }
 
 export function memoryInsert(
   blocks: EditableBlock[],
-  args: { label: string; new_str: string; insert_line?: number },
+  args: { label: string; new_string: string; insert_line?: number },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  rejectLineNumbers('new_str', args.new_str, true);
+  rejectLineNumbers('new_string', args.new_string, true);
   const lines = expandTabs(block.value).split('\n');
   let insertLine = args.insert_line ?? -1;
   if (insertLine === -1) insertLine = lines.length;
@@ -117,7 +123,7 @@ export function memoryInsert(
   }
   const value = [
     ...lines.slice(0, insertLine),
-    ...expandTabs(args.new_str).split('\n'),
+    ...expandTabs(args.new_string).split('\n'),
     ...lines.slice(insertLine),
   ].join('\n');
   return { label: args.label, value, result: EDITED(args.label) };
@@ -151,7 +157,7 @@ export function coreMemoryReplace(
   }
   return {
     label: args.label,
-    value: block.value.split(args.old_content).join(args.new_content),
+    value: replaceAll(block.value, args.old_content, args.new_content),
     result: null,
   };
 }

@@ -20,7 +20,7 @@ describe("memory tools, with Letta's checks and texts", () => {
   it('memory_replace replaces a unique string', () => {
     const edit = memoryReplace(blocks, { label: 'human', old_string: 'Alice', new_string: 'Bob' });
     expect(edit.value).toBe('Name: Bob\nLikes: tea\nLikes: tea');
-    expect(edit.result).toMatch(/^The core memory block with label `human` has been successfully edited\./);
+    expect(edit.result).toBe(edit.value); // Letta 0.16.8 returns the block's new value
   });
 
   it('memory_replace refuses missing, repeated, line-numbered and read-only edits', () => {
@@ -54,9 +54,10 @@ describe("memory tools, with Letta's checks and texts", () => {
     expect(memoryInsert(blocks, { label: 'human', new_string: 'Age: 30', insert_line: 1 }).value).toBe(
       'Name: Alice\nAge: 30\nLikes: tea\nLikes: tea',
     );
-    expect(memoryInsert(blocks, { label: 'human', new_string: 'End' }).value).toBe(
-      'Name: Alice\nLikes: tea\nLikes: tea\nEnd',
-    );
+    expect(memoryInsert(blocks, { label: 'human', new_string: 'End' })).toMatchObject({
+      value: 'Name: Alice\nLikes: tea\nLikes: tea\nEnd',
+      result: 'Name: Alice\nLikes: tea\nLikes: tea\nEnd',
+    });
     expect(memoryInsert(blocks, { label: 'human', new_string: 'Top', insert_line: 0 }).value).toMatch(
       /^Top\nName/,
     );
@@ -69,6 +70,7 @@ describe("memory tools, with Letta's checks and texts", () => {
     expect(memoryRethink(blocks, { label: 'human', new_memory: 'All new' })).toMatchObject({
       value: 'All new',
       create: false,
+      result: 'All new',
     });
     expect(memoryRethink(blocks, { label: 'notes', new_memory: 'Fresh' })).toMatchObject({
       value: 'Fresh',
@@ -79,14 +81,17 @@ describe("memory tools, with Letta's checks and texts", () => {
     );
   });
 
-  it('core_memory_append and core_memory_replace return nothing', () => {
+  it('core_memory_append and core_memory_replace return the new value', () => {
     expect(coreMemoryAppend(blocks, { label: 'human', content: 'More' })).toMatchObject({
       value: 'Name: Alice\nLikes: tea\nLikes: tea\nMore',
-      result: null,
+      result: 'Name: Alice\nLikes: tea\nLikes: tea\nMore',
     });
     expect(
-      coreMemoryReplace(blocks, { label: 'human', old_content: 'tea', new_content: 'coffee' }).value,
-    ).toBe('Name: Alice\nLikes: coffee\nLikes: coffee');
+      coreMemoryReplace(blocks, { label: 'human', old_content: 'tea', new_content: 'coffee' }),
+    ).toMatchObject({
+      value: 'Name: Alice\nLikes: coffee\nLikes: coffee',
+      result: 'Name: Alice\nLikes: coffee\nLikes: coffee',
+    });
     expect(() => coreMemoryReplace(blocks, { label: 'human', old_content: 'x', new_content: 'y' })).toThrow(
       "Old content 'x' not found in memory block 'human'",
     );

@@ -160,7 +160,7 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
 
 /** A memory edit's result, and the block value it writes unless it wrote already (a new block). */
 export interface PlannedMemoryEdit {
-  result: string | null;
+  result: string;
   write?: BlockValueWrite;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Letta's core-memory tools as pure functions over block values (letta/services/tool_executor/
- * core_tool_executor.py): argument names, checks and error texts are Letta 0.16.8's, word for word. A thrown
- * ToolError is the tool's own error: the model sees its message.
+ * core_tool_executor.py): argument names, checks, error texts and returns are Letta 0.16.8's, word for
+ * word. A thrown ToolError is the tool's own error: the model sees its message.
  */
 
 import { ToolError } from '../tool-error';
@@ -13,22 +13,29 @@ export const CORE_MEMORY_LINE_NUMBER_WARNING =
 // only, and any Unicode digit.
 const LINE_NUMBER_PREFIX = /(?:^|\n)[ \t]*\p{Nd}+→/u;
 
-const EDITED = (label: string) =>
-  `The core memory block with label \`${label}\` has been successfully edited. Your system prompt has been recompiled with the updated memory contents and is now active in your context. Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the memory block again if necessary.`;
-
 export interface EditableBlock {
   label: string;
   value: string;
   read_only: boolean;
 }
 
-/** The outcome of an edit: the block's new value (undefined: create it), and what the tool returns. */
+/**
+ * The outcome of an edit: the block's new value (`create`: in a block it makes), and what the tool
+ * returns, which in Letta 0.16.8 is that new value.
+ */
 export interface MemoryEdit {
   label: string;
   value: string;
   create?: boolean;
-  result: string | null;
+  result: string;
 }
+
+const edited = (label: string, value: string, create?: boolean): MemoryEdit => ({
+  label,
+  value,
+  ...(create === undefined ? {} : { create }),
+  result: value,
+});
 
 /** Python's str.expandtabs(): tabs to the next multiple of 8 columns, per line. */
 export function expandTabs(text: string, size = 8): string {
@@ -104,7 +111,7 @@ export function memoryReplace(
       `No replacement was performed. Multiple occurrences of old_string \`${oldString}\` in lines [${lines}]. Please ensure it is unique.`,
     );
   }
-  return { label: args.label, value: replaceAll(current, oldString, newString), result: EDITED(args.label) };
+  return edited(args.label, replaceAll(current, oldString, newString));
 }
 
 export function memoryInsert(
@@ -126,7 +133,7 @@ export function memoryInsert(
     ...expandTabs(args.new_string).split('\n'),
     ...lines.slice(insertLine),
   ].join('\n');
-  return { label: args.label, value, result: EDITED(args.label) };
+  return edited(args.label, value);
 }
 
 export function memoryRethink(
@@ -136,7 +143,7 @@ export function memoryRethink(
   const block = blocks.find((b) => b.label === args.label);
   if (block?.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
   rejectLineNumbers('new_memory', args.new_memory, true);
-  return { label: args.label, value: args.new_memory, create: !block, result: EDITED(args.label) };
+  return edited(args.label, args.new_memory, !block);
 }
 
 export function coreMemoryAppend(
@@ -144,7 +151,7 @@ export function coreMemoryAppend(
   args: { label: string; content: string },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  return { label: args.label, value: `${block.value}\n${args.content}`, result: null };
+  return edited(args.label, `${block.value}\n${args.content}`);
 }
 
 export function coreMemoryReplace(
@@ -155,9 +162,5 @@ export function coreMemoryReplace(
   if (!block.value.includes(args.old_content)) {
     throw new ToolError(`Old content '${args.old_content}' not found in memory block '${args.label}'`);
   }
-  return {
-    label: args.label,
-    value: replaceAll(block.value, args.old_content, args.new_content),
-    result: null,
-  };
+  return edited(args.label, replaceAll(block.value, args.old_content, args.new_content));
 }

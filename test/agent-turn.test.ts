@@ -324,7 +324,7 @@ describe('the agent turn through the official Letta client', () => {
     const res = await fetch(`${h.server.url}/v1/agents/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ label: 'x' }] }),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ value: 'no label' }] }),
     });
     expect(res.status).toBe(422);
     expect(res.headers.get('x-should-retry')).toBe('false');

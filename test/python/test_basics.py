@@ -51,16 +51,15 @@ def test_memory_blocks(client, agent):
 
 def test_the_model_edits_memory(client, agent, model):
     model.enqueue(
-        Reply(tool_calls=[call("memory_replace", label="human", old_str="Alice", new_str="Alice Liddell")])
-        if not ON_LETTA
-        # Letta 0.16.8's memory_replace takes old_string / new_string (its letta_v1_agent's tool)
-        else Reply(tool_calls=[call("memory_replace", label="human", old_string="Alice", new_string="Alice Liddell")]),
+        Reply(tool_calls=[call("memory_replace", label="human", old_string="Alice", new_string="Alice Liddell")]),
         Reply(text="Noted."),
     )
     response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "My surname is Liddell"}])
 
     returns = by_type(response.messages, "tool_return_message")
     assert len(returns) == 1 and returns[0].status == "success"
+    # memory_replace returns the block's new value.
+    assert returns[0].tool_return == "Name: Alice Liddell"
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Alice Liddell"
     # The next model call sees the edited block.
     assert "Alice Liddell" in model.requests[-1]["messages"][0]["content"]

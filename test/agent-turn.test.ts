@@ -69,7 +69,7 @@ describe('the agent turn through the official Letta client', () => {
     h.stub.enqueue(
       {
         toolCalls: [
-          { name: 'memory_replace', arguments: { label: 'human', old_str: 'Alice', new_str: 'Bob' } },
+          { name: 'memory_replace', arguments: { label: 'human', old_string: 'Alice', new_string: 'Bob' } },
         ],
       },
       { text: 'Noted, Bob.' },
@@ -84,7 +84,7 @@ describe('the agent turn through the official Letta client', () => {
     ]);
     const ret = response.messages[1] as { status: string; tool_return: string };
     expect(ret.status).toBe('success');
-    expect(ret.tool_return).toMatch(/has been successfully edited/);
+    expect(ret.tool_return).toBe('Name: Bob'); // the block's new value, as Letta 0.16.8 returns it
     const block = await h.client.agents.blocks.retrieve('human', { agent_id: agent.id });
     expect(block.value).toBe('Name: Bob');
     expect(response.usage.step_count).toBe(2);
@@ -277,7 +277,10 @@ describe('the agent turn through the official Letta client', () => {
       {
         toolCalls: [
           // A null for an optional argument (a local model's way of leaving it out) is dropped.
-          { name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea', insert_line: null } },
+          {
+            name: 'memory_insert',
+            arguments: { label: 'human', new_string: 'Likes tea', insert_line: null },
+          },
         ],
       },
       { text: 'Noted.' },
@@ -289,7 +292,7 @@ describe('the agent turn through the official Letta client', () => {
     expect(insert.strict).toBe(true);
     expect(insert.parameters).toMatchObject({
       additionalProperties: false,
-      required: ['label', 'new_str', 'insert_line'],
+      required: ['label', 'new_string', 'insert_line'],
       properties: { insert_line: { type: 'integer' } },
     });
     expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
@@ -321,7 +324,7 @@ describe('the agent turn through the official Letta client', () => {
     const res = await fetch(`${h.server.url}/v1/agents/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ label: 'x' }] }),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', memory_blocks: [{ value: 'no label' }] }),
     });
     expect(res.status).toBe(422);
     expect(res.headers.get('x-should-retry')).toBe('false');

@@ -5,11 +5,11 @@ describe("strict mode (Letta's convert_to_structured_output)", () => {
   it('makes every property required, typed as declared, and closes the object', () => {
     const original = schemas.memory_insert.parameters;
     const strict = strictParameters(original);
-    expect(strict.required).toEqual(['label', 'new_str', 'insert_line']);
+    expect(strict.required).toEqual(['label', 'new_string', 'insert_line']);
     expect(strict.additionalProperties).toBe(false);
     expect((strict.properties as Record<string, { type: unknown }>).insert_line.type).toBe('integer');
     expect((strict.properties as Record<string, { type: unknown }>).label.type).toBe('string');
-    expect(original.required).toEqual(['label', 'new_str']); // the stored schema is untouched
+    expect(original.required).toEqual(['label', 'new_string']); // the stored schema is untouched
   });
 
   it('recurses into nested objects, array items and anyOf, and leaves $ref and untyped properties be', () => {
@@ -56,13 +56,13 @@ describe("strict mode (Letta's convert_to_structured_output)", () => {
 
   it('strips nulls the model sent for optional arguments, and keeps required ones', () => {
     const parameters = schemas.memory_insert.parameters;
-    expect(stripOptionalNulls({ label: 'human', new_str: 'x', insert_line: null }, parameters)).toEqual({
+    expect(stripOptionalNulls({ label: 'human', new_string: 'x', insert_line: null }, parameters)).toEqual({
       label: 'human',
-      new_str: 'x',
+      new_string: 'x',
     });
-    expect(stripOptionalNulls({ label: null, new_str: 'x' }, parameters)).toEqual({
+    expect(stripOptionalNulls({ label: null, new_string: 'x' }, parameters)).toEqual({
       label: null,
-      new_str: 'x',
+      new_string: 'x',
     });
   });
 });

@@ -58,6 +58,8 @@ def test_the_model_edits_memory(client, agent, model):
 
     returns = by_type(response.messages, "tool_return_message")
     assert len(returns) == 1 and returns[0].status == "success"
+    # memory_replace returns the block's new value.
+    assert returns[0].tool_return == "Name: Alice Liddell"
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Alice Liddell"
     # Here the next model call's system prompt holds the edited block. Letta 0.16.8 keeps the system
     # prompt it has until a compaction, for providers' prefix caches (letta_agent_v2.py

@@ -1,7 +1,8 @@
 /**
  * Letta's built-in tools, trusted code of ours run in-process: the core-memory tools,
- * conversation_search and the file tools (files.ts) against the database, fetch_webpage over HTTP. Their schemas are Letta's, as
- * its schema generator stores them.
+ * conversation_search and the file tools (files.ts) against the database, fetch_webpage over HTTP.
+ * Their schemas are Letta 0.16.8's, as its schema generator makes them (schemas.json, written by
+ * scripts/letta-builtin-schemas.py).
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
@@ -112,8 +113,12 @@ export async function ensureBuiltinTools(db: Database): Promise<void> {
 
 type Args = Record<string, unknown>;
 
-function requireString(args: Args, name: string): string {
-  const value = args[name];
+/**
+ * A string argument; `legacy` is the name older Letta versions gave it, taken when the argument is
+ * absent under its own (a model prompted with an older schema, an agent's history of such calls).
+ */
+function requireString(args: Args, name: string, legacy?: string): string {
+  const value = args[name] ?? (legacy === undefined ? undefined : args[legacy]);
   if (typeof value !== 'string')
     throw new ToolError(`missing or invalid argument '${name}' (expected a string)`);
   return value;
@@ -132,13 +137,13 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
   memory_replace: (blocks, a) =>
     memoryReplace(blocks, {
       label: requireString(a, 'label'),
-      old_str: requireString(a, 'old_str'),
-      new_str: requireString(a, 'new_str'),
+      old_string: requireString(a, 'old_string', 'old_str'),
+      new_string: requireString(a, 'new_string', 'new_str'),
     }),
   memory_insert: (blocks, a) =>
     memoryInsert(blocks, {
       label: requireString(a, 'label'),
-      new_str: requireString(a, 'new_str'),
+      new_string: requireString(a, 'new_string', 'new_str'),
       insert_line: optionalInteger(a, 'insert_line'),
     }),
   memory_rethink: (blocks, a) =>
@@ -155,7 +160,7 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
 
 /** A memory edit's result, and the block value it writes unless it wrote already (a new block). */
 export interface PlannedMemoryEdit {
-  result: string | null;
+  result: string;
   write?: BlockValueWrite;
 }
 

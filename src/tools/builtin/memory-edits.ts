@@ -1,7 +1,7 @@
 /**
  * Letta's core-memory tools as pure functions over block values (letta/services/tool_executor/
- * core_tool_executor.py): argument checks and error texts are Letta's, word for word. A thrown
- * ToolError is the tool's own error: the model sees its message.
+ * core_tool_executor.py): argument names, checks, error texts and returns are Letta 0.16.8's, word for
+ * word. A thrown ToolError is the tool's own error: the model sees its message.
  */
 
 import { ToolError } from '../tool-error';
@@ -9,10 +9,9 @@ import { ToolError } from '../tool-error';
 export const READ_ONLY_BLOCK_EDIT_ERROR = 'Error This block is read-only and cannot be edited.';
 export const CORE_MEMORY_LINE_NUMBER_WARNING =
   "# NOTE: Line numbers shown below (with arrows like '1→') are to help during editing. Do NOT include line number prefixes in your memory edit tool calls.";
-const LINE_NUMBER_PREFIX = /^[ \t]*\d+→[ \t]*/m;
-
-const EDITED = (label: string) =>
-  `The core memory block with label \`${label}\` has been successfully edited. Your system prompt has been recompiled with the updated memory contents and is now active in your context. Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). Edit the memory block again if necessary.`;
+// Letta's MEMORY_TOOLS_LINE_NUMBER_PREFIX_REGEX as Python's re.search runs it: `^` after a newline
+// only, and any Unicode digit.
+const LINE_NUMBER_PREFIX = /(?:^|\n)[ \t]*\p{Nd}+→/u;
 
 export interface EditableBlock {
   label: string;
@@ -20,13 +19,23 @@ export interface EditableBlock {
   read_only: boolean;
 }
 
-/** The outcome of an edit: the block's new value (undefined: create it), and what the tool returns. */
+/**
+ * The outcome of an edit: the block's new value (`create`: in a block it makes), and what the tool
+ * returns, which in Letta 0.16.8 is that new value.
+ */
 export interface MemoryEdit {
   label: string;
   value: string;
   create?: boolean;
-  result: string | null;
+  result: string;
 }
+
+const edited = (label: string, value: string, create?: boolean): MemoryEdit => ({
+  label,
+  value,
+  ...(create === undefined ? {} : { create }),
+  result: value,
+});
 
 /** Python's str.expandtabs(): tabs to the next multiple of 8 columns, per line. */
 export function expandTabs(text: string, size = 8): string {
@@ -73,40 +82,44 @@ function rejectLineNumbers(field: string, text: string, checkWarning: boolean): 
 const countOccurrences = (text: string, part: string) =>
   part === '' ? text.length + 1 : text.split(part).length - 1;
 
+/** Python's str.replace: every occurrence, an empty `part` between every character and at both ends. */
+const replaceAll = (text: string, part: string, replacement: string) =>
+  text.replaceAll(part, () => replacement);
+
 export function memoryReplace(
   blocks: EditableBlock[],
-  args: { label: string; old_str: string; new_str: string },
+  args: { label: string; old_string: string; new_string: string },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  rejectLineNumbers('old_str', args.old_str, true);
-  rejectLineNumbers('new_str', args.new_str, false);
-  const oldStr = expandTabs(args.old_str);
-  const newStr = expandTabs(args.new_str);
+  rejectLineNumbers('old_string', args.old_string, true);
+  rejectLineNumbers('new_string', args.new_string, false);
+  const oldString = expandTabs(args.old_string);
+  const newString = expandTabs(args.new_string);
   const current = expandTabs(block.value);
-  const occurrences = countOccurrences(current, oldStr);
+  const occurrences = countOccurrences(current, oldString);
   if (occurrences === 0) {
     throw new ToolError(
-      `No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in memory block with label \`${args.label}\`.`,
+      `No replacement was performed, old_string \`${oldString}\` did not appear verbatim in memory block with label \`${args.label}\`.`,
     );
   }
   if (occurrences > 1) {
     const lines = current
       .split('\n')
-      .flatMap((line, i) => (line.includes(oldStr) ? [i + 1] : []))
+      .flatMap((line, i) => (line.includes(oldString) ? [i + 1] : []))
       .join(', ');
     throw new ToolError(
-      `No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${lines}]. Please ensure it is unique.`,
+      `No replacement was performed. Multiple occurrences of old_string \`${oldString}\` in lines [${lines}]. Please ensure it is unique.`,
     );
   }
-  return { label: args.label, value: current.split(oldStr).join(newStr), result: EDITED(args.label) };
+  return edited(args.label, replaceAll(current, oldString, newString));
 }
 
 export function memoryInsert(
   blocks: EditableBlock[],
-  args: { label: string; new_str: string; insert_line?: number },
+  args: { label: string; new_string: string; insert_line?: number },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  rejectLineNumbers('new_str', args.new_str, true);
+  rejectLineNumbers('new_string', args.new_string, true);
   const lines = expandTabs(block.value).split('\n');
   let insertLine = args.insert_line ?? -1;
   if (insertLine === -1) insertLine = lines.length;
@@ -117,10 +130,10 @@ export function memoryInsert(
   }
   const value = [
     ...lines.slice(0, insertLine),
-    ...expandTabs(args.new_str).split('\n'),
+    ...expandTabs(args.new_string).split('\n'),
     ...lines.slice(insertLine),
   ].join('\n');
-  return { label: args.label, value, result: EDITED(args.label) };
+  return edited(args.label, value);
 }
 
 export function memoryRethink(
@@ -130,7 +143,7 @@ export function memoryRethink(
   const block = blocks.find((b) => b.label === args.label);
   if (block?.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
   rejectLineNumbers('new_memory', args.new_memory, true);
-  return { label: args.label, value: args.new_memory, create: !block, result: EDITED(args.label) };
+  return edited(args.label, args.new_memory, !block);
 }
 
 export function coreMemoryAppend(
@@ -138,7 +151,7 @@ export function coreMemoryAppend(
   args: { label: string; content: string },
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  return { label: args.label, value: `${block.value}\n${args.content}`, result: null };
+  return edited(args.label, `${block.value}\n${args.content}`);
 }
 
 export function coreMemoryReplace(
@@ -149,9 +162,5 @@ export function coreMemoryReplace(
   if (!block.value.includes(args.old_content)) {
     throw new ToolError(`Old content '${args.old_content}' not found in memory block '${args.label}'`);
   }
-  return {
-    label: args.label,
-    value: block.value.split(args.old_content).join(args.new_content),
-    result: null,
-  };
+  return edited(args.label, replaceAll(block.value, args.old_content, args.new_content));
 }

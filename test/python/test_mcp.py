@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import uuid
 
 import letta_client
@@ -37,6 +38,8 @@ def everything_url():
                 break
         else:
             raise RuntimeError(f"server-everything exited ({process.wait()})")
+        # Its stderr is read on, so that its log never fills the pipe and blocks it.
+        threading.Thread(target=process.stderr.read, daemon=True).start()
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

@@ -95,6 +95,7 @@ def stub() -> Iterator[ModelStub]:
 @pytest.fixture(scope="session")
 def base_url(stub: ModelStub) -> Iterator[str]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"letta-suite-{TARGET}-"))
+    data_dir.chmod(0o755)  # this server's sandbox uid (nobody, when run as root) reads the tools' venvs in it
     port = free_port()
     command, env = server_command(data_dir, port, stub.url)  # type: ignore[attr-defined]
     log = data_dir / "server.log"

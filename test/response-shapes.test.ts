@@ -11,7 +11,7 @@ import {
   RunSchema,
   SandboxConfigSchema,
   SandboxEnvVarSchema,
-  ToolExecutionResultSchema,
+  ToolReturnMessageSchema,
   ToolSchema,
   UsageStatisticsSchema,
 } from '../src/api/schemas/responses';
@@ -91,7 +91,7 @@ describe('responses match their schemas', () => {
     expectShape(UsageStatisticsSchema, await call('GET', `/v1/runs/${runs[0].id}/usage`));
     expectShape(ConversationSchema, await call('POST', `/v1/conversations?agent_id=${agent.id}`, {}));
     expectShape(
-      ToolExecutionResultSchema,
+      ToolReturnMessageSchema,
       await call('POST', '/v1/tools/run', { source_code: tool.source_code, args: { text: 'x' } }),
     );
   });

@@ -138,6 +138,28 @@ def test_client_side_tool(client, agent, model):
     assert "sunny, 21C" in returns[0].tool_return
 
 
+def test_client_side_tool_streamed(client, agent, model):
+    # As letta-code runs its tools: a stream that ends asking for the client's return, then another.
+    model.enqueue(Reply(tool_calls=[call("get_weather", city="Lima")]))
+    chunks = list(
+        client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "Lima?"}], client_tools=[WEATHER], streaming=True)
+    )
+    kinds = [c.message_type for c in chunks if c.message_type != "ping"]
+    assert kinds[-3:] == ["approval_request_message", "stop_reason", "usage_statistics"]
+    request = next(c for c in chunks if c.message_type == "approval_request_message")
+    assert next(c for c in chunks if c.message_type == "stop_reason").stop_reason == "requires_approval"
+
+    model.enqueue(Reply(text="Cloudy in Lima."))
+    approval = {"type": "tool", "tool_call_id": request.tool_call.tool_call_id, "tool_return": "cloudy", "status": "success"}
+    chunks = list(
+        client.agents.messages.create(
+            agent.id, messages=[{"type": "approval", "approvals": [approval]}], client_tools=[WEATHER], streaming=True
+        )
+    )
+    assert [c.content for c in chunks if c.message_type == "assistant_message"] == ["Cloudy in Lima."]
+    assert next(c for c in chunks if c.message_type == "stop_reason").stop_reason == "end_turn"
+
+
 def test_client_side_tool_error_return(client, agent, model):
     request = pause_on(client, agent.id, model, call("get_weather", city="Atlantis"), client_tools=[WEATHER])
     model.enqueue(Reply(text="I could not find Atlantis."))

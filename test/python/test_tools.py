@@ -174,6 +174,21 @@ def test_upsert_replaces_by_name(client, tools):
     assert client.tools.retrieve(first.id).description == "Add two whole numbers."
 
 
+def test_update_keeps_the_schema_unless_given_one(client, tools):
+    tool = tools(add_numbers)
+    # As Letta: a new source alone leaves the schema be (services/tool_schema_generator.py,
+    # generate_schema_for_tool_update: "no schema updates (don't parse docstring)").
+    changed = inspect.getsource(add_numbers).replace("b (int): The second number.", "b (int): The number to add.")
+    updated = client.tools.update(tool.id, source_code=changed)
+    assert client.tools.retrieve(tool.id).source_code == changed
+    assert updated.json_schema == tool.json_schema
+
+    schema = {**tool.json_schema, "description": "Add two integers."}
+    updated = client.tools.update(tool.id, json_schema=schema)
+    assert updated.json_schema["description"] == "Add two integers."
+    assert client.tools.retrieve(tool.id).json_schema == schema
+
+
 def test_the_model_calls_a_custom_tool(client, tools, model):
     tool = tools(add_numbers)
     agent = agent_with(client, tool.id)

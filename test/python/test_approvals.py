@@ -64,7 +64,7 @@ def send_money_tool(client):
     for tool in made:
         try:
             client.tools.delete(tool.id)
-        except letta_client.NotFoundError:
+        except (letta_client.NotFoundError, letta_client.BadRequestError):  # the test deleted it (400 on Letta)
             pass
 
 

@@ -6,10 +6,13 @@ picked up again with `runs.messages.stream(run_id, starting_after=seq_id)`. `mes
 a run at once; `runs.retrieve` follows it and `runs.messages.list` gives its messages.
 """
 
+import inspect
+import textwrap
 import time
 
 import pytest
 
+from conftest import ON_LETTA
 from model_stub import Reply, call
 
 # letta-client 1.x marks `messages.stream` deprecated (for `messages.create(streaming=True)`); Letta's
@@ -23,11 +26,35 @@ def types_of(chunks):
     return [c.message_type for c in chunks if c.message_type not in SKIPPED]
 
 
-def edit_then_answer(model, answer="Noted.", delay_s=0.0):
-    model.enqueue(
-        Reply(tool_calls=[call("memory_replace", label="human", old_str="Alice", new_str="Alice Liddell")]),
-        Reply(text=answer, delay_s=delay_s),
-    )
+def note_down(text: str) -> str:
+    """
+    Write a note.
+
+    Args:
+        text (str): What to note.
+
+    Returns:
+        str: The note.
+    """
+    return f"noted: {text}"
+
+
+@pytest.fixture(scope="module")
+def note_tool(client):
+    tool = client.tools.upsert(source_code=textwrap.dedent(inspect.getsource(note_down)), source_type="python")
+    yield tool
+    client.tools.delete(tool.id)
+
+
+@pytest.fixture
+def noting_agent(client, agent, note_tool):
+    """The agent, with a custom tool that answers at once."""
+    client.agents.tools.attach(note_tool.id, agent_id=agent.id)
+    return agent
+
+
+def note_then_answer(model, answer="Noted.", delay_s=0.0):
+    model.enqueue(Reply(tool_calls=[call("note_down", text="tea")]), Reply(text=answer, delay_s=delay_s))
 
 
 def user(text):
@@ -44,9 +71,9 @@ def wait_for_run(client, run_id, timeout_s=60.0):
     raise AssertionError(f"run {run_id} still {run.status} after {timeout_s} s")
 
 
-def test_stream_whole_messages(client, agent, model):
-    edit_then_answer(model, "My notes say Alice Liddell.")
-    chunks = list(client.agents.messages.stream(agent.id, messages=user("My surname is Liddell"), stream_tokens=False))
+def test_stream_whole_messages(client, noting_agent, model):
+    note_then_answer(model, "I noted tea.")
+    chunks = list(client.agents.messages.stream(noting_agent.id, messages=user("Note tea"), stream_tokens=False))
 
     assert types_of(chunks) == [
         "tool_call_message",
@@ -56,9 +83,10 @@ def test_stream_whole_messages(client, agent, model):
         "usage_statistics",
     ]
     by_type = {c.message_type: c for c in chunks}
-    assert by_type["tool_call_message"].tool_call.name == "memory_replace"
+    assert by_type["tool_call_message"].tool_call.name == "note_down"
     assert by_type["tool_return_message"].status == "success"
-    assert by_type["assistant_message"].content == "My notes say Alice Liddell."
+    assert by_type["tool_return_message"].tool_return == "noted: tea"
+    assert by_type["assistant_message"].content == "I noted tea."
     assert by_type["stop_reason"].stop_reason == "end_turn"
     usage = by_type["usage_statistics"]
     assert usage.step_count == 2 and usage.total_tokens == 30
@@ -90,9 +118,17 @@ def test_create_with_streaming_true(client, agent, model):
     assert types_of(chunks)[-2:] == ["stop_reason", "usage_statistics"]
 
 
-def test_background_stream_resumes(client, agent, model):
-    edit_then_answer(model, "Resumed answer.", delay_s=1.0)
-    stream = client.agents.messages.stream(agent.id, messages=user("My surname is Liddell"), background=True)
+@pytest.mark.xfail(
+    ON_LETTA,
+    strict=True,
+    reason="Letta 0.16.8 streams in the background only through Redis (services/streaming_service.py; "
+    "routers/v1/runs.py, retrieve_stream_for_run: 503 'Background streaming requires Redis'), and the "
+    "reference server (scripts/letta-server.sh) runs none: a limit of the setup, not a defect",
+)
+def test_background_stream_resumes(client, noting_agent, model):
+    agent = noting_agent
+    note_then_answer(model, "Resumed answer.", delay_s=1.0)
+    stream = client.agents.messages.stream(agent.id, messages=user("Note tea"), background=True)
     first = next(c for c in stream if c.message_type not in SKIPPED)
     stream.close()  # the connection drops; the run goes on
     assert first.message_type == "tool_call_message"
@@ -128,10 +164,10 @@ def test_create_async(client, agent, model):
     assert run.id in [r.id for r in client.runs.list(agent_id=agent.id)]
 
 
-def test_async_run_with_a_tool_call(client, agent, model):
-    edit_then_answer(model, "Saved.")
-    run = client.agents.messages.create_async(agent.id, messages=user("My surname is Liddell"))
+def test_async_run_with_a_tool_call(client, noting_agent, model):
+    note_then_answer(model, "Saved.")
+    run = client.agents.messages.create_async(noting_agent.id, messages=user("Note tea"))
     assert wait_for_run(client, run.id).status == "completed"
-    kinds = [m.message_type for m in client.runs.messages.list(run.id)]
-    assert {"tool_call_message", "tool_return_message", "assistant_message"} <= set(kinds)
-    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Alice Liddell"
+    messages = list(client.runs.messages.list(run.id))
+    assert {"tool_call_message", "tool_return_message", "assistant_message"} <= {m.message_type for m in messages}
+    assert [m.tool_return for m in messages if m.message_type == "tool_return_message"] == ["noted: tea"]

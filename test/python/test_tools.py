@@ -40,7 +40,7 @@ def tools(client):
     for tool_id in made:
         try:
             client.tools.delete(tool_id)
-        except letta_client.NotFoundError:  # the test deleted it
+        except (letta_client.NotFoundError, letta_client.BadRequestError):  # the test deleted it (400 on Letta)
             pass
 
 
@@ -309,6 +309,17 @@ def test_list_retrieve_delete(client, tools):
     with pytest.raises(letta_client.NotFoundError):
         client.tools.retrieve(tool.id)
     assert list(client.tools.list(name="add_numbers")) == []
+
+
+@letta_defect(
+    "deleting a tool that is not there is a 400: services/tool_manager.py, delete_tool_by_id_async turns "
+    "NoResultFound into ValueError('Tool with id … not found.'), which app.py answers 400"
+)
+def test_deleting_a_deleted_tool_is_not_found(client, tools):
+    tool = tools(add_numbers)
+    client.tools.delete(tool.id)
+    with pytest.raises(letta_client.NotFoundError):
+        client.tools.delete(tool.id)
 
 
 def test_a_syntax_error_is_refused(client):

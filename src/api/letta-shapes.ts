@@ -101,7 +101,8 @@ export function toolExecutionShape(
 
 /**
  * Letta's answer to `POST /v1/tools/run` (server.py, run_tool_from_source): a ToolReturnMessage of no
- * call, ids "null" as Letta sends them, the return as Python's `str()` shows it.
+ * call, ids "null" as Letta sends them, the return as Python's `str()` shows it. `name` is the function's
+ * (Letta's is the request's `name`, null unless given, and its error text then says "function None").
  */
 export function toolRunFromSourceShape(
   name: string,
@@ -113,7 +114,7 @@ export function toolRunFromSourceShape(
   const part = { tool_return: toolReturn, status, tool_call_id: 'null', stdout, stderr };
   return {
     id: 'null',
-    date: new Date().toISOString(),
+    date: lettaDate(new Date()),
     name,
     otid: null,
     sender_id: null,

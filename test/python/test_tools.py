@@ -250,9 +250,10 @@ def test_a_tool_that_raises(client, tools, model):
 
 
 @letta_defect(
-    "the local sandbox installs pip_requirements only into a venv, and runs tools in none unless the sandbox "
-    "config sets use_venv (services/tool_sandbox/local_sandbox.py, run(): `if use_venv: ... _prepare_venv`, else "
-    "sys.executable), so the import fails"
+    "its default local sandbox ignores a tool's pip_requirements: they are installed only into a venv, and "
+    "a venv is used only when the sandbox config sets use_venv, off by default (services/tool_sandbox/"
+    "local_sandbox.py, run(): `if use_venv: ... _prepare_venv`, else sys.executable), so the import fails "
+    "with ModuleNotFoundError"
 )
 def test_pip_requirements(client, agent, tools):
     tool = tools(camelize, pip_requirements=[{"name": "inflection"}])

@@ -131,8 +131,10 @@ def test_client_side_tool(client, agent, model):
     assert [m.content for m in by_type(response.messages, "assistant_message")] == ["Sunny in Paris, 21 °C."]
     [answered] = tool_messages(model.requests[-1])
     assert answered["tool_call_id"] == call_id and "sunny, 21C" in str(answered["content"])
-    # The history keeps the call and its return.
-    history = client.agents.messages.list(agent.id, limit=50)
+    # The history keeps the call, the client's answer and the return, in order.
+    history = client.agents.messages.list(agent.id, limit=50, order="asc")
+    kinds = [m.message_type for m in history if m.message_type != "system_message"]
+    assert kinds == ["user_message", "approval_request_message", "approval_response_message", "tool_return_message", "assistant_message"]
     returns = by_type(history, "tool_return_message")
     assert [r.tool_call_id for r in returns] == [call_id]
     assert "sunny, 21C" in returns[0].tool_return
@@ -169,7 +171,8 @@ def test_client_side_tool_error_return(client, agent, model):
         agent.id, messages=[{"type": "approval", "approvals": [approval]}], client_tools=[WEATHER]
     )
     assert response.stop_reason.stop_reason == "end_turn"
-    assert "no such city" in str(tool_messages(model.requests[-1])[0]["content"])
+    assert json.loads(tool_messages(model.requests[-1])[0]["content"])["status"] == "Failed"
+    assert json.loads(tool_messages(model.requests[-1])[0]["content"])["message"] == "no such city"
     [returned] = by_type(client.agents.messages.list(agent.id, limit=50), "tool_return_message")
     assert returned.status == "error"
 
@@ -223,11 +226,13 @@ def test_deny_with_a_reason(client, model, send_money_tool, agent_with):
     }
     response = client.agents.messages.create(agent.id, messages=[{"type": "approval", "approvals": [denial]}])
 
-    # The tool did not run; the model read the denial and its reason.
+    # The tool did not run; the model read the denial and its reason, in Letta's words.
+    text = "Error: request to call tool denied. User reason: Mallory is not a known payee"
     [denied] = tool_messages(model.requests[-1])
     assert denied["tool_call_id"] == request.tool_call.tool_call_id
-    assert "Mallory is not a known payee" in str(denied["content"])
+    assert json.loads(denied["content"])["message"] == text
     assert "sent 500" not in json.dumps(model.requests[-1])
+    assert [(r.status, r.tool_return) for r in by_type(response.messages, "tool_return_message")] == [("error", text)]
     assert response.stop_reason.stop_reason == "end_turn"
     returns = by_type(client.agents.messages.list(agent.id, limit=50), "tool_return_message")
     assert [r.status for r in returns] == ["error"]

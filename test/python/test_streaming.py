@@ -96,12 +96,14 @@ def test_stream_whole_messages(client, noting_agent, model):
 
 
 def test_stream_tokens(client, agent, model):
-    text = "Tokens arrive a few characters at a time, then the stop."
+    # The stub sends 4 characters every 2 ms or so: 300 characters take long enough to come in pieces
+    # however a server gathers them (this one: 20 ms at a time).
+    text = " ".join(f"Token {i} arrives." for i in range(20))
     model.enqueue(Reply(text=text))
     chunks = list(client.agents.messages.stream(agent.id, messages=user("hi"), stream_tokens=True))
 
     pieces = [c for c in chunks if c.message_type == "assistant_message"]
-    assert len(pieces) > 1
+    assert len([p for p in pieces if p.content]) > 1
     assert "".join(p.content for p in pieces) == text
     assert len({p.id for p in pieces}) == 1  # pieces of one message
     assert types_of(chunks)[-2:] == ["stop_reason", "usage_statistics"]

@@ -6,7 +6,6 @@
 import type { TurnServices } from '../src/agent/turns';
 import {
   awaitRuns,
-  pythonRepr,
   recipient,
   replyTexts,
   sendAgentMessage,
@@ -15,6 +14,7 @@ import {
   type Delivery,
 } from '../src/agent/agent-messages';
 import { DomainError } from '../src/errors';
+import { pythonRepr } from '../src/agent/tool-returns';
 import { ToolError } from '../src/tools/tool-error';
 import { toolCallActivity, type ToolCall, type ToolExecutor } from './tool-call';
 import type { AgentMessageActivities } from '../contracts/activities';

@@ -12,7 +12,7 @@ import {
   RunSchema,
   SandboxConfigSchema,
   SandboxEnvVarSchema,
-  ToolExecutionResultSchema,
+  ToolReturnMessageSchema,
   ToolSchema,
   UsageStatisticsSchema,
 } from '../src/api/schemas/responses';
@@ -94,7 +94,7 @@ describe('responses match their schemas', () => {
     expectShape(ConversationSchema, conversation);
     expectShape(ConversationSchema, await call('POST', `/v1/conversations/${conversation.id}/fork`));
     expectShape(
-      ToolExecutionResultSchema,
+      ToolReturnMessageSchema,
       await call('POST', '/v1/tools/run', { source_code: tool.source_code, args: { text: 'x' } }),
     );
   });

@@ -48,6 +48,14 @@ def spy(call: int, marker: str):
     return seen
 `;
 
+/** SPY through the API, which shows a return as Python's str() does: as JSON, to be read back. */
+const SPY_JSON = `${SPY}
+
+def spy_json(call: int, marker: str) -> str:
+    """Spies, answering JSON."""
+    return json.dumps(spy(call, marker))
+`;
+
 interface Seen {
   files: string[];
   env: string | null;
@@ -163,15 +171,15 @@ describe.each([
   const nextCallRuns = async () =>
     expect((await runPython(tool('fine', 'return "fine"'))).body).toMatchObject({
       status: 'success',
-      func_return: 'fine',
+      tool_return: 'fine',
     });
 
   it('runs eight calls in a row that see nothing of one another and leave no process behind', async () => {
     await eightCallsInARow(async (call, marker) => {
-      const { status, body } = await runPython(SPY, { call, marker });
+      const { status, body } = await runPython(SPY_JSON, { call, marker });
       expect(status).toBe(200);
       expect(body.status).toBe('success');
-      return body.func_return as Seen;
+      return JSON.parse(body.tool_return) as Seen;
     });
   });
 
@@ -200,15 +208,16 @@ describe.each([
       source_type: 'typescript',
       args: { marker },
     });
-    expect(body).toMatchObject({ status: 'success', func_return: ['/tmp'] });
+    expect(body).toMatchObject({ status: 'success', tool_return: "['/tmp']" });
     expect(sleepers([marker])).toEqual([]);
   });
 
   it('sends a 50 MiB return back cut at the return_char_limit, Python or TypeScript', async () => {
     const python = await runPython(tool('huge', `return "x" * ${fiftyMiB}`));
     expect(python.status).toBe(200);
-    expect(python.body).toMatchObject({ status: 'success', func_return: capped(50_000) });
-    expect(python.bytes).toBeLessThan(60_000);
+    expect(python.body).toMatchObject({ status: 'success', tool_return: capped(50_000) });
+    // Letta's ToolReturnMessage carries the return twice: as tool_return and in tool_returns.
+    expect(python.bytes).toBeLessThan(120_000);
     expect(python.ms).toBeLessThan(5_000);
 
     const typescript = await post('/v1/tools/run', {
@@ -216,8 +225,8 @@ describe.each([
       source_type: 'typescript',
       args: {},
     });
-    expect(typescript.body).toMatchObject({ status: 'success', func_return: capped(50_000) });
-    expect(typescript.bytes).toBeLessThan(60_000);
+    expect(typescript.body).toMatchObject({ status: 'success', tool_return: capped(50_000) });
+    expect(typescript.bytes).toBeLessThan(120_000);
   });
 
   it("cuts an agent's tool at its own return_char_limit", async () => {
@@ -240,12 +249,12 @@ describe.each([
     const huge = await runPython(forged(8 * 1024 * 1024));
     expect(huge.body).toMatchObject({
       status: 'error',
-      func_return:
+      tool_return:
         "Error executing function forge: OutputLimitError: the tool's result took more than 4194304 bytes and was stopped",
     });
     // Under it, but past the return_char_limit: cut as any return.
     const long = await runPython(forged(1024 * 1024));
-    expect(long.body.func_return).toBe(
+    expect(long.body.tool_return).toBe(
       `${'x'.repeat(50_000)}... [NOTE: function output was truncated since it exceeded the character limit (1048576 > 50000)]`,
     );
   });
@@ -265,7 +274,7 @@ describe.each([
       ),
     );
     expect(status).toBe(200);
-    expect(body).toMatchObject({ status: 'success', func_return: 'still here' });
+    expect(body).toMatchObject({ status: 'success', tool_return: 'still here' });
     await nextCallRuns();
   });
 
@@ -280,7 +289,7 @@ describe.each([
     const { status, body } = await runPython(tool('fill', fill));
     expect(status).toBe(200);
     expect(body.status).toBe('error');
-    expect(body.func_return).toMatch(
+    expect(body.tool_return).toMatch(
       /^Error executing function fill: SandboxError: the (tool|sandbox runner) was killed \(SIGKILL\) .*\(out of memory: the sandbox reached its memory limit \(SANDBOX_MEMORY_BYTES\)\)$/,
     );
     await nextCallRuns();
@@ -319,7 +328,7 @@ describe('a warm runner that dies during a call', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({
       status: 'error',
-      func_return:
+      tool_return:
         'Error executing function linger: SandboxError: the sandbox runner was killed (SIGKILL) during the call',
     });
     expect(await gone([marker])).toEqual([]);
@@ -328,6 +337,6 @@ describe('a warm runner that dies during a call', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ source_code: 'def fine():\n    """Fine."""\n    return "fine"\n', args: {} }),
     });
-    expect(await next.json()).toMatchObject({ status: 'success', func_return: 'fine' });
+    expect(await next.json()).toMatchObject({ status: 'success', tool_return: 'fine' });
   });
 });

@@ -5,11 +5,11 @@ const runTool = async (url: string, body: string) => {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
-      source_code: `import os\n\ndef probe():\n    """Probes."""\n    ${body}\n`,
+      source_code: `import json, os\n\ndef probe():\n    """Probes."""\n    ${body}\n`,
       args: {},
     }),
   });
-  return (await res.json()) as { status: string; func_return: unknown };
+  return (await res.json()) as { status: string; tool_return: string };
 };
 
 /** The sandbox is what the operator chose: refused when bubblewrap cannot work, unisolated only on request. */
@@ -19,7 +19,7 @@ describe('a host where bubblewrap does not work', () => {
   it('refuses custom tools with what is wrong and what to do', async () => {
     const result = await runTool(h.server.url, 'return 1');
     expect(result.status).toBe('error');
-    expect(result.func_return).toMatch(
+    expect(result.tool_return).toMatch(
       /^Error executing function probe: SandboxUnavailableError: the local sandbox \(bubblewrap\) does not work on this host \(.*\/nonexistent\/bwrap.*\)\. .*SANDBOX_TYPE=local-unsafe/,
     );
   });
@@ -32,13 +32,16 @@ describe('SANDBOX_TYPE=local-unsafe', () => {
   });
 
   it('runs tools in a plain subprocess, still with a cleared environment, a non-root uid and limits', async () => {
-    const result = await runTool(h.server.url, 'return {"uid": os.getuid(), "env": sorted(os.environ)}');
+    const result = await runTool(
+      h.server.url,
+      'return json.dumps({"uid": os.getuid(), "env": sorted(os.environ)})',
+    );
     expect(result).toMatchObject({ status: 'success' });
-    const { uid, env } = result.func_return as { uid: number; env: string[] };
+    const { uid, env } = JSON.parse(result.tool_return) as { uid: number; env: string[] };
     if (process.getuid?.() === 0) expect(uid).toBe(65534);
     expect(env).not.toContain('DATABASE_URL');
     expect(env).not.toContain('OPENAI_API_KEY');
     const memory = await runTool(h.server.url, 'return len(bytearray(2 * 1024 ** 3))');
-    expect(memory.func_return).toBe('Error executing function probe: MemoryError: ');
+    expect(memory.tool_return).toBe('Error executing function probe: MemoryError: ');
   });
 });

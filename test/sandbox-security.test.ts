@@ -31,7 +31,7 @@ describe.each([
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ source_code: source, args: {} }),
     });
-    const result = (await res.json()) as { status: string; func_return: unknown; stdout: string[] };
+    const result = (await res.json()) as { status: string; tool_return: string; stdout: string[] };
     const health = await fetch(`${h.server.url}/v1/health/`);
     expect(health.status).toBe(200);
     return { ...result, ms: Date.now() - started };
@@ -42,7 +42,7 @@ describe.each([
     for (const target of [`("127.0.0.1", ${port})`, '("203.0.113.80", 443)']) {
       const result = await attack(`return socket.create_connection(${target}, timeout=2)`);
       expect(result).toMatchObject({ status: 'error' });
-      expect(result.func_return).toMatch(
+      expect(result.tool_return).toMatch(
         /^Error executing function attack: (OSError|ConnectionRefusedError): /,
       );
     }
@@ -52,42 +52,42 @@ describe.each([
     const own = await attack('return open("/proc/1/environ").read()');
     expect(JSON.stringify(own)).not.toContain('hunter2');
     const server = await attack(`return open("/proc/${process.pid}/environ").read()`);
-    expect(server.func_return).toMatch(/FileNotFoundError|PermissionError/);
+    expect(server.tool_return).toMatch(/FileNotFoundError|PermissionError/);
     const env = await attack('return dict(os.environ)');
-    expect(JSON.stringify(env.func_return)).not.toMatch(/hunter2|DATABASE_URL|OPENAI_API_KEY/);
+    expect(JSON.stringify(env.tool_return)).not.toMatch(/hunter2|DATABASE_URL|OPENAI_API_KEY/);
   });
 
   it('cannot read files outside its work directory', async () => {
     for (const file of ['/etc/passwd', `${process.cwd()}/package.json`, '/root/.bashrc']) {
       const result = await attack(`return open(${JSON.stringify(file)}).read()`);
-      expect(result.func_return).toMatch(/^Error executing function attack: FileNotFoundError: /);
+      expect(result.tool_return).toMatch(/^Error executing function attack: FileNotFoundError: /);
     }
   });
 
   it('cannot write outside its work directory, nor fill its own past the file-size limit', async () => {
     const usr = await attack('open("/usr/escaped", "w")');
-    expect(usr.func_return).toMatch(/OSError: \[Errno 30\] Read-only file system/);
+    expect(usr.tool_return).toMatch(/OSError: \[Errno 30\] Read-only file system/);
     const big = await attack('open("big", "w").write("x" * 4 * 1024 * 1024)');
-    expect(big.func_return).toMatch(/OSError: \[Errno 27\] File too large/);
+    expect(big.tool_return).toMatch(/OSError: \[Errno 27\] File too large/);
     const own = await attack('open("notes.txt", "w").write("ok")\nreturn open("notes.txt").read()');
-    expect(own).toMatchObject({ status: 'success', func_return: 'ok' });
+    expect(own).toMatchObject({ status: 'success', tool_return: 'ok' });
   });
 
   it('a fork bomb runs out of processes and is cleaned up', async () => {
     const result = await attack('while True:\n    os.fork()');
     expect(result.status).toBe('error');
-    expect(result.func_return).toMatch(/BlockingIOError: \[Errno 11\] Resource temporarily unavailable/);
+    expect(result.tool_return).toMatch(/BlockingIOError: \[Errno 11\] Resource temporarily unavailable/);
     expect(result.ms).toBeLessThan(10_000);
   });
 
   it('cannot allocate far past the memory limit', async () => {
     const result = await attack('return len(bytearray(2 * 1024 ** 3))');
-    expect(result.func_return).toBe('Error executing function attack: MemoryError: ');
+    expect(result.tool_return).toBe('Error executing function attack: MemoryError: ');
   });
 
   it('a loop that never ends is killed at the timeout', async () => {
     const result = await attack('while True:\n    pass');
-    expect(result.func_return).toBe(
+    expect(result.tool_return).toBe(
       'Error executing function attack: TimeoutError: Executing tool attack timed out after 3.0 seconds.',
     );
     expect(result.ms).toBeLessThan(8_000);
@@ -95,7 +95,7 @@ describe.each([
 
   it('printing gigabytes stops the tool at the output limit', async () => {
     const result = await attack('while True:\n    print("x" * 65536)');
-    expect(result.func_return).toBe(
+    expect(result.tool_return).toBe(
       'Error executing function attack: OutputLimitError: the tool printed more than 65536 bytes and was stopped',
     );
     // What is kept of it: its head and tail (SANDBOX_OUTPUT_KEEP_BYTES, 64 KiB by default).

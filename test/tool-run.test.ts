@@ -15,7 +15,7 @@ describe('running custom tools in the local sandbox', () => {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   const tool = (body: string, signature = '') =>
-    `import os, socket, time\n\ndef probe(${signature}):\n    """Probes."""\n${body
+    `import json, os, socket, time\n\ndef probe(${signature}):\n    """Probes."""\n${body
       .split('\n')
       .map((line) => `    ${line}`)
       .join('\n')}\n`;
@@ -28,20 +28,34 @@ describe('running custom tools in the local sandbox', () => {
       },
     );
     expect(status).toBe(200);
-    expect(body).toEqual({
+    // Letta's ToolReturnMessage of no call, the return as Python's str() shows it.
+    const part = {
+      tool_return: "{'city': 'Oslo', 'temp': 21}",
       status: 'success',
-      func_return: { city: 'Oslo', temp: 21 },
+      tool_call_id: 'null',
       stdout: ['working on Oslo\n'],
       stderr: [],
-      agent_state: null,
-      sandbox_config_fingerprint: null,
+    };
+    expect(body).toEqual({
+      id: 'null',
+      date: expect.any(String),
+      name: 'probe',
+      otid: null,
+      sender_id: null,
+      step_id: null,
+      is_err: null,
+      seq_id: null,
+      run_id: null,
+      message_type: 'tool_return_message',
+      ...part,
+      tool_returns: [{ type: 'tool', ...part }],
     });
   });
 
   it("turns the tool's exception into an error result with Letta's text and the traceback", async () => {
     const { body } = await run(tool('raise ValueError("boom")'));
     expect(body.status).toBe('error');
-    expect(body.func_return).toBe('Error executing function probe: ValueError: boom');
+    expect(body.tool_return).toBe('Error executing function probe: ValueError: boom');
     expect((body.stderr as string[])[0]).toContain('Traceback');
   });
 
@@ -60,13 +74,18 @@ describe('running custom tools in the local sandbox', () => {
           '    result["write"] = "wrote to /usr"',
           'except OSError as error:',
           '    result["write"] = type(error).__name__',
-          'return result',
+          'return json.dumps(result)',
         ].join('\n'),
       ),
       {},
       { SERVER_PORT: new URL(h.server.url).port, GREETING: 'hi' },
     );
-    const result = body.func_return as { uid: number; env: string[]; network: string; write: string };
+    const result = JSON.parse(body.tool_return as string) as {
+      uid: number;
+      env: string[];
+      network: string;
+      write: string;
+    };
     expect(result.uid).toBe(65534);
     expect(result.env).toEqual(expect.arrayContaining(['GREETING', 'SERVER_PORT', 'PATH', 'HOME']));
     expect(result.env).not.toContain('OPENAI_API_KEY');
@@ -81,7 +100,7 @@ describe('running custom tools in the local sandbox', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(body).toMatchObject({
       status: 'error',
-      func_return:
+      tool_return:
         'Error executing function probe: TimeoutError: Executing tool probe timed out after 2.0 seconds.',
     });
   });

@@ -39,13 +39,27 @@ describe('TypeScript tools in the local sandbox', () => {
       { city: 'Oslo' },
     );
     expect(status).toBe(200);
-    expect(body).toEqual({
+    // Letta's ToolReturnMessage, the return as Python's str() shows it.
+    const part = {
+      tool_return: "{'city': 'Oslo', 'temp': 21}",
       status: 'success',
-      func_return: { city: 'Oslo', temp: 21 },
+      tool_call_id: 'null',
       stdout: ['working on Oslo\n'],
       stderr: [],
-      agent_state: null,
-      sandbox_config_fingerprint: null,
+    };
+    expect(body).toEqual({
+      id: 'null',
+      date: expect.any(String),
+      name: 'probe',
+      otid: null,
+      sender_id: null,
+      step_id: null,
+      is_err: null,
+      seq_id: null,
+      run_id: null,
+      message_type: 'tool_return_message',
+      ...part,
+      tool_returns: [{ type: 'tool', ...part }],
     });
   });
 
@@ -54,7 +68,7 @@ describe('TypeScript tools in the local sandbox', () => {
       'export async function probe(ms: number): Promise<string> {\n  await new Promise((done) => setTimeout(done, ms));\n  return `waited ${ms}`;\n}\n',
       { ms: 50 },
     );
-    expect(body).toMatchObject({ status: 'success', func_return: 'waited 50' });
+    expect(body).toMatchObject({ status: 'success', tool_return: 'waited 50' });
   });
 
   it('passes the arguments in the order the function declares them, exported or not', async () => {
@@ -67,13 +81,13 @@ describe('TypeScript tools in the local sandbox', () => {
       ].join('\n'),
       { third: true, second: 2, first: 'a' },
     );
-    expect(body).toMatchObject({ status: 'success', func_return: ['[a]', 2, true] });
+    expect(body).toMatchObject({ status: 'success', tool_return: "['[a]', 2, True]" });
   });
 
   it("turns a thrown error into Letta's error text, with the stack on stderr", async () => {
     const { body } = await run("export function probe(): never {\n  throw new RangeError('boom');\n}\n");
     expect(body.status).toBe('error');
-    expect(body.func_return).toBe('Error executing function probe: RangeError: boom');
+    expect(body.tool_return).toBe('Error executing function probe: RangeError: boom');
     expect((body.stderr as string[])[0]).toMatch(/RangeError: boom\n\s+at probe/);
   });
 
@@ -81,18 +95,19 @@ describe('TypeScript tools in the local sandbox', () => {
     const { body } = await run(
       [
         "import net from 'node:net';",
-        'export function probe(port: number): Promise<Record<string, unknown>> {',
+        'export function probe(port: number): Promise<string> {',
         '  const seen = { uid: process.getuid!(), env: Object.keys(process.env).sort() };',
         '  return new Promise((resolve) => {',
-        "    const socket = net.connect(port, '127.0.0.1', () => resolve({ ...seen, network: 'reached' }));",
-        "    socket.on('error', (error: NodeJS.ErrnoException) => resolve({ ...seen, network: error.code }));",
+        '    const answer = (network?: string) => resolve(JSON.stringify({ ...seen, network }));',
+        "    const socket = net.connect(port, '127.0.0.1', () => answer('reached'));",
+        "    socket.on('error', (error: NodeJS.ErrnoException) => answer(error.code));",
         '  });',
         '}',
       ].join('\n'),
       { port: Number(new URL(h.server.url).port) },
       { env_vars: { GREETING: 'hi' } },
     );
-    const seen = body.func_return as { uid: number; env: string[]; network: string };
+    const seen = JSON.parse(body.tool_return as string) as { uid: number; env: string[]; network: string };
     expect(seen.uid).toBe(65534);
     expect(seen.env).toEqual(['GREETING', 'HOME', 'PATH', 'PWD']);
     expect(seen.network).toMatch(/ENETUNREACH|ECONNREFUSED/);
@@ -104,7 +119,7 @@ describe('TypeScript tools in the local sandbox', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(body).toMatchObject({
       status: 'error',
-      func_return:
+      tool_return:
         'Error executing function probe: TimeoutError: Executing tool probe timed out after 4.0 seconds.',
     });
   });
@@ -123,13 +138,13 @@ describe('TypeScript tools in the local sandbox', () => {
       "import { greet } from 'tiny-greet';\nexport const probe = (name: string) => greet(name);\n";
     const requirements = { npm_requirements: [{ name: 'tiny-greet', version: `file:${tarball}` }] };
     const { body } = await run(source, { name: 'Ada' }, requirements);
-    expect(body).toMatchObject({ status: 'success', func_return: 'hi Ada' });
+    expect(body).toMatchObject({ status: 'success', tool_return: 'hi Ada' });
     const writes = await run(
       "import fs from 'node:fs';\nexport function probe() {\n  fs.writeFileSync('/node_modules/tiny-greet/index.js', '');\n}\n",
       {},
       requirements,
     );
-    expect(writes.body.func_return).toMatch(/^Error executing function probe: Error: EROFS/);
+    expect(writes.body.tool_return).toMatch(/^Error executing function probe: Error: EROFS/);
     expect(fs.readdirSync(envDir)).toEqual([expect.stringMatching(/^node-[0-9a-f]+$/)]);
   });
 
@@ -142,7 +157,7 @@ describe('TypeScript tools in the local sandbox', () => {
       },
     );
     expect(body.status).toBe('error');
-    expect(body.func_return).toMatch(
+    expect(body.tool_return).toMatch(
       /^Error executing function probe: ToolEnvironmentError: npm install tiny-missing@file:.* failed: .*ENOENT/,
     );
   });

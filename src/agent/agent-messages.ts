@@ -181,23 +181,3 @@ export async function recipient(services: TurnServices, agentId: unknown): Promi
   if (!(await getAgentRow(services.db, agentId))) throw invalid(`Agent ${agentId} not found`);
   return agentId;
 }
-
-/** Python's repr of strings, lists and dicts, as Letta's tools return them (`str(...)`). */
-export function pythonRepr(value: unknown): string {
-  if (typeof value === 'string') {
-    const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
-    const escaped = value
-      .replace(/\\/g, '\\\\')
-      .replace(/\n/g, '\\n')
-      .replace(/\r/g, '\\r')
-      .replace(/\t/g, '\\t')
-      .replaceAll(quote, `\\${quote}`);
-    return `${quote}${escaped}${quote}`;
-  }
-  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
-  if (value && typeof value === 'object')
-    return `{${Object.entries(value)
-      .map(([k, v]) => `${pythonRepr(k)}: ${pythonRepr(v)}`)
-      .join(', ')}}`;
-  return String(value);
-}

@@ -10,6 +10,31 @@ export function stringifyReturn(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** Python's repr of what JSON carries (strings, numbers, None, booleans, lists, dicts), as Letta's tools show it. */
+export function pythonRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (typeof value === 'boolean') return value ? 'True' : 'False';
+  if (typeof value === 'string') {
+    const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
+    const escaped = value
+      .replace(/\\/g, '\\\\')
+      .replace(/\n/g, '\\n')
+      .replace(/\r/g, '\\r')
+      .replace(/\t/g, '\\t')
+      .replaceAll(quote, `\\${quote}`);
+    return `${quote}${escaped}${quote}`;
+  }
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
+  if (typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${pythonRepr(k)}: ${pythonRepr(v)}`)
+      .join(', ')}}`;
+  return String(value);
+}
+
+/** Python's `str()`: a string as it is, anything else as its repr. */
+export const pythonStr = (value: unknown): string => (typeof value === 'string' ? value : pythonRepr(value));
+
 /** Letta's return_char_limit of a tool that names none (FUNCTION_RETURN_CHAR_LIMIT). */
 export const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
 

@@ -20,7 +20,7 @@ import type { ToolRunResult } from '../sandbox';
 import { contentText } from '../agent/context';
 import { fileBlock, fileLimits } from '../agent/file-views';
 import { lettaDate } from '../agent/time';
-import { cappedReturn, unpackageFunctionResponse } from '../agent/tool-returns';
+import { cappedReturn, pythonStr, unpackageFunctionResponse } from '../agent/tool-returns';
 import type { ArchiveRow, PassageRow } from '../db/archives';
 import type { IdentityRow } from '../db/identities';
 import type {
@@ -37,6 +37,7 @@ import type {
   Step,
   Tool,
   ToolExecutionResult,
+  ToolReturnMessage,
   UsageStatistics,
 } from './schemas/responses';
 
@@ -95,6 +96,35 @@ export function toolExecutionShape(
     stderr: result.stderr,
     agent_state: null,
     sandbox_config_fingerprint: null,
+  };
+}
+
+/**
+ * Letta's answer to `POST /v1/tools/run` (server.py, run_tool_from_source): a ToolReturnMessage of no
+ * call, ids "null" as Letta sends them, the return as Python's `str()` shows it. `name` is the function's
+ * (Letta's is the request's `name`, null unless given, and its error text then says "function None").
+ */
+export function toolRunFromSourceShape(
+  name: string,
+  result: Pick<ToolRunResult, 'status' | 'funcReturn' | 'returnChars' | 'stdout' | 'stderr'>,
+  returnCharLimit: number,
+): ToolReturnMessage {
+  const { status, stdout, stderr } = result;
+  const toolReturn = pythonStr(cappedReturn(result.funcReturn, returnCharLimit, result.returnChars));
+  const part = { tool_return: toolReturn, status, tool_call_id: 'null', stdout, stderr };
+  return {
+    id: 'null',
+    date: lettaDate(new Date()),
+    name,
+    otid: null,
+    sender_id: null,
+    step_id: null,
+    is_err: null,
+    seq_id: null,
+    run_id: null,
+    message_type: 'tool_return_message',
+    ...part,
+    tool_returns: [{ type: 'tool', ...part }],
   };
 }
 

@@ -84,6 +84,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 def running_server(target: str, model_url: str, database_url: str | None = None) -> Iterator[str]:
     """The server's base URL once it answers its health check; stopped, and its state removed, after."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"letta-suite-{target}-"))
+    data_dir.chmod(0o755)  # this server's sandbox uid (nobody, when run as root) reads the tools' venvs in it
     port = free_port()
     command, env = server_command(target, data_dir, port, model_url, database_url)
     log = data_dir / "server.log"

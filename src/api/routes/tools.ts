@@ -11,8 +11,8 @@ import {
   ToolUpdateSchema,
   SearchToolsSchema,
 } from '../../schemas/tools';
-import { toolExecutionShape, toolShape } from '../letta-shapes';
-import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
+import { toolExecutionShape, toolRunFromSourceShape, toolShape } from '../letta-shapes';
+import { ToolExecutionResultSchema, ToolReturnMessageSchema, ToolSchema } from '../schemas/responses';
 import { ToolSearchResultSchema } from '../schemas/tools';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
@@ -103,8 +103,9 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/tools/run',
     {
       summary: 'Run tool from source',
+      description: "Letta's ToolReturnMessage, its `tool_return` the return as Python's `str()` shows it.",
       body: ToolRunFromSourceSchema,
-      response: ToolExecutionResultSchema,
+      response: ToolReturnMessageSchema,
     },
     async (req, res) => {
       const body = parseBody(ToolRunFromSourceSchema, req);
@@ -119,7 +120,7 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
         returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
       };
       const result = await execute(() => ctx.sandbox.run(job));
-      res.json(toolExecutionShape(result, DEFAULT_RETURN_CHAR_LIMIT));
+      res.json(toolRunFromSourceShape(job.name, result, DEFAULT_RETURN_CHAR_LIMIT));
     },
   );
 

@@ -180,6 +180,14 @@ const ApprovalSchema = z.object({
   reason: z.string().nullish(),
 });
 
+export const ToolReturnMessageSchema = z.object({
+  ...messageFields,
+  message_type: z.literal('tool_return_message'),
+  ...ToolReturnSchema.omit({ type: true }).shape,
+  tool_returns: z.array(ToolReturnSchema),
+});
+export type ToolReturnMessage = z.infer<typeof ToolReturnMessageSchema>;
+
 /** Letta's LettaMessage: one part of a stored message, by `message_type`. */
 export const LettaMessageSchema = z
   .discriminatedUnion('message_type', [
@@ -213,12 +221,7 @@ export const LettaMessageSchema = z
       approval_request_id: z.string().nullable(),
       reason: z.string().nullable(),
     }),
-    z.object({
-      ...messageFields,
-      message_type: z.literal('tool_return_message'),
-      ...ToolReturnSchema.omit({ type: true }).shape,
-      tool_returns: z.array(ToolReturnSchema),
-    }),
+    ToolReturnMessageSchema,
   ])
   .meta({ id: 'LettaMessage' });
 export type LettaMessage = z.infer<typeof LettaMessageSchema>;

@@ -6,12 +6,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-reports=$(mktemp -d)
+# The JUnit reports stay in test-artifacts/parity, so the page can be made again from them.
+reports=test-artifacts/parity
+mkdir -p "$reports"
 status=0
 for server in this letta; do
   echo "letta-parity: the Python suite against $server" >&2
   LETTA_SUITE_SERVER=$server bash scripts/python-suite.sh -q -p no:cacheprovider \
-    --junitxml="$reports/$server.xml" "$@" || status=1
+    --junitxml="$PWD/$reports/$server.xml" "$@" || status=1
 done
 bash scripts/python-venv.sh test/python/parity_report.py "$reports/this.xml" "$reports/letta.xml" \
   > docs/letta-side-by-side.md && npx prettier --log-level warn --write docs/letta-side-by-side.md || status=1

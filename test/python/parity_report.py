@@ -46,13 +46,21 @@ def main(this_path: str, letta_path: str) -> None:
     print("A Letta defect is a test Letta fails for a reason of its own, cited in the test's mark; what ")
     print("this server does differently on purpose is listed in [using-it.md](using-it.md#differences-from-letta).\n")
     print(f"This server: {passed(here)} of {len(here)} passed. Letta 0.16.8: {passed(letta)} of {len(letta)} passed.\n")
-    print("| test | this server | Letta 0.16.8 | why |")
-    print("| ---- | ----------- | ------------ | --- |")
+    print("| test | this server | Letta 0.16.8 |")
+    print("| ---- | ----------- | ------------ |")
+    reasons: list[str] = []
     for name in names:
         ours, ours_why = here.get(name, ("not run", ""))
         theirs, theirs_why = letta.get(name, ("not run", ""))
-        print(f"| `{name}` | {ours} | {theirs} | {cell(theirs_why or ours_why)} |")
-
+        why = theirs_why or ours_why
+        if why:
+            if why not in reasons:
+                reasons.append(why)
+            theirs = f"{theirs} ({reasons.index(why) + 1})"
+        print(f"| `{name}` | {ours} | {theirs} |")
+    print("\nWhy, as the tests' marks say:\n")
+    for number, why in enumerate(reasons, 1):
+        print(f"{number}. {cell(why)}")
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])

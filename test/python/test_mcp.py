@@ -10,7 +10,8 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import ON_LETTA, ROOT, free_port, letta_defect
+from conftest import ON_LETTA, letta_defect
+from servers import ROOT, free_port
 from model_stub import Reply, call
 
 EVERYTHING = ROOT / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"

@@ -5,11 +5,18 @@ import { ModelApiError, type ModelProvider } from './types';
 
 export type ProviderName = 'openai' | 'anthropic';
 
+/**
+ * Letta's name for the models of an OpenAI-compatible endpoint other than OpenAI's (its
+ * OpenAIProvider lists them so); here they are the `openai` provider's, whatever OPENAI_BASE_URL is.
+ */
+const PROVIDER_ALIASES: Record<string, string> = { 'openai-proxy': 'openai' };
+
 /** `provider/model` → its parts; Letta requires the slash. */
 export function parseHandle(handle: string): { provider: string; model: string } | undefined {
   const slash = handle.indexOf('/');
   if (slash <= 0 || slash === handle.length - 1) return undefined;
-  return { provider: handle.slice(0, slash), model: handle.slice(slash + 1) };
+  const provider = handle.slice(0, slash);
+  return { provider: PROVIDER_ALIASES[provider] ?? provider, model: handle.slice(slash + 1) };
 }
 
 /**

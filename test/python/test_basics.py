@@ -108,3 +108,21 @@ async def test_async_client(async_client, agent, model):
     assert [m.content for m in by_type(response.messages, "assistant_message")] == ["async hello"]
     page = await async_client.agents.list(name=agent.name)
     assert [a.id for a in page.items] == [agent.id]
+
+
+def test_an_openai_compatible_endpoints_handle(client, model):
+    # What Letta lists for the models of an OPENAI_BASE_URL other than OpenAI's: a Letta app's agents
+    # carry such handles, and keep working here.
+    created = client.agents.create(
+        model="openai-proxy/gpt-4o-mini",
+        embedding=EMBEDDING,
+        memory_blocks=[{"label": "human", "value": "Name: Alice"}],
+    )
+    try:
+        assert created.model == "openai-proxy/gpt-4o-mini"
+        model.enqueue(Reply(text="through the proxy handle"))
+        response = client.agents.messages.create(created.id, messages=[{"role": "user", "content": "hi"}])
+        assert [m.content for m in by_type(response.messages, "assistant_message")] == ["through the proxy handle"]
+        assert model.requests[-1]["model"] == "gpt-4o-mini"
+    finally:
+        client.agents.delete(created.id)

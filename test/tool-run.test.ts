@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { useAgentServer } from './helpers/agent-server';
+import { sourceRunAnswer } from './helpers/tool-returns';
 
 /** Custom Python tools run in the local sandbox (bubblewrap): Letta's execution contract, isolated. */
 describe('running custom tools in the local sandbox', () => {
@@ -36,20 +37,7 @@ describe('running custom tools in the local sandbox', () => {
       stdout: ['working on Oslo\n'],
       stderr: [],
     };
-    expect(body).toEqual({
-      id: 'null',
-      date: expect.any(String),
-      name: 'probe',
-      otid: null,
-      sender_id: null,
-      step_id: null,
-      is_err: null,
-      seq_id: null,
-      run_id: null,
-      message_type: 'tool_return_message',
-      ...part,
-      tool_returns: [{ type: 'tool', ...part }],
-    });
+    expect(body).toEqual(sourceRunAnswer('probe', part));
   });
 
   it("turns the tool's exception into an error result with Letta's text and the traceback", async () => {

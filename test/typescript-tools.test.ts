@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { useAgentServer } from './helpers/agent-server';
+import { sourceRunAnswer } from './helpers/tool-returns';
 import { packGreetPackage } from './helpers/npm-package';
 
 /** TypeScript custom tools run on node in the local sandbox (bubblewrap), with Letta's contract. */
@@ -47,20 +48,7 @@ describe('TypeScript tools in the local sandbox', () => {
       stdout: ['working on Oslo\n'],
       stderr: [],
     };
-    expect(body).toEqual({
-      id: 'null',
-      date: expect.any(String),
-      name: 'probe',
-      otid: null,
-      sender_id: null,
-      step_id: null,
-      is_err: null,
-      seq_id: null,
-      run_id: null,
-      message_type: 'tool_return_message',
-      ...part,
-      tool_returns: [{ type: 'tool', ...part }],
-    });
+    expect(body).toEqual(sourceRunAnswer('probe', part));
   });
 
   it('awaits an async tool', async () => {

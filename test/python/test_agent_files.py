@@ -9,7 +9,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import letta_defect
+from conftest import letta_defect, remove
 from model_stub import Reply
 
 TOOL_SOURCE = '''
@@ -30,10 +30,7 @@ def roll_dice(sides: int) -> str:
 def dice_tool(client):
     tool = client.tools.upsert(source_code=TOOL_SOURCE)
     yield tool
-    try:
-        client.tools.delete(tool.id)
-    except letta_client.NotFoundError:
-        pass
+    remove(client.tools.delete, tool.id)
 
 
 @pytest.fixture
@@ -41,11 +38,7 @@ def imported(client):
     """Deletes the agents a test imported."""
     ids: list[str] = []
     yield ids
-    for agent_id in ids:
-        try:
-            client.agents.delete(agent_id)
-        except letta_client.NotFoundError:
-            pass
+    remove(client.agents.delete, *ids)
 
 
 def import_file(client, exported: str, imported: list[str], **fields) -> str:

@@ -14,7 +14,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import EMBEDDING, MODEL
+from conftest import EMBEDDING, MODEL, remove
 from model_stub import Reply, call
 
 WEATHER = {
@@ -61,11 +61,7 @@ def send_money_tool(client):
         return made[-1]
 
     yield make
-    for tool in made:
-        try:
-            client.tools.delete(tool.id)
-        except (letta_client.NotFoundError, letta_client.BadRequestError):  # the test deleted it (400 on Letta)
-            pass
+    remove(client.tools.delete, *(tool.id for tool in made))
 
 
 @pytest.fixture

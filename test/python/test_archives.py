@@ -7,7 +7,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import EMBEDDING, MODEL
+from conftest import EMBEDDING, MODEL, remove
 from model_stub import Reply, call
 
 ARCHIVAL_TOOLS = ["archival_memory_insert", "archival_memory_search"]
@@ -35,10 +35,7 @@ def archivist(client, model):
 def archive(client):
     created = client.archives.create(name=f"field-notes-{uuid.uuid4().hex[:8]}", embedding=EMBEDDING)
     yield created
-    try:
-        client.archives.delete(created.id)
-    except letta_client.NotFoundError:
-        pass
+    remove(client.archives.delete, created.id)
 
 
 def test_insert_list_delete_passages(client, agent):

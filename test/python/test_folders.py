@@ -8,7 +8,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import EMBEDDING, letta_defect
+from conftest import EMBEDDING, letta_defect, remove
 from model_stub import Reply, call
 
 NOTES = """The migration plan for Tern.
@@ -37,10 +37,7 @@ def wait_for_file(client, folder_id, file_id, timeout_s=60):
 def folder(client):
     created = client.folders.create(name=f"docs-{uuid.uuid4().hex[:8]}", embedding=EMBEDDING, description="Plans")
     yield created
-    try:
-        client.folders.delete(created.id)
-    except letta_client.NotFoundError:
-        pass
+    remove(client.folders.delete, created.id)
 
 
 @pytest.fixture

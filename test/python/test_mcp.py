@@ -10,7 +10,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import ON_LETTA, letta_defect
+from conftest import ON_LETTA, letta_defect, remove
 from servers import ROOT, free_port
 from model_stub import Reply, call
 
@@ -65,11 +65,7 @@ def register(client):
         return server
 
     yield make
-    for server_id in created:
-        try:
-            client.mcp_servers.delete(server_id)
-        except letta_client.NotFoundError:
-            pass
+    remove(client.mcp_servers.delete, *created)
 
 
 def tool_named(client, server_id, name):

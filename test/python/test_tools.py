@@ -14,7 +14,7 @@ import uuid
 import letta_client
 import pytest
 
-from conftest import EMBEDDING, MODEL, letta_defect
+from conftest import EMBEDDING, MODEL, letta_defect, remove
 from model_stub import Reply, call
 
 
@@ -37,11 +37,7 @@ def tools(client):
         return tool
 
     yield make
-    for tool_id in made:
-        try:
-            client.tools.delete(tool_id)
-        except (letta_client.NotFoundError, letta_client.BadRequestError):  # the test deleted it (400 on Letta)
-            pass
+    remove(client.tools.delete, *made)
 
 
 def agent_with(client, *tool_ids):

@@ -24,6 +24,7 @@ import {
   friendlyError,
   packageFunctionResponse,
   truncateReturn,
+  unpackageFunctionResponse,
 } from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
@@ -91,11 +92,13 @@ export interface ToolExecutor {
   readsSandboxContext?: boolean;
 }
 
-export function outcomeOf(execution: ToolExecution, text?: string): ToolOutcome {
-  return {
-    status: execution.status,
-    ...(text !== undefined && text.length <= SHORT_OUTPUT_CHARS ? { output: text } : {}),
-  };
+/**
+ * A recorded call's outcome, read from its record: the same whichever attempt recorded it, since the
+ * turn's conditional tool rules branch on its output.
+ */
+export function outcomeOf(execution: ToolExecution): ToolOutcome {
+  const text = unpackageFunctionResponse(execution.func_return);
+  return { status: execution.status, ...(text.length <= SHORT_OUTPUT_CHARS ? { output: text } : {}) };
 }
 
 /** The arguments the tool gets, from the model's JSON text. */
@@ -160,7 +163,7 @@ async function recordResult(
     result.write,
     owner,
   );
-  return outcomeOf(execution, text);
+  return outcomeOf(execution);
 }
 
 /**

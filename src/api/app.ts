@@ -24,6 +24,7 @@ import { identitiesRouter } from './routes/identities';
 import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
+import { approvalsRouter } from './routes/approvals';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -48,6 +49,7 @@ const ROUTERS = [
   foldersRouter,
   schedulesRouter,
   accessTokensRouter,
+  approvalsRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

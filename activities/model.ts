@@ -28,6 +28,7 @@ import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
+import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';
@@ -77,9 +78,16 @@ function offeredTools(
   ];
 }
 
-/** The stored reply as the turn sees it; one that ends its request says with what stop reason. */
+/**
+ * The stored reply as the turn sees it: with tool calls, which of them wait (its approval request); one
+ * that ends its request says with what stop reason.
+ */
 function replyOf(message: MessageRow, input: CallModelInput): StepReply {
-  const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: StepReply['finishReason'] };
+  const meta = (message.metadata ?? {}) as {
+    usage?: TokenUsage;
+    finish_reason?: StepReply['finishReason'];
+    approval_request?: { tool_call_ids: string[] };
+  };
   const reply: StepReply = {
     messageId: message.id,
     stepId: message.step_id!,
@@ -87,6 +95,7 @@ function replyOf(message: MessageRow, input: CallModelInput): StepReply {
     finishReason: meta.finish_reason ?? 'stop',
     usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
   };
+  if (reply.toolCalls.length) reply.waitingCallIds = meta.approval_request?.tool_call_ids ?? [];
   return endsRun(reply, input) ? { ...reply, stopReason: finalReplyStopReason(reply.finishReason) } : reply;
 }
 
@@ -134,10 +143,6 @@ function requestMessages(
  * digits) is one every provider takes back in the history.
  */
 const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-
-/** The ids of the reply's calls that wait for an answer (they make it Letta's approval request). */
-const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
-  calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
 
 /**
  * A streamed reply's deltas handed on, each one a heartbeat that counts them: the Temporal UI shows the
@@ -314,7 +319,8 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         cachedInputTokens: answer.usage.cachedInputTokens ?? 0,
         reasoningTokens: answer.usage.reasoningTokens ?? 0,
       };
-      const waiting = waitingCallIds(toolCalls, input);
+      // The calls that wait make the reply Letta's approval request.
+      const waiting = waitingCallIds(toolCalls, { ...input, rules: input.approvalRules ?? [] });
       const replyMessage: NewMessage = {
         id: reply.id,
         agent_id: agent.id,
@@ -348,12 +354,14 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         if (message.id !== replyMessage.id)
           return { ...replyOf(message, input), ...(await pausedBy(tx, message, input)) };
         if (!run || !isActiveRun(run)) return replyOf(message, input);
+        const waitingTools = toolCalls.filter((call) => waiting.includes(call.id)).map((call) => call.name);
         const pause = {
           agentId: agent.id,
           runId: input.runId,
           messageId: message.id,
           toolCallIds: waiting,
           usage: addUsage(requestUsage, usage),
+          ...waitSettings(input.approvalRules ?? [], waitingTools),
         };
         return {
           ...replyOf(message, input),

@@ -158,7 +158,9 @@ function streamedWithHeartbeats(onDelta: (delta: ModelDelta) => void) {
 
 /**
  * The reply's pieces as a token stream shows them: named by the reply's message, step and call ids.
- * Without parallel tool calls only the first call is kept, so only its pieces go.
+ * Without parallel tool calls only the first call is kept, so only its pieces go. A call of a tool
+ * whose policy reads its arguments goes whole once stored, as an approval request or not: which, only
+ * its complete arguments tell.
  */
 function tokenStream(
   db: Queryable,
@@ -172,10 +174,14 @@ function tokenStream(
     onError,
   );
   const names: string[] = [];
+  const decidedByArguments = (name: string | undefined) =>
+    !input.clientTools.some((tool) => tool.name === name) &&
+    (input.approvalRules ?? []).some((rule) => rule.tool_name === name && rule.when?.length);
   const onDelta = (delta: ModelDelta) => {
     if (delta.kind !== 'tool_call') return publisher.push({ part: delta.kind, text: delta.text });
     if (delta.index > 0 && !input.parallelToolCalls) return;
     if (delta.name) names[delta.index] = (names[delta.index] ?? '') + delta.name;
+    if (decidedByArguments(names[delta.index])) return;
     publisher.push({
       part: 'tool_call',
       tool_call_id: (reply.callIds[delta.index] ??= ownToolCallId()),

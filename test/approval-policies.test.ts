@@ -169,15 +169,36 @@ describe('approval policies: always, never, or when the arguments match a rule',
     expect(returns.map((r) => r.tool_return)).toEqual(['paid 5', 'paid 500']);
   });
 
+  it('streams a call whose policy reads its arguments whole, as what it turned out to be', async () => {
+    const agent = await createAgent({
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay', when: [{ argument: 'amount', op: 'gt', value: 100 }] },
+      ],
+    });
+    /** The call and approval chunks of a streamed turn whose model calls pay(amount), then says `then`. */
+    const streamedCalls = async (amount: number, ...then: { text: string }[]) => {
+      h.stub.enqueue({ toolCalls: [{ name: 'pay', arguments: { amount } }] }, ...then);
+      const stream = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: `Pay ${amount}` }],
+        streaming: true,
+        stream_tokens: true,
+      });
+      const chunks: { message_type: string; tool_call?: { arguments: string } }[] = [];
+      for await (const chunk of stream) chunks.push(chunk as (typeof chunks)[number]);
+      return chunks
+        .filter((c) => ['tool_call_message', 'approval_request_message'].includes(c.message_type))
+        .map((c) => [c.message_type, c.tool_call?.arguments]);
+    };
+    expect(await streamedCalls(5, { text: 'Paid.' })).toEqual([['tool_call_message', '{"amount":5}']]);
+    expect(await streamedCalls(500)).toEqual([['approval_request_message', '{"amount":500}']]);
+  });
+
   it('expires at the tool’s own timeout, though the agent’s is longer', async () => {
     const agent = await createAgent({ approval_timeout_seconds: 3600 });
     await setPolicy(agent.id, 'pay', { approval_timeout_seconds: 2 });
     h.stub.enqueue({ toolCalls: [{ name: 'pay', arguments: { amount: 5 } }] }, { text: 'Nobody answered.' });
     const paused = await send(agent.id, 'Pay 5');
     const request = approvalRequestOf(paused)!;
-    const state = await h.client.agents.retrieve(agent.id, { include: ['agent.pending_approval'] });
-    const pending = state.pending_approval as unknown as { requested_at: string; expires_at: string };
-    expect(Date.parse(pending.expires_at) - Date.parse(pending.requested_at)).toBe(2_000);
     const [expired] = await eventually(
       async () => notices(request.id).filter((n) => n.event === 'approval_expired'),
       (found) => found.length > 0,

@@ -28,6 +28,9 @@ describe('approval conditions, op by op', () => {
     expect(met({ argument: 'env', op: 'eq', value: 'prod' }, { env: 'prod' })).toBe(true);
     expect(met({ argument: 'env', op: 'ne', value: 'prod' }, { env: 'prod' })).toBe(false);
     expect(met({ argument: 'force', op: 'eq', value: true }, { force: false })).toBe(false);
+    expect(met({ argument: 'amount', op: 'eq', value: 500 }, { amount: '500' })).toBe(true);
+    expect(met({ argument: 'amount', op: 'in', value: [100, 500] }, { amount: '500' })).toBe(true);
+    expect(met({ argument: 'code', op: 'eq', value: '007' }, { code: 7 })).toBe(false);
     const risky = ['prod', 'billing'];
     expect(met({ argument: 'env', op: 'in', value: risky }, { env: 'billing' })).toBe(true);
     expect(met({ argument: 'env', op: 'not_in', value: risky }, { env: 'dev' })).toBe(true);

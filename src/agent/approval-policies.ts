@@ -24,6 +24,10 @@ function numberOf(value: unknown): number | undefined {
   return Number.isFinite(parsed) ? parsed : undefined;
 }
 
+/** Whether an argument is `expected`: a number as the model may write it, as a string, too. */
+const sameValue = (value: Scalar, expected: Scalar) =>
+  value === expected || (typeof expected === 'number' && numberOf(value) === expected);
+
 /** Whether `file` lies outside `folder`: both absolute, `..` resolved, so that it cannot climb out. */
 function outsideFolder(file: string, folder: string): boolean {
   if (!path.posix.isAbsolute(file)) return true; // relative to what the tool alone knows
@@ -38,7 +42,7 @@ function metBy(condition: ApprovalCondition, value: unknown): boolean | undefine
     case 'eq':
     case 'ne':
       if (!isScalar(value)) return undefined;
-      return (value === condition.value) === (condition.op === 'eq');
+      return sameValue(value, condition.value) === (condition.op === 'eq');
     case 'gt':
     case 'gte':
     case 'lt':
@@ -51,7 +55,7 @@ function metBy(condition: ApprovalCondition, value: unknown): boolean | undefine
     case 'in':
     case 'not_in':
       if (!isScalar(value)) return undefined;
-      return condition.value.includes(value) === (condition.op === 'in');
+      return condition.value.some((listed) => sameValue(value, listed)) === (condition.op === 'in');
     case 'matches':
       if (typeof value !== 'string' || value.length > MATCHED_ARGUMENT_CHARS) return undefined;
       return new RegExp(condition.value, 'u').test(value);

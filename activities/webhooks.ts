@@ -4,7 +4,13 @@ import { getRun, recordCallback } from '../src/db/runs';
 import { getAgentRow } from '../src/db/agents';
 import type { Queryable } from '../src/db';
 import type { RunRow } from '../src/db/rows';
-import { approvalNotice, approvalWebhookUrl, postSigned, type DeliveryAttempt } from '../src/agent/webhooks';
+import {
+  approvalNotice,
+  approvalWebhookUrl,
+  postSigned,
+  type DeliveryAttempt,
+  type LinkMaker,
+} from '../src/agent/webhooks';
 import type { OutboundPolicy } from '../src/net/safe-fetch';
 import type { WebhookSubject } from '../contracts/payloads';
 import type { WebhookActivities } from '../contracts/activities';
@@ -18,6 +24,8 @@ export interface WebhookDeps {
   runPayload: (run: RunRow) => Promise<unknown>;
   /** APPROVAL_WEBHOOK_URL: where approval notices of agents without their own go. */
   approvalUrl?: string;
+  /** The signed approve / deny links an approval notice carries; none: notices without links. */
+  links?: LinkMaker;
 }
 
 const delivered = (run: RunRow) =>
@@ -27,7 +35,7 @@ const failedUnless = (attempt: DeliveryAttempt) => {
   if (attempt.error) throw ApplicationFailure.retryable(attempt.error, 'WebhookNotDelivered');
 };
 
-export function webhookActivities({ db, policy, secret, runPayload, approvalUrl }: WebhookDeps) {
+export function webhookActivities({ db, policy, secret, runPayload, approvalUrl, links }: WebhookDeps) {
   /** The run's callback, recorded on the run: a delivered one (its completion lost) is not sent again. */
   const runCallback = async (runId: string) => {
     const run = await getRun(db, runId);
@@ -40,7 +48,9 @@ export function webhookActivities({ db, policy, secret, runPayload, approvalUrl 
   const approvalNoticeOf = async (subject: WebhookSubject) => {
     const agent = await getAgentRow(db, subject.agentId);
     const url = agent && approvalWebhookUrl(agent, approvalUrl);
-    const payload = url && (await approvalNotice(db, subject));
+    const via = url && new URL(url).host;
+    const linksVia = links && ((pause: Parameters<LinkMaker>[0]) => links({ ...pause, via }));
+    const payload = url && (await approvalNotice(db, subject, linksVia));
     if (url && payload) failedUnless(await postSigned(url, payload, await secret(), policy));
   };
 

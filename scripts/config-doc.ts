@@ -213,6 +213,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'SCHEDULES_PER_AGENT_MAX',
       'WEBHOOK_SECRET',
       'APPROVAL_WEBHOOK_URL',
+      'APPROVAL_LINK_TTL_SECONDS',
       'WEBHOOK_TIMEOUT_MS',
       'WEBHOOK_MAX_ATTEMPTS',
       'WEBHOOK_RETRY_INITIAL_MS',

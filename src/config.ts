@@ -747,6 +747,14 @@ export const ConfigSchema = z.object({
   APPROVAL_WEBHOOK_URL: optional(z.string().url()).describe(
     'where approval notices go for agents without their own `metadata.approval_webhook_url` (see [Triggers](operations.md#triggers)); it passes the address checks of `OUTBOUND_ALLOW_PRIVATE` as every webhook does',
   ),
+  APPROVAL_LINK_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(7 * 24 * 3600)
+    .describe(
+      "how long the signed approve / deny links of an approval notice work (never beyond the pause's own expiry); 0: notices carry no links",
+    ),
   WEBHOOK_TIMEOUT_MS: milliseconds
     .default(5_000)
     .describe("one delivery attempt of a webhook (as Letta's callbacks)"),

@@ -12,7 +12,7 @@ import { codeInterpreterFor } from './sandbox/e2b-code';
 import { webSettings } from './tools/builtin/web-settings';
 import { webhookActivities } from '../activities/webhooks';
 import { scheduleActivities } from '../activities/schedules';
-import { startWebhook, webhookPolicy, webhookSecret } from './agent/webhooks';
+import { linkMaker, startWebhook, webhookPolicy, webhookSecret } from './agent/webhooks';
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
@@ -234,6 +234,7 @@ export async function startServer(
             secret: () => webhookSecret(db, config.WEBHOOK_SECRET),
             runPayload: (run) => runCallbackPayload(db, run),
             approvalUrl: config.APPROVAL_WEBHOOK_URL,
+            links: linkMaker(db, config),
           }),
         },
       });
@@ -310,7 +311,6 @@ export async function startServer(
       runEvents.start();
       undo.push(() => runEvents.close());
       const approvalWakes = new ApprovalWakes(db, config.STREAM_FALLBACK_POLL_MS);
-      undo.push(() => approvalWakes.close());
       const password = apiPassword(config, log);
       passwordRequired = Boolean(password);
       const app = createApp({
@@ -328,6 +328,8 @@ export async function startServer(
       const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
       const server = await listen(app, { port: config.PORT, host: config.HOST }, keepAliveMs);
       undo.push(() => closeServer(server));
+      // Before the server closes, which waits for them: the approval streams end.
+      undo.push(() => approvalWakes.close());
       const { port } = server.address() as AddressInfo;
       url = `http://${config.HOST}:${port}`;
       localApi.resolve(app, `http://${reachableHost(config.HOST)}:${port}`);

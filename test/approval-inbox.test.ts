@@ -3,6 +3,8 @@
  * request for a parallel reply's mixed decisions, edited arguments), the audit trail on the runs API,
  * and what a scoped token sees of it. Through the official client and the real server.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Letta from '@letta-ai/letta-client';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
@@ -265,6 +267,11 @@ describe('the approval inbox', () => {
     const [next] = await inbox(`?agent_id=${solo}`);
     await heard(`"approval_request_id":"${next.approval_request_id}","change":"requested"`);
     controller.abort();
+    // A page left open: the server's stop (afterAll) ends its stream rather than waiting for it.
+    const leftOpen = await fetch(`${h.server.url}/v1/approvals/stream`, {
+      headers: { authorization: `Bearer ${PASSWORD}` },
+    });
+    expect(leftOpen.status).toBe(200);
   });
 
   it('shows a scoped token only its agents’ approvals', async () => {
@@ -303,5 +310,129 @@ describe('the approval inbox', () => {
     ).toContain('other fact');
     const [record] = await auditOf(mine[0].run_id);
     expect(record.answered_by).toMatchObject({ kind: 'token', id: token.split('-').slice(0, 2).join('-') });
+  });
+});
+
+describe('signed links in approval notices', () => {
+  const notices: { event: string; approval_request_id: string; links: Links | null }[] = [];
+  let receiver: http.Server;
+  let receiverUrl: string;
+  interface Links {
+    approve: string;
+    deny: string;
+    expires_at: string;
+  }
+  beforeAll(async () => {
+    receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        notices.push(JSON.parse(body) as (typeof notices)[number]);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+
+  const h = useAgentServer('openai', {
+    LETTA_SERVER_PASSWORD: PASSWORD,
+    OUTBOUND_ALLOW_PRIVATE: '127.0.0.1',
+    WEBHOOK_SECRET: 'a-webhook-secret-for-link-tests',
+  });
+  const admin = () => new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+
+  /** An agent paused on one memory_insert call, and the links its notice carried. */
+  const pausedWithLinks = async (text: string) => {
+    const agent = await admin().agents.create({
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Human' }],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+      metadata: { approval_webhook_url: receiverUrl },
+    });
+    h.stub.enqueue({
+      toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: text } }],
+    });
+    const paused = await admin().agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: `Remember ${text}` }],
+    });
+    const request = paused.messages.at(-1)!.id;
+    const notice = await eventually(
+      async () => notices.find((n) => n.approval_request_id === request),
+      (found) => found !== undefined,
+    );
+    expect(notice?.links?.approve).toMatch(new RegExp(`^${h.server.url}/approvals/act/`));
+    return { agent, request, links: notice!.links!, run: paused.messages.at(-1)!.run_id! };
+  };
+  const auditOf = async (runId: string) =>
+    (
+      (await (
+        await fetch(`${h.server.url}/v1/runs/${runId}`, { headers: { authorization: `Bearer ${PASSWORD}` } })
+      ).json()) as { approvals: AuditRecord[] }
+    ).approvals;
+
+  it('approve once, by a bot’s POST, without the password; opening a link does nothing', async () => {
+    const { agent, links, run } = await pausedWithLinks('linked fact');
+    const shown = await fetch(links.approve);
+    expect(shown.status).toBe(200);
+    expect(shown.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await shown.text()).toContain('memory_insert');
+    expect(await admin().agents.retrieve(agent.id)).toBeDefined();
+    const [waiting] = (await (
+      await fetch(`${h.server.url}/v1/approvals/?agent_id=${agent.id}`, {
+        headers: { authorization: `Bearer ${PASSWORD}` },
+      })
+    ).json()) as Waiting[];
+    expect(waiting).toBeDefined();
+
+    h.stub.enqueue({ text: 'Remembered.' });
+    const acted = await fetch(links.approve, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(acted.status).toBe(200);
+    expect(await acted.json()).toMatchObject({ run_id: expect.any(String) });
+    const again = await fetch(links.approve, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(again.status).toBe(409);
+    expect((await fetch(links.deny, { method: 'POST', body: '{}' })).status).toBe(409);
+    const [record] = await auditOf(run);
+    expect(record).toMatchObject({
+      status: 'answered',
+      answered_by: { kind: 'signed_link', via: new URL(receiverUrl).host },
+    });
+    expect(record.tool_calls[0].decision).toBe('approved');
+  });
+
+  it('deny with a reason from the form; a tampered or foreign link is refused', async () => {
+    const { links, run } = await pausedWithLinks('unwanted fact');
+    const [payload, mac] = links.deny.split('/approvals/act/')[1].split('.');
+    const forged = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { decision: string };
+    forged.decision = 'approve';
+    const tampered = `${h.server.url}/approvals/act/${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${mac}`;
+    expect((await fetch(tampered, { method: 'POST', body: '{}' })).status).toBe(410);
+    expect((await fetch(`${h.server.url}/approvals/act/nonsense`)).status).toBe(410);
+
+    h.stub.enqueue({ text: 'Fine, I will not.' });
+    const acted = await fetch(links.deny, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ reason: 'not worth keeping' }).toString(),
+    });
+    expect(acted.status).toBe(200);
+    expect(acted.headers.get('content-type')).toMatch(/text\/html/);
+    const [record] = await auditOf(run);
+    expect(record.tool_calls[0]).toMatchObject({ decision: 'denied', reason: 'not worth keeping' });
+    const denial = 'Error: request to call tool denied. User reason: not worth keeping';
+    const seen = await eventually(
+      async () => Object.values(returnsSeen(h.stub.requests.at(-1)!)),
+      (returns) => returns.includes(denial),
+    );
+    expect(seen).toContain(denial);
   });
 });

@@ -22,6 +22,8 @@ import type { WebhookSubject } from '../../contracts/payloads';
 import { getAgentRow } from '../db/agents';
 import { pendingApproval } from '../db/conversations';
 import { getMessage } from '../db/messages';
+import { getApprovalRecord } from '../db/approval-requests';
+import { approvalLinks } from './approval-links';
 import { scopedId, type TurnServices } from './turns';
 
 export const SIGNATURE_HEADER = 'X-Letta-Signature';
@@ -168,7 +170,7 @@ export async function startWebhook(services: TurnServices, subject: WebhookSubje
  * An approval notice: the request's pending calls and how to answer them (a `messages.create` with an
  * approval), first as it is made and again as its reminder, or that it expired and its calls were denied.
  */
-export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
+export async function approvalNotice(db: Queryable, subject: WebhookSubject, links?: LinkMaker) {
   const request = await getMessage(db, subject.id);
   if (!request) return undefined;
   const scope = { agentId: subject.agentId, conversationId: request.conversation_id };
@@ -186,10 +188,14 @@ export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
   };
   if (subject.kind === 'approval_expired') return common;
   const stillPending = pending?.message_id === request.id;
+  const record = stillPending && links ? await getApprovalRecord(db, request.id) : undefined;
+  const forPeople = record?.calls.every((call) => call.kind === 'approval');
   return {
     ...common,
     pending: stillPending,
     expires_at: stillPending ? pending.expires_at : null,
+    // Signed links answer every call of the request at once; a client's tool return is the client's.
+    links: forPeople ? await links!({ requestId: request.id, expiresAt: pending!.expires_at }) : null,
     answer: {
       method: 'POST',
       path: request.conversation_id
@@ -211,6 +217,35 @@ export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
     },
   };
 }
+
+/** Makes a pause's signed approve and deny links (src/agent/approval-links.ts). */
+export type LinkMaker = (pause: {
+  requestId: string;
+  expiresAt: string | null;
+  /** The host the notice goes to, named in the audit trail of an answer by its link. */
+  via?: string;
+}) => Promise<{ approve: string; deny: string; expires_at: string }>;
+
+/**
+ * The links' maker, or none when APPROVAL_LINK_TTL_SECONDS is 0. They point at LETTA_PUBLIC_URL, else
+ * at the address the API listens on.
+ */
+export function linkMaker(db: Queryable, config: TurnServices['config']): LinkMaker | undefined {
+  if (config.APPROVAL_LINK_TTL_SECONDS === 0) return undefined;
+  const host = isWildcardBind(config.HOST) ? '127.0.0.1' : config.HOST;
+  const baseUrl = config.LETTA_PUBLIC_URL ?? `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.PORT}`;
+  return async (pause) =>
+    approvalLinks(
+      await webhookSecret(db, config.WEBHOOK_SECRET),
+      {
+        baseUrl,
+        ttlSeconds: config.APPROVAL_LINK_TTL_SECONDS,
+      },
+      pause,
+    );
+}
+
+const isWildcardBind = (host: string) => ['0.0.0.0', '::', '[::]'].includes(host);
 
 /** Where and how far a webhook delivery may go. */
 export const webhookPolicy = (config: TurnServices['config']): OutboundPolicy => ({

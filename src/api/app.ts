@@ -25,6 +25,7 @@ import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
 import { approvalsRouter } from './routes/approvals';
+import { approvalLinkRouter } from './approval-links';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -76,6 +77,8 @@ export function createApp(deps: ApiDependencies): express.Express {
   // The API's description is no secret: a browser opens the reference without the password, which its
   // "try it" requests then carry.
   app.use(apiReference([health, ...routers].flatMap((r) => r.routes)).router);
+  // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
+  app.use(approvalLinkRouter(deps));
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));

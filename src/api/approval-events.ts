@@ -11,6 +11,9 @@ const CHANNEL = 'letta_approval_events';
 export class ApprovalWakes {
   private readonly waiters = new Set<() => void>();
   private subscription?: Promise<Subscription | undefined>;
+  private readonly stopping = new AbortController();
+  /** Aborted when the server stops: the streams end, so that the HTTP server can close. */
+  readonly stopped = this.stopping.signal;
 
   constructor(
     private readonly db: Database,
@@ -30,10 +33,13 @@ export class ApprovalWakes {
       const timer = setTimeout(done, this.fallbackMs);
       this.waiters.add(done);
       signal.addEventListener('abort', done);
+      if (this.stopped.aborted) done();
     });
   }
 
   async close(): Promise<void> {
+    this.stopping.abort();
+    [...this.waiters].forEach((wake) => wake());
     await (await this.subscription)?.close();
   }
 

@@ -158,6 +158,9 @@ async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] 
   });
   const closed = new AbortController();
   res.on('close', () => closed.abort());
+  const stop = () => closed.abort();
+  ctx.approvalWakes.stopped.addEventListener('abort', stop);
+  if (ctx.approvalWakes.stopped.aborted) stop();
   const waitingNow = async () =>
     new Set(
       (await listWaitingCalls(ctx.db, { agentIds }, { limit: 1000, order: 'desc' })).map(
@@ -182,5 +185,6 @@ async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] 
     // The client learns of it by the stream's end, and reconnects.
     ctx.log.warn({ error: (error as Error).message }, 'approval stream ended by an error');
   }
+  ctx.approvalWakes.stopped.removeEventListener('abort', stop);
   res.end();
 }

@@ -568,7 +568,7 @@ async function send(detail, form) {
   }
   announce(`Answer sent for ${detail.agent_name || detail.agent_id}.`);
   // The answer is in; the agent goes on by itself. What is shown now is the request as it ended.
-  state.detail = { ...detail, status: 'answered', decisions: approvals };
+  state.detail = answeredLocally(detail, approvals);
   renderDetail(state.detail, 'Your answer was sent: the agent goes on.');
   $('detail-title').focus();
   refresh();
@@ -576,29 +576,68 @@ async function send(detail, form) {
 
 /** How a request ended, and what was decided. */
 function outcome(detail) {
-  const byId = new Map(detail.tool_calls.map((call) => [call.tool_call_id, call.tool_name]));
-  const decisions = Array.isArray(detail.decisions) ? detail.decisions : [];
+  const by = detail.answered_by;
+  const decided = detail.tool_calls.filter((call) => call.decision);
   return h(
     'section',
     { class: 'outcome', 'aria-labelledby': 'outcome-title' },
     h('h3', { id: 'outcome-title' }, STATUS[detail.status] ?? `Status: ${detail.status}`),
-    decisions.length > 0 &&
+    detail.answered_at &&
+      h(
+        'p',
+        {},
+        'Answered ',
+        time(detail.answered_at, new Date(detail.answered_at).toLocaleString()),
+        by?.name ? ` by ${by.name}` : '',
+        by?.kind ? ` (${ANSWERERS[by.kind] ?? by.kind})` : '',
+        '.',
+      ),
+    decided.length > 0 &&
       h(
         'ul',
         {},
-        decisions.map((decision) =>
+        decided.map((call) =>
           h(
             'li',
             {},
-            h('code', {}, byId.get(decision.tool_call_id) ?? decision.tool_call_id),
-            decision.approve ? ' approved' : ' denied',
-            decision.arguments ? ' with edited arguments' : '',
-            decision.reason ? `: “${decision.reason}”` : '',
-            decision.approver ? ` (by ${decision.approver})` : '',
+            h('code', {}, call.tool_name),
+            ` ${DECISIONS[call.decision] ?? call.decision}`,
+            call.edited_arguments ? [' with ', h('code', {}, call.edited_arguments)] : '',
+            call.reason ? `: “${call.reason}”` : '',
           ),
         ),
       ),
   );
+}
+
+const DECISIONS = { approved: 'approved', denied: 'denied', client_return: 'answered by its client' };
+const ANSWERERS = {
+  password: 'with the server password',
+  open_access: 'on a server without a password',
+  token: 'with an access token',
+  signed_link: 'through a signed link',
+  timeout: 'by the timeout',
+  cancel: 'by a cancel',
+};
+
+/** The request as this page's answer left it, until the server is asked again. */
+function answeredLocally(detail, approvals) {
+  const answers = new Map(approvals.map((answer) => [answer.tool_call_id, answer]));
+  return {
+    ...detail,
+    status: 'answered',
+    answered_at: new Date().toISOString(),
+    answered_by: state.approver ? { name: state.approver } : null,
+    tool_calls: detail.tool_calls.map((call) => {
+      const answer = answers.get(call.tool_call_id);
+      return {
+        ...call,
+        decision: answer.approve ? 'approved' : 'denied',
+        reason: answer.reason ?? null,
+        edited_arguments: answer.arguments ? JSON.stringify(answer.arguments) : null,
+      };
+    }),
+  };
 }
 
 // ---- Context: the last messages, the memory as it was ------------------------------------------

@@ -21,6 +21,8 @@ const state = {
   groups: undefined,
   selected: undefined,
   detail: undefined,
+  /** A word on the request shown, `{ id, text }`: how this page's answer went. */
+  notice: undefined,
   stream: undefined,
   poll: undefined,
   retryMs: FIRST_RETRY_MS,
@@ -175,6 +177,7 @@ function signOut(message = '') {
     groups: undefined,
     selected: undefined,
     detail: undefined,
+    notice: undefined,
     stream: undefined,
     poll: undefined,
   });
@@ -214,6 +217,11 @@ function groupsOf(items) {
     }
     group.calls.push(item);
   }
+  // The list is by time; a request's calls are shown in the order the model made them.
+  for (const group of groups.values())
+    group.calls.sort(
+      (a, b) => a.tool_call_ids.indexOf(a.tool_call_id) - b.tool_call_ids.indexOf(b.tool_call_id),
+    );
   return [...groups.values()].sort((a, b) => Date.parse(b.requestedAt) - Date.parse(a.requestedAt));
 }
 
@@ -326,12 +334,13 @@ function renderList() {
 
 async function select(id) {
   state.selected = id;
+  state.notice = undefined;
   renderList();
   await loadDetail(id);
   $('detail-title')?.focus();
 }
 
-async function loadDetail(id, notice) {
+async function loadDetail(id) {
   let detail;
   try {
     detail = await api(`/v1/approvals/${encodeURIComponent(id)}`);
@@ -347,7 +356,7 @@ async function loadDetail(id, notice) {
   }
   if (state.selected !== id) return; // another request was chosen meanwhile
   state.detail = detail;
-  renderDetail(detail, notice);
+  renderDetail(detail);
 }
 
 const STATUS = {
@@ -356,7 +365,8 @@ const STATUS = {
   cancelled: 'The run that asked was cancelled.',
 };
 
-function renderDetail(detail, notice) {
+function renderDetail(detail) {
+  const notice = state.notice?.id === detail.approval_request_id ? state.notice.text : undefined;
   const section = $('detail');
   const fact = (term, ...value) => [h('dt', {}, term), h('dd', {}, ...value)];
   const temporal = /^https?:\/\//.test(detail.temporal_url ?? '') ? detail.temporal_url : undefined;
@@ -391,7 +401,7 @@ function renderDetail(detail, notice) {
             ),
           ),
       ),
-      notice && h('p', { class: 'notice', role: 'status' }, notice),
+      notice && h('p', { class: 'notice' }, notice),
       detail.status === 'pending' ? answerForm(detail) : outcome(detail),
       context(detail),
     ].filter(Boolean),
@@ -560,16 +570,17 @@ async function send(detail, form) {
   } catch (failure) {
     button.disabled = false;
     if (failure instanceof ApiError && failure.status === 409) {
-      await loadDetail(id, `Not sent: ${failure.message}`);
+      state.notice = { id, text: `Not sent: ${failure.message}` };
+      await loadDetail(id);
       return $('detail-title')?.focus();
     }
     // The alert region says it; the focus stays on the button.
     return handleFailure(failure, (text) => (error.textContent = `Not sent: ${text}`));
   }
   announce(`Answer sent for ${detail.agent_name || detail.agent_id}.`);
-  // The answer is in; the agent goes on by itself. What is shown now is the request as it ended.
-  state.detail = answeredLocally(detail, approvals);
-  renderDetail(state.detail, 'Your answer was sent: the agent goes on.');
+  // The answer is recorded: the request is shown as it ended (the agent goes on by itself).
+  state.notice = { id, text: 'Your answer was sent: the agent goes on.' };
+  await loadDetail(id);
   $('detail-title').focus();
   refresh();
 }
@@ -619,26 +630,6 @@ const ANSWERERS = {
   timeout: 'by the timeout',
   cancel: 'by a cancel',
 };
-
-/** The request as this page's answer left it, until the server is asked again. */
-function answeredLocally(detail, approvals) {
-  const answers = new Map(approvals.map((answer) => [answer.tool_call_id, answer]));
-  return {
-    ...detail,
-    status: 'answered',
-    answered_at: new Date().toISOString(),
-    answered_by: state.approver ? { name: state.approver } : null,
-    tool_calls: detail.tool_calls.map((call) => {
-      const answer = answers.get(call.tool_call_id);
-      return {
-        ...call,
-        decision: answer.approve ? 'approved' : 'denied',
-        reason: answer.reason ?? null,
-        edited_arguments: answer.arguments ? JSON.stringify(answer.arguments) : null,
-      };
-    }),
-  };
-}
 
 // ---- Context: the last messages, the memory as it was ------------------------------------------
 

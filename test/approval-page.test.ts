@@ -2,8 +2,9 @@
  * The approval page (`/approvals`, public/approvals/) in headless Chromium, on the real server behind a
  * password: three agents pause on tool calls made through the official client, one reply with three
  * parallel calls; the page lists the five, approves one with an edited argument, denies one with a
- * reason, answers a request of three calls with the keyboard only, and a second tab follows it all
- * without a reload. Screenshots go to test-artifacts/approval-page/.
+ * reason, answers a request of three calls with the keyboard only; a second tab follows it all
+ * without a reload, and a third, whose stream fails, by fetching the list every few seconds.
+ * Screenshots go to test-artifacts/approval-page/.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -70,12 +71,12 @@ describe('the approval page', () => {
     (await client.agents.blocks.retrieve('human', { agent_id: agentId })).value;
 
   /** A tab on the page, signed in (sessionStorage is a tab's own: each tab signs in). */
-  const openSignedIn = async (page: Page, name?: string) => {
+  const openSignedIn = async (page: Page, name?: string, updates = 'Live: the list updates by itself.') => {
     await page.goto(`${h.server.url}/approvals`);
     if (name) await page.getByLabel(/^Your name/).fill(name);
     await page.getByLabel('Server password or access token').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByText('Live: the list updates by itself.').waitFor();
+    await page.getByText(updates).waitFor();
   };
 
   const listedCalls = (page: Page) => page.locator('#requests .call');
@@ -133,7 +134,10 @@ describe('the approval page', () => {
     const errors: string[] = [];
     const tab = await context.newPage();
     const second = await context.newPage();
-    for (const page of [tab, second]) page.on('pageerror', (error) => errors.push(error.message));
+    // A third tab whose stream never opens: it falls back to fetching the list every few seconds.
+    const polled = await context.newPage();
+    await polled.route('**/v1/approvals/stream', (route) => route.abort());
+    for (const page of [tab, second, polled]) page.on('pageerror', (error) => errors.push(error.message));
     let secondLoads = 0;
     second.on('load', () => secondLoads++);
 
@@ -151,12 +155,13 @@ describe('the approval page', () => {
 
       await openSignedIn(tab, 'Ann');
       await openSignedIn(second);
+      await openSignedIn(polled, undefined, 'Live updates interrupted: the list is checked every 5 seconds.');
       await listsCalls(tab, 4);
       // A request made now appears in both tabs by itself.
       const [cyCall] = await pauseOn(cy.id, 'Remember that I am on holiday', [
         { name: INSERT, arguments: { label: 'human', new_string: 'On holiday' } },
       ]);
-      for (const page of [tab, second]) await listsCalls(page, 5);
+      for (const page of [tab, second, polled]) await listsCalls(page, 5);
       expect(await tab.locator('#count').innerText()).toBe('5 calls in 3 requests, newest first.');
       // Newest first.
       expect(await tab.locator('#requests .agent').allInnerTexts()).toEqual(['Cy', 'Bo', 'Ada']);
@@ -201,6 +206,7 @@ describe('the approval page', () => {
         ),
       ).toBe('Name: Alice\nLikes coffee');
       await listsCalls(second, 4);
+      await listsCalls(polled, 4);
       await announces(second, "Bo's request was answered.");
       await screenshot(second, 'second-tab-after-approval');
 

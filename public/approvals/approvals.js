@@ -634,7 +634,6 @@ const ANSWERERS = {
 // ---- Context: the last messages, the memory as it was ------------------------------------------
 
 const SPEAKERS = {
-  system_message: 'System',
   user_message: 'User',
   assistant_message: 'Agent',
   reasoning_message: 'Agent, thinking',
@@ -677,21 +676,13 @@ function messageText(message) {
   }
 }
 
-function messageItem(message) {
-  const speaker = SPEAKERS[message.message_type] ?? message.message_type;
-  const text = messageText(message);
-  // The system prompt is long and rarely what matters here: folded.
-  const body =
-    message.message_type === 'system_message'
-      ? h('details', {}, h('summary', {}, 'The system prompt'), h('pre', {}, text))
-      : h('pre', {}, text);
-  return h(
+const messageItem = (message) =>
+  h(
     'li',
-    { class: `message ${message.message_type}` },
-    h('span', { class: 'speaker' }, speaker),
-    body,
+    { class: 'message' },
+    h('span', { class: 'speaker' }, SPEAKERS[message.message_type] ?? message.message_type),
+    h('pre', {}, messageText(message)),
   );
-}
 
 function context(detail) {
   return h(

@@ -6,6 +6,7 @@ import { recordToolExecution } from '../src/db/tool-executions';
 import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
 import type { Queryable } from '../src/db';
 import { newId } from '../src/ids';
+import { insertApprovalRequest } from '../src/db/approval-requests';
 import {
   answerFor,
   CANCEL_DENIAL_REASON,
@@ -59,13 +60,21 @@ const endRunPaused = (tx: Queryable, input: Pick<EnterPauseInput, 'runId' | 'usa
     usage: usageRecord(input.usage),
   });
 
+/** A call the pause waits on, with the arguments the approver sees. */
+export interface PausedCall {
+  id: string;
+  name: string;
+  arguments: string;
+  kind: 'approval' | 'client_tool';
+}
+
 /**
  * Pauses the agent on a reply no one can have answered yet: records what it waits for (the run's
  * approval timeout, else the agent's) and ends the request's run with `requires_approval`.
  */
 export async function enterPause(
   tx: Queryable,
-  input: EnterPauseInput,
+  input: EnterPauseInput & { calls: PausedCall[] },
   run: RunRow,
   agentTimeoutSeconds: number | null,
 ): Promise<ApprovalWait> {
@@ -81,6 +90,21 @@ export async function enterPause(
     expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
   };
   await setPendingApproval(tx, { agentId: input.agentId, conversationId: run.conversation_id }, pending);
+  await insertApprovalRequest(tx, {
+    request_message_id: input.messageId,
+    agent_id: input.agentId,
+    conversation_id: run.conversation_id,
+    run_id: input.runId,
+    workflow_id: run.workflow_id,
+    requested_at: now,
+    expires_at: pending.expires_at ? new Date(pending.expires_at) : null,
+    calls: input.calls.map((call) => ({
+      tool_call_id: call.id,
+      tool_name: call.name,
+      arguments: call.arguments,
+      kind: call.kind,
+    })),
+  });
   await setLastStopReason(tx, input.agentId, 'requires_approval');
   await endRunPaused(tx, input);
   return waitOf(pending, input.messageId);
@@ -122,6 +146,7 @@ async function denyPauseOnCancel(
     answers: denyAll(pending, CANCEL_DENIAL_REASON),
     followUps: [],
     runId: input.runId,
+    answeredBy: { kind: 'cancel' },
   });
   const agent = await getAgentRow(tx, input.agentId);
   const request = await requiredMessage(tx, input.messageId);
@@ -177,6 +202,7 @@ async function expireOrFindAnswer(
       metadata: { run_type: APPROVAL_TIMEOUT_RUN },
       request_config: previous?.request_config ?? null,
     },
+    answeredBy: { kind: 'timeout' },
   });
 }
 

@@ -139,6 +139,12 @@ const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24
 const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
   calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
 
+/** Whether a waiting call is the client's to run, or a server tool's waiting for a person. */
+const kindOf = (call: { name: string }, input: CallModelInput) =>
+  input.clientTools.some((tool) => tool.name === call.name)
+    ? ('client_tool' as const)
+    : ('approval' as const);
+
 /**
  * A streamed reply's deltas handed on, each one a heartbeat that counts them: the Temporal UI shows the
  * pending call's progress, and a stalled stream is noticed by the heartbeat timeout.
@@ -355,9 +361,11 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
           toolCallIds: waiting,
           usage: addUsage(requestUsage, usage),
         };
+        const asked = toolCalls.filter((call) => waiting.includes(call.id));
+        const calls = asked.map((call) => ({ ...call, kind: kindOf(call, input) }));
         return {
           ...replyOf(message, input),
-          approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
+          approvalWait: await enterPause(tx, { ...pause, calls }, run, agent.approval_timeout_seconds),
         };
       });
     }

@@ -118,6 +118,10 @@ function argumentsOf(read: ToolCallRead, input: ToolCallInput, agent: AgentRow, 
   return agent.llm_config.strict ? stripOptionalNulls(args, parameters) : args;
 }
 
+/** What the model reads before the result of a call whose arguments the approver changed. */
+const editNote = (args: string) =>
+  `[The approver changed the arguments before the call ran; it ran with ${args}] `;
+
 /** What `run` gives, or the tool's own failure as its error result. */
 async function resultOf<T>(toolName: string, run: () => Promise<T>): Promise<T | ToolResult> {
   try {
@@ -143,11 +147,13 @@ async function recordResult(
   agent: AgentRow,
   tool: ToolRow | undefined,
   result: ToolResult,
+  editedArguments?: string,
 ): Promise<ToolOutcome> {
-  const text =
+  const returned =
     result.status === 'success' && !result.untruncated
       ? truncateReturn(result.text, tool?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT, result.length)
       : result.text;
+  const text = editedArguments ? `${editNote(editedArguments)}${returned}` : returned;
   const execution = await recordToolExecution(
     q,
     {
@@ -221,8 +227,9 @@ async function runAndRecord(
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
   if (!agent) throw new Error(`agent ${input.agentId} no longer exists`);
+  const edited = read.edited ? read.arguments : undefined;
   const record = (tx: Queryable, result: ToolResult) =>
-    recordResult(tx, input, holder?.owner, agent, tool, result);
+    recordResult(tx, input, holder?.owner, agent, tool, result, edited);
   if (!tool) return record(q, { status: 'error', text: 'Tool not found' });
   const execute = (signal: AbortSignal) =>
     executor.execute({

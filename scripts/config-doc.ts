@@ -47,6 +47,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'TEMPORAL_NAMESPACE',
       'TEMPORAL_PORT',
       'TEMPORAL_UI_PORT',
+      'TEMPORAL_UI_URL',
       'TEMPORAL_CLI_PATH',
       'TEMPORAL_START_TIMEOUT_MS',
       'TEMPORAL_CONNECT_TIMEOUT_MS',

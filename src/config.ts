@@ -201,6 +201,11 @@ export const ConfigSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default').describe('Temporal namespace'),
   TEMPORAL_PORT: port.default(7233).describe('gRPC port of the embedded dev server'),
   TEMPORAL_UI_PORT: port.default(8233).describe('Web UI port of the embedded dev server'),
+  TEMPORAL_UI_URL: url
+    .optional()
+    .describe(
+      "the Temporal Web UI's address, for links to a paused turn in the approval inbox; unset: the embedded dev server's UI, or no links with TEMPORAL_ADDRESS",
+    ),
   TEMPORAL_CLI_PATH: optional(z.string()).describe('the `temporal` binary to run as the embedded dev server'),
   TEMPORAL_START_TIMEOUT_MS: milliseconds
     .default(60_000)

@@ -22,6 +22,7 @@ import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { closeServer, listen } from './api/http-server';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
+import { ApprovalWakes } from './api/approval-events';
 import { providerRegistry } from './llm';
 import { ensureBuiltinTools } from './tools/builtin';
 import { ConfigError, type Config } from './config';
@@ -308,6 +309,8 @@ export async function startServer(
       );
       runEvents.start();
       undo.push(() => runEvents.close());
+      const approvalWakes = new ApprovalWakes(db, config.STREAM_FALLBACK_POLL_MS);
+      undo.push(() => approvalWakes.close());
       const password = apiPassword(config, log);
       passwordRequired = Boolean(password);
       const app = createApp({
@@ -319,6 +322,7 @@ export async function startServer(
         toolApi,
         mcp,
         runEvents,
+        approvalWakes,
         log,
       });
       const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;

@@ -178,7 +178,10 @@ describe('client-side access tokens', () => {
     const headers = { authorization: `Bearer ${token}` };
     const unknown = (param: string) => `${param}-00000000-0000-4000-8000-000000000000`;
     // Health is open to all, credentials or not.
-    const routes = registeredRoutes().filter(({ path }) => path.startsWith('/v1/') && path !== '/v1/health');
+    // The approval stream stays open: its filtering is the listing's, tried here.
+    const routes = registeredRoutes().filter(
+      ({ path }) => path.startsWith('/v1/') && path !== '/v1/health' && path !== '/v1/approvals/stream',
+    );
     expect(routes.length).toBeGreaterThan(100);
     const answers: { method: string; path: string; status: number }[] = [];
     for (const { method, path } of routes) {
@@ -196,8 +199,9 @@ describe('client-side access tokens', () => {
       });
       answers.push({ method, path, status });
     }
+    // The approval inbox lists what the token's agents wait for (none here) instead of refusing.
     const expected = ({ path }: { path: string }) =>
-      /^\/v1\/(runs|conversations)\/:/.test(path) ? 404 : 403;
+      path === '/v1/approvals' ? 200 : /^\/v1\/(runs|conversations|approvals)\/:/.test(path) ? 404 : 403;
     expect(answers.filter((answer) => answer.status !== expected(answer))).toEqual([]);
   });
 

@@ -243,6 +243,7 @@ describe('activities retried after doing their work', () => {
             { type: 'tool', tool_call_id: paused.toolCalls[0].id, tool_return: 'yes', status: 'success' },
           ],
           followUps: [],
+          answeredBy: { kind: 'password' },
           runId: newId('run'),
           newRun: { background: false, metadata: {}, request_config: {} },
         });

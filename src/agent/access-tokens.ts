@@ -44,6 +44,8 @@ export interface AccessGrant {
   hostname: string;
   /** Whether the token grants `access` on the agent. */
   allows(agentId: string, access: AgentAccess): boolean;
+  /** The agents on which the token grants `access`. */
+  agents(access: AgentAccess): string[];
 }
 
 export interface TokenLimits {
@@ -125,6 +127,7 @@ export async function verifyAccessToken(db: Queryable, presented: string): Promi
     ...(row.caller && { caller: { agentId: row.caller.agent_id, runId: row.caller.run_id } }),
     hostname: row.hostname,
     allows: (agentId, access) => grants.get(agentId)?.has(access) === true,
+    agents: (access) => [...grants].filter(([, granted]) => granted.has(access)).map(([id]) => id),
   };
 }
 

@@ -4,12 +4,16 @@
  * caller see. Used by the API (answers from people and clients) and by activities (timeouts, cancel).
  */
 import type { Queryable } from '../db';
-import { insertMessage, latestAnswerNaming, messageByKey } from '../db/messages';
+import { Ajv } from 'ajv';
+import { getMessage, insertMessage, latestAnswerNaming, messageByKey } from '../db/messages';
+import { getTool, getToolVersion } from '../db/tools';
+import { invalid } from '../errors';
 import { insertRun } from '../db/runs';
 import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
-import type { RecordedAnswer } from '../../contracts/payloads';
+import { recordDecisions, type Answerer, type RecordedDecision } from '../db/approval-requests';
+import type { RecordedAnswer, TurnContext } from '../../contracts/payloads';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
@@ -48,6 +52,8 @@ export interface ApprovalDecision {
   tool_call_id: string;
   approve: boolean;
   reason?: string | null;
+  /** An extension: the arguments the approved call runs with instead of the model's. */
+  arguments?: Record<string, unknown> | null;
 }
 
 export type ApprovalAnswer = ClientToolReturn | ApprovalDecision;
@@ -97,6 +103,7 @@ export async function recordAnswer(
     /** The run the turn continues under; `newRun` creates it. */
     runId: string;
     newRun?: Pick<RunRow, 'background' | 'metadata' | 'request_config'>;
+    answeredBy: Answerer;
   },
 ): Promise<RecordedAnswer> {
   const { agentId, pending, runId } = input;
@@ -121,8 +128,28 @@ export async function recordAnswer(
     idempotency_key: answerKey(pending.message_id),
   });
   await setPendingApproval(tx, scope, null);
+  await recordDecisions(tx, pending.message_id, {
+    answerRunId: runId,
+    answeredBy: input.answeredBy,
+    outcome: OUTCOMES[input.answeredBy.kind as keyof typeof OUTCOMES] ?? 'answered',
+    decisions: input.answers.map(decisionRecordOf),
+  });
   return signalFor(message);
 }
+
+/** How a pause ended, by who ended it: the server's own answers are expiries and cancels. */
+const OUTCOMES = { timeout: 'expired', cancel: 'cancelled' } as const;
+
+/** An answer as the audit trail keeps it. */
+const decisionRecordOf = (answer: ApprovalAnswer): RecordedDecision =>
+  answer.type === 'tool'
+    ? { tool_call_id: answer.tool_call_id, decision: 'client_return', reason: null, edited_arguments: null }
+    : {
+        tool_call_id: answer.tool_call_id,
+        decision: answer.approve ? 'approved' : 'denied',
+        reason: answer.reason ?? null,
+        edited_arguments: answer.approve && answer.arguments ? JSON.stringify(answer.arguments) : null,
+      };
 
 /** The answer already recorded for an approval request, if any. */
 export async function answerFor(
@@ -137,7 +164,7 @@ export async function answerFor(
 const decisionOf = (answer: ApprovalAnswer) =>
   JSON.stringify(
     answer.type === 'approval'
-      ? [answer.tool_call_id, answer.approve, answer.reason ?? null]
+      ? [answer.tool_call_id, answer.approve, answer.reason ?? null, answer.arguments ?? null]
       : [answer.tool_call_id, answer.status, answer.tool_return],
   );
 
@@ -168,6 +195,39 @@ export async function earlierAnswer(
   const decisions = new Set(recorded.map(decisionOf));
   const repeats = named.length === recorded.length && named.every((a) => decisions.has(decisionOf(a)));
   return { answered, repeats };
+}
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+
+/**
+ * Edited arguments are for an approved call of a server tool, and must fit the tool's parameters as the
+ * turn will run it (the agent's tools as they are now): otherwise a 400, and nothing is recorded.
+ */
+export async function checkEditedArguments(
+  q: Queryable,
+  pending: PendingApproval,
+  answers: ApprovalAnswer[],
+  context: TurnContext,
+): Promise<void> {
+  const edits = answers.filter(
+    (a): a is ApprovalDecision => a.type === 'approval' && a.arguments !== undefined && a.arguments !== null,
+  );
+  if (!edits.length) return;
+  const request = await getMessage(q, pending.message_id);
+  for (const edit of edits) {
+    if (!edit.approve) throw invalid(`Tool call ${edit.tool_call_id}: only an approved call takes arguments`);
+    const name = request?.tool_calls?.find((call) => call.id === edit.tool_call_id)?.name;
+    const tool = context.tools.find((t) => t.name === name && t.mode !== 'client');
+    if (!tool)
+      throw invalid(`Tool call ${edit.tool_call_id}: ${name} is not a server tool; the client answers it`);
+    const stored = (await getToolVersion(q, tool.id, tool.version)) ?? (await getTool(q, tool.id));
+    const parameters = (stored?.json_schema as { parameters?: object } | undefined)?.parameters;
+    const validate = ajv.compile(parameters ?? { type: 'object' });
+    if (!validate(edit.arguments))
+      throw invalid(
+        `Tool call ${edit.tool_call_id}: the edited arguments do not fit ${name}'s parameters: ${ajv.errorsText(validate.errors, { dataVar: 'arguments' })}`,
+      );
+  }
 }
 
 /** The text of a client's tool return, as the model gets it. */

@@ -35,6 +35,7 @@ import { turnWorkflowOptions } from '../../contracts/turn-options';
 import {
   ALREADY_ANSWERED,
   answersMismatch,
+  checkEditedArguments,
   NOTHING_PENDING,
   PENDING_APPROVAL_TEXT,
   recordAnswer,
@@ -43,6 +44,7 @@ import {
   type FollowUp,
 } from './approvals';
 import { lockPendingApproval } from '../db/conversations';
+import type { Answerer } from '../db/approval-requests';
 
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {
@@ -87,6 +89,8 @@ export interface TurnRequest extends RequestOptions {
 export interface AnswerRequest extends RequestOptions {
   answers: ApprovalAnswer[];
   followUps: FollowUp[];
+  /** Who answers, for the audit trail. */
+  answeredBy: Answerer;
 }
 
 /** Whether the workflow that is to end a run still can: its turn runs, or waits its place in the queue. */
@@ -377,6 +381,8 @@ export async function answerPausedTurn(
       const answers = withLegacyIds(pending, request.answers);
       const mismatch = answersMismatch(pending, answers);
       if (mismatch) throw invalid(mismatch);
+      const context = await resolveTurnContext(tx, agent);
+      await checkEditedArguments(tx, pending, answers, context);
       const recorded = await recordAnswer(tx, {
         agentId,
         pending,
@@ -388,8 +394,8 @@ export async function answerPausedTurn(
           metadata: { run_type: request.runType },
           request_config: requestConfig(request),
         },
+        answeredBy: request.answeredBy,
       });
-      const context = await resolveTurnContext(tx, agent);
       return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
     },
     agentLock(agentId),

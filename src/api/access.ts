@@ -23,7 +23,7 @@ import cors from 'cors';
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { sendError } from './errors';
-import { FULL_ACCESS, type Principal } from './scoped-access';
+import { FULL_ACCESS, OPEN_ACCESS, type Principal } from './scoped-access';
 import { isAccessToken } from '../agent/access-tokens';
 
 export interface AccessOptions {
@@ -168,7 +168,7 @@ function credentialCheck(options: AccessOptions): RequestHandler {
         return undefined;
       return principal;
     }
-    return expected === undefined && !tokensOnly ? FULL_ACCESS : undefined;
+    return expected === undefined && !tokensOnly ? OPEN_ACCESS : undefined;
   };
   return async (req, res, next) => {
     const blocked = await failures.getKey(keyOf(req));

@@ -25,6 +25,7 @@ import { identitiesRouter } from './routes/identities';
 import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
+import { approvalsRouter } from './routes/approvals';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -49,6 +50,7 @@ const ROUTERS = [
   foldersRouter,
   schedulesRouter,
   accessTokensRouter,
+  approvalsRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

@@ -3,6 +3,7 @@ import type { ConfiguredSandbox, ToolSandboxes } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
 import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
+import type { ApprovalWakes } from './approval-events';
 import type { ToolApiAccess } from '../tools/tool-api-access';
 
 /** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */
@@ -17,5 +18,7 @@ export interface ApiContext extends TurnServices {
   mcp: McpClientPool;
   /** Wakes the followers of a run when the database says it changed. */
   runEvents: RunEvents;
+  /** Wakes the approval inbox's streams when a pause is recorded or answered. */
+  approvalWakes: ApprovalWakes;
   log: Logger;
 }

@@ -21,20 +21,36 @@ import type { Queryable } from '../db';
 import { agentOfDefaultConversation, findRunScope, getConversation } from '../db/conversations';
 import { callerMessageChain } from '../agent/agent-messages';
 import { HttpError } from './errors';
+import { getApprovalRecord, type Answerer } from '../db/approval-requests';
 
 /** Who a request acts as: the server's own credential, or a scoped token with its resolvers. */
-export type Principal = { kind: 'full' } | { kind: 'token'; grant: AccessGrant; owners: ResourceOwners };
+export type Principal =
+  { kind: 'full'; open?: true } | { kind: 'token'; grant: AccessGrant; owners: ResourceOwners };
 
 /** The agent a run or a conversation belongs to, if it exists. */
 export interface ResourceOwners {
   run(id: string): Promise<string | undefined>;
   /** `default` takes the agent from the request (`agent_id`), as the conversation routes do. */
   conversation(id: string, agentOfDefault: unknown): Promise<string | undefined>;
+  /** The agent whose turn an approval request paused. */
+  approval(id: string): Promise<string | undefined>;
   /** The chain a sandboxed call's message continues (callerMessageChain); throws when refused. */
   messageChain(grant: AccessGrant, recipient: string, wait: boolean): Promise<Record<string, unknown>>;
 }
 
 export const FULL_ACCESS: Principal = { kind: 'full' };
+/** Full access without a password: a server that asks none (loopback only). */
+export const OPEN_ACCESS: Principal = { kind: 'full', open: true };
+
+/** Who a request acts as, for an audit trail; `name` is what the caller says of itself (X-Letta-Approver). */
+export function answererOf(res: Response): Answerer {
+  const principal = principalOf(res);
+  const said = res.req.get('x-letta-approver')?.trim().slice(0, 200);
+  const name = said ? { name: said } : {};
+  if (principal.kind === 'token')
+    return { kind: 'token', id: principal.grant.id, via: principal.grant.hostname, ...name };
+  return { kind: principal.open ? 'open_access' : 'password', ...name };
+}
 
 /** The principal of a presented access token, unless it is unknown, expired or revoked. */
 export function tokenVerifier(db: Queryable, maxMessageDepth: number) {
@@ -42,6 +58,7 @@ export function tokenVerifier(db: Queryable, maxMessageDepth: number) {
     run: async (id) => (await findRunScope(db, id))?.agentId,
     conversation: async (id, agentId) =>
       agentOfDefaultConversation(id, agentId) ?? (await getConversation(db, id))?.agent_id,
+    approval: async (id) => (await getApprovalRecord(db, id))?.agent_id,
     messageChain: (grant, recipient, wait) =>
       callerMessageChain(db, maxMessageDepth, grant.caller!, recipient, wait),
   };
@@ -57,6 +74,8 @@ export interface ScopedTokenUse {
   scopedTokens?: false;
   /** A POST that only reads (a search, a stream's resumption): read access suffices. */
   readOnly?: true;
+  /** A listing across agents that a token reaches, the handler keeping to the token's agents. */
+  filtersByToken?: true;
   /** Creating an agent: open to a sandboxed call's token, which the agent it creates then belongs to. */
   callsCreateAgents?: true;
   /**
@@ -66,9 +85,16 @@ export interface ScopedTokenUse {
   agentQuery?: string;
 }
 
-type Owner = { param: string; kind: 'agent' | 'run' | 'conversation'; inQuery?: true };
+type Owner = { param: string; kind: 'agent' | 'run' | 'conversation' | 'approval'; inQuery?: true };
 
-const COLLECTIONS = { agents: 'agent', runs: 'run', conversations: 'conversation' } as const;
+const COLLECTIONS = {
+  agents: 'agent',
+  runs: 'run',
+  conversations: 'conversation',
+  approvals: 'approval',
+} as const;
+
+const NOT_FOUND_NAMES = { run: 'Run', conversation: 'Conversation', approval: 'Approval request' } as const;
 
 /** The access a token needs on a route, and where the agent comes from; none: tokens are refused. */
 export function tokenAccess(
@@ -84,7 +110,7 @@ export function tokenAccess(
       needs: reads ? 'read_messages' : 'write_messages',
     };
   const [, collection, param, rest = ''] =
-    /^\/v1\/(agents|runs|conversations)\/:(\w+)(\/.*)?$/.exec(path) ?? [];
+    /^\/v1\/(agents|runs|conversations|approvals)\/:(\w+)(\/.*)?$/.exec(path) ?? [];
   if (!collection) return undefined;
   // Attaching a block, tool, folder, archive or identity by its id reaches past the agent.
   if (/\/attach\/:/.test(rest)) return undefined;
@@ -102,6 +128,7 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
     const principal = principalOf(res);
     if (principal.kind === 'full') return next();
     if (use?.callsCreateAgents && principal.grant.caller) return next();
+    if (use?.filtersByToken) return next();
     if (!access) throw new HttpError(403, 'This route is not open to scoped access tokens');
     const { owner, needs } = access;
     const id = String((owner.inQuery ? req.query : req.params)[owner.param] ?? '');
@@ -124,7 +151,7 @@ export function scopedAccess(method: string, path: string, use?: ScopedTokenUse)
           if (owner.kind === 'agent')
             throw new HttpError(403, `This access token does not grant ${needs} on agent ${id}`);
           // Another agent's run or conversation is answered as one that does not exist.
-          throw new HttpError(404, `${owner.kind === 'run' ? 'Run' : 'Conversation'} ${id} not found`);
+          throw new HttpError(404, `${NOT_FOUND_NAMES[owner.kind]} ${id} not found`);
         }
         // A sandboxed call's message continues its turn's chain of agents, as its tools' messages do.
         if (needs === 'write_messages' && principal.grant.caller)
@@ -162,10 +189,11 @@ export const turnChainOf = (res: Response): Record<string, unknown> | undefined 
 
 const ownerOf = (
   principal: Extract<Principal, { kind: 'token' }>,
-  kind: 'run' | 'conversation',
+  kind: 'run' | 'conversation' | 'approval',
   id: string,
   agentOfDefault: unknown,
-) => (kind === 'run' ? principal.owners.run(id) : principal.owners.conversation(id, agentOfDefault));
+) =>
+  kind === 'conversation' ? principal.owners.conversation(id, agentOfDefault) : principal.owners[kind](id);
 
 /**
  * The principal the access check set (src/api/access.ts). Only the routes mounted before that check,

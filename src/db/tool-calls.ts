@@ -25,8 +25,13 @@ export interface ToolCallRead {
   claimed: boolean;
   agent?: AgentRow;
   tool?: ToolRow;
-  /** The model's arguments as it sent them (JSON text); undefined when the call is not in its message. */
+  /**
+   * The arguments as JSON text: the approver's edit when there is one, else the model's as it sent
+   * them; undefined when the call is not in its message.
+   */
   arguments?: string;
+  /** Whether the arguments are an approver's edit, which the model is told of. */
+  edited: boolean;
   /** An MCP tool's server, if it is still registered. */
   mcpServer?: McpServerRow;
   /** The agent's blocks in their order, when asked for: a memory edit's (under its lock), a sandboxed call's. */
@@ -64,6 +69,7 @@ type Row = Partial<AgentRow> & {
   call_claimed: boolean;
   call_tool: ToolRow | null;
   call_arguments: string | null;
+  call_edited: string | null;
   call_mcp_server: StoredMcpServer | null;
   call_blocks: MemoryBlock[] | null;
   call_sandbox: StoredSandboxContext | null;
@@ -100,6 +106,8 @@ const readStatement = (
      t.tool AS call_tool,
      (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
        WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
+     (SELECT edited_arguments FROM approval_calls
+       WHERE tool_call_id = $1 AND request_message_id = $5 AND decision = 'approved') AS call_edited,
      (SELECT to_jsonb(s) FROM mcp_servers s
        WHERE s.id = t.tool->'metadata'->'mcp'->>'server_id') AS call_mcp_server,
      ${blocks ? BLOCKS : 'NULL'} AS call_blocks,
@@ -140,6 +148,7 @@ export async function readToolCall(
     call_claimed,
     call_tool,
     call_arguments,
+    call_edited,
     call_mcp_server,
     call_blocks,
     call_sandbox,
@@ -150,7 +159,8 @@ export async function readToolCall(
     claimed: call_claimed,
     agent: agent.id ? (agent as AgentRow) : undefined,
     tool: call_tool ?? undefined,
-    arguments: call_arguments ?? undefined,
+    arguments: call_arguments === null ? undefined : (call_edited ?? call_arguments),
+    edited: call_arguments !== null && call_edited !== null,
     mcpServer: call_mcp_server ? mcpServerOf(call_mcp_server) : undefined,
     blocks: call_blocks ?? undefined,
     sandbox: call_sandbox ? sandboxContextOf(call_sandbox) : undefined,

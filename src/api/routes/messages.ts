@@ -28,7 +28,7 @@ import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
-import { turnChainOf } from '../scoped-access';
+import { answererOf, turnChainOf } from '../scoped-access';
 
 type InputMessage = NonNullable<LettaRequest['messages']>[number];
 
@@ -93,7 +93,8 @@ export function messageHandlers(ctx: ApiContext) {
       runType,
       streamTokens,
     };
-    if (answers) return answerPausedTurn(ctx, { ...options, answers, followUps: messages });
+    if (answers)
+      return answerPausedTurn(ctx, { ...options, answers, followUps: messages, answeredBy: answererOf(res) });
     const callbackUrl = body.callback_url
       ? checkWebhookUrl(body.callback_url, ctx.config.OUTBOUND_ALLOW_PRIVATE)
       : undefined;

@@ -15,6 +15,8 @@ import { getRun, listRuns } from '../../db/runs';
 import type { RunStatus } from '../../db/rows';
 import { pendingApprovalView } from '../pending-approval';
 import { pendingApproval } from '../../db/conversations';
+import { approvalRecordsOfRun } from '../../db/approval-requests';
+import { approvalRecordShape } from '../approval-shapes';
 
 const ListRunsQuery = pageQuery(100, 'desc').extend({
   agent_id: z.string().optional(),
@@ -61,7 +63,8 @@ export function runsRouter(ctx: ApiContext): DocumentedRouter {
     '/v1/runs/:runId',
     {
       summary: 'Retrieve run',
-      description: 'With `pending_approval`: what the run waits for, when it is the one paused for approval.',
+      description:
+        'With `pending_approval`: what the run waits for, when it is the one paused for approval; and, an extension, `approvals`: the pauses the run made or answered, with who answered what (kept when messages are reset).',
       response: RunWithPendingApprovalSchema,
     },
     async (req, res) => {
@@ -69,7 +72,11 @@ export function runsRouter(ctx: ApiContext): DocumentedRouter {
       const scope = { agentId: run.agent_id, conversationId: run.conversation_id };
       const pending = await pendingApproval(ctx.db, scope);
       const waiting = pending?.run_id === run.id ? await pendingApprovalView(ctx.db, pending) : null;
-      res.json({ ...runShape(run), pending_approval: waiting });
+      const records = await approvalRecordsOfRun(ctx.db, run.id);
+      const approvals = await Promise.all(
+        records.map((r) => approvalRecordShape(ctx.db, r, pending?.message_id === r.request_message_id)),
+      );
+      res.json({ ...runShape(run), pending_approval: waiting, approvals });
     },
   );
 

@@ -31,18 +31,39 @@ const ToolReturnSchema = z.object({
   stderr: z.array(z.string()).nullish(),
 });
 
+/** Edited arguments: an object, or its JSON text as a tool call's arguments are. */
+const EditedArguments = z.preprocess(
+  (value) => {
+    if (typeof value !== 'string') return value;
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  },
+  z.record(z.string(), z.unknown()),
+);
+
 /** A person's decision on a pending server tool call (ApprovalReturn). */
 const ApprovalReturnSchema = z.object({
   type: z.literal('approval'),
   tool_call_id: z.string().min(1),
   approve: z.boolean(),
   reason: z.string().nullish(),
+  arguments: EditedArguments.nullish().describe(
+    "An extension: the arguments the approved call runs with instead of the model's (an object, or its JSON text), checked against the tool's parameters",
+  ),
 });
+
+/** Answers to the calls of an approval request: decisions on server tools, and client tools' returns. */
+export const ApprovalAnswersSchema = z.array(
+  z.discriminatedUnion('type', [ApprovalReturnSchema, ToolReturnSchema]),
+);
 
 export const ApprovalCreateSchema = z
   .object({
     type: z.literal('approval'),
-    approvals: z.array(z.discriminatedUnion('type', [ApprovalReturnSchema, ToolReturnSchema])).nullish(),
+    approvals: ApprovalAnswersSchema.nullish(),
     // Letta's deprecated single-call form, migrated into `approvals`.
     approve: z.boolean().nullish(),
     approval_request_id: z.string().nullish(),

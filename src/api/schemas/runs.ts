@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LettaMessageSchema, RunSchema } from './responses';
+import { ApprovalRecordSchema } from './approvals';
 
 type MessageForm = (typeof LettaMessageSchema.options)[number];
 
@@ -18,4 +19,5 @@ export const PendingApprovalSchema = ApprovalRequestMessageSchema.extend({
 /** A run as `GET /v1/runs/:runId` answers: with what it waits for, if it is the one paused for approval. */
 export const RunWithPendingApprovalSchema = RunSchema.extend({
   pending_approval: PendingApprovalSchema.nullable(),
+  approvals: z.array(ApprovalRecordSchema).describe('an extension: the pauses the run made or answered'),
 }).meta({ id: 'RunWithPendingApproval' });

@@ -28,6 +28,7 @@ import { toolCallClaims } from './0022-tool-call-claims';
 import { accessTokens } from './0023-access-tokens';
 import { callTokens } from './0024-call-tokens';
 import { hiddenConversations } from './0025-hidden-conversations';
+import { approvalRequests } from './0026-approval-requests';
 
 export const migrations: Migration[] = [
   initial,
@@ -55,4 +56,5 @@ export const migrations: Migration[] = [
   accessTokens,
   callTokens,
   hiddenConversations,
+  approvalRequests,
 ];

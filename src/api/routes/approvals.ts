@@ -1,0 +1,186 @@
+/**
+ * The approval inbox, an extension of Letta's API: what waits for an answer across agents, each pause
+ * with what the approver needs to judge it, an answer by the pause's id, and a stream of changes for
+ * the approval page. Answers go through the same path as Letta's approval messages (answerPausedTurn).
+ */
+import type { Response } from 'express';
+import { z } from 'zod';
+import type { ApiContext } from '../context';
+import { notFound } from '../errors';
+import { parseBody, parseQuery } from '../validation';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { answererOf, principalOf } from '../scoped-access';
+import { lettaMessages } from '../letta-shapes';
+import {
+  AnswerApprovalSchema,
+  AnsweredApprovalSchema,
+  ApprovalDetailSchema,
+  ListApprovalsQuery,
+  WaitingApprovalSchema,
+} from '../schemas/approvals';
+import { getApprovalRecord, listWaitingCalls } from '../../db/approval-requests';
+import { approvalRecordShape, temporalUrlOf, waitingShape } from '../approval-shapes';
+import { getAgentRow } from '../../db/agents';
+import { getMessage, listMessages } from '../../db/messages';
+import { answerPausedTurn } from '../../agent/turns';
+import type { ApprovalAnswer } from '../../agent/approvals';
+
+/** Messages shown before a request, for its context. */
+const CONTEXT_MESSAGES = 12;
+const DEFAULT_MAX_STEPS = 50;
+
+export function approvalsRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Approvals');
+
+  /** The agents a scoped token may see approvals of; none for the password: all of them. */
+  const visibleAgents = (res: Response, agentId?: string): string[] | undefined => {
+    const principal = principalOf(res);
+    if (principal.kind === 'full') return agentId ? [agentId] : undefined;
+    const mine = principal.grant.agents('read_messages');
+    return agentId ? mine.filter((id) => id === agentId) : mine;
+  };
+
+  /** The pause, whether it still waits; 404 for one the caller may not see (tokens learn nothing). */
+  const loadRecord = async (id: string) => {
+    const record = await getApprovalRecord(ctx.db, id);
+    if (!record) throw notFound(`Approval request ${id}`);
+    const [waiting] = await listWaitingCalls(
+      ctx.db,
+      { agentIds: [record.agent_id], requestMessageId: id },
+      { limit: 1, order: 'desc' },
+    );
+    return { record, pending: waiting !== undefined };
+  };
+
+  router.get(
+    '/v1/approvals',
+    {
+      summary: 'List pending approvals',
+      description:
+        'An extension: every tool call waiting for an answer (a person’s approval or a client’s tool return) across agents, newest first; a scoped token sees its agents’ only.',
+      query: ListApprovalsQuery,
+      response: z.array(WaitingApprovalSchema),
+      filtersByToken: true,
+    },
+    async (req, res) => {
+      const query = parseQuery(ListApprovalsQuery, req);
+      const calls = await listWaitingCalls(
+        ctx.db,
+        {
+          agentIds: visibleAgents(res, query.agent_id),
+          toolName: query.tool_name,
+          tag: query.tag,
+          olderThanSeconds: query.older_than_seconds,
+          newerThanSeconds: query.newer_than_seconds,
+        },
+        query,
+      );
+      res.json(calls.map((call) => waitingShape(ctx.config, call)));
+    },
+  );
+
+  router.get(
+    '/v1/approvals/stream',
+    {
+      summary: 'Stream approval changes',
+      description:
+        'An extension: server-sent events, `approvals` with `{approval_request_id, change: "requested" | "answered"}` as pauses begin and end (for the approval page).',
+      filtersByToken: true,
+      streams: true,
+    },
+    async (_req, res) => streamChanges(ctx, res, visibleAgents(res)),
+  );
+
+  router.get(
+    '/v1/approvals/:approvalRequestId',
+    {
+      summary: 'Retrieve approval request',
+      description:
+        'An extension: a pause with its context (memory as it was, the last messages) and, once answered, who answered what.',
+      response: ApprovalDetailSchema,
+    },
+    async (req, res) => {
+      const { record, pending } = await loadRecord(req.params.approvalRequestId);
+      const agent = await getAgentRow(ctx.db, record.agent_id);
+      const messages = await listMessages(
+        ctx.db,
+        { agentId: record.agent_id, conversationId: record.conversation_id },
+        { before: record.request_message_id, limit: CONTEXT_MESSAGES - 1, order: 'asc' },
+        ['user', 'assistant', 'tool', 'approval'],
+      );
+      const request = await getMessage(ctx.db, record.request_message_id);
+      res.json({
+        ...(await approvalRecordShape(ctx.db, record, pending)),
+        agent_name: agent?.name ?? null,
+        blocks: record.blocks,
+        messages: [...messages, ...(request ? [request] : [])].flatMap(lettaMessages),
+        temporal_url: temporalUrlOf(ctx.config, record.workflow_id),
+      });
+    },
+  );
+
+  router.post(
+    '/v1/approvals/:approvalRequestId/answer',
+    {
+      summary: 'Answer approval request',
+      description:
+        'An extension: answers every waiting call of the request (as an approval message would) without waiting for the agent to go on. `X-Letta-Approver` names the person in the audit trail.',
+      body: AnswerApprovalSchema,
+      response: AnsweredApprovalSchema,
+    },
+    async (req, res) => {
+      const body = parseBody(AnswerApprovalSchema, req);
+      const { record } = await loadRecord(req.params.approvalRequestId);
+      const { run } = await answerPausedTurn(ctx, {
+        agentId: record.agent_id,
+        conversationId: record.conversation_id,
+        answers: body.approvals as ApprovalAnswer[],
+        followUps: [],
+        answeredBy: answererOf(res),
+        clientTools: [],
+        maxSteps: DEFAULT_MAX_STEPS,
+        background: true,
+        runType: 'approval_answer',
+      });
+      res.json({ approval_request_id: record.request_message_id, run_id: run.id, status: run.status });
+    },
+  );
+
+  return router;
+}
+
+/** Sends an event for each pause that begins or ends among the visible agents, until the client goes. */
+async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] | undefined) {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const closed = new AbortController();
+  res.on('close', () => closed.abort());
+  const waitingNow = async () =>
+    new Set(
+      (await listWaitingCalls(ctx.db, { agentIds }, { limit: 1000, order: 'desc' })).map(
+        (call) => call.request_message_id,
+      ),
+    );
+  try {
+    let known = await waitingNow();
+    res.write(': connected\n\n');
+    while (!closed.signal.aborted) {
+      await ctx.approvalWakes.next(closed.signal);
+      if (closed.signal.aborted) break;
+      const now = await waitingNow();
+      const change = (ids: Set<string>, not: Set<string>, kind: string) =>
+        [...ids].filter((id) => !not.has(id)).map((id) => ({ approval_request_id: id, change: kind }));
+      const changes = [...change(now, known, 'requested'), ...change(known, now, 'answered')];
+      for (const event of changes) res.write(`event: approvals\ndata: ${JSON.stringify(event)}\n\n`);
+      if (!changes.length) res.write(': keep-alive\n\n');
+      known = now;
+    }
+  } catch (error) {
+    // The client learns of it by the stream's end, and reconnects.
+    ctx.log.warn({ error: (error as Error).message }, 'approval stream ended by an error');
+  }
+  res.end();
+}

@@ -15,7 +15,7 @@ import {
   recordAnswer,
   type ApprovalAnswer,
 } from '../src/agent/approvals';
-import { lockPendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
+import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import { resolveTurnContext } from '../src/agent/turn-context';
 import type { ActivityDeps } from './deps';
@@ -47,11 +47,17 @@ async function requiredMessage(db: Queryable, id: string): Promise<MessageRow> {
   return message;
 }
 
+const msUntil = (time: string) => Math.max(0, Date.parse(time) - Date.now());
+
 /** What is left of the wait for `messageId`: none when it is no longer the pending approval. */
 export function waitOf(pending: PendingApproval | null, messageId: string): ApprovalWait {
-  const expiresAt = pending?.message_id === messageId ? pending.expires_at : null;
-  return { timeoutMs: expiresAt ? Math.max(0, Date.parse(expiresAt) - Date.now()) : null };
+  if (pending?.message_id !== messageId) return { timeoutMs: null };
+  const timeoutMs = pending.expires_at ? msUntil(pending.expires_at) : null;
+  return pending.remind_at ? { timeoutMs, reminderMs: msUntil(pending.remind_at) } : { timeoutMs };
 }
+
+const secondsFrom = (start: Date, seconds: number) =>
+  new Date(start.getTime() + seconds * 1000).toISOString();
 
 const endRunPaused = (tx: Queryable, input: Pick<EnterPauseInput, 'runId' | 'usage'>) =>
   storeRunOutcome(tx, input.runId, {
@@ -69,8 +75,9 @@ export interface PausedCall {
 }
 
 /**
- * Pauses the agent on a reply no one can have answered yet: records what it waits for (the run's
- * approval timeout, else the agent's) and ends the request's run with `requires_approval`.
+ * Pauses the agent on a reply no one can have answered yet: records what it waits for (the waiting
+ * calls' policies' approval timeout, else the run's, else the agent's; the policies' reminder) and ends
+ * the request's run with `requires_approval`.
  */
 export async function enterPause(
   tx: Queryable,
@@ -79,7 +86,9 @@ export async function enterPause(
   agentTimeoutSeconds: number | null,
 ): Promise<ApprovalWait> {
   const seconds =
-    (run.request_config?.approval_timeout_seconds as number | null | undefined) ?? agentTimeoutSeconds;
+    input.timeoutSeconds ??
+    (run.request_config?.approval_timeout_seconds as number | null | undefined) ??
+    agentTimeoutSeconds;
   const now = new Date();
   const pending: PendingApproval = {
     run_id: input.runId,
@@ -87,7 +96,8 @@ export async function enterPause(
     message_id: input.messageId,
     tool_call_ids: input.toolCallIds,
     requested_at: now.toISOString(),
-    expires_at: seconds ? new Date(now.getTime() + seconds * 1000).toISOString() : null,
+    expires_at: seconds ? secondsFrom(now, seconds) : null,
+    ...(input.reminderSeconds ? { remind_at: secondsFrom(now, input.reminderSeconds) } : {}),
   };
   await setPendingApproval(tx, { agentId: input.agentId, conversationId: run.conversation_id }, pending);
   await insertApprovalRequest(tx, {
@@ -211,6 +221,17 @@ const APPROVAL_TIMEOUT_RUN = 'approval_timeout';
 
 export function approvalActivities({ db, startWebhook }: ActivityDeps) {
   return {
+    /**
+     * The reminder delay of a pause's policy passed without an answer: the approval webhook is told
+     * again (`approval_reminder`), unless an answer got there first.
+     */
+    async remindApproval(input: { agentId: string; messageId: string }): Promise<void> {
+      const request = await requiredMessage(db, input.messageId);
+      const scope = { agentId: input.agentId, conversationId: request.conversation_id };
+      if ((await pendingApproval(db, scope))?.message_id !== input.messageId) return;
+      await startWebhook({ kind: 'approval_reminder', id: input.messageId, agentId: input.agentId });
+    },
+
     /**
      * The wait ran out: denies the pending calls under a new run, unless an answer got there first
      * (then that answer is returned, its signal being on the way).

@@ -28,6 +28,7 @@ import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
+import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';
@@ -77,9 +78,16 @@ function offeredTools(
   ];
 }
 
-/** The stored reply as the turn sees it; one that ends its request says with what stop reason. */
+/**
+ * The stored reply as the turn sees it: with tool calls, which of them wait (its approval request); one
+ * that ends its request says with what stop reason.
+ */
 function replyOf(message: MessageRow, input: CallModelInput): StepReply {
-  const meta = (message.metadata ?? {}) as { usage?: TokenUsage; finish_reason?: StepReply['finishReason'] };
+  const meta = (message.metadata ?? {}) as {
+    usage?: TokenUsage;
+    finish_reason?: StepReply['finishReason'];
+    approval_request?: { tool_call_ids: string[] };
+  };
   const reply: StepReply = {
     messageId: message.id,
     stepId: message.step_id!,
@@ -87,6 +95,7 @@ function replyOf(message: MessageRow, input: CallModelInput): StepReply {
     finishReason: meta.finish_reason ?? 'stop',
     usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
   };
+  if (reply.toolCalls.length) reply.waitingCallIds = meta.approval_request?.tool_call_ids ?? [];
   return endsRun(reply, input) ? { ...reply, stopReason: finalReplyStopReason(reply.finishReason) } : reply;
 }
 
@@ -135,10 +144,6 @@ function requestMessages(
  */
 const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
 
-/** The ids of the reply's calls that wait for an answer (they make it Letta's approval request). */
-const waitingCallIds = (calls: { id: string; name: string }[], input: CallModelInput) =>
-  calls.filter((call) => input.approvalTools.includes(call.name)).map((call) => call.id);
-
 /** Whether a waiting call is the client's to run, or a server tool's waiting for a person. */
 const kindOf = (call: { name: string }, input: CallModelInput) =>
   input.clientTools.some((tool) => tool.name === call.name)
@@ -159,7 +164,9 @@ function streamedWithHeartbeats(onDelta: (delta: ModelDelta) => void) {
 
 /**
  * The reply's pieces as a token stream shows them: named by the reply's message, step and call ids.
- * Without parallel tool calls only the first call is kept, so only its pieces go.
+ * Without parallel tool calls only the first call is kept, so only its pieces go. A call of a tool
+ * whose policy reads its arguments goes whole once stored, as an approval request or not: which, only
+ * its complete arguments tell.
  */
 function tokenStream(
   db: Queryable,
@@ -173,10 +180,14 @@ function tokenStream(
     onError,
   );
   const names: string[] = [];
+  const decidedByArguments = (name: string | undefined) =>
+    !input.clientTools.some((tool) => tool.name === name) &&
+    (input.approvalRules ?? []).some((rule) => rule.tool_name === name && rule.when?.length);
   const onDelta = (delta: ModelDelta) => {
     if (delta.kind !== 'tool_call') return publisher.push({ part: delta.kind, text: delta.text });
     if (delta.index > 0 && !input.parallelToolCalls) return;
     if (delta.name) names[delta.index] = (names[delta.index] ?? '') + delta.name;
+    if (decidedByArguments(names[delta.index])) return;
     publisher.push({
       part: 'tool_call',
       tool_call_id: (reply.callIds[delta.index] ??= ownToolCallId()),
@@ -320,7 +331,8 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         cachedInputTokens: answer.usage.cachedInputTokens ?? 0,
         reasoningTokens: answer.usage.reasoningTokens ?? 0,
       };
-      const waiting = waitingCallIds(toolCalls, input);
+      // The calls that wait make the reply Letta's approval request.
+      const waiting = waitingCallIds(toolCalls, { ...input, rules: input.approvalRules ?? [] });
       const replyMessage: NewMessage = {
         id: reply.id,
         agent_id: agent.id,
@@ -354,18 +366,22 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         if (message.id !== replyMessage.id)
           return { ...replyOf(message, input), ...(await pausedBy(tx, message, input)) };
         if (!run || !isActiveRun(run)) return replyOf(message, input);
+        const asked = toolCalls.filter((call) => waiting.includes(call.id));
         const pause = {
           agentId: agent.id,
           runId: input.runId,
           messageId: message.id,
           toolCallIds: waiting,
           usage: addUsage(requestUsage, usage),
+          ...waitSettings(
+            input.approvalRules ?? [],
+            asked.map((call) => call.name),
+          ),
+          calls: asked.map((call) => ({ ...call, kind: kindOf(call, input) })),
         };
-        const asked = toolCalls.filter((call) => waiting.includes(call.id));
-        const calls = asked.map((call) => ({ ...call, kind: kindOf(call, input) }));
         return {
           ...replyOf(message, input),
-          approvalWait: await enterPause(tx, { ...pause, calls }, run, agent.approval_timeout_seconds),
+          approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
         };
       });
     }

@@ -33,8 +33,9 @@ export interface ModelActivities {
   callModel(input: CallModelInput): Promise<StepReply>;
 }
 
-/** A paused turn's answer, its expiry and its cancel (activities/approvals.ts). */
+/** A paused turn's answer, its reminder, its expiry and its cancel (activities/approvals.ts). */
 export interface ApprovalActivities {
+  remindApproval(input: { agentId: string; messageId: string }): Promise<void>;
   expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null>;
   denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null>;
   applyApprovalAnswer(input: {

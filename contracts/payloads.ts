@@ -3,7 +3,7 @@
  * says why no zod). Ids and short summaries only: transcripts, tool arguments and tool returns stay in
  * the database (small histories; the Temporal UI shows ids and summaries).
  */
-import type { ToolRule } from '../src/schemas/tool-rules';
+import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
 
 /**
  * A tool the client runs, sent with a request (Letta's `client_tools`): the turn pauses for its return.
@@ -62,6 +62,11 @@ export interface CallModelInput {
   clientTools: ClientTool[];
   /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
   approvalTools: string[];
+  /**
+   * The requires_approval rules: which calls of `approvalTools` wait, by their arguments, and for how
+   * long (src/agent/approval-policies.ts). Turns that pass none pause every call of those tools.
+   */
+  approvalRules?: ApprovalRule[];
   /** Tool calls of the previous step whose returns are to be stored as one tool message first. */
   pendingToolCallIds: string[];
   /** An approval whose follow-up user messages go after those returns. */
@@ -86,6 +91,8 @@ export interface StepCall {
 export interface ApprovalWait {
   /** How long to wait before the pending calls are denied; null: for as long as it takes. */
   timeoutMs: number | null;
+  /** How long to wait before a reminder notice goes out (a policy's `reminder_after_seconds`). */
+  reminderMs?: number;
 }
 
 export interface StepReply {
@@ -96,6 +103,11 @@ export interface StepReply {
   usage: TokenUsage;
   /** Set when the reply's calls wait for an answer and the call entered the pause: the run has ended. */
   approvalWait?: ApprovalWait;
+  /**
+   * The calls that wait for an answer, as the model call decided by their arguments. Replies recorded
+   * before approval policies lack it: their calls wait by their tools' names (`approvalTools`).
+   */
+  waitingCallIds?: string[];
   /** Set when the reply ended the run (`endsRunWhenFinal`): the stop reason it ended with. */
   stopReason?: string;
 }
@@ -156,6 +168,10 @@ export interface EnterPauseInput {
   messageId: string;
   toolCallIds: string[];
   usage: RunUsage;
+  /** The waiting calls' policies' smallest approval timeout, over the run's and the agent's. */
+  timeoutSeconds?: number;
+  /** The waiting calls' policies' smallest reminder delay. */
+  reminderSeconds?: number;
 }
 
 /** What the turn does with an answer: the calls to run now (approved or never in question). */
@@ -299,10 +315,11 @@ export interface FileIngestionResult {
 
 /**
  * What a webhook tells (src/agent/webhooks.ts): a run's end (its completion callback), or an approval
- * request made or expired (the approval webhook), by the run's or the request message's id.
+ * request made, still unanswered after its policy's reminder delay, or expired (the approval webhook),
+ * by the run's or the request message's id.
  */
 export interface WebhookSubject {
-  kind: 'run_callback' | 'approval_requested' | 'approval_expired';
+  kind: 'run_callback' | 'approval_requested' | 'approval_reminder' | 'approval_expired';
   id: string;
   agentId: string;
 }

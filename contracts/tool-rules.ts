@@ -4,7 +4,7 @@
  * (src/agent/system-prompt.ts), and unit tests pin them rule by rule. The state is what
  * this request has called so far, in order, and the last tool's output.
  */
-import type { ToolRule } from '../src/schemas/tool-rules';
+import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
 
 export interface ToolCallRecord {
   name: string;
@@ -92,9 +92,11 @@ export function mustCallTool(rules: ToolRule[], history: ToolCallRecord[]): bool
 export const isTerminal = (rules: ToolRule[], name: string) =>
   rulesOf(rules, 'exit_loop').some((r) => r.tool_name === name);
 
-/** The tools whose calls wait for a person's approval. */
-export const approvalRequiredTools = (rules: ToolRule[]) =>
-  rulesOf(rules, 'requires_approval').map((r) => r.tool_name);
+/** The approval policies: `requires_approval` rules, some with conditions on the calls' arguments. */
+export const approvalRules = (rules: ToolRule[]): ApprovalRule[] => rulesOf(rules, 'requires_approval');
+
+/** The tools whose calls may wait for a person's approval (all of them, or those a policy's conditions pick). */
+export const approvalRequiredTools = (rules: ToolRule[]) => approvalRules(rules).map((r) => r.tool_name);
 
 /** What the model is told when it ends its turn before calling `names`, which the rules require. */
 export const requiredToolAlert = (names: string[]) =>

@@ -539,6 +539,58 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  record('step-approval-reminded', async () => {
+    const agent = await createAgent({
+      tool_rules: [
+        {
+          type: 'requires_approval',
+          tool_name: 'memory_insert',
+          reminder_after_seconds: 1,
+          approval_timeout_seconds: 2,
+        },
+      ],
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { text: 'Nobody answered.' },
+    );
+    const events = await finished(await asyncTurn(agent.id, 'Remember I like tea'));
+    expect(localActivityTypes(events)).toEqual(expect.arrayContaining(['remindApproval', 'expireApproval']));
+    await save(
+      'step-approval-reminded',
+      'completed (end_turn): paused for approval of memory_insert under a policy with a reminder (1 s) and a timeout (2 s): the reminder timer fired (remindApproval), then the rest of the timeout (expireApproval), the call denied, then the model',
+      events,
+      ['step-approval-reminded', 'step-approval-expired', 'step-end-turn'],
+    );
+  });
+
+  record('step-policy-paused', async () => {
+    const agent = await createAgent({
+      tool_rules: [
+        {
+          type: 'requires_approval',
+          tool_name: 'memory_insert',
+          when: [{ argument: 'label', op: 'ne', value: 'human' }],
+        },
+      ],
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'persona', new_str: 'Serves tea' } }] },
+    );
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember tea, both of us' }],
+    });
+    const { events } = await pausedTurn(paused);
+    expect(localActivityTypes(events)).toContain('runBuiltinTool');
+    await save(
+      'step-policy-paused',
+      'running: a requires_approval policy with a condition (label ne human) let memory_insert into human run without a pause, then paused the turn on memory_insert into persona',
+      events,
+      ['step-paused'],
+    );
+  });
+
   record('step-cancelled-mid-tool', async () => {
     const agent = await nappingAgent();
     h.stub.enqueue({ toolCalls: [{ name: 'nap', arguments: { seconds: 60 } }] });

@@ -42,6 +42,7 @@ import { finalReplyStopReason } from '../contracts/stop-reasons';
 import {
   allowedTools,
   approvalRequiredTools,
+  approvalRules,
   constraintViolation,
   isTerminal,
   mustCallTool,
@@ -205,6 +206,7 @@ async function runStep(
         parallelToolCalls: context.parallelToolCalls,
         clientTools: request.clientTools,
         approvalTools: pausing,
+        approvalRules: approvalRules(rules),
         pendingToolCallIds: outcome.pendingToolCallIds,
         followUpsFrom: outcome.followUpsFrom,
         requestUsage: outcome.usage,
@@ -226,7 +228,9 @@ async function runStep(
     return undefined;
   }
 
-  const waiting = reply.toolCalls.filter((call) => pausing.includes(call.name));
+  const waiting = reply.toolCalls.filter((call) =>
+    reply.waitingCallIds ? reply.waitingCallIds.includes(call.id) : pausing.includes(call.name),
+  );
   if (waiting.length) {
     const pause = { messageId: reply.messageId, calls: waiting, wait: reply.approvalWait };
     return { ...outcome, stopReason: 'requires_approval', pause };
@@ -332,14 +336,22 @@ function markPaused(pause: Pause): void {
 }
 
 /**
- * Waits for the answer to a pause; when the approval timeout passes first, the calls are denied. No
+ * Waits for the answer to a pause; when its policy's reminder delay passes first, a reminder notice
+ * goes out, and when the approval timeout passes, the calls are denied. Both are durable timers. No
  * answer when the turn is cancelled while it waits.
  */
 async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered | undefined> {
   const { answers, acts, agentId } = turn;
   const answered = () => answers.has(pause.messageId);
-  const timeoutMs = pause.wait?.timeoutMs ?? null;
+  const waitStarted = Date.now(); // the workflow's clock: the time of this workflow task
+  const reminderMs = pause.wait?.reminderMs;
+  let timeoutMs = pause.wait?.timeoutMs ?? null;
   try {
+    const reminds = reminderMs !== undefined && (timeoutMs === null || reminderMs < timeoutMs);
+    if (reminds && !(await condition(answered, Math.max(reminderMs, 1)))) {
+      await acts.run.remindApproval({ agentId, messageId: pause.messageId });
+      if (timeoutMs !== null) timeoutMs -= Date.now() - waitStarted;
+    }
     if (timeoutMs !== null && !(await condition(answered, Math.max(timeoutMs, 1)))) {
       const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
       if (expired && !answered()) answers.set(pause.messageId, expired);

@@ -1,6 +1,7 @@
 /**
  * Webhooks the server calls: a run's completion callback (Letta's `callback_url`), and approval notices
- * (a turn paused for approval, or its approval expired) to the agent's `metadata.approval_webhook_url`
+ * (a turn paused for approval, still unanswered after its policy's reminder delay, or its approval
+ * expired) to the agent's `metadata.approval_webhook_url`
  * or APPROVAL_WEBHOOK_URL. Each is delivered by a workflow of its own (workflows/webhook-delivery.ts),
  * retried with backoff until the receiver answers 2xx, and signed so that the receiver can tell it came
  * from this deployment:
@@ -165,7 +166,7 @@ export async function startWebhook(services: TurnServices, subject: WebhookSubje
 
 /**
  * An approval notice: the request's pending calls and how to answer them (a `messages.create` with an
- * approval), or that it expired and its calls were denied.
+ * approval), first as it is made and again as its reminder, or that it expired and its calls were denied.
  */
 export async function approvalNotice(db: Queryable, subject: WebhookSubject) {
   const request = await getMessage(db, subject.id);

@@ -106,6 +106,8 @@ export interface PendingApproval {
   requested_at: string;
   /** When the pending calls are denied for want of an answer; null: never. */
   expires_at: string | null;
+  /** When a reminder notice goes out (a policy's `reminder_after_seconds`); absent: none. */
+  remind_at?: string;
 }
 
 export type LlmConfig = z.infer<typeof LlmConfigSchema>;

@@ -169,6 +169,10 @@ export const BRANCHES = {
     turn(events) &&
     events.some((e) => e.timerFiredEventAttributes) &&
     localActivityTypes(events).includes('expireApproval'),
+  'step-approval-reminded': (events) =>
+    turn(events) &&
+    events.some((e) => e.timerFiredEventAttributes) &&
+    localActivityTypes(events).includes('remindApproval'),
   'step-cancelled-mid-tool': (events) =>
     turn(events) &&
     cancelRequested(events) &&

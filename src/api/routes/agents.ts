@@ -18,7 +18,7 @@ import { changeBlock } from '../../agent/blocks';
 import { attachTool, createAgent, detachTool, resetMessages, updateAgent } from '../../agent/agents';
 import { getTool } from '../../db/tools';
 import type { AgentRecord } from '../../db/rows';
-import type { ToolRule } from '../../schemas/tool-rules';
+import { approvalPolicyFields, type ToolRule } from '../../schemas/tool-rules';
 import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
@@ -59,9 +59,16 @@ const isModernSdk = (req: Request) =>
 
 const ListTagsQuery = pageQuery(50, 'asc').extend({ name: z.string().optional() });
 
-/** `requires_approval` from the body, the TS client's `body_requires_approval`, or the query. */
+/**
+ * `requires_approval` from the body, the TS client's `body_requires_approval`, or the query; with it,
+ * this server's policy fields (an extension of Letta's rule).
+ */
 const ApprovalSettingBody = z
-  .object({ requires_approval: z.boolean().optional(), body_requires_approval: z.boolean().optional() })
+  .object({
+    requires_approval: z.boolean().optional(),
+    body_requires_approval: z.boolean().optional(),
+    ...approvalPolicyFields,
+  })
   .strict();
 const ApprovalSettingQuery = z.object({ requires_approval: queryBoolean });
 
@@ -160,7 +167,12 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
       summary: 'Modify approval for tool',
       description:
         '`requires_approval` in the body (or `body_requires_approval`, as the TypeScript client sends it), ' +
-        `or in the query (deprecated in Letta). ${MODERN_SDK_NULL}`,
+        'or in the query (deprecated in Letta). Extension beyond Letta, with `requires_approval` true: ' +
+        '`when`, conditions on the call\'s arguments (`{"argument", "op", "value"}`, op one of eq, ne, gt, ' +
+        'gte, lt, lte, in, not_in, matches, starts_with, outside_folder): the call waits when any is met, ' +
+        "and runs without a pause otherwise; `approval_timeout_seconds`, this tool's approval timeout " +
+        "(over the request's and the agent's); `reminder_after_seconds`, when an `approval_reminder` " +
+        `notice goes out. ${MODERN_SDK_NULL}`,
       body: ApprovalSettingBody,
       query: ApprovalSettingQuery,
       response: AgentStateSchema.nullable(),
@@ -174,6 +186,13 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
         parseQuery(ApprovalSettingQuery, req).requires_approval;
       if (required === undefined)
         throw new HttpError(422, 'requires_approval must be given in the body or the query');
+      const { when, approval_timeout_seconds, reminder_after_seconds } = body;
+      const policy = { when, approval_timeout_seconds, reminder_after_seconds };
+      if (!required && Object.values(policy).some((field) => field != null))
+        throw new HttpError(
+          422,
+          'when, approval_timeout_seconds and reminder_after_seconds need requires_approval',
+        );
       const { toolName } = req.params;
       if (!agent.tools.some((t) => t.name === toolName))
         throw notFound(`Tool ${toolName} on agent ${agent.id}`);
@@ -181,7 +200,7 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
         (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
       );
       const rules: ToolRule[] = required
-        ? [...others, { type: 'requires_approval', tool_name: toolName }]
+        ? [...others, { type: 'requires_approval', tool_name: toolName, ...policy }]
         : others;
       await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
       // Letta answers its 1.x SDKs with null here, and older clients with the agent.

@@ -52,6 +52,26 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
+    // The approval page's script (public/approvals/): an ES module run by browsers, as served.
+    files: ['public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'AbortController',
+          'CSS',
+          'clearInterval',
+          'document',
+          'fetch',
+          'sessionStorage',
+          'setInterval',
+          'setTimeout',
+          'TextDecoderStream',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // The core (everything but the HTTP layer, its wiring in server.ts and main.ts, and tests) knows
     // no HTTP: it throws its own errors (src/errors.ts) and never imports src/api.
     files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'contracts/**/*.ts'],

@@ -56,7 +56,7 @@ describe('loopback names', () => {
 });
 
 /** What a browser or a load balancer opens without the password: the API's own calls stay closed. */
-const OPEN_ROUTES = ['/v1/health', '/openapi.json', '/docs'];
+const OPEN_ROUTES = ['/v1/health', '/openapi.json', '/docs', '/approvals'];
 
 describe('password mode (LETTA_SERVER_PASSWORD)', () => {
   let server: TestServer;

@@ -7,6 +7,7 @@ import { inputGuard } from './input-guard';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
 import { apiReference } from './api-reference';
+import { approvalPage } from './approval-page';
 import { agentsRouter } from './routes/agents';
 import { agentFilesRouter } from './routes/agent-files';
 import { agentFoldersRouter } from './routes/agent-folders';
@@ -76,7 +77,10 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(health.router);
   // The API's description is no secret: a browser opens the reference without the password, which its
   // "try it" requests then carry.
-  app.use(apiReference([health, ...routers].flatMap((r) => r.routes)).router);
+  const page = approvalPage();
+  app.use(apiReference([health, page, ...routers].flatMap((r) => r.routes)).router);
+  // The approval page holds no data: it asks for the password or a token, which its API calls carry.
+  app.use(page.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
   app.use(approvalLinkRouter(deps));
   app.use(accessControl(access));

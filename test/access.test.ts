@@ -81,7 +81,8 @@ describe('password mode (LETTA_SERVER_PASSWORD)', () => {
         method,
         body: ['GET', 'DELETE'].includes(method) ? undefined : '{}',
       });
-      const expected = OPEN_ROUTES.includes(route) ? 200 : 401;
+      // A signed approval link is its own credential: one not signed by this server is gone (410).
+      const expected = OPEN_ROUTES.includes(route) ? 200 : route.startsWith('/approvals/act/') ? 410 : 401;
       expect({ method, route, status: answer.status }).toEqual({ method, route, status: expected });
       if (expected === 401) expect(JSON.parse(answer.body)).toEqual({ detail: 'Unauthorized' });
     }

@@ -7,6 +7,8 @@
  * Screenshots go to test-artifacts/approval-page/.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -31,16 +33,34 @@ describe('the approval page', () => {
   const h = useAgentServer('openai', {
     LETTA_SERVER_PASSWORD: PASSWORD,
     TEMPORAL_UI_URL: testTemporalUiUrl(),
+    // Approval notices go to a receiver on loopback, which an operator allows.
+    OUTBOUND_ALLOW_PRIVATE: '127.0.0.1',
   });
+  const notices: { approval_request_id: string; links: { approve: string } | null }[] = [];
+  let receiver: http.Server;
+  let receiverUrl: string;
+  /** The runs each agent paused in, in order. */
+  const pausedRuns = new Map<string, string[]>();
   let client: Letta;
   let browser: Browser;
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        notices.push(JSON.parse(body) as (typeof notices)[number]);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notices`;
   });
   afterAll(async () => {
     await browser?.close();
+    await new Promise((resolve) => receiver?.close(resolve));
   });
 
   const screenshot = (page: Page, name: string) =>
@@ -54,6 +74,7 @@ describe('the approval page', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
       parallel_tool_calls: true,
       tool_rules: approvalTools.map((tool_name) => ({ type: 'requires_approval' as const, tool_name })),
+      metadata: { approval_webhook_url: receiverUrl },
     });
 
   /** The agent's reply to `text` is `calls`, which pause its run. */
@@ -63,9 +84,20 @@ describe('the approval page', () => {
       messages: [{ role: 'user', content: text }],
     });
     expect(response.stop_reason.stop_reason).toBe('requires_approval');
-    const request = response.messages.at(-1) as unknown as { tool_calls: { tool_call_id: string }[] };
+    const request = response.messages.at(-1) as unknown as {
+      run_id: string;
+      tool_calls: { tool_call_id: string }[];
+    };
+    pausedRuns.set(agentId, [...(pausedRuns.get(agentId) ?? []), request.run_id]);
+    paused.set(request.run_id, (request as unknown as { id: string }).id);
     return request.tool_calls.map((call) => call.tool_call_id);
   };
+
+  const api = (path: string) =>
+    fetch(`${h.server.url}${path}`, { headers: { authorization: `Bearer ${PASSWORD}` } });
+  /** The approval request a run paused on. */
+  const requestOf = (runId: string) => paused.get(runId);
+  const paused = new Map<string, string>();
 
   const humanBlock = async (agentId: string) =>
     (await client.agents.blocks.retrieve('human', { agent_id: agentId })).value;
@@ -276,6 +308,57 @@ describe('the approval page', () => {
 
       expect(secondLoads).toBe(1);
       expect(errors).toEqual([]);
+
+      // A policy on Bo's memory edits: harmless ones run without a pause, those naming a secret wait.
+      await client.agents.tools.updateApproval(INSERT, {
+        agent_id: bo.id,
+        body_requires_approval: true,
+        when: [{ argument: 'new_string', op: 'matches', value: 'secret' }],
+      } as Parameters<typeof client.agents.tools.updateApproval>[1]);
+      h.stub.enqueue(
+        { toolCalls: [{ name: INSERT, arguments: { label: 'human', new_string: 'Likes tea' } }] },
+        { text: 'Noted.' },
+      );
+      const harmless = await client.agents.messages.create(bo.id, {
+        messages: [{ role: 'user', content: 'Remember tea' }],
+      });
+      expect(harmless.stop_reason.stop_reason).toBe('end_turn');
+      expect(await humanBlock(bo.id)).toBe('Name: Alice\nLikes coffee\nLikes tea');
+      await pauseOn(bo.id, 'Remember the secret', [
+        { name: INSERT, arguments: { label: 'human', new_string: 'The secret is 42' } },
+      ]);
+      await listsCalls(tab, 1);
+      // The last one is approved by the signed link its webhook carried, without the password.
+      const boRuns = pausedRuns.get(bo.id)!;
+      const notice = await eventually(
+        async () => notices.find((n) => n.links && n.approval_request_id === requestOf(boRuns[1])),
+        (found) => found !== undefined,
+      );
+      h.stub.enqueue({ text: 'Kept the secret.' });
+      const approved = await fetch(notice!.links!.approve, { method: 'POST', body: '{}' });
+      expect(approved.status).toBe(200);
+      await listsCalls(tab, 0);
+      expect(
+        await eventually(
+          () => humanBlock(bo.id),
+          (value) => value.includes('42'),
+        ),
+      ).toContain('The secret is 42');
+
+      // The runs API tells who answered each pause.
+      const answerers = await Promise.all(
+        [bo.id, cy.id, ada.id, bo.id].map(async (agentId, i) => {
+          const runId = pausedRuns.get(agentId)![i === 3 ? 1 : 0];
+          const run = await (await api(`/v1/runs/${runId}`)).json();
+          return (run as { approvals: { answered_by: Record<string, string> }[] }).approvals[0].answered_by;
+        }),
+      );
+      expect(answerers).toEqual([
+        { kind: 'password', name: 'Ann' },
+        { kind: 'password', name: 'Ann' },
+        { kind: 'password' },
+        { kind: 'signed_link', id: expect.any(String), via: new URL(receiverUrl).host },
+      ]);
     } catch (error) {
       await screenshot(tab, 'failed-first-tab');
       await screenshot(second, 'failed-second-tab');

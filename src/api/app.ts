@@ -78,11 +78,12 @@ export function createApp(deps: ApiDependencies): express.Express {
   // The API's description is no secret: a browser opens the reference without the password, which its
   // "try it" requests then carry.
   const page = approvalPage();
-  app.use(apiReference([health, page, ...routers].flatMap((r) => r.routes)).router);
+  const links = approvalLinkRouter(deps);
+  app.use(apiReference([health, page, links, ...routers].flatMap((r) => r.routes)).router);
   // The approval page holds no data: it asks for the password or a token, which its API calls carry.
   app.use(page.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
-  app.use(approvalLinkRouter(deps));
+  app.use(links.router);
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));

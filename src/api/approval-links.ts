@@ -4,7 +4,9 @@
  * and mail scanners open links); POST does it once: a form's button in a browser, or a bot's POST
  * (`{"reason": "…"}` for a denial) that gets JSON.
  */
-import express, { Router, type Request, type Response } from 'express';
+import express, { type Request, type Response } from 'express';
+import { documentedRouter, type DocumentedRouter } from './route-book';
+import { z } from 'zod';
 import type { ApiContext } from './context';
 import { verifyLink, type LinkClaims } from '../agent/approval-links';
 import { webhookSecret } from '../agent/webhooks';
@@ -52,8 +54,8 @@ const answersOf = (
     reason: claims.decision === 'deny' ? (reason ?? null) : null,
   }));
 
-export function approvalLinkRouter(ctx: ApiContext): Router {
-  const router = Router();
+export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('Approval page');
   const wantsJson = (req: Request) => !req.is('application/x-www-form-urlencoded');
   const reply = (req: Request, res: Response, status: number, title: string, detail: string, json = {}) => {
     res.set(HEADERS).status(status);
@@ -81,32 +83,47 @@ export function approvalLinkRouter(ctx: ApiContext): Router {
     return { claims, record };
   };
 
-  router.get('/approvals/act/:token', async (req, res, next) => {
-    try {
-      const opened = await open(req, res);
-      if (!opened) return;
-      const { claims, record } = opened;
-      const agent = await getAgentRow(ctx.db, record.agent_id);
-      const verb = claims.decision === 'approve' ? 'Approve' : 'Deny';
-      const calls = record.calls
-        .map((c) => `<h2>${escape(c.tool_name)}</h2><pre>${escape(c.arguments)}</pre>`)
-        .join('');
-      const reason =
-        claims.decision === 'deny'
-          ? '<label for="reason">Reason (the agent reads it)</label><textarea id="reason" name="reason" rows="3"></textarea>'
-          : '';
-      const form = `<form method="post">${reason}<p><button type="submit">${verb} ${record.calls.length === 1 ? 'this call' : `all ${record.calls.length} calls`}</button></p></form>`;
-      res
-        .set(HEADERS)
-        .type('html')
-        .send(page(`${verb}: ${agent?.name ?? record.agent_id} waits`, `${calls}${form}`));
-    } catch (error) {
-      next(error);
-    }
-  });
+  router.get(
+    '/approvals/act/:token',
+    {
+      summary: 'Open a signed approval link',
+      description:
+        'Shows what the link of an approval notice would do (approve or deny every call of its request), with a button that does it. Needs no password: the signed link is the credential.',
+      mediaType: 'text/html',
+    },
+    async (req, res, next) => {
+      try {
+        const opened = await open(req, res);
+        if (!opened) return;
+        const { claims, record } = opened;
+        const agent = await getAgentRow(ctx.db, record.agent_id);
+        const verb = claims.decision === 'approve' ? 'Approve' : 'Deny';
+        const calls = record.calls
+          .map((c) => `<h2>${escape(c.tool_name)}</h2><pre>${escape(c.arguments)}</pre>`)
+          .join('');
+        const reason =
+          claims.decision === 'deny'
+            ? '<label for="reason">Reason (the agent reads it)</label><textarea id="reason" name="reason" rows="3"></textarea>'
+            : '';
+        const form = `<form method="post">${reason}<p><button type="submit">${verb} ${record.calls.length === 1 ? 'this call' : `all ${record.calls.length} calls`}</button></p></form>`;
+        res
+          .set(HEADERS)
+          .type('html')
+          .send(page(`${verb}: ${agent?.name ?? record.agent_id} waits`, `${calls}${form}`));
+      } catch (error) {
+        next(error);
+      }
+    },
+  );
 
   router.post(
     '/approvals/act/:token',
+    {
+      summary: 'Act on a signed approval link',
+      description:
+        'Approves or denies, as the link says, every call of its request, once; a denial takes `reason` (a form field, or JSON). JSON in, JSON out; a form gets a page.',
+      body: z.object({ reason: z.string().optional() }),
+    },
     express.urlencoded({ extended: false, limit: '16kb' }),
     express.json({ limit: '16kb' }),
     async (req, res, next) => {

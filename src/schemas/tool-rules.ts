@@ -42,7 +42,7 @@ export const ApprovalConditionSchema = z.discriminatedUnion('op', [
   z.object({
     argument,
     op: z.literal('outside_folder'),
-    value: z.string().startsWith('/', { message: 'the folder must be an absolute path' }).max(1000),
+    value: z.string().regex(/^\//, { message: 'the folder must be an absolute path' }).max(1000),
   }),
 ]);
 

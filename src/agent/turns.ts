@@ -91,6 +91,8 @@ export interface AnswerRequest extends RequestOptions {
   followUps: FollowUp[];
   /** Who answers, for the audit trail. */
   answeredBy: Answerer;
+  /** Runs in the transaction that records the answer, before it (a signed link's single use). */
+  within?: (tx: Queryable) => Promise<void>;
 }
 
 /** Whether the workflow that is to end a run still can: its turn runs, or waits its place in the queue. */
@@ -383,6 +385,7 @@ export async function answerPausedTurn(
       if (mismatch) throw invalid(mismatch);
       const context = await resolveTurnContext(tx, agent);
       await checkEditedArguments(tx, pending, answers, context);
+      await request.within?.(tx);
       const recorded = await recordAnswer(tx, {
         agentId,
         pending,

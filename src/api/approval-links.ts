@@ -12,7 +12,7 @@ import { verifyLink, type LinkClaims } from '../agent/approval-links';
 import { webhookSecret } from '../agent/webhooks';
 import { answerPausedTurn } from '../agent/turns';
 import type { ApprovalAnswer } from '../agent/approvals';
-import { DomainError } from '../errors';
+import { conflict, DomainError } from '../errors';
 import {
   getApprovalRecord,
   listWaitingCalls,
@@ -133,8 +133,6 @@ export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
         const { claims, record } = opened;
         const reason =
           typeof req.body?.reason === 'string' && req.body.reason.trim() ? req.body.reason.trim() : undefined;
-        if (!(await useApprovalLink(ctx.db, claims.id)))
-          return reply(req, res, 410, 'Link used', 'This link has been used already.');
         const { run } = await answerPausedTurn(ctx, {
           agentId: record.agent_id,
           conversationId: record.conversation_id,
@@ -145,6 +143,10 @@ export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
           maxSteps: 50,
           background: true,
           runType: 'approval_answer',
+          // Used in the answer's transaction: a link is spent exactly when its answer is recorded.
+          within: async (tx) => {
+            if (!(await useApprovalLink(tx, claims.id))) throw conflict('This link has been used already.');
+          },
         });
         const done = claims.decision === 'approve' ? 'Approved' : 'Denied';
         reply(req, res, 200, done, `${done}. The agent goes on.`, {

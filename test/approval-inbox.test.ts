@@ -3,12 +3,11 @@
  * request for a parallel reply's mixed decisions, edited arguments), the audit trail on the runs API,
  * and what a scoped token sees of it. Through the official client and the real server.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Letta from '@letta-ai/letta-client';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
+import { startNoticeReceiver } from './helpers/notice-receiver';
 
 const PASSWORD = 'inbox-password';
 
@@ -314,27 +313,18 @@ describe('the approval inbox', () => {
 });
 
 describe('signed links in approval notices', () => {
-  const notices: { event: string; approval_request_id: string; links: Links | null }[] = [];
-  let receiver: http.Server;
-  let receiverUrl: string;
   interface Links {
     approve: string;
     deny: string;
     expires_at: string;
   }
+  let receiver: Awaited<
+    ReturnType<typeof startNoticeReceiver<{ approval_request_id: string; links: Links | null }>>
+  >;
   beforeAll(async () => {
-    receiver = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => (body += chunk));
-      req.on('end', () => {
-        notices.push(JSON.parse(body) as (typeof notices)[number]);
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    receiver = await startNoticeReceiver();
   });
-  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+  afterAll(() => receiver.close());
 
   const h = useAgentServer('openai', {
     LETTA_SERVER_PASSWORD: PASSWORD,
@@ -349,7 +339,7 @@ describe('signed links in approval notices', () => {
       model: 'openai/gpt-4o-mini',
       memory_blocks: [{ label: 'human', value: 'Human' }],
       tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-      metadata: { approval_webhook_url: receiverUrl },
+      metadata: { approval_webhook_url: receiver.url },
     });
     h.stub.enqueue({
       toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: text } }],
@@ -359,7 +349,7 @@ describe('signed links in approval notices', () => {
     });
     const request = paused.messages.at(-1)!.id;
     const notice = await eventually(
-      async () => notices.find((n) => n.approval_request_id === request),
+      async () => receiver.notices.find((n) => n.approval_request_id === request),
       (found) => found !== undefined,
     );
     expect(notice?.links?.approve).toMatch(new RegExp(`^${h.server.url}/approvals/act/`));
@@ -404,7 +394,7 @@ describe('signed links in approval notices', () => {
     const [record] = await auditOf(run);
     expect(record).toMatchObject({
       status: 'answered',
-      answered_by: { kind: 'signed_link', via: new URL(receiverUrl).host },
+      answered_by: { kind: 'signed_link', via: new URL(receiver.url).host },
     });
     expect(record.tool_calls[0].decision).toBe('approved');
   });

@@ -7,14 +7,13 @@
  * Screenshots go to test-artifacts/approval-page/.
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { ChatRequest } from './helpers/openai-stub';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
+import { startNoticeReceiver } from './helpers/notice-receiver';
 import { testTemporalUiUrl } from './helpers/env';
 
 const ARTIFACTS = path.join(__dirname, '..', 'test-artifacts', 'approval-page');
@@ -36,9 +35,9 @@ describe('the approval page', () => {
     // Approval notices go to a receiver on loopback, which an operator allows.
     OUTBOUND_ALLOW_PRIVATE: '127.0.0.1',
   });
-  const notices: { approval_request_id: string; links: { approve: string } | null }[] = [];
-  let receiver: http.Server;
-  let receiverUrl: string;
+  let receiver: Awaited<
+    ReturnType<typeof startNoticeReceiver<{ approval_request_id: string; links: { approve: string } | null }>>
+  >;
   /** The runs each agent paused in, in order. */
   const pausedRuns = new Map<string, string[]>();
   let client: Letta;
@@ -47,20 +46,11 @@ describe('the approval page', () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-    receiver = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => (body += chunk));
-      req.on('end', () => {
-        notices.push(JSON.parse(body) as (typeof notices)[number]);
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notices`;
+    receiver = await startNoticeReceiver();
   });
   afterAll(async () => {
     await browser?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
   });
 
   const screenshot = (page: Page, name: string) =>
@@ -74,7 +64,7 @@ describe('the approval page', () => {
       memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
       parallel_tool_calls: true,
       tool_rules: approvalTools.map((tool_name) => ({ type: 'requires_approval' as const, tool_name })),
-      metadata: { approval_webhook_url: receiverUrl },
+      metadata: { approval_webhook_url: receiver.url },
     });
 
   /** The agent's reply to `text` is `calls`, which pause its run. */
@@ -331,7 +321,7 @@ describe('the approval page', () => {
       // The last one is approved by the signed link its webhook carried, without the password.
       const boRuns = pausedRuns.get(bo.id)!;
       const notice = await eventually(
-        async () => notices.find((n) => n.links && n.approval_request_id === requestOf(boRuns[1])),
+        async () => receiver.notices.find((n) => n.links && n.approval_request_id === requestOf(boRuns[1])),
         (found) => found !== undefined,
       );
       h.stub.enqueue({ text: 'Kept the secret.' });
@@ -357,7 +347,7 @@ describe('the approval page', () => {
         { kind: 'password', name: 'Ann' },
         { kind: 'password', name: 'Ann' },
         { kind: 'password' },
-        { kind: 'signed_link', id: expect.any(String), via: new URL(receiverUrl).host },
+        { kind: 'signed_link', id: expect.any(String), via: new URL(receiver.url).host },
       ]);
     } catch (error) {
       await screenshot(tab, 'failed-first-tab');

@@ -1,32 +1,15 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type Letta from '@letta-ai/letta-client';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
+import { startNoticeReceiver } from './helpers/notice-receiver';
 
 /** A receiver of approval notices: each body, parsed, with when it came. */
-async function startReceiver() {
-  const notices: { event: string; approval_request_id: string; receivedAt: number }[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      notices.push({ ...JSON.parse(body), receivedAt: Date.now() });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/approvals`,
-    notices,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 const PAY_SOURCE =
   'def pay(amount: int) -> str:\n    """Pays an amount.\n\n    Args:\n        amount: how much\n    """\n    return f"paid {amount}"\n';
 const READ_DATA_SOURCE =
   'def read_data(path: str) -> str:\n    """Reads a file.\n\n    Args:\n        path: which file\n    """\n    return f"read {path}"\n';
+
+const startNotices = () => startNoticeReceiver<{ event: string; approval_request_id: string }>();
 
 /** The approval request a paused response ends with. */
 interface ApprovalRequest {
@@ -39,10 +22,10 @@ interface ApprovalRequest {
 type PolicyParams = Letta.Agents.ToolUpdateApprovalParams & Record<string, unknown>;
 
 describe('approval policies: always, never, or when the arguments match a rule', () => {
-  const receiver: { current?: Awaited<ReturnType<typeof startReceiver>> } = {};
+  const receiver: { current?: Awaited<ReturnType<typeof startNotices>> } = {};
   const env: Record<string, string> = { OUTBOUND_ALLOW_PRIVATE: '127.0.0.1' };
   beforeAll(async () => {
-    receiver.current = await startReceiver();
+    receiver.current = await startNotices();
     env.APPROVAL_WEBHOOK_URL = receiver.current.url;
   });
   afterAll(() => receiver.current?.close());

@@ -14,9 +14,8 @@ const LIST_LIMIT = 100;
 
 const $ = (id) => document.getElementById(id);
 
-const state = {
-  credential: sessionStorage.getItem(STORED.credential),
-  approver: sessionStorage.getItem(STORED.approver) ?? '',
+/** What a session knows, none of which outlives it. */
+const sessionState = () => ({
   /** The waiting requests, newest first: `{ id, agentName, requestedAt, expiresAt, calls }`. */
   groups: undefined,
   selected: undefined,
@@ -25,6 +24,12 @@ const state = {
   notice: undefined,
   stream: undefined,
   poll: undefined,
+});
+
+const state = {
+  credential: sessionStorage.getItem(STORED.credential),
+  approver: sessionStorage.getItem(STORED.approver) ?? '',
+  ...sessionState(),
   retryMs: FIRST_RETRY_MS,
 };
 
@@ -172,15 +177,7 @@ function signOut(message = '') {
   state.stream?.abort();
   clearInterval(state.poll);
   sessionStorage.removeItem(STORED.credential);
-  Object.assign(state, {
-    credential: null,
-    groups: undefined,
-    selected: undefined,
-    detail: undefined,
-    notice: undefined,
-    stream: undefined,
-    poll: undefined,
-  });
+  Object.assign(state, { credential: null, ...sessionState() });
   $('workspace').hidden = true;
   $('session').hidden = true;
   $('detail').replaceChildren();

@@ -273,6 +273,34 @@ describe('the approval inbox', () => {
     expect(leftOpen.status).toBe(200);
   });
 
+  it('records the server’s own answers: an expiry, and a cancel', async () => {
+    const brief = await admin.agents.update((await createAgent('brief')).id, {
+      approval_timeout_seconds: 1,
+    } as never);
+    h.stub.enqueue({ toolCalls: [insertCall('too late')] }, { text: 'Denied for want of an answer.' });
+    const expiring = await admin.agents.messages.create(brief.id, {
+      messages: [{ role: 'user', content: 'Keep this' }],
+    });
+    const expiringRun = expiring.messages.at(-1)!.run_id!;
+    const expired = await eventually(
+      () => auditOf(expiringRun),
+      ([record]) => record?.status === 'expired',
+    );
+    expect(expired[0]).toMatchObject({ status: 'expired', answered_by: { kind: 'timeout' } });
+    expect(expired[0].tool_calls[0]).toMatchObject({
+      decision: 'denied',
+      reason: expect.stringMatching(/timeout of 1 seconds/),
+    });
+
+    const cancelled = await createAgent('cancelled');
+    await pause(cancelled.id, [insertCall('never mind')]);
+    const [waiting] = await inbox(`?agent_id=${cancelled.id}`);
+    await admin.agents.messages.cancel(cancelled.id);
+    const [record] = await auditOf(waiting.run_id);
+    expect(record).toMatchObject({ status: 'cancelled', answered_by: { kind: 'cancel' } });
+    expect(await inbox(`?agent_id=${cancelled.id}`)).toEqual([]);
+  });
+
   it('shows a scoped token only its agents’ approvals', async () => {
     const { token } = await admin.accessTokens.create({
       hostname: 'https://app.example.com',

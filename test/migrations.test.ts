@@ -5,6 +5,12 @@ import { connectPostgres, openPglite, type Database } from '../src/db/database';
 import { migrate, SchemaTooNewError } from '../src/db/migrate';
 import { migrations } from '../src/db/migrations';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { agentWithRun } from './helpers/runs';
+import { ensureBuiltinTools } from '../src/tools/builtin';
+import { insertMessage } from '../src/db/messages';
+import { setPendingApproval } from '../src/db/conversations';
+import { listWaitingCalls } from '../src/db/approval-requests';
+import { newId } from '../src/ids';
 
 const latest = Math.max(...migrations.map((m) => m.version));
 
@@ -70,6 +76,55 @@ describe('migrations on PostgreSQL', () => {
     };
     await expect(migrate(db, [...migrations, broken])).rejects.toThrow();
     expect(await tables(db)).toEqual([]);
+  });
+  it('record the pauses that wait as the approval inbox arrives, calls and kinds from what they kept', async () => {
+    await migrate(db, migrations.slice(0, -1));
+    expect(migrations.at(-1)?.name).toBe('approval requests');
+    await ensureBuiltinTools(db);
+    const paused = await agentWithRun(db);
+    await db.query(`UPDATE runs SET request_config = $2 WHERE id = $1`, [
+      paused.runId,
+      JSON.stringify({ client_tools: [{ name: 'read_local_file' }] }),
+    ]);
+    const calls = [
+      { id: 'call_a', name: 'memory_insert', arguments: '{"label":"human","new_string":"x"}' },
+      { id: 'call_b', name: 'read_local_file', arguments: '{"path":"/a"}' },
+      { id: 'call_c', name: 'conversation_search', arguments: '{"query":"q"}' },
+    ];
+    const message = await insertMessage(db, {
+      id: newId('message'),
+      agent_id: paused.agentId,
+      run_id: paused.runId,
+      role: 'assistant',
+      tool_calls: calls,
+      metadata: { approval_request: { tool_call_ids: ['call_a', 'call_b'] } },
+    });
+    await setPendingApproval(
+      db,
+      { agentId: paused.agentId, conversationId: null },
+      {
+        run_id: paused.runId,
+        workflow_id: 'turn-workflow',
+        message_id: message.id,
+        tool_call_ids: ['call_a', 'call_b'],
+        requested_at: '2026-11-01T10:00:00.000Z',
+        expires_at: null,
+      },
+    );
+
+    await migrate(db);
+    const [waiting, other] = await listWaitingCalls(db, {}, { limit: 10, order: 'asc' });
+    expect(other).toMatchObject({ tool_call_id: 'call_b', kind: 'client_tool' });
+    expect(waiting).toMatchObject({
+      tool_call_id: 'call_a',
+      kind: 'approval',
+      agent_id: paused.agentId,
+      run_id: paused.runId,
+      workflow_id: 'turn-workflow',
+      tool_call_ids: ['call_a', 'call_b'],
+      arguments: calls[0].arguments,
+    });
+    expect(new Date(waiting.requested_at).toISOString()).toBe('2026-11-01T10:00:00.000Z');
   });
 });
 

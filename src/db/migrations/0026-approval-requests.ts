@@ -5,6 +5,7 @@ import type { Migration } from './migration';
  * what was asked (the waiting calls, their arguments, the agent's memory as it was) and, once answered,
  * who answered, when, and what they decided for each call. The pending ones are the approval inbox
  * (GET /v1/approvals); each change is announced on `letta_approval_events` for the page's live list.
+ * Pauses already waiting when it runs (they can wait for weeks) are recorded from what they kept.
  */
 export const approvalRequests: Migration = {
   version: 26,
@@ -50,6 +51,32 @@ export const approvalRequests: Migration = {
     $$;
     CREATE TRIGGER approval_requests_changed AFTER INSERT OR UPDATE ON approval_requests
       FOR EACH ROW EXECUTE FUNCTION notify_approval_change();
+
+    -- Pauses that began before this version: their calls from the request message (a client tool's
+    -- by its run's client_tools), the memory as it is now (the nearest to as it was).
+    INSERT INTO approval_requests (request_message_id, agent_id, conversation_id, run_id, workflow_id,
+      requested_at, expires_at, blocks)
+    SELECT p.pending->>'message_id', p.agent_id, p.conversation_id, p.pending->>'run_id',
+      p.pending->>'workflow_id', (p.pending->>'requested_at')::timestamptz,
+      (p.pending->>'expires_at')::timestamptz,
+      (SELECT coalesce(jsonb_agg(jsonb_build_object('label', b.label, 'value', b.value)
+         ORDER BY ab.position, b.created_at), '[]')
+       FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id WHERE ab.agent_id = p.agent_id)
+    FROM (SELECT id AS agent_id, NULL::text AS conversation_id, pending_approval AS pending FROM agents
+          WHERE pending_approval IS NOT NULL
+          UNION ALL
+          SELECT agent_id, id, pending_approval FROM conversations WHERE pending_approval IS NOT NULL) p
+    ON CONFLICT DO NOTHING;
+    INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind)
+    SELECT c->>'id', r.request_message_id, (ord - 1)::int, c->>'name', coalesce(c->>'arguments', '{}'),
+      CASE WHEN EXISTS (SELECT 1 FROM runs run, jsonb_array_elements(run.request_config->'client_tools') t
+                        WHERE run.id = r.run_id AND t->>'name' = c->>'name')
+           THEN 'client_tool' ELSE 'approval' END
+    FROM approval_requests r
+    JOIN messages m ON m.id = r.request_message_id
+    CROSS JOIN LATERAL jsonb_array_elements(m.tool_calls) WITH ORDINALITY AS t(c, ord)
+    WHERE m.metadata->'approval_request'->'tool_call_ids' ? (c->>'id')
+    ON CONFLICT DO NOTHING;
 
     CREATE TABLE approval_link_uses (
       link_id text PRIMARY KEY,

@@ -13,6 +13,13 @@ cd "$(dirname "$0")/.."
 SPEC_VERSION=2025-11-25
 BASELINE=test/mcp-conformance/expected-failures.yml
 
+# The suite's code does not even load on Node 20 (a syntax error deep in its bundle): say so plainly.
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' || {
+  echo "mcp-conformance: the suite needs Node 22 or newer, this is $(node --version): put" \
+    "\$(bash scripts/install-node.sh 22 | tail -n 1) first on PATH" >&2
+  exit 1
+}
+
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
 if [ "${MCP_CONFORMANCE_NO_BUILD:-}" != 1 ]; then

@@ -13,6 +13,7 @@ import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-
 import { descendantsOf } from './helpers/process';
 import { connectTemporalClient, payloadTexts, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
+import { projectRoot } from '../src/paths';
 
 type Config = McpServerCreateParams['config'];
 
@@ -69,8 +70,12 @@ describe('MCP servers', () => {
     h.client.mcpServers.create({ server_name, config });
   /** An MCP server of our own over stdio, with the SDK's McpServer (`server`), where the MCP sandbox shows it. */
   const scriptServer = (file: string, ...lines: string[]) => {
-    const sdk = (module: string) =>
-      pathToFileURL(require.resolve(`@modelcontextprotocol/sdk/${module}`)).href;
+    // Under the project's node_modules, which the sandbox shows, though it may be a link elsewhere.
+    const nodeModules = path.join(projectRoot, 'node_modules');
+    const sdk = (module: string) => {
+      const file = require.resolve(`@modelcontextprotocol/sdk/${module}`);
+      return pathToFileURL(path.join(nodeModules, path.relative(fs.realpathSync(nodeModules), file))).href;
+    };
     const script = path.join(work, file);
     fs.writeFileSync(
       script,

@@ -520,4 +520,99 @@ describe('MCP servers', () => {
     expect(toolReturn?.tool_return).toContain('timed out after 1.0 seconds');
     expect(Date.now() - started).toBeLessThan(8_000);
   });
+
+  describe('results as the server meant them', () => {
+    const forecastSchema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+      required: ['city', 'celsius'],
+    };
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const tools = [
+      { name: 'forecast', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'forecast_broken', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'untyped', inputSchema: { type: 'object' } },
+      { name: 'media', inputSchema: { type: 'object' } },
+    ];
+    const results = {
+      forecast: {
+        content: [{ type: 'text', text: 'Oslo: 4 degrees' }],
+        structuredContent: { city: 'Oslo', celsius: 4 },
+      },
+      forecast_broken: {
+        content: [{ type: 'text', text: 'Oslo: cold' }],
+        structuredContent: { city: 'Oslo', celsius: 'cold' },
+      },
+      untyped: { content: [{ type: 'text', text: 'n=3' }], structuredContent: { n: 3 } },
+      media: {
+        content: [
+          { type: 'image', data: png, mimeType: 'image/png' },
+          { type: 'audio', data: png, mimeType: 'audio/wav' },
+          {
+            type: 'resource',
+            resource: { uri: 'file:///notes.txt', mimeType: 'text/plain', text: 'the notes' },
+          },
+          {
+            type: 'resource',
+            resource: { uri: 'file:///blob.bin', mimeType: 'application/octet-stream', blob: png },
+          },
+          { type: 'resource_link', uri: 'file:///more.txt', name: 'more', mimeType: 'text/plain' },
+        ],
+      },
+    };
+    let serverId: string;
+    beforeEach(async () => {
+      const script = scriptServer(
+        'results-server.mjs',
+        `server.server.registerCapabilities({ tools: {} });`,
+        `server.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: ${JSON.stringify(tools)} }));`,
+        `const results = ${JSON.stringify(results)};`,
+        'server.server.setRequestHandler(CallToolRequestSchema, async (request) =>',
+        '  results[request.params.name]);',
+      );
+      const server = await register('results', {
+        mcp_server_type: 'stdio',
+        command: process.execPath,
+        args: [script],
+      });
+      serverId = server.id!;
+    });
+    const modelRead = (seenByModel: unknown) => JSON.parse(String(seenByModel)).message as string;
+
+    it('keeps the output schema, and gives the model a structured result that fits it as JSON', async () => {
+      const forecast = await toolOf(serverId, 'forecast');
+      expect(forecast.metadata_).toMatchObject({ mcp: { output_schema: forecastSchema } });
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'forecast', {});
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"city":"Oslo","celsius":4}' });
+      expect(JSON.parse(modelRead(seenByModel))).toEqual({ city: 'Oslo', celsius: 4 });
+    });
+
+    it('makes a structured result that does not fit the output schema an error naming the mismatch', async () => {
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'forecast_broken', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toMatch(
+        /does not match the tool's output schema: .*celsius.* must be number/,
+      );
+      expect(modelRead(seenByModel)).toBe(toolReturn?.tool_return);
+    });
+
+    it('prefers the structured result to its text copy when the tool has no output schema', async () => {
+      const { toolReturn } = await callThroughModel(serverId, 'untyped', {});
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"n":3}' });
+    });
+
+    it('describes images, audio and binary resources without their base64, and inlines text resources', async () => {
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'media', {});
+      expect(toolReturn?.tool_return).toBe(
+        [
+          '[image image/png, 16 bytes, not shown]',
+          '[audio audio/wav, 16 bytes, not shown]',
+          'the notes',
+          '[resource file:///blob.bin application/octet-stream, 16 bytes, not shown]',
+          '[resource link file:///more.txt text/plain]',
+        ].join('\n'),
+      );
+      expect(String(seenByModel)).not.toContain(png);
+    });
+  });
 });

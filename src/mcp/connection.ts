@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 
@@ -147,25 +147,4 @@ export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promi
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
-}
-
-/** A tool call's content as the model reads it: text as is, other content named, or the structured result. */
-export function mcpResultText(result: CallToolResult): string {
-  const parts = result.content.map((block) => {
-    switch (block.type) {
-      case 'text':
-        return block.text;
-      case 'image':
-      case 'audio':
-        return `[${block.type} ${block.mimeType}, ${block.data.length} base64 characters]`;
-      case 'resource':
-        return 'text' in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`;
-      case 'resource_link':
-        return `[resource link ${block.uri}]`;
-      default:
-        return JSON.stringify(block);
-    }
-  });
-  if (!parts.length && result.structuredContent) return JSON.stringify(result.structuredContent);
-  return parts.join('\n');
 }

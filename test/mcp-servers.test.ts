@@ -533,6 +533,7 @@ describe('MCP servers', () => {
       { name: 'forecast_broken', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
       { name: 'untyped', inputSchema: { type: 'object' } },
       { name: 'media', inputSchema: { type: 'object' } },
+      { name: 'ask_model', inputSchema: { type: 'object' } },
     ];
     const results = {
       forecast: {
@@ -567,8 +568,18 @@ describe('MCP servers', () => {
         `server.server.registerCapabilities({ tools: {} });`,
         `server.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: ${JSON.stringify(tools)} }));`,
         `const results = ${JSON.stringify(results)};`,
+        // A tool that asks the client for a model completion mid-call, and reports how that went.
+        'async function askModel() {',
+        "  const message = { role: 'user', content: { type: 'text', text: 'hi' } };",
+        '  try {',
+        '    await server.server.createMessage({ messages: [message], maxTokens: 10 });',
+        "    return { content: [{ type: 'text', text: 'sampled' }] };",
+        '  } catch (error) {',
+        "    return { content: [{ type: 'text', text: 'sampling refused: ' + error.message }], isError: true };",
+        '  }',
+        '}',
         'server.server.setRequestHandler(CallToolRequestSchema, async (request) =>',
-        '  results[request.params.name]);',
+        "  request.params.name === 'ask_model' ? askModel() : results[request.params.name]);",
       );
       const server = await register('results', {
         mcp_server_type: 'stdio',
@@ -613,6 +624,14 @@ describe('MCP servers', () => {
         ].join('\n'),
       );
       expect(String(seenByModel)).not.toContain(png);
+    });
+
+    it('refuses a sampling request at once, with an error the tool result shows', async () => {
+      const started = Date.now();
+      const { toolReturn } = await callThroughModel(serverId, 'ask_model', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toMatch(/sampling refused: .*does not offer sampling/);
+      expect(Date.now() - started).toBeLessThan(5_000);
     });
   });
 });

@@ -85,6 +85,20 @@ const sseFetch =
   (url: string | URL, init?: RequestInit): Promise<Response> =>
     fetch(url, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
 
+/**
+ * What the client answers a request from the server it offers no capability for, at once: it declares
+ * none (no sampling, elicitation or roots), and a server that asks anyway, as a tool asking for a model
+ * completion mid-call (`sampling/createMessage`), gets an error that says so instead of waiting on us.
+ */
+async function refuseServerRequest(request: { method: string }): Promise<never> {
+  const why =
+    request.method === 'sampling/createMessage'
+      ? 'this client does not offer sampling: it declares no sampling capability and asks no model for the server'
+      : `this client does not handle ${request.method} requests`;
+  // A plain error with the code: McpError would prefix its message with the code, and the server adds its own.
+  throw Object.assign(new Error(why), { code: ErrorCode.MethodNotFound });
+}
+
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -113,6 +127,7 @@ export async function connectMcp(
         listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
       },
     );
+    client.fallbackRequestHandler = refuseServerRequest;
     let stderr = () => '';
     try {
       const started = await transport();

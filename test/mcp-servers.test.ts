@@ -527,11 +527,20 @@ describe('MCP servers', () => {
       properties: { city: { type: 'string' }, celsius: { type: 'number' } },
       required: ['city', 'celsius'],
     };
+    const countSchema = { type: 'object', properties: { n: { type: 'integer' } } };
+    const unreadableSchema = { type: 'object', properties: { n: { type: 'banana' } } };
     const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
     const tools = [
       { name: 'forecast', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
       { name: 'forecast_broken', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'forecast_textual', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
       { name: 'untyped', inputSchema: { type: 'object' } },
+      {
+        name: 'counted',
+        inputSchema: { type: 'object' },
+        outputSchema: { ...countSchema, $schema: 'https://json-schema.org/draft/2020-12/schema' },
+      },
+      { name: 'unreadable', inputSchema: { type: 'object' }, outputSchema: unreadableSchema },
       { name: 'media', inputSchema: { type: 'object' } },
       { name: 'ask_model', inputSchema: { type: 'object' } },
     ];
@@ -544,7 +553,10 @@ describe('MCP servers', () => {
         content: [{ type: 'text', text: 'Oslo: cold' }],
         structuredContent: { city: 'Oslo', celsius: 'cold' },
       },
+      forecast_textual: { content: [{ type: 'text', text: 'Oslo: 4 degrees' }] },
       untyped: { content: [{ type: 'text', text: 'n=3' }], structuredContent: { n: 3 } },
+      counted: { content: [], structuredContent: { n: 3 } },
+      unreadable: { content: [], structuredContent: { n: 3 } },
       media: {
         content: [
           { type: 'image', data: png, mimeType: 'image/png' },
@@ -605,6 +617,20 @@ describe('MCP servers', () => {
         /does not match the tool's output schema: .*celsius.* must be number/,
       );
       expect(modelRead(seenByModel)).toBe(toolReturn?.tool_return);
+    });
+
+    it('makes a result without structured content an error when the tool has an output schema', async () => {
+      const { toolReturn } = await callThroughModel(serverId, 'forecast_textual', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toContain('has an output schema but returned no structured content');
+    });
+
+    it('checks against a 2020-12 schema with its $schema, and takes results unchecked when the schema cannot be read', async () => {
+      for (const name of ['counted', 'unreadable'])
+        expect((await callThroughModel(serverId, name, {})).toolReturn).toMatchObject({
+          status: 'success',
+          tool_return: '{"n":3}',
+        });
     });
 
     it('prefers the structured result to its text copy when the tool has no output schema', async () => {

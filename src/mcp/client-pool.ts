@@ -108,9 +108,9 @@ export class McpClientPool {
   /**
    * Calls a tool. The tool's own failure (`isError`) is in the result; a call past its timeout is an
    * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
-   * did, and the next call connects again. The result is not checked against the tool's output schema
-   * here: the SDK's `callTool` checks it only on a client that listed the tools, and throws, which would
-   * drop a sound connection; the caller checks it against the stored tool's schema (tool-result.ts).
+   * did, and the next call connects again. Asked for with a plain request, as the tools are listed
+   * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
+   * stored tool's output schema (tool-result.ts).
    */
   async callTool(
     server: McpServerRef,

@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 
@@ -146,13 +146,18 @@ export async function connectMcp(
   throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);
 }
 
-/** Every tool the server lists, page after page. */
+/**
+ * Every tool the server lists, page after page. Asked for with a plain request: the SDK's `listTools`
+ * also compiles every output schema, and one it cannot compile would fail the whole list; results are
+ * checked against the stored schemas instead (tool-result.ts).
+ */
 export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
+    const params = cursor ? { cursor } : {};
     const page = await client
-      .listTools(cursor ? { cursor } : {}, { timeout: timeouts.listMs })
+      .request({ method: 'tools/list', params }, ListToolsResultSchema, { timeout: timeouts.listMs })
       .catch((error: unknown) => {
         if (isRequestTimeout(error))
           throw new McpTimeoutError(`listing the tools took longer than ${timeouts.listMs} ms`);

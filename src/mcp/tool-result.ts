@@ -18,15 +18,28 @@ export interface McpToolResult {
 const MAX_CACHED_VALIDATORS = 500;
 
 const ajv = new AjvJsonSchemaValidator();
-const validators = new Map<string, JsonSchemaValidator<unknown>>();
+const validators = new Map<string, JsonSchemaValidator<unknown> | undefined>();
+
+/**
+ * The schema compiled, without its `$schema`, as input schemas are stored (tool-sync.ts): the validator
+ * knows one draft. A schema that does not compile even so gives none, and its results are taken
+ * unchecked: the check is the client's SHOULD, and a schema it cannot read says nothing against them.
+ */
+function compiled(schema: Record<string, unknown>): JsonSchemaValidator<unknown> | undefined {
+  const { $schema: _draft, ...given } = schema;
+  try {
+    return ajv.getValidator<unknown>(given as JsonSchemaType);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The compiled schema, by its text: a schema read again from the database is compiled once. */
-function validatorOf(schema: Record<string, unknown>): JsonSchemaValidator<unknown> {
+function validatorOf(schema: Record<string, unknown>): JsonSchemaValidator<unknown> | undefined {
   const key = JSON.stringify(schema);
-  const cached = validators.get(key);
-  if (cached) return cached;
+  if (validators.has(key)) return validators.get(key);
   if (validators.size >= MAX_CACHED_VALIDATORS) validators.clear();
-  const validator = ajv.getValidator<unknown>(schema as JsonSchemaType);
+  const validator = compiled(schema);
   validators.set(key, validator);
   return validator;
 }
@@ -69,11 +82,17 @@ function successText(result: CallToolResult): string {
   return [JSON.stringify(result.structuredContent), ...others.map(blockText)].join('\n');
 }
 
+/** An error result's text: its content, or its structured content as JSON when it has no content. */
+const errorText = (result: CallToolResult) =>
+  result.content.length || !result.structuredContent
+    ? mcpContentText(result.content)
+    : JSON.stringify(result.structuredContent);
+
 /** Why a result does not fit the tool's output schema, if it does not. */
 function outputMismatch(result: CallToolResult, outputSchema: Record<string, unknown>): string | undefined {
   if (!result.structuredContent) return 'the tool has an output schema but returned no structured content';
-  const checked = validatorOf(outputSchema)(result.structuredContent);
-  if (!checked.valid)
+  const checked = validatorOf(outputSchema)?.(result.structuredContent);
+  if (checked && !checked.valid)
     return `the structured content does not match the tool's output schema: ${checked.errorMessage}`;
 }
 
@@ -87,7 +106,7 @@ export function mcpToolResult(
   result: CallToolResult,
   outputSchema?: Record<string, unknown>,
 ): McpToolResult {
-  if (result.isError) return { status: 'error', text: mcpContentText(result.content) };
+  if (result.isError) return { status: 'error', text: errorText(result) };
   const mismatch = outputSchema && outputMismatch(result, outputSchema);
   if (mismatch)
     return { status: 'error', text: `Error executing function ${toolName}: ValidationError: ${mismatch}` };

@@ -1,12 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  connectMcp,
-  listMcpTools,
-  mcpResultText,
-  McpConnectionError,
-  type McpServerConfig,
-} from '../src/mcp/connection';
+import { connectMcp, listMcpTools, McpConnectionError, type McpServerConfig } from '../src/mcp/connection';
+import { mcpContentText } from '../src/mcp/tool-result';
 import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
 import { schemaHealth } from '../src/tools/schema-health';
 import { strictParameters } from '../src/tools/strict-mode';
@@ -30,7 +25,7 @@ describe('connecting to the MCP reference servers', () => {
     return client;
   };
   const echo = async (client: Client) =>
-    mcpResultText((await client.callTool({ name: 'echo', arguments: { message: 'hi' } })) as never);
+    mcpContentText((await client.callTool({ name: 'echo', arguments: { message: 'hi' } })).content as never);
 
   it('speaks stdio, streamable HTTP and SSE, and falls back from streamable HTTP to SSE', async () => {
     const stdio = await connect(stdioConfig('everything', ['stdio']));

@@ -13,6 +13,7 @@ import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-
 import { descendantsOf } from './helpers/process';
 import { connectTemporalClient, payloadTexts, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
+import { projectRoot } from '../src/paths';
 
 type Config = McpServerCreateParams['config'];
 
@@ -69,8 +70,12 @@ describe('MCP servers', () => {
     h.client.mcpServers.create({ server_name, config });
   /** An MCP server of our own over stdio, with the SDK's McpServer (`server`), where the MCP sandbox shows it. */
   const scriptServer = (file: string, ...lines: string[]) => {
-    const sdk = (module: string) =>
-      pathToFileURL(require.resolve(`@modelcontextprotocol/sdk/${module}`)).href;
+    // Under the project's node_modules, which the sandbox shows, though it may be a link elsewhere.
+    const nodeModules = path.join(projectRoot, 'node_modules');
+    const sdk = (module: string) => {
+      const file = require.resolve(`@modelcontextprotocol/sdk/${module}`);
+      return pathToFileURL(path.join(nodeModules, path.relative(fs.realpathSync(nodeModules), file))).href;
+    };
     const script = path.join(work, file);
     fs.writeFileSync(
       script,
@@ -514,5 +519,145 @@ describe('MCP servers', () => {
     expect(toolReturn?.status).toBe('error');
     expect(toolReturn?.tool_return).toContain('timed out after 1.0 seconds');
     expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  describe('results as the server meant them', () => {
+    const forecastSchema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+      required: ['city', 'celsius'],
+    };
+    const countSchema = { type: 'object', properties: { n: { type: 'integer' } } };
+    const unreadableSchema = { type: 'object', properties: { n: { type: 'banana' } } };
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const tools = [
+      { name: 'forecast', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'forecast_broken', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'forecast_textual', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
+      { name: 'untyped', inputSchema: { type: 'object' } },
+      {
+        name: 'counted',
+        inputSchema: { type: 'object' },
+        outputSchema: { ...countSchema, $schema: 'https://json-schema.org/draft/2020-12/schema' },
+      },
+      { name: 'unreadable', inputSchema: { type: 'object' }, outputSchema: unreadableSchema },
+      { name: 'media', inputSchema: { type: 'object' } },
+      { name: 'ask_model', inputSchema: { type: 'object' } },
+    ];
+    const results = {
+      forecast: {
+        content: [{ type: 'text', text: 'Oslo: 4 degrees' }],
+        structuredContent: { city: 'Oslo', celsius: 4 },
+      },
+      forecast_broken: {
+        content: [{ type: 'text', text: 'Oslo: cold' }],
+        structuredContent: { city: 'Oslo', celsius: 'cold' },
+      },
+      forecast_textual: { content: [{ type: 'text', text: 'Oslo: 4 degrees' }] },
+      untyped: { content: [{ type: 'text', text: 'n=3' }], structuredContent: { n: 3 } },
+      counted: { content: [], structuredContent: { n: 3 } },
+      unreadable: { content: [], structuredContent: { n: 3 } },
+      media: {
+        content: [
+          { type: 'image', data: png, mimeType: 'image/png' },
+          { type: 'audio', data: png, mimeType: 'audio/wav' },
+          {
+            type: 'resource',
+            resource: { uri: 'file:///notes.txt', mimeType: 'text/plain', text: 'the notes' },
+          },
+          {
+            type: 'resource',
+            resource: { uri: 'file:///blob.bin', mimeType: 'application/octet-stream', blob: png },
+          },
+          { type: 'resource_link', uri: 'file:///more.txt', name: 'more', mimeType: 'text/plain' },
+        ],
+      },
+    };
+    let serverId: string;
+    beforeEach(async () => {
+      const script = scriptServer(
+        'results-server.mjs',
+        `server.server.registerCapabilities({ tools: {} });`,
+        `server.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: ${JSON.stringify(tools)} }));`,
+        `const results = ${JSON.stringify(results)};`,
+        // A tool that asks the client for a model completion mid-call, and reports how that went.
+        'async function askModel() {',
+        "  const message = { role: 'user', content: { type: 'text', text: 'hi' } };",
+        '  try {',
+        '    await server.server.createMessage({ messages: [message], maxTokens: 10 });',
+        "    return { content: [{ type: 'text', text: 'sampled' }] };",
+        '  } catch (error) {',
+        "    return { content: [{ type: 'text', text: 'sampling refused: ' + error.message }], isError: true };",
+        '  }',
+        '}',
+        'server.server.setRequestHandler(CallToolRequestSchema, async (request) =>',
+        "  request.params.name === 'ask_model' ? askModel() : results[request.params.name]);",
+      );
+      const server = await register('results', {
+        mcp_server_type: 'stdio',
+        command: process.execPath,
+        args: [script],
+      });
+      serverId = server.id!;
+    });
+    const modelRead = (seenByModel: unknown) => JSON.parse(String(seenByModel)).message as string;
+
+    it('keeps the output schema, and gives the model a structured result that fits it as JSON', async () => {
+      const forecast = await toolOf(serverId, 'forecast');
+      expect(forecast.metadata_).toMatchObject({ mcp: { output_schema: forecastSchema } });
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'forecast', {});
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"city":"Oslo","celsius":4}' });
+      expect(JSON.parse(modelRead(seenByModel))).toEqual({ city: 'Oslo', celsius: 4 });
+    });
+
+    it('makes a structured result that does not fit the output schema an error naming the mismatch', async () => {
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'forecast_broken', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toMatch(
+        /does not match the tool's output schema: .*celsius.* must be number/,
+      );
+      expect(modelRead(seenByModel)).toBe(toolReturn?.tool_return);
+    });
+
+    it('makes a result without structured content an error when the tool has an output schema', async () => {
+      const { toolReturn } = await callThroughModel(serverId, 'forecast_textual', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toContain('has an output schema but returned no structured content');
+    });
+
+    it('checks against a 2020-12 schema with its $schema, and takes results unchecked when the schema cannot be read', async () => {
+      for (const name of ['counted', 'unreadable'])
+        expect((await callThroughModel(serverId, name, {})).toolReturn).toMatchObject({
+          status: 'success',
+          tool_return: '{"n":3}',
+        });
+    });
+
+    it('prefers the structured result to its text copy when the tool has no output schema', async () => {
+      const { toolReturn } = await callThroughModel(serverId, 'untyped', {});
+      expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"n":3}' });
+    });
+
+    it('describes images, audio and binary resources without their base64, and inlines text resources', async () => {
+      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'media', {});
+      expect(toolReturn?.tool_return).toBe(
+        [
+          '[image image/png, 16 bytes, not shown]',
+          '[audio audio/wav, 16 bytes, not shown]',
+          'the notes',
+          '[resource file:///blob.bin application/octet-stream, 16 bytes, not shown]',
+          '[resource link file:///more.txt text/plain]',
+        ].join('\n'),
+      );
+      expect(String(seenByModel)).not.toContain(png);
+    });
+
+    it('refuses a sampling request at once, with an error the tool result shows', async () => {
+      const started = Date.now();
+      const { toolReturn } = await callThroughModel(serverId, 'ask_model', {});
+      expect(toolReturn?.status).toBe('error');
+      expect(toolReturn?.tool_return).toMatch(/sampling refused: .*does not offer sampling/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    });
   });
 });

@@ -189,7 +189,11 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
     expect(await run('write_file', { path: textFile, content: 'line one' })).toMatchObject({
       status: 'success',
     });
-    expect(await run('read_text_file', { path: textFile })).toEqual({ status: 'success', text: 'line one' });
+    // Its structured result, checked against the tool's output schema, is what the model reads.
+    expect(await run('read_text_file', { path: textFile })).toEqual({
+      status: 'success',
+      text: '{"content":"line one"}',
+    });
     expect(fs.existsSync(textFile)).toBe(false);
   });
 

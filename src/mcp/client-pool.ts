@@ -5,7 +5,12 @@
  */
 import crypto from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  type CallToolResult,
+  type Progress,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import {
   connectMcp,
   isAuthFailure,
@@ -103,7 +108,9 @@ export class McpClientPool {
   /**
    * Calls a tool. The tool's own failure (`isError`) is in the result; a call past its timeout is an
    * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
-   * did, and the next call connects again.
+   * did, and the next call connects again. Asked for with a plain request, as the tools are listed
+   * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
+   * stored tool's output schema (tool-result.ts).
    */
   async callTool(
     server: McpServerRef,
@@ -113,11 +120,12 @@ export class McpClientPool {
   ): Promise<CallToolResult> {
     return this.using(server, async (client) => {
       try {
-        return (await client.callTool({ name, arguments: args }, undefined, {
+        const params = { name, arguments: args };
+        return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {
           timeout: options.timeoutMs,
           signal: options.signal,
           onprogress: options.onProgress,
-        })) as CallToolResult;
+        });
       } catch (error) {
         if (isRequestTimeout(error) && !options.signal?.aborted) {
           throw new McpTimeoutError(

@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 
@@ -85,6 +85,20 @@ const sseFetch =
   (url: string | URL, init?: RequestInit): Promise<Response> =>
     fetch(url, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
 
+/**
+ * What the client answers a request from the server it offers no capability for, at once: it declares
+ * none (no sampling, elicitation or roots), and a server that asks anyway, as a tool asking for a model
+ * completion mid-call (`sampling/createMessage`), gets an error that says so instead of waiting on us.
+ */
+async function refuseServerRequest(request: { method: string }): Promise<never> {
+  const why =
+    request.method === 'sampling/createMessage'
+      ? 'this client does not offer sampling: it declares no sampling capability and asks no model for the server'
+      : `this client does not handle ${request.method} requests`;
+  // A plain error with the code: McpError would prefix its message with the code, and the server adds its own.
+  throw Object.assign(new Error(why), { code: ErrorCode.MethodNotFound });
+}
+
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -113,6 +127,7 @@ export async function connectMcp(
         listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
       },
     );
+    client.fallbackRequestHandler = refuseServerRequest;
     let stderr = () => '';
     try {
       const started = await transport();
@@ -131,13 +146,18 @@ export async function connectMcp(
   throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);
 }
 
-/** Every tool the server lists, page after page. */
+/**
+ * Every tool the server lists, page after page. Asked for with a plain request: the SDK's `listTools`
+ * also compiles every output schema, and one it cannot compile would fail the whole list; results are
+ * checked against the stored schemas instead (tool-result.ts).
+ */
 export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
+    const params = cursor ? { cursor } : {};
     const page = await client
-      .listTools(cursor ? { cursor } : {}, { timeout: timeouts.listMs })
+      .request({ method: 'tools/list', params }, ListToolsResultSchema, { timeout: timeouts.listMs })
       .catch((error: unknown) => {
         if (isRequestTimeout(error))
           throw new McpTimeoutError(`listing the tools took longer than ${timeouts.listMs} ms`);
@@ -147,25 +167,4 @@ export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promi
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
-}
-
-/** A tool call's content as the model reads it: text as is, other content named, or the structured result. */
-export function mcpResultText(result: CallToolResult): string {
-  const parts = result.content.map((block) => {
-    switch (block.type) {
-      case 'text':
-        return block.text;
-      case 'image':
-      case 'audio':
-        return `[${block.type} ${block.mimeType}, ${block.data.length} base64 characters]`;
-      case 'resource':
-        return 'text' in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`;
-      case 'resource_link':
-        return `[resource link ${block.uri}]`;
-      default:
-        return JSON.stringify(block);
-    }
-  });
-  if (!parts.length && result.structuredContent) return JSON.stringify(result.structuredContent);
-  return parts.join('\n');
 }

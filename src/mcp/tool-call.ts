@@ -5,14 +5,10 @@ import type { ToolRow } from '../db/rows';
 import { ToolError } from '../tools/tool-error';
 import { stripOptionalNulls } from '../tools/strict-mode';
 import type { McpCallOptions, McpClientPool } from './client-pool';
-import { mcpResultText, McpTimeoutError } from './connection';
+import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
-import { mcpServerIdOf } from './tool-sync';
-
-export interface McpToolResult {
-  status: 'success' | 'error';
-  text: string;
-}
+import { mcpToolResult, type McpToolResult } from './tool-result';
+import { mcpOutputSchemaOf, mcpServerIdOf } from './tool-sync';
 
 /** A tool whose server is gone: the tool's failure. */
 export const serverGone = (tool: ToolRow) =>
@@ -29,8 +25,9 @@ export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpSer
 /**
  * Calls the tool with the model's arguments, minus the nulls strict mode makes the model send for
  * optional ones (MCP servers validate their input and refuse a null where a value or nothing goes). The
- * server's `isError`, a call past its timeout and a stdio server this server will not start (MCP_STDIO)
- * are error results; a connection that fails throws.
+ * server's `isError`, a structured result that does not fit the tool's output schema, a call past its
+ * timeout and a stdio server this server will not start (MCP_STDIO) are error results; a connection
+ * that fails throws.
  */
 export async function callMcpTool(
   pool: McpClientPool,
@@ -42,7 +39,7 @@ export async function callMcpTool(
   const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
   try {
     const result = await pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), options);
-    return { status: result.isError ? 'error' : 'success', text: mcpResultText(result) };
+    return mcpToolResult(tool.name, result, mcpOutputSchemaOf(tool));
   } catch (error) {
     if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);
     if (error instanceof McpStdioRefusedError) return failed(tool, error.name, error.message);

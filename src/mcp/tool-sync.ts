@@ -29,6 +29,8 @@ const MAX_NAME_LENGTH = 48;
 export interface McpToolMetadata {
   server_id: string;
   server_name: string;
+  /** The tool's `outputSchema`, which its structured results are checked against. */
+  output_schema?: Record<string, unknown>;
 }
 
 export interface SyncSummary {
@@ -41,9 +43,11 @@ export interface SyncSummary {
 
 export const mcpToolTag = (serverName: string) => `mcp:${serverName}`;
 
-export function mcpServerIdOf(tool: Pick<ToolRow, 'metadata'>): string | undefined {
-  return (tool.metadata?.mcp as McpToolMetadata | undefined)?.server_id;
-}
+const mcpMetadataOf = (tool: Pick<ToolRow, 'metadata'>) => tool.metadata?.mcp as McpToolMetadata | undefined;
+
+export const mcpServerIdOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.server_id;
+
+export const mcpOutputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.output_schema;
 
 /** Letta's generate_tool_schema_for_mcp, without request_heartbeat (the v3 loop has none). */
 function schemaOf(tool: Tool): Record<string, unknown> {
@@ -76,7 +80,11 @@ export const offeredToModels = (tool: Pick<ToolRow, 'json_schema'>) =>
 
 /** The stored fields for a listed tool; what users set on the stored tool (limits, approval) is kept. */
 function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unknown>, existing?: ToolRow) {
-  const mcp: McpToolMetadata = { server_id: server.id, server_name: server.server_name };
+  const mcp: McpToolMetadata = {
+    server_id: server.id,
+    server_name: server.server_name,
+    ...(tool.outputSchema ? { output_schema: tool.outputSchema } : {}),
+  };
   const tag = mcpToolTag(server.server_name);
   return {
     name: tool.name,

@@ -16,7 +16,8 @@ import { linkMaker, startWebhook, webhookPolicy, webhookSecret } from './agent/w
 import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
-import { isLoopbackHost, isWildcardHost, tokensOnly } from './api/access';
+import { isLoopbackHost, tokensOnly } from './api/access';
+import { reachableHost } from './net/hosts';
 import { createApp } from './api/app';
 import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { closeServer, listen } from './api/http-server';
@@ -399,12 +400,6 @@ function apiPassword(config: Config, log: Logger): string | undefined {
       'Set LETTA_SERVER_PASSWORD to choose one that survives restarts.\n',
   );
   return password;
-}
-
-/** The address a listener on `host` is reached at from this machine: loopback for a wildcard. */
-function reachableHost(host: string): string {
-  if (isWildcardHost(host)) return host.includes(':') ? '[::1]' : '127.0.0.1';
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
 /** The start-up probe of the sandbox, in the log: custom tools are refused while it fails. */

@@ -379,6 +379,8 @@ describe('signed links in approval notices', () => {
     const notice = await eventually(
       async () => receiver.notices.find((n) => n.approval_request_id === request),
       (found) => found !== undefined,
+      // The notice is a webhook workflow of its own: on a loaded machine it takes its time.
+      60_000,
     );
     expect(notice?.links?.approve).toMatch(new RegExp(`^${h.server.url}/approvals/act/`));
     return { agent, request, links: notice!.links!, run: paused.messages.at(-1)!.run_id! };

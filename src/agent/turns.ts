@@ -44,7 +44,7 @@ import {
   type FollowUp,
 } from './approvals';
 import { lockPendingApproval } from '../db/conversations';
-import type { Answerer } from '../db/approval-requests';
+import type { ApprovalRecord, Answerer } from '../db/approval-requests';
 
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {
@@ -118,6 +118,9 @@ export const runLiveness = (ctx: TurnServices, run: RunRow): TurnLiveness =>
     sessionWorkflowIdFor(ctx.deploymentId, run.agent_id, run.conversation_id),
     run.workflow_id,
   );
+
+/** Letta's `max_steps` when a request gives none. */
+const DEFAULT_MAX_STEPS = 50;
 
 /** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_TURNS_PER_RUN = 500;
@@ -414,6 +417,26 @@ export async function answerPausedTurn(
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, agentId, run.conversation_id);
   return { run, alive: turnLiveness(ctx, sessionId, workflowId) };
 }
+
+/**
+ * Answers a recorded pause by its id (the approval inbox, a signed link): in the background, under a
+ * run of type `approval_answer` that continues the turn with the agent's settings.
+ */
+export const answerApprovalRequest = (
+  ctx: TurnServices,
+  record: Pick<ApprovalRecord, 'agent_id' | 'conversation_id'>,
+  answer: Pick<AnswerRequest, 'answers' | 'answeredBy' | 'within'>,
+) =>
+  answerPausedTurn(ctx, {
+    ...answer,
+    agentId: record.agent_id,
+    conversationId: record.conversation_id,
+    followUps: [],
+    clientTools: [],
+    maxSteps: DEFAULT_MAX_STEPS,
+    background: true,
+    runType: 'approval_answer',
+  });
 
 /**
  * Cancels turns of a conversation (those of `workflowIds`, or all) and returns once they have ended:

@@ -16,6 +16,7 @@ import { OutboundRefused, safeFetch, type OutboundPolicy } from '../net/safe-fet
 import { invalid } from '../errors';
 import { refusal, withoutBrackets, type PrivateAllowList } from '../net/private-addresses';
 import { isIP } from 'node:net';
+import { reachableHost } from '../net/hosts';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Workflows } from '../../contracts/workflows';
 import type { WebhookSubject } from '../../contracts/payloads';
@@ -232,8 +233,7 @@ export type LinkMaker = (pause: {
  */
 export function linkMaker(db: Queryable, config: TurnServices['config']): LinkMaker | undefined {
   if (config.APPROVAL_LINK_TTL_SECONDS === 0) return undefined;
-  const host = isWildcardBind(config.HOST) ? '127.0.0.1' : config.HOST;
-  const baseUrl = config.LETTA_PUBLIC_URL ?? `http://${isIP(host) === 6 ? `[${host}]` : host}:${config.PORT}`;
+  const baseUrl = config.LETTA_PUBLIC_URL ?? `http://${reachableHost(config.HOST)}:${config.PORT}`;
   return async (pause) =>
     approvalLinks(
       await webhookSecret(db, config.WEBHOOK_SECRET),
@@ -244,8 +244,6 @@ export function linkMaker(db: Queryable, config: TurnServices['config']): LinkMa
       pause,
     );
 }
-
-const isWildcardBind = (host: string) => ['0.0.0.0', '::', '[::]'].includes(host);
 
 /** Where and how far a webhook delivery may go. */
 export const webhookPolicy = (config: TurnServices['config']): OutboundPolicy => ({

@@ -25,6 +25,7 @@ import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { sendError } from './errors';
 import { FULL_ACCESS, OPEN_ACCESS, type Principal } from './scoped-access';
 import { isAccessToken } from '../agent/access-tokens';
+import { isWildcardHost } from '../net/hosts';
 
 export interface AccessOptions {
   /** Unset: no password asked (the API then listens on loopback only). */
@@ -61,11 +62,6 @@ function hostName(header: string): string {
   if (bracketed) return bracketed[1].toLowerCase();
   return header.replace(/:\d+$/, '').toLowerCase();
 }
-
-const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]']);
-
-/** Whether a listener on `host` listens on every address of this machine. */
-export const isWildcardHost = (host: string) => WILDCARD_BINDS.has(host);
 
 function hostAllowed(options: AccessOptions): (host: string) => boolean {
   const listed = options.allowedHosts.map((h) => h.toLowerCase());

@@ -10,15 +10,10 @@ import { z } from 'zod';
 import type { ApiContext } from './context';
 import { verifyLink, type LinkClaims } from '../agent/approval-links';
 import { webhookSecret } from '../agent/webhooks';
-import { answerPausedTurn } from '../agent/turns';
+import { answerApprovalRequest } from '../agent/turns';
 import type { ApprovalAnswer } from '../agent/approvals';
 import { conflict, DomainError } from '../errors';
-import {
-  getApprovalRecord,
-  listWaitingCalls,
-  useApprovalLink,
-  type ApprovalRecord,
-} from '../db/approval-requests';
+import { getApprovalRecord, stillWaits, useApprovalLink, type ApprovalRecord } from '../db/approval-requests';
 import { getAgentRow } from '../db/agents';
 
 const HEADERS = {
@@ -69,15 +64,7 @@ export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
     const claims = verifyLink(secret, String(req.params.token));
     if (!claims) return void reply(req, res, 410, 'Link not valid', 'This link has expired or is not valid.');
     const record = await getApprovalRecord(ctx.db, claims.request);
-    const waiting =
-      record &&
-      (
-        await listWaitingCalls(
-          ctx.db,
-          { requestMessageId: record.request_message_id },
-          { limit: 1, order: 'desc' },
-        )
-      ).length > 0;
+    const waiting = record && (await stillWaits(ctx.db, record.request_message_id));
     if (!record || !waiting)
       return void reply(req, res, 409, 'Already answered', 'This request was answered or has ended.');
     return { claims, record };
@@ -133,16 +120,9 @@ export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
         const { claims, record } = opened;
         const reason =
           typeof req.body?.reason === 'string' && req.body.reason.trim() ? req.body.reason.trim() : undefined;
-        const { run } = await answerPausedTurn(ctx, {
-          agentId: record.agent_id,
-          conversationId: record.conversation_id,
+        const { run } = await answerApprovalRequest(ctx, record, {
           answers: answersOf(record, claims, reason),
-          followUps: [],
           answeredBy: { kind: 'signed_link', id: claims.id, ...(claims.via ? { via: claims.via } : {}) },
-          clientTools: [],
-          maxSteps: 50,
-          background: true,
-          runType: 'approval_answer',
           // Used in the answer's transaction: a link is spent exactly when its answer is recorded.
           within: async (tx) => {
             if (!(await useApprovalLink(tx, claims.id))) throw conflict('This link has been used already.');

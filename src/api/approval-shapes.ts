@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Config } from '../config';
 import type { Queryable } from '../db';
 import type { ApprovalRecord, WaitingCall } from '../db/approval-requests';
-import { getToolByName } from '../db/tools';
+import { toolsWhere } from '../db/tools';
 import type { WaitingApprovalSchema } from './schemas/approvals';
 
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
@@ -38,12 +38,13 @@ export const waitingShape = (config: Config, call: WaitingCall): z.infer<typeof 
 
 /** A pause as the audit trail shows it (also under GET /v1/runs/{run_id}, `approvals`). */
 export async function approvalRecordShape(db: Queryable, record: ApprovalRecord, pending: boolean) {
-  const parameters = await Promise.all(
-    record.calls.map(async (call) => {
-      const tool = call.kind === 'approval' ? await getToolByName(db, call.tool_name) : undefined;
-      return (tool?.json_schema as { parameters?: Record<string, unknown> } | undefined)?.parameters ?? null;
-    }),
-  );
+  const served = record.calls.filter((call) => call.kind === 'approval').map((call) => call.tool_name);
+  const tools = new Map((await toolsWhere(db, 'name', served)).map((tool) => [tool.name, tool]));
+  const parametersOf = (call: ApprovalRecord['calls'][number]) =>
+    call.kind === 'approval'
+      ? ((tools.get(call.tool_name)?.json_schema as { parameters?: Record<string, unknown> } | undefined)
+          ?.parameters ?? null)
+      : null;
   return {
     approval_request_id: record.request_message_id,
     agent_id: record.agent_id,
@@ -55,12 +56,12 @@ export async function approvalRecordShape(db: Queryable, record: ApprovalRecord,
     answer_run_id: record.answer_run_id,
     answered_at: iso(record.answered_at),
     answered_by: record.answered_by,
-    tool_calls: record.calls.map((call, i) => ({
+    tool_calls: record.calls.map((call) => ({
       tool_call_id: call.tool_call_id,
       tool_name: call.tool_name,
       arguments: call.arguments,
       kind: call.kind,
-      parameters: parameters[i],
+      parameters: parametersOf(call),
       decision: call.decision,
       reason: call.reason,
       edited_arguments: call.edited_arguments,

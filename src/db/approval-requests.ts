@@ -171,6 +171,12 @@ export function listWaitingCalls(db: Queryable, filters: WaitingFilters, page: P
   );
 }
 
+/** Whether the request is still its conversation's pending approval (listWaitingCalls' test). */
+export async function stillWaits(db: Queryable, requestMessageId: string): Promise<boolean> {
+  const [call] = await listWaitingCalls(db, { requestMessageId }, { limit: 1, order: 'desc' });
+  return call !== undefined;
+}
+
 export type ApprovalRecord = ApprovalRequestRow & { calls: ApprovalCallRow[] };
 
 const RECORD = `SELECT r.*, (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.position), '[]')

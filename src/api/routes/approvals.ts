@@ -18,16 +18,15 @@ import {
   ListApprovalsQuery,
   WaitingApprovalSchema,
 } from '../schemas/approvals';
-import { getApprovalRecord, listWaitingCalls } from '../../db/approval-requests';
+import { getApprovalRecord, listWaitingCalls, stillWaits } from '../../db/approval-requests';
 import { approvalRecordShape, temporalUrlOf, waitingShape } from '../approval-shapes';
 import { getAgentRow } from '../../db/agents';
 import { getMessage, listMessages } from '../../db/messages';
-import { answerPausedTurn } from '../../agent/turns';
+import { answerApprovalRequest } from '../../agent/turns';
 import type { ApprovalAnswer } from '../../agent/approvals';
 
 /** Messages shown before a request, for its context. */
 const CONTEXT_MESSAGES = 12;
-const DEFAULT_MAX_STEPS = 50;
 
 export function approvalsRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Approvals');
@@ -44,12 +43,7 @@ export function approvalsRouter(ctx: ApiContext): DocumentedRouter {
   const loadRecord = async (id: string) => {
     const record = await getApprovalRecord(ctx.db, id);
     if (!record) throw notFound(`Approval request ${id}`);
-    const [waiting] = await listWaitingCalls(
-      ctx.db,
-      { agentIds: [record.agent_id], requestMessageId: id },
-      { limit: 1, order: 'desc' },
-    );
-    return { record, pending: waiting !== undefined };
+    return { record, pending: await stillWaits(ctx.db, id) };
   };
 
   router.get(
@@ -131,16 +125,9 @@ export function approvalsRouter(ctx: ApiContext): DocumentedRouter {
     async (req, res) => {
       const body = parseBody(AnswerApprovalSchema, req);
       const { record } = await loadRecord(req.params.approvalRequestId);
-      const { run } = await answerPausedTurn(ctx, {
-        agentId: record.agent_id,
-        conversationId: record.conversation_id,
+      const { run } = await answerApprovalRequest(ctx, record, {
         answers: body.approvals as ApprovalAnswer[],
-        followUps: [],
         answeredBy: answererOf(res),
-        clientTools: [],
-        maxSteps: DEFAULT_MAX_STEPS,
-        background: true,
-        runType: 'approval_answer',
       });
       res.json({ approval_request_id: record.request_message_id, run_id: run.id, status: run.status });
     },

@@ -51,24 +51,28 @@ const scenarios = {
   tools_call: (id, tools) => run(id, tools, tools[0]?.name, { a: 2, b: 3 }),
   // The tool's answer comes on a stream the server closes: the client must come back after `retry`.
   'sse-retry': (id, tools) => run(id, tools, tools[0]?.name, {}),
+  // Tools whose x-mcp-header annotations are invalid are not taken; the valid one is called.
+  'http-invalid-tool-headers': (id, tools) => run(id, tools, 'valid_tool', { region: 'us-west1' }),
   'elicitation-sep1034-client-defaults': (id, tools) =>
     run(id, tools, 'test_client_elicitation_defaults', {}),
-  // The schema as this server stored and would show it to a model, echoed back: keywords dropped on
-  // the way are what the scenario looks for.
+  // The schema as this server kept it from tools/list (the tool's metadata; models get a normalized
+  // form), echoed back: keywords dropped on the way are what the scenario looks for.
   'json-schema-2020-12-preservation': (id, tools) => {
     const focal = tools.find((t) => t.name === 'json_schema_2020_12_tool');
     if (!focal) throw new Error('the server listed no json_schema_2020_12_tool');
-    return run(id, tools, 'json_schema_echo', { schema: focal.json_schema.parameters });
+    return run(id, tools, 'json_schema_echo', { schema: focal.metadata_.mcp.input_schema });
   },
 };
-// Every auth/* scenario: a protected server whose one tool is `test-tool`.
+// The calls a scenario asks for in its context (MCP_CONFORMANCE_CONTEXT), if it names any.
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
+const askedCalls = async (id, tools) => {
+  for (const call of context.toolCalls ?? []) await run(id, tools, call.name, call.arguments ?? {});
+};
+// Every auth/* scenario: a protected server whose one tool is `test-tool`. A scenario with no step of
+// its own is registration (connect, initialize, list the tools) and the calls its context names.
 const step = scenario.startsWith('auth/')
   ? (id, tools) => run(id, tools, 'test-tool', {})
-  : scenarios[scenario];
-if (!step) {
-  process.stderr.write(`no step for the scenario '${scenario}'\n`);
-  process.exit(1);
-}
+  : (scenarios[scenario] ?? askedCalls);
 
 const server = await api('POST', '/v1/mcp-servers/', {
   server_name: `conformance-${scenario.replace(/[^A-Za-z0-9_.-]/g, '-')}-${process.pid}`,

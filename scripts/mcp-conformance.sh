@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The MCP conformance suite's client scenarios (@modelcontextprotocol/conformance) against this server's
 # MCP client: one built server on its embedded defaults (PGlite, its own Temporal dev server) on free
-# ports, then every client scenario of the protocol revision our MCP SDK speaks (2025-11-25), each run
-# through scripts/mcp-conformance-client.mjs, judged against test/mcp-conformance/expected-failures.yml.
+# ports, then every client scenario the suite lists (MCP_CONFORMANCE_SPEC_VERSION=<revision> keeps only
+# those of one revision), each run through scripts/mcp-conformance-client.mjs, judged against
+# test/mcp-conformance/expected-failures.yml.
 # Needs Node 22 (the suite's own requirement). MCP_CONFORMANCE_NO_BUILD=1 skips the build (CI has just
 # built for the Python suite); MCP_CONFORMANCE_JUNIT=<file> writes the counts for .ci/run: a scenario
 # passed is a test passed, a failure the baseline expects a skip, any other failure or a baseline entry
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SPEC_VERSION=2025-11-25
+SPEC_VERSION=${MCP_CONFORMANCE_SPEC_VERSION:-}
 BASELINE=test/mcp-conformance/expected-failures.yml
 
 # The suite's code does not even load on Node 20 (a syntax error deep in its bundle): say so plainly.
@@ -53,7 +54,7 @@ curl -fsS "$LETTA_URL/v1/health/" >/dev/null || { tail -n 40 "$work/server.log" 
 echo "mcp-conformance: the server answers at $LETTA_URL (${SECONDS}s)" >&2
 
 status=0
-npx --no-install conformance client --suite all --spec-version "$SPEC_VERSION" \
+npx --no-install conformance client --suite all ${SPEC_VERSION:+--spec-version "$SPEC_VERSION"} \
   --command "node scripts/mcp-conformance-client.mjs" --expected-failures "$BASELINE" \
   --output-dir "$work/results" --verbose 2>&1 | tee "$work/suite.log" || status=$?
 

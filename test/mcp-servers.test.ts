@@ -530,7 +530,17 @@ describe('MCP servers', () => {
     const countSchema = { type: 'object', properties: { n: { type: 'integer' } } };
     const unreadableSchema = { type: 'object', properties: { n: { type: 'banana' } } };
     const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const richSchema = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      $defs: { address: { $anchor: 'addr', type: 'object', properties: { street: { type: 'string' } } } },
+      properties: { home: { $ref: '#/$defs/address' }, kind: { type: 'string' } },
+      if: { properties: { kind: { const: 'pro' } } },
+      then: { required: ['home'] },
+      additionalProperties: false,
+    };
     const tools = [
+      { name: 'rich', inputSchema: richSchema },
       { name: 'forecast', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
       { name: 'forecast_broken', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
       { name: 'forecast_textual', inputSchema: { type: 'object' }, outputSchema: forecastSchema },
@@ -601,6 +611,15 @@ describe('MCP servers', () => {
       serverId = server.id!;
     });
     const modelRead = (seenByModel: unknown) => JSON.parse(String(seenByModel)).message as string;
+
+    it('keeps the input schema as listed beside the normalized form models get', async () => {
+      const rich = await toolOf(serverId, 'rich');
+      expect(rich.metadata_).toMatchObject({ mcp: { input_schema: richSchema } });
+      const parameters = rich.json_schema!.parameters as Record<string, unknown>;
+      expect(parameters).not.toHaveProperty('$defs');
+      expect(parameters).not.toHaveProperty('$schema');
+      expect(parameters.properties).toMatchObject({ home: { properties: { street: { type: 'string' } } } });
+    });
 
     it('keeps the output schema, and gives the model a structured result that fits it as JSON', async () => {
       const forecast = await toolOf(serverId, 'forecast');

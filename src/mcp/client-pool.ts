@@ -23,6 +23,7 @@ import {
   type McpTimeouts,
 } from './connection';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
+import type { ToolSchemas } from './request-headers';
 import type { Logger } from '../logger';
 
 export interface McpPoolOptions {
@@ -44,6 +45,8 @@ export interface McpServerRef {
 
 export interface McpCallOptions {
   timeoutMs: number;
+  /** The tool's input schema as listed, for the headers its marked arguments give (request-headers.ts). */
+  inputSchema?: Record<string, unknown>;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
 }
@@ -78,6 +81,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class McpClientPool {
   private readonly entries = new Map<string, Entry>();
+  /** The input schemas of the tools called on each client, which its requests' headers need. */
+  private readonly schemas = new WeakMap<Client, ToolSchemas>();
   /** Connection attempts that failed in a row, per server. */
   private readonly failures = new Map<string, number>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
@@ -119,6 +124,7 @@ export class McpClientPool {
     options: McpCallOptions,
   ): Promise<CallToolResult> {
     return this.using(server, async (client) => {
+      this.schemas.get(client)?.set(name, options.inputSchema);
       try {
         const params = { name, arguments: args };
         return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {
@@ -170,7 +176,10 @@ export class McpClientPool {
     }
     try {
       const { timeouts, stdio } = this.options;
-      const client = await connectMcp(server.config, timeouts, stdio, () => this.toolsChanged(server));
+      const schemas: ToolSchemas = new Map();
+      const toolsChanged = () => this.toolsChanged(server);
+      const client = await connectMcp(server.config, timeouts, stdio, toolsChanged, schemas);
+      this.schemas.set(client, schemas);
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);

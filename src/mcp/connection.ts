@@ -12,6 +12,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
+import { withRequestHeaders, type ToolSchemas } from './request-headers';
 
 export type { McpServerConfig };
 
@@ -57,7 +58,11 @@ function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Re
   return { ...(config.custom_headers ?? {}), ...(value ? { [header]: value } : {}) };
 }
 
-function transportsFor(config: McpServerConfig, stdio: McpStdioLauncher): (() => Promise<Transport>)[] {
+function transportsFor(
+  config: McpServerConfig,
+  stdio: McpStdioLauncher,
+  schemas: ToolSchemas,
+): (() => Promise<Transport>)[] {
   if (config.mcp_server_type === 'stdio') return [() => stdio.transport(config)];
   const url = new URL(config.server_url);
   const requestInit = { headers: headersOf(config) };
@@ -65,7 +70,9 @@ function transportsFor(config: McpServerConfig, stdio: McpStdioLauncher): (() =>
     new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: sseFetch(requestInit.headers) } });
   if (config.mcp_server_type === 'sse') return [sse];
   // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
-  return [async () => new StreamableHTTPClientTransport(url, { requestInit }), sse];
+  const streamable = async () =>
+    new StreamableHTTPClientTransport(url, { requestInit, fetch: withRequestHeaders(schemas) });
+  return [streamable, sse];
 }
 
 /**
@@ -111,16 +118,18 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
  * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
  * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
  * next transport; anything else an McpConnectionError naming every transport's failure.
- * `onToolsChanged` is called when the server says its tool list changed.
+ * `onToolsChanged` is called when the server says its tool list changed. `schemas` holds the input
+ * schemas of the tools called on the connection, for the headers their arguments give (request-headers.ts).
  */
 export async function connectMcp(
   config: McpServerConfig,
   timeouts: McpTimeouts,
   stdio: McpStdioLauncher,
   onToolsChanged?: () => void,
+  schemas: ToolSchemas = new Map(),
 ): Promise<Client> {
   const failures: string[] = [];
-  for (const transport of transportsFor(config, stdio)) {
+  for (const transport of transportsFor(config, stdio, schemas)) {
     const client = new Client(
       { name: 'letta-temporal', version: '0.1.0' },
       onToolsChanged && {

@@ -20,6 +20,7 @@ import { newId } from '../ids';
 import { schemaHealth } from '../tools/schema-health';
 import { strictParameters } from '../tools/strict-mode';
 import { normalizeMcpSchema } from './normalize-schema';
+import { paramHeaderProblem } from './request-headers';
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
@@ -29,6 +30,11 @@ const MAX_NAME_LENGTH = 48;
 export interface McpToolMetadata {
   server_id: string;
   server_name: string;
+  /**
+   * The tool's `inputSchema` as the server listed it, every keyword kept (`$schema`, `$defs`,
+   * `$anchor`, …): `json_schema.parameters` is the form models get, derived from it.
+   */
+  input_schema: Record<string, unknown>;
   /** The tool's `outputSchema`, which its structured results are checked against. */
   output_schema?: Record<string, unknown>;
 }
@@ -49,6 +55,8 @@ export const mcpServerIdOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(
 
 export const mcpOutputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.output_schema;
 
+export const mcpInputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.input_schema;
+
 /** Letta's generate_tool_schema_for_mcp, without request_heartbeat (the v3 loop has none). */
 function schemaOf(tool: Tool): Record<string, unknown> {
   const { $schema: _draft, ...given } = tool.inputSchema as Record<string, unknown>;
@@ -65,13 +73,15 @@ function schemaOf(tool: Tool): Record<string, unknown> {
 }
 
 /**
- * Why this tool cannot be stored, if it cannot: only a name no model could call. A tool whose schema
+ * Why this tool cannot be stored, if it cannot: a name no model could call, or arguments marked to be
+ * sent as headers that cannot be (SEP-2243: such a tool must not be called). A tool whose schema
  * is invalid even after normalizing is stored and listed with its health and reasons, but never
  * offered to a model (`offeredToModels`).
  */
 function problemOf(tool: Tool): string | undefined {
   if (tool.name.length > MAX_NAME_LENGTH) return `its name is longer than ${MAX_NAME_LENGTH} characters`;
   if (!/^[A-Za-z0-9_-]+$/.test(tool.name)) return 'its name is not a valid function name';
+  return paramHeaderProblem(tool.inputSchema);
 }
 
 /** Whether a model may be offered the tool: not an MCP tool whose schema is invalid. */
@@ -83,6 +93,7 @@ function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unkno
   const mcp: McpToolMetadata = {
     server_id: server.id,
     server_name: server.server_name,
+    input_schema: tool.inputSchema,
     ...(tool.outputSchema ? { output_schema: tool.outputSchema } : {}),
   };
   const tag = mcpToolTag(server.server_name);

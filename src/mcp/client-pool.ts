@@ -24,6 +24,7 @@ import {
 } from './connection';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { Logger } from '../logger';
+import type { McpOauth } from './oauth';
 
 export interface McpPoolOptions {
   timeouts: McpTimeouts;
@@ -34,6 +35,8 @@ export interface McpPoolOptions {
   reconnectMaxMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
+  /** OAuth for protected HTTP servers (oauth.ts); none: their 401 is a refusal. */
+  oauth?: McpOauth;
   log: Logger;
 }
 
@@ -84,6 +87,10 @@ export class McpClientPool {
   private closed = false;
 
   constructor(private readonly options: McpPoolOptions) {}
+
+  get oauth(): McpOauth | undefined {
+    return this.options.oauth;
+  }
 
   /** The server's client, connected now if there is none yet (or its config changed). */
   client(server: McpServerRef): Promise<Client> {
@@ -169,8 +176,15 @@ export class McpClientPool {
       await sleep(Math.min(reconnectInitialMs * 2 ** (failed - 1), reconnectMaxMs));
     }
     try {
-      const { timeouts, stdio } = this.options;
-      const client = await connectMcp(server.config, timeouts, stdio, () => this.toolsChanged(server));
+      const { timeouts, stdio, oauth } = this.options;
+      const onToolsChanged = () => this.toolsChanged(server);
+      const client = await connectMcp(
+        server.config,
+        timeouts,
+        stdio,
+        onToolsChanged,
+        oauth?.providerFor(server),
+      );
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);

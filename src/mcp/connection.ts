@@ -7,13 +7,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 
 export type { McpServerConfig };
+
+/** An OAuth-protected server's provider (oauth.ts), with the fetch its OAuth requests go through. */
+export type McpAuthProvider = OAuthClientProvider & { fetchFn: FetchLike };
 
 export interface McpTimeouts {
   connectMs: number;
@@ -57,15 +60,24 @@ function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Re
   return { ...(config.custom_headers ?? {}), ...(value ? { [header]: value } : {}) };
 }
 
-function transportsFor(config: McpServerConfig, stdio: McpStdioLauncher): (() => Promise<Transport>)[] {
+function transportsFor(
+  config: McpServerConfig,
+  stdio: McpStdioLauncher,
+  authProvider?: McpAuthProvider,
+): (() => Promise<Transport>)[] {
   if (config.mcp_server_type === 'stdio') return [() => stdio.transport(config)];
   const url = new URL(config.server_url);
   const requestInit = { headers: headersOf(config) };
+  const oauth = authProvider && { authProvider, fetch: authProvider.fetchFn };
   const sse = async () =>
-    new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: sseFetch(requestInit.headers) } });
+    new SSEClientTransport(url, {
+      requestInit,
+      eventSourceInit: { fetch: sseFetch(requestInit.headers) },
+      ...oauth,
+    });
   if (config.mcp_server_type === 'sse') return [sse];
   // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
-  return [async () => new StreamableHTTPClientTransport(url, { requestInit }), sse];
+  return [async () => new StreamableHTTPClientTransport(url, { requestInit, ...oauth }), sse];
 }
 
 /**
@@ -111,16 +123,18 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
  * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
  * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
  * next transport; anything else an McpConnectionError naming every transport's failure.
- * `onToolsChanged` is called when the server says its tool list changed.
+ * `onToolsChanged` is called when the server says its tool list changed; `authProvider` authorizes
+ * with an OAuth-protected server.
  */
 export async function connectMcp(
   config: McpServerConfig,
   timeouts: McpTimeouts,
   stdio: McpStdioLauncher,
   onToolsChanged?: () => void,
+  authProvider?: McpAuthProvider,
 ): Promise<Client> {
   const failures: string[] = [];
-  for (const transport of transportsFor(config, stdio)) {
+  for (const transport of transportsFor(config, stdio, authProvider)) {
     const client = new Client(
       { name: 'letta-temporal', version: '0.1.0' },
       onToolsChanged && {

@@ -81,7 +81,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   const page = approvalPage();
   const links = approvalLinkRouter(deps);
   const mcpOauth = mcpOauthRouter(deps);
-  app.use(apiReference([health, page, links, mcpOauth, ...routers].flatMap((r) => r.routes)).router);
+  app.use(apiReference([health, page, links, ...routers, mcpOauth].flatMap((r) => r.routes)).router);
   // The approval page holds no data: it asks for the password or a token, which its API calls carry.
   app.use(page.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.

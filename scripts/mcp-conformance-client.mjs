@@ -12,7 +12,12 @@
  * redirects straight back to this server's callback, which completes it), as it does for an
  * authorization asked again (a scope step-up) when a tool run is refused.
  */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const { fetch } = globalThis;
 const say = (line) => process.stdout.write(`${line}\n`);
@@ -115,6 +120,37 @@ function oauthConfig() {
   return { client_id, client_secret, ...(issuer ? { issuer } : {}), ...grant };
 }
 
+/**
+ * The suite runs its scenarios at once, and every auth/* server's one tool is `test-tool`: tool names
+ * are unique here (as in Letta), so a second registration would store none. Those scenarios take turns
+ * through a lock file that holds its owner's pid (one left by a killed adapter is taken over).
+ */
+async function takeTurn() {
+  const id = crypto.createHash('sha256').update(letta).digest('hex').slice(0, 12);
+  const lock = path.join(os.tmpdir(), `letta-mcp-conformance-${id}.lock`);
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lock, { force: true });
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      if (!alive(Number(fs.readFileSync(lock, 'utf8')))) fs.rmSync(lock, { force: true });
+      else await sleep(50);
+    }
+  }
+}
+
+function alive(pid) {
+  if (!pid) return true; // an empty file: its owner is writing it
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+const endTurn = scenario.startsWith('auth/') ? await takeTurn() : () => undefined;
 const server = await api('POST', '/v1/mcp-servers/', {
   server_name: `conformance-${scenario.replace(/[^A-Za-z0-9_.-]/g, '-')}-${process.pid}`,
   config: { mcp_server_type: 'streamable_http', server_url: serverUrl, oauth: oauthConfig() },
@@ -128,4 +164,5 @@ try {
   await step(server.id, tools);
 } finally {
   await api('DELETE', `/v1/mcp-servers/${server.id}`);
+  endTurn();
 }

@@ -96,7 +96,9 @@ export function oauthFetch(serverUrl: URL, policy: OutboundPolicy): FetchLike {
     const headers = new Headers();
     for (const [name, value] of Object.entries(answer.headers))
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    headers.delete('content-encoding'); // safeFetch has decoded it
+    // safeFetch has decoded the body, and may have cut it.
+    headers.delete('content-encoding');
+    headers.delete('content-length');
     const noBody = [204, 205, 304].includes(answer.status);
     return new Response(noBody ? null : new Uint8Array(answer.body), { status: answer.status, headers });
   };

@@ -204,6 +204,18 @@ describe('OAuth-protected MCP servers', () => {
     expect(JSON.stringify(row)).not.toMatch(new RegExp(`cc-secret|${access_token}`));
   });
 
+  it('serves its client ID metadata document, whose client_id is its own URL', async () => {
+    const url = `${h.server.url}/v1/tools/mcp/oauth/client-metadata.json`;
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      client_id: url,
+      redirect_uris: [`${h.server.url}/v1/tools/mcp/oauth/callback`],
+      grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'none',
+    });
+  });
+
   it('refuses metadata that sends the OAuth requests to a private address', async () => {
     const hostile = await oauthServer({ authorizationServer: 'http://10.255.255.1/' });
     const refused = await register('hostile', hostile.url).catch((error: unknown) => error);

@@ -192,6 +192,11 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'MCP_STDIO_MAX_PROCESSES',
       'MCP_STDIO_MAX_MESSAGE_BYTES',
       'MCP_STDIO_TMP_BYTES',
+      'MCP_OAUTH_STATE_TTL_SECONDS',
+      'MCP_OAUTH_REFRESH_MARGIN_SECONDS',
+      'MCP_OAUTH_FETCH_TIMEOUT_MS',
+      'MCP_OAUTH_MAX_RESPONSE_BYTES',
+      'MCP_OAUTH_MAX_REDIRECTS',
     ],
   },
   {

@@ -7,9 +7,17 @@
  * server (which connects, initializes and lists its tools), runs what the scenario calls directly
  * (POST /v1/mcp-servers/{id}/tools/{tool}/run: the same callMcpTool, src/mcp/tool-call.ts, as an
  * agent's step, without a model), then deletes the registration. It exits non-zero when a step fails, so the
- * suite's log says which.
+ * suite's log says which. An auth/* scenario's server asks for OAuth: the registration answers the
+ * authorization URL, which the adapter follows as a browser would (the suite's authorization server
+ * redirects straight back to this server's callback, which completes it), as it does for an
+ * authorization asked again (a scope step-up) when a tool run is refused.
  */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const { fetch } = globalThis;
 const say = (line) => process.stdout.write(`${line}\n`);
@@ -34,11 +42,38 @@ async function api(method, path, body) {
   return text ? JSON.parse(text) : undefined;
 }
 
+/** Authorizations followed at most, as a client that stops a loop of step-ups (auth/scope-retry-limit). */
+const MAX_AUTHORIZATIONS = 3;
+let authorizations = 0;
+
+/** Follows the server's pending authorization URL, if it has one; whether it had. */
+async function authorize(serverId) {
+  const server = await api('GET', `/v1/mcp-servers/${serverId}`);
+  const url = server.oauth_status?.authorization_url;
+  if (!url || authorizations === MAX_AUTHORIZATIONS) return false;
+  authorizations += 1;
+  const response = await fetch(url, { redirect: 'follow' });
+  say(`authorization ${authorizations}: ${response.status} ${await response.text()}`);
+  return true;
+}
+
+/** A request to the API; refused while the server waits for an authorization, that is given first. */
+async function authorized(serverId, request) {
+  for (;;) {
+    try {
+      return await request();
+    } catch (error) {
+      if (!(await authorize(serverId))) throw error;
+    }
+  }
+}
+
 /** Runs a tool of the registered server; a call that errors is a failed step. */
 async function run(serverId, tools, name, args) {
   const tool = tools.find((t) => t.name === name);
   if (!tool) throw new Error(`the server listed no tool '${name}' (it listed ${tools.map((t) => t.name)})`);
-  const result = await api('POST', `/v1/mcp-servers/${serverId}/tools/${tool.id}/run`, { args });
+  const path = `/v1/mcp-servers/${serverId}/tools/${tool.id}/run`;
+  const result = await authorized(serverId, () => api('POST', path, { args }));
   say(`${name}: ${result.status} ${JSON.stringify(result.func_return)}`);
   if (result.status !== 'success') throw new Error(`${name} did not succeed`);
   return result;
@@ -74,15 +109,64 @@ const step = scenario.startsWith('auth/')
   ? (id, tools) => run(id, tools, 'test-tool', {})
   : (scenarios[scenario] ?? askedCalls);
 
+/**
+ * The OAuth config a scenario's context asks for: a pre-registered client's credentials (with the
+ * client credentials grant in auth/client-credentials-*); auth/basic-cimd expects the client ID
+ * metadata document at the URL it names.
+ */
+function oauthConfig() {
+  const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}');
+  if (scenario === 'auth/basic-cimd')
+    return { client_metadata_url: 'https://conformance-test.local/client-metadata.json' };
+  if (!context.client_id) return undefined;
+  const { client_id, client_secret, issuer } = context;
+  const grant = scenario.startsWith('auth/client-credentials-') ? { grant_type: 'client_credentials' } : {};
+  return { client_id, client_secret, ...(issuer ? { issuer } : {}), ...grant };
+}
+
+/**
+ * The suite runs its scenarios at once, and every auth/* server's one tool is `test-tool`: tool names
+ * are unique here (as in Letta), so a second registration would store none. Those scenarios take turns
+ * through a lock file that holds its owner's pid (one left by a killed adapter is taken over).
+ */
+async function takeTurn() {
+  const id = crypto.createHash('sha256').update(letta).digest('hex').slice(0, 12);
+  const lock = path.join(os.tmpdir(), `letta-mcp-conformance-${id}.lock`);
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lock, { force: true });
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      if (!alive(Number(fs.readFileSync(lock, 'utf8')))) fs.rmSync(lock, { force: true });
+      else await sleep(50);
+    }
+  }
+}
+
+function alive(pid) {
+  if (!pid) return true; // an empty file: its owner is writing it
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+const endTurn = scenario.startsWith('auth/') ? await takeTurn() : () => undefined;
 const server = await api('POST', '/v1/mcp-servers/', {
   server_name: `conformance-${scenario.replace(/[^A-Za-z0-9_.-]/g, '-')}-${process.pid}`,
-  config: { mcp_server_type: 'streamable_http', server_url: serverUrl },
+  config: { mcp_server_type: 'streamable_http', server_url: serverUrl, oauth: oauthConfig() },
 });
 say(`registered ${server.id}`);
 try {
+  // Again while the callback's listing of the tools asks for another (a step-up).
+  while (await authorize(server.id)) say('authorized');
   const tools = await api('GET', `/v1/mcp-servers/${server.id}/tools`);
   say(`tools: ${tools.map((t) => t.name).join(', ')}`);
   await step(server.id, tools);
 } finally {
   await api('DELETE', `/v1/mcp-servers/${server.id}`);
+  endTurn();
 }

@@ -709,6 +709,37 @@ export const ConfigSchema = z.object({
     .describe(
       'size of each private tmpfs of a stdio MCP server: `/tmp`, and `/work`, its HOME and working folder',
     ),
+  MCP_OAUTH_STATE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(600)
+    .describe(
+      "how long an OAuth-protected MCP server's authorization URL stays good: its callback after that is refused",
+    ),
+  MCP_OAUTH_REFRESH_MARGIN_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(60)
+    .describe("an MCP server's OAuth access token that expires within this is renewed before it is sent"),
+  MCP_OAUTH_FETCH_TIMEOUT_MS: milliseconds
+    .default(10_000)
+    .describe('longest one OAuth request (metadata, client registration, token) for an MCP server may take'),
+  MCP_OAUTH_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024)
+    .describe('largest answer to an OAuth request for an MCP server that is read'),
+  MCP_OAUTH_MAX_REDIRECTS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(5)
+    .describe(
+      'redirects one OAuth request for an MCP server follows, each judged by `OUTBOUND_ALLOW_PRIVATE`',
+    ),
   FETCH_WEBPAGE_TIMEOUT_MS: milliseconds
     .default(30_000)
     .describe('`fetch_webpage`: longest a page may take to arrive, redirects included'),

@@ -17,7 +17,8 @@ import { runCallbackPayload } from './api/run-callback';
 import { resumePendingIngestions } from './agent/folders';
 import { mcpActivities } from '../activities/mcp';
 import { isLoopbackHost, tokensOnly } from './api/access';
-import { reachableHost } from './net/hosts';
+import { publicBaseUrl, reachableHost } from './net/hosts';
+import { McpOauth } from './mcp/oauth';
 import { createApp } from './api/app';
 import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { closeServer, listen } from './api/http-server';
@@ -448,6 +449,17 @@ function mcpClientPool(config: Config, stdio: McpStdioLauncher, db: Database, lo
     stdio,
     reconnectInitialMs: config.MCP_RECONNECT_INITIAL_MS,
     reconnectMaxMs: config.MCP_RECONNECT_MAX_MS,
+    oauth: new McpOauth(db, {
+      publicUrl: publicBaseUrl(config),
+      stateTtlMs: config.MCP_OAUTH_STATE_TTL_SECONDS * 1000,
+      refreshMarginMs: config.MCP_OAUTH_REFRESH_MARGIN_SECONDS * 1000,
+      fetchPolicy: {
+        timeoutMs: config.MCP_OAUTH_FETCH_TIMEOUT_MS,
+        maxBytes: config.MCP_OAUTH_MAX_RESPONSE_BYTES,
+        maxRedirects: config.MCP_OAUTH_MAX_REDIRECTS,
+        allow: config.OUTBOUND_ALLOW_PRIVATE,
+      },
+    }),
     log,
     onToolsChanged: async (serverId, tools) => {
       const { added, updated, deleted } = await syncMcpTools(db, serverId, tools);

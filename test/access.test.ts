@@ -56,7 +56,15 @@ describe('loopback names', () => {
 });
 
 /** What a browser or a load balancer opens without the password: the API's own calls stay closed. */
-const OPEN_ROUTES = ['/v1/health', '/openapi.json', '/docs', '/approvals'];
+const OPEN_ROUTES = [
+  '/v1/health',
+  '/openapi.json',
+  '/docs',
+  '/approvals',
+  '/v1/tools/mcp/oauth/client-metadata.json',
+];
+/** Open routes that act only with what the request carries: without it, a 4xx of their own. */
+const CREDENTIAL_ROUTES: Record<string, number> = { '/v1/tools/mcp/oauth/callback': 400 };
 
 describe('password mode (LETTA_SERVER_PASSWORD)', () => {
   let server: TestServer;
@@ -82,7 +90,11 @@ describe('password mode (LETTA_SERVER_PASSWORD)', () => {
         body: ['GET', 'DELETE'].includes(method) ? undefined : '{}',
       });
       // A signed approval link is its own credential: one not signed by this server is gone (410).
-      const expected = OPEN_ROUTES.includes(route) ? 200 : route.startsWith('/approvals/act/') ? 410 : 401;
+      const expected = OPEN_ROUTES.includes(route)
+        ? 200
+        : route.startsWith('/approvals/act/')
+          ? 410
+          : (CREDENTIAL_ROUTES[route] ?? 401);
       expect({ method, route, status: answer.status }).toEqual({ method, route, status: expected });
       if (expected === 401) expect(JSON.parse(answer.body)).toEqual({ detail: 'Unauthorized' });
     }

@@ -16,7 +16,7 @@ import { OutboundRefused, safeFetch, type OutboundPolicy } from '../net/safe-fet
 import { invalid } from '../errors';
 import { refusal, withoutBrackets, type PrivateAllowList } from '../net/private-addresses';
 import { isIP } from 'node:net';
-import { reachableHost } from '../net/hosts';
+import { publicBaseUrl } from '../net/hosts';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Workflows } from '../../contracts/workflows';
 import type { WebhookSubject } from '../../contracts/payloads';
@@ -233,7 +233,7 @@ export type LinkMaker = (pause: {
  */
 export function linkMaker(db: Queryable, config: TurnServices['config']): LinkMaker | undefined {
   if (config.APPROVAL_LINK_TTL_SECONDS === 0) return undefined;
-  const baseUrl = config.LETTA_PUBLIC_URL ?? `http://${reachableHost(config.HOST)}:${config.PORT}`;
+  const baseUrl = publicBaseUrl(config);
   return async (pause) =>
     approvalLinks(
       await webhookSecret(db, config.WEBHOOK_SECRET),

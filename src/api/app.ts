@@ -27,6 +27,7 @@ import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
 import { approvalsRouter } from './routes/approvals';
 import { approvalLinkRouter } from './approval-links';
+import { mcpOauthRouter } from './routes/mcp-oauth';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -79,11 +80,14 @@ export function createApp(deps: ApiDependencies): express.Express {
   // "try it" requests then carry.
   const page = approvalPage();
   const links = approvalLinkRouter(deps);
-  app.use(apiReference([health, page, links, ...routers].flatMap((r) => r.routes)).router);
+  const mcpOauth = mcpOauthRouter(deps);
+  app.use(apiReference([health, page, links, ...routers, mcpOauth].flatMap((r) => r.routes)).router);
   // The approval page holds no data: it asks for the password or a token, which its API calls carry.
   app.use(page.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
   app.use(links.router);
+  // An MCP server's OAuth callback is a browser's redirect: its state is the credential.
+  app.use(mcpOauth.router);
   app.use(accessControl(access));
   app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));

@@ -1,5 +1,6 @@
 import type { Database, Queryable } from './database';
 import { json } from './sql';
+import { deleteMcpOauth } from './mcp-oauth';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { SECRET_FIELDS, type McpServerConfig } from '../schemas/mcp-server';
 
@@ -99,7 +100,7 @@ export async function listMcpServers(db: Queryable): Promise<McpServerRow[]> {
 }
 
 /**
- * Deletes the server and its tools (and so their attachments to agents). The server's row is locked
+ * Deletes the server, its OAuth state and its tools (and so their attachments to agents). The server's row is locked
  * first: a sync of its tools (a list-changed notice) that holds it finishes before, and its tools are
  * deleted here; one that comes after finds no server, and stores nothing.
  */
@@ -108,6 +109,7 @@ export function deleteMcpServer(db: Database, id: string): Promise<boolean> {
     if (!(await getMcpServer(tx, id, true))) return false;
     await tx.query(`DELETE FROM tools WHERE metadata -> 'mcp' ->> 'server_id' = $1`, [id]);
     await tx.query('DELETE FROM mcp_servers WHERE id = $1', [id]);
+    await deleteMcpOauth(tx, id);
     return true;
   });
 }

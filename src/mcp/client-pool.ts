@@ -25,6 +25,7 @@ import {
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { ToolSchemas } from './request-headers';
 import type { Logger } from '../logger';
+import type { McpOauth } from './oauth';
 
 export interface McpPoolOptions {
   timeouts: McpTimeouts;
@@ -35,6 +36,8 @@ export interface McpPoolOptions {
   reconnectMaxMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
+  /** OAuth for protected HTTP servers (oauth.ts); none: their 401 is a refusal. */
+  oauth?: McpOauth;
   log: Logger;
 }
 
@@ -89,6 +92,10 @@ export class McpClientPool {
   private closed = false;
 
   constructor(private readonly options: McpPoolOptions) {}
+
+  get oauth(): McpOauth | undefined {
+    return this.options.oauth;
+  }
 
   /** The server's client, connected now if there is none yet (or its config changed). */
   client(server: McpServerRef): Promise<Client> {
@@ -175,10 +182,13 @@ export class McpClientPool {
       await sleep(Math.min(reconnectInitialMs * 2 ** (failed - 1), reconnectMaxMs));
     }
     try {
-      const { timeouts, stdio } = this.options;
+      const { timeouts, stdio, oauth } = this.options;
       const schemas: ToolSchemas = new Map();
-      const toolsChanged = () => this.toolsChanged(server);
-      const client = await connectMcp(server.config, timeouts, stdio, toolsChanged, schemas);
+      const client = await connectMcp(server.config, timeouts, stdio, {
+        onToolsChanged: () => this.toolsChanged(server),
+        schemas,
+        authProvider: oauth?.providerFor(server),
+      });
       this.schemas.set(client, schemas);
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.

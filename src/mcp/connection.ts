@@ -7,14 +7,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import { withRequestHeaders, type ToolSchemas } from './request-headers';
 
 export type { McpServerConfig };
+
+/** An OAuth-protected server's provider (oauth.ts), with the fetch its OAuth requests go through. */
+export type McpAuthProvider = OAuthClientProvider & { fetchFn: FetchLike };
 
 export interface McpTimeouts {
   connectMs: number;
@@ -58,20 +61,36 @@ function headersOf(config: Extract<McpServerConfig, { server_url: string }>): Re
   return { ...(config.custom_headers ?? {}), ...(value ? { [header]: value } : {}) };
 }
 
+/** What a connection needs besides its config. */
+export interface ConnectOptions {
+  /** Called when the server says its tool list changed. */
+  onToolsChanged?: () => void;
+  /** The input schemas of the tools called on the connection, for their headers (request-headers.ts). */
+  schemas?: ToolSchemas;
+  /** Authorizes with an OAuth-protected server. */
+  authProvider?: McpAuthProvider;
+}
+
 function transportsFor(
   config: McpServerConfig,
   stdio: McpStdioLauncher,
-  schemas: ToolSchemas,
+  options: ConnectOptions,
 ): (() => Promise<Transport>)[] {
   if (config.mcp_server_type === 'stdio') return [() => stdio.transport(config)];
   const url = new URL(config.server_url);
   const requestInit = { headers: headersOf(config) };
+  const { authProvider } = options;
+  const oauth = authProvider && { authProvider, fetch: authProvider.fetchFn };
   const sse = async () =>
-    new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: sseFetch(requestInit.headers) } });
+    new SSEClientTransport(url, {
+      requestInit,
+      eventSourceInit: { fetch: sseFetch(requestInit.headers) },
+      ...oauth,
+    });
   if (config.mcp_server_type === 'sse') return [sse];
   // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
-  const streamable = async () =>
-    new StreamableHTTPClientTransport(url, { requestInit, fetch: withRequestHeaders(schemas) });
+  const fetch = withRequestHeaders(options.schemas ?? new Map(), authProvider?.fetchFn);
+  const streamable = async () => new StreamableHTTPClientTransport(url, { requestInit, ...oauth, fetch });
   return [streamable, sse];
 }
 
@@ -118,18 +137,17 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
  * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
  * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
  * next transport; anything else an McpConnectionError naming every transport's failure.
- * `onToolsChanged` is called when the server says its tool list changed. `schemas` holds the input
- * schemas of the tools called on the connection, for the headers their arguments give (request-headers.ts).
+ * `options` say what else the connection needs (ConnectOptions).
  */
 export async function connectMcp(
   config: McpServerConfig,
   timeouts: McpTimeouts,
   stdio: McpStdioLauncher,
-  onToolsChanged?: () => void,
-  schemas: ToolSchemas = new Map(),
+  options: ConnectOptions = {},
 ): Promise<Client> {
+  const { onToolsChanged } = options;
   const failures: string[] = [];
-  for (const transport of transportsFor(config, stdio, schemas)) {
+  for (const transport of transportsFor(config, stdio, options)) {
     const client = new Client(
       { name: 'letta-temporal', version: '0.1.0' },
       onToolsChanged && {

@@ -5,6 +5,8 @@
  * `x-mcp-header`. A tool whose marks are invalid is not taken at all (`paramHeaderProblem`).
  */
 
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+
 type Schema = Record<string, unknown>;
 
 /** The argument types a header may carry: `number` is left out, as a float has no one text form. */
@@ -76,7 +78,7 @@ export function requestHeaders(message: JsonRpcRequest, schemas: ToolSchemas): R
 }
 
 /** A fetch that adds the headers above to each POST of one JSON-RPC message. */
-export function withRequestHeaders(schemas: ToolSchemas, base: typeof fetch = fetch): typeof fetch {
+export function withRequestHeaders(schemas: ToolSchemas, base: FetchLike = fetch): FetchLike {
   return (url, init) => {
     if (init?.method !== 'POST' || typeof init.body !== 'string') return base(url, init);
     let message: JsonRpcRequest;

@@ -13,6 +13,10 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
     ...config,
     auth_token: config.auth_token && maskSecret(config.auth_token),
     custom_headers: maskValues(config.custom_headers),
+    oauth: config.oauth && {
+      ...config.oauth,
+      client_secret: config.oauth.client_secret && maskSecret(config.oauth.client_secret),
+    },
   };
 }
 
@@ -39,5 +43,13 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
     custom_headers: update.custom_headers
       ? unmaskValues(update.custom_headers, stored.custom_headers)
       : stored.custom_headers,
+    oauth: update.oauth
+      ? {
+          ...update.oauth,
+          client_secret:
+            update.oauth.client_secret &&
+            unmaskSecret(update.oauth.client_secret, stored.oauth?.client_secret),
+        }
+      : stored.oauth,
   };
 }

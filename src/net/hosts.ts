@@ -10,3 +10,7 @@ export function reachableHost(host: string): string {
   if (isWildcardHost(host)) return host.includes(':') ? '[::1]' : '127.0.0.1';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
+
+/** The API's address as others reach it: LETTA_PUBLIC_URL, else the address it listens on. */
+export const publicBaseUrl = (config: { LETTA_PUBLIC_URL?: string; HOST: string; PORT: number }) =>
+  config.LETTA_PUBLIC_URL ?? `http://${reachableHost(config.HOST)}:${config.PORT}`;

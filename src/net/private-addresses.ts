@@ -123,6 +123,12 @@ export function parseAllowList(text: string): PrivateAllowList {
  * Why `host`, resolved to `address`, may not be reached, in words the model reads; undefined if it
  * may. `host` is the URL's host name, which is `address` itself for an IP address URL.
  */
+/** The allow-list with one more host allowed (an address the operator chose, as an MCP server's). */
+export const withHostAllowed = (allow: PrivateAllowList, host: string): PrivateAllowList => ({
+  hosts: new Set([...allow.hosts, hostKey(withoutBrackets(host))]),
+  addresses: allow.addresses,
+});
+
 export function refusal(host: string, address: string, allow: PrivateAllowList): string | undefined {
   const name = withoutBrackets(host);
   if (allow.hosts.has(hostKey(name))) return undefined;

@@ -32,6 +32,8 @@ export interface SafeFetchOptions extends OutboundPolicy {
   body?: string;
   signal?: AbortSignal;
   resolve?: Resolver;
+  /** false: a redirect is the answer, not followed (a caller that follows them itself). */
+  followRedirects?: boolean;
 }
 
 export interface SafeResponse {
@@ -67,7 +69,10 @@ export async function safeFetch(url: URL, options: SafeFetchOptions): Promise<Sa
     for (let redirects = 0; ; redirects++) {
       const response = await send(url, await reachableAddresses(url, options, signal), options, signal);
       const location =
-        options.body === undefined && REDIRECTS.has(response.statusCode ?? 0) && response.headers.location;
+        options.body === undefined &&
+        options.followRedirects !== false &&
+        REDIRECTS.has(response.statusCode ?? 0) &&
+        response.headers.location;
       if (!location) return await answer(url, response, options.maxBytes, signal);
       response.destroy();
       if (redirects === options.maxRedirects)

@@ -13,11 +13,29 @@ export const StdioConfigSchema = z.object({
   env: StringMap.nullish(),
 });
 
+/**
+ * How this server's client authorizes with an OAuth-protected MCP server (docs/using-it.md#oauth):
+ * every field may be left out, for discovery, client ID metadata document or dynamic registration and
+ * the authorization code flow. A pre-registered client gives its `client_id` (and `client_secret`,
+ * `issuer`: the authorization server it was registered with); `client_credentials` asks for tokens
+ * with them, with no user.
+ */
+export const McpOauthConfigSchema = z.object({
+  grant_type: z.enum(['authorization_code', 'client_credentials']).nullish(),
+  client_id: z.string().min(1).nullish(),
+  client_secret: z.string().min(1).nullish(),
+  issuer: z.string().url().nullish(),
+  scope: z.string().min(1).nullish(),
+  client_metadata_url: z.string().url().nullish(),
+});
+export type McpOauthConfig = z.infer<typeof McpOauthConfigSchema>;
+
 const httpFields = {
   server_url: z.string().url(),
   auth_header: z.string().min(1).nullish(),
   auth_token: z.string().nullish(),
   custom_headers: StringMap.nullish(),
+  oauth: McpOauthConfigSchema.nullish(),
 };
 export const SseConfigSchema = z.object({ mcp_server_type: z.literal('sse'), ...httpFields });
 export const StreamableHttpConfigSchema = z.object({
@@ -34,7 +52,7 @@ export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
 export type McpServerType = McpServerConfig['mcp_server_type'];
 
 /** The fields that may hold credentials: stored encrypted, never returned in full. */
-export const SECRET_FIELDS = ['env', 'auth_token', 'custom_headers'] as const;
+export const SECRET_FIELDS = ['env', 'auth_token', 'custom_headers', 'oauth'] as const;
 
 /** A server name becomes the tag `mcp:<name>` of its tools and a part of log lines: kept plain. */
 const ServerName = z

@@ -18,6 +18,7 @@ import { mcpServerShape, toolExecutionShape, toolShape } from '../letta-shapes';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
 import * as repo from '../../db/mcp-servers';
+import { deleteMcpOauth } from '../../db/mcp-oauth';
 import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
@@ -48,9 +49,6 @@ async function fromServer<T>(serverName: string, unreachable: 400 | 502, work: (
   }
 }
 
-/** Letta's MCP server shape (mcpServerShape), as McpServerSchema describes it. */
-const serverShape = (server: repo.McpServerRow): McpServer => mcpServerShape(server);
-
 const nameTaken = (name: string) => new HttpError(409, `An MCP server named '${name}' already exists`);
 
 /** Runs a stored MCP tool now, outside any agent turn (the run endpoints). */
@@ -79,6 +77,16 @@ export async function runMcpToolNow(
 export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('MCP servers');
 
+  /** Letta's MCP server shape (mcpServerShape), with an OAuth-protected server's `oauth_status`. */
+  const serverShape = async (server: repo.McpServerRow): Promise<McpServer> => {
+    const oauthStatus = await ctx.mcp.oauth?.status(server.id);
+    return { ...mcpServerShape(server), ...(oauthStatus ? { oauth_status: oauthStatus } : {}) };
+  };
+
+  /** A registration whose server asked for a user's authorization: its URL, or none. */
+  const pendingAuthorization = async (id: string) =>
+    (await ctx.mcp.oauth?.status(id))?.authorization_url ?? undefined;
+
   const loadServer = async (req: Request) => {
     const { mcpServerId } = parseParams(McpServerParams, req);
     const server = await repo.getMcpServer(ctx.db, mcpServerId);
@@ -103,7 +111,9 @@ export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
       summary: 'Create MCP server',
       description:
         'Connects to the server with the config given and stores its tools: a config that does not ' +
-        'work is refused (400; 408 when the server is too slow).',
+        'work is refused (400; 408 when the server is too slow). A server that asks for OAuth ' +
+        'authorization by a user is stored without tools, its `oauth_status.authorization_url` where ' +
+        'the user authorizes; the callback then stores its tools.',
       body: McpServerCreateSchema,
       response: McpServerSchema,
     },
@@ -117,23 +127,28 @@ export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
         const summary = await syncMcpTools(ctx.db, id, tools);
         if (summary.skipped.length)
           ctx.log.warn({ server: server_name, skipped: summary.skipped }, 'MCP tools skipped');
-        res.json(serverShape(server));
+        res.json(await serverShape(server));
       } catch (error) {
         await ctx.mcp.drop(id);
+        if (!isUniqueViolation(error) && (await pendingAuthorization(id))) {
+          res.json(await serverShape(await repo.insertMcpServer(ctx.db, { id, server_name, config })));
+          return;
+        }
+        await deleteMcpOauth(ctx.db, id);
         throw isUniqueViolation(error) ? nameTaken(server_name) : error;
       }
     },
   );
 
   router.get(BASE, { summary: 'List MCP servers', response: z.array(McpServerSchema) }, async (_req, res) => {
-    res.json((await repo.listMcpServers(ctx.db)).map(serverShape));
+    res.json(await Promise.all((await repo.listMcpServers(ctx.db)).map(serverShape)));
   });
 
   router.get(
     `${BASE}/:mcpServerId`,
     { summary: 'Retrieve MCP server', response: McpServerSchema },
     async (req, res) => {
-      res.json(serverShape(await loadServer(req)));
+      res.json(await serverShape(await loadServer(req)));
     },
   );
 
@@ -161,7 +176,7 @@ export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
         throw isUniqueViolation(error) ? nameTaken(serverName) : error;
       }
       await syncMcpTools(ctx.db, server.id, tools);
-      res.json(serverShape(updated));
+      res.json(await serverShape(updated));
     },
   );
 

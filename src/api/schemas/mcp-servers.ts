@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idOf } from './common';
+import { McpOauthConfigSchema } from '../../schemas/mcp-server';
 
 export const McpServerParams = z.object({ mcpServerId: idOf('mcp_server') });
 export const McpToolParams = McpServerParams.extend({ toolId: idOf('tool') });
@@ -15,6 +16,10 @@ const HttpFields = {
   auth_token: z.string().nullish(),
   /** Their values masked. */
   custom_headers: StringMap.nullish(),
+  /** Its client_secret masked. */
+  oauth: McpOauthConfigSchema.nullish(),
+  /** An OAuth-protected server's state: tokens or not, and where a user authorizes a pending authorization. */
+  oauth_status: z.object({ authorized: z.boolean(), authorization_url: z.string().nullable() }).optional(),
 };
 
 /** Letta's flat MCP server shapes: id, name and the config's fields, credentials masked (mcpServerShape). */

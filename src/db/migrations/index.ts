@@ -29,6 +29,7 @@ import { accessTokens } from './0023-access-tokens';
 import { callTokens } from './0024-call-tokens';
 import { hiddenConversations } from './0025-hidden-conversations';
 import { approvalRequests } from './0026-approval-requests';
+import { mcpOauth } from './0027-mcp-oauth';
 
 export const migrations: Migration[] = [
   initial,
@@ -57,4 +58,5 @@ export const migrations: Migration[] = [
   callTokens,
   hiddenConversations,
   approvalRequests,
+  mcpOauth,
 ];

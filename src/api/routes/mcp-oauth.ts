@@ -1,0 +1,94 @@
+/**
+ * The browser's side of an OAuth-protected MCP server's authorization (src/mcp/oauth.ts): the callback
+ * its authorization server redirects to, and this server's client ID metadata document. Both are open
+ * without the password: a redirect carries none. The callback acts only with the state of a pending
+ * authorization, once, before it expires.
+ */
+import { z } from 'zod';
+import type { ApiContext } from '../context';
+import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { HttpError } from '../errors';
+import { parseQuery } from '../validation';
+import * as repo from '../../db/mcp-servers';
+import { CALLBACK_PATH, CLIENT_METADATA_PATH, clientMetadataOf } from '../../mcp/oauth';
+import { syncMcpTools } from '../../mcp/tool-sync';
+
+const CallbackQuery = z.object({
+  code: z.string().min(1).optional(),
+  state: z.string().min(1).max(512).optional(),
+  error: z.string().max(200).optional(),
+  error_description: z.string().max(1000).optional(),
+});
+
+const CallbackAnswer = z.object({
+  status: z.literal('success'),
+  message: z.string(),
+  server_url: z.string(),
+});
+
+export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
+  const router = documentedRouter('MCP servers');
+  const oauth = () => {
+    if (!ctx.mcp.oauth) throw new HttpError(404, 'OAuth for MCP servers is not set up here');
+    return ctx.mcp.oauth;
+  };
+
+  router.get(
+    CALLBACK_PATH,
+    {
+      summary: 'MCP OAuth callback',
+      description:
+        "Where an OAuth-protected MCP server's authorization server sends the user back: the code is exchanged for tokens and the server's tools are synced. Needs no password; acts only with the state of a pending authorization, once, before it expires (400 otherwise).",
+      query: CallbackQuery,
+      response: CallbackAnswer,
+    },
+    async (req, res) => {
+      const { code, state, error, error_description } = parseQuery(CallbackQuery, req);
+      if (!state) throw new HttpError(400, 'Missing state parameter');
+      const serverId = await oauth()
+        .takePending(state)
+        .catch((failure: unknown) => {
+          throw new HttpError(400, (failure as Error).message);
+        });
+      if (error)
+        throw new HttpError(
+          400,
+          `OAuth error: ${error}${error_description ? ` - ${error_description}` : ''}`,
+        );
+      if (!code) throw new HttpError(400, 'Missing authorization code');
+      const server = await repo.getMcpServer(ctx.db, serverId);
+      if (!server) throw new HttpError(404, `MCP server ${serverId} was deleted`);
+      const failed = (what: string) => (failure: unknown) => {
+        throw new HttpError(
+          502,
+          `MCP server '${server.server_name}': ${what}: ${(failure as Error).message}`,
+        );
+      };
+      await oauth().exchange(server, code).catch(failed('the authorization could not be completed'));
+      await ctx.mcp.drop(serverId);
+      const tools = await ctx.mcp
+        .listTools(server)
+        .catch(failed('authorized, but its tools could not be listed'));
+      await syncMcpTools(ctx.db, serverId, tools);
+      const { server_url } = server.config as { server_url: string };
+      res
+        .set('cache-control', 'no-store')
+        .json({ status: 'success', message: 'Authorization successful', server_url });
+    },
+  );
+
+  router.get(
+    CLIENT_METADATA_PATH,
+    {
+      summary: "This server's OAuth client metadata",
+      description:
+        'The client ID metadata document (SEP-991) authorization servers read when this server uses its URL as its client_id. Needs no password.',
+    },
+    (_req, res) => {
+      const { publicUrl } = oauth().settings;
+      res.json({ client_id: new URL(CLIENT_METADATA_PATH, publicUrl).href, ...clientMetadataOf(publicUrl) });
+    },
+  );
+
+  return router;
+}

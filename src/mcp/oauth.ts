@@ -1,0 +1,286 @@
+/**
+ * OAuth 2.1 for protected MCP servers, as the MCP authorization spec has it, done by the SDK's client
+ * (`auth()` and the transports' `authProvider`: discovery with the 2025-03-26 fallbacks, dynamic client
+ * registration, client ID metadata documents, PKCE, scope selection and step-up, refresh on 401). This
+ * module is the SDK's OAuthClientProvider kept in the database (db/mcp-oauth.ts), so every process
+ * reads the tokens another one refreshed, and the authorization code flow's redirect comes back to this
+ * server's callback (api/routes/mcp-oauth.ts), which any API process may answer.
+ */
+import crypto from 'node:crypto';
+import {
+  auth,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Database } from '../db/database';
+import { getMcpOauth, saveMcpOauth, takePendingAuthorization } from '../db/mcp-oauth';
+import type { McpServerConfig } from '../schemas/mcp-server';
+import { safeFetch, type OutboundPolicy } from '../net/safe-fetch';
+import { withHostAllowed } from '../net/private-addresses';
+
+/** Where the authorization server sends the user back to (Letta's static callback path). */
+export const CALLBACK_PATH = '/v1/tools/mcp/oauth/callback';
+/** This server's client ID metadata document (SEP-991), served without the password. */
+export const CLIENT_METADATA_PATH = '/v1/tools/mcp/oauth/client-metadata.json';
+
+const CLIENT_NAME = 'Letta (letta-temporal)';
+
+export interface McpOauthSettings {
+  /** The API's public address: the redirect URI's and the client metadata document's base. */
+  publicUrl: string;
+  /** How long a pending authorization's state is accepted by the callback. */
+  stateTtlMs: number;
+  /** Tokens that expire within this are refreshed before they are used. */
+  refreshMarginMs: number;
+  /** Every OAuth request (metadata, registration, token) is made under it (net/safe-fetch.ts). */
+  fetchPolicy: OutboundPolicy;
+}
+
+type HttpConfig = Extract<McpServerConfig, { server_url: string }>;
+
+export interface OauthServer {
+  id: string;
+  config: HttpConfig;
+}
+
+const digest = (state: string) => crypto.createHash('sha256').update(state).digest('hex');
+
+/** The scopes of both lists, once each (SEP-2350: a step-up keeps what was granted before). */
+function scopeUnion(...scopes: (string | undefined)[]): string | undefined {
+  const all = new Set(scopes.flatMap((scope) => scope?.split(' ').filter(Boolean) ?? []));
+  return all.size ? [...all].join(' ') : undefined;
+}
+
+/** An https address with a path: what the spec accepts as a client ID metadata document's URL. */
+const isDocumentUrl = (url: string) => /^https:\/\/[^/]+\/.+/.test(url);
+
+/** This server's client metadata, as registered (DCR) or published (its client ID metadata document). */
+export function clientMetadataOf(publicUrl: string, scope?: string | null): OAuthClientMetadata {
+  return {
+    client_name: CLIENT_NAME,
+    redirect_uris: [new URL(CALLBACK_PATH, publicUrl).href],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+    ...(isDocumentUrl(publicUrl) ? { client_uri: publicUrl } : {}),
+    ...(scope ? { scope } : {}),
+  };
+}
+
+/**
+ * The fetch the transports get: the MCP server's own traffic goes out as it always does, every other
+ * request (the OAuth ones: metadata, registration, tokens) through safeFetch, its addresses judged by
+ * OUTBOUND_ALLOW_PRIVATE with the MCP server's own host allowed, so metadata that points at another
+ * private address (the cloud metadata service, the database) is refused.
+ */
+export function oauthFetch(serverUrl: URL, policy: OutboundPolicy): FetchLike {
+  const guarded = { ...policy, allow: withHostAllowed(policy.allow, serverUrl.hostname) };
+  return async (input, init) => {
+    const url = new URL(String(input instanceof Request ? input.url : input));
+    const ownTraffic = url.origin === serverUrl.origin && !url.pathname.startsWith('/.well-known/');
+    if (ownTraffic) return fetch(input, init);
+    const body = init?.body === undefined || init.body === null ? undefined : String(init.body);
+    const answer = await safeFetch(url, {
+      ...guarded,
+      headers: Object.fromEntries(new Headers(init?.headers)),
+      body,
+      signal: init?.signal ?? undefined,
+      followRedirects: init?.redirect !== 'manual',
+    });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(answer.headers))
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    // safeFetch has decoded the body, and may have cut it.
+    headers.delete('content-encoding');
+    headers.delete('content-length');
+    const noBody = [204, 205, 304].includes(answer.status);
+    return new Response(noBody ? null : new Uint8Array(answer.body), { status: answer.status, headers });
+  };
+}
+
+/**
+ * The SDK's OAuthClientProvider for one MCP server, kept in the database. `authorizationUrl` is set
+ * when the SDK asks to send a user to authorize (the authorization code flow); the API answers it.
+ */
+export class StoredOauthProvider implements OAuthClientProvider {
+  /** Set when this provider asked for a user's authorization. */
+  authorizationUrl?: URL;
+  /** While refreshing ahead of expiry: the SDK reads the tokens itself meanwhile. */
+  private refreshing = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly settings: McpOauthSettings,
+    private readonly server: OauthServer,
+    readonly fetchFn: FetchLike,
+  ) {}
+
+  private get oauth() {
+    return this.server.config.oauth ?? {};
+  }
+
+  private get clientCredentials() {
+    return this.oauth.grant_type === 'client_credentials';
+  }
+
+  get redirectUrl(): string | undefined {
+    return this.clientCredentials ? undefined : new URL(CALLBACK_PATH, this.settings.publicUrl).href;
+  }
+
+  get clientMetadataUrl(): string | undefined {
+    if (this.oauth.client_metadata_url) return this.oauth.client_metadata_url;
+    const own = new URL(CLIENT_METADATA_PATH, this.settings.publicUrl).href;
+    return isDocumentUrl(own) ? own : undefined;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    const metadata = clientMetadataOf(this.settings.publicUrl, this.oauth.scope);
+    if (!this.clientCredentials) return metadata;
+    return { ...metadata, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] };
+  }
+
+  state(): string {
+    return crypto.randomBytes(32).toString('base64url');
+  }
+
+  async clientInformation(): Promise<OAuthClientInformationMixed | undefined> {
+    const { client_id, client_secret, issuer } = this.oauth;
+    if (client_id)
+      return { client_id, ...(client_secret ? { client_secret } : {}), ...(issuer ? { issuer } : {}) };
+    return (await getMcpOauth(this.db, this.server.id))?.clientInformation;
+  }
+
+  async saveClientInformation(clientInformation: OAuthClientInformationMixed): Promise<void> {
+    if (!this.oauth.client_id) await saveMcpOauth(this.db, this.server.id, { clientInformation });
+  }
+
+  /** The stored tokens, refreshed first when they expire within the margin and can be renewed. */
+  async tokens(): Promise<OAuthTokens | undefined> {
+    const stored = await getMcpOauth(this.db, this.server.id);
+    const expiresSoon =
+      stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
+    const renewable = stored?.tokens?.refresh_token || this.clientCredentials;
+    if (this.refreshing || !expiresSoon || !renewable) return stored?.tokens;
+    this.refreshing = true;
+    try {
+      await auth(this, { serverUrl: this.server.config.server_url, fetchFn: this.fetchFn });
+    } catch {
+      // The stored tokens are tried as they are; a 401 then starts the SDK's own recovery.
+    } finally {
+      this.refreshing = false;
+    }
+    return (await getMcpOauth(this.db, this.server.id))?.tokens;
+  }
+
+  async saveTokens(tokens: OAuthTokens): Promise<void> {
+    const tokensExpireAt = tokens.expires_in ? new Date(Date.now() + tokens.expires_in * 1000) : null;
+    await saveMcpOauth(this.db, this.server.id, { tokens, tokensExpireAt });
+  }
+
+  /**
+   * Records the authorization a user is to give: the state's digest (the callback finds the server by
+   * it), its expiry, and the URL, whose scope keeps what the current tokens were granted.
+   */
+  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
+    const state = authorizationUrl.searchParams.get('state');
+    if (!state) throw new Error('the authorization URL carries no state');
+    const granted = (await getMcpOauth(this.db, this.server.id))?.tokens?.scope;
+    const scope = scopeUnion(granted, authorizationUrl.searchParams.get('scope') ?? undefined);
+    if (scope) authorizationUrl.searchParams.set('scope', scope);
+    const pending = {
+      stateDigest: digest(state),
+      expiresAt: new Date(Date.now() + this.settings.stateTtlMs),
+      authorizationUrl: authorizationUrl.href,
+    };
+    await saveMcpOauth(this.db, this.server.id, { pending });
+    this.authorizationUrl = authorizationUrl;
+  }
+
+  async saveCodeVerifier(codeVerifier: string): Promise<void> {
+    await saveMcpOauth(this.db, this.server.id, { codeVerifier });
+  }
+
+  async codeVerifier(): Promise<string> {
+    const verifier = (await getMcpOauth(this.db, this.server.id))?.codeVerifier;
+    if (!verifier) throw new Error('no authorization is pending for this MCP server');
+    return verifier;
+  }
+
+  /** The client credentials grant asks for its tokens here; the authorization code flow by default. */
+  prepareTokenRequest(scope?: string): URLSearchParams | undefined {
+    if (!this.clientCredentials) return undefined;
+    return new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
+  }
+
+  async saveDiscoveryState(discovery: OAuthDiscoveryState): Promise<void> {
+    await saveMcpOauth(this.db, this.server.id, { discovery });
+  }
+
+  async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
+    return (await getMcpOauth(this.db, this.server.id))?.discovery;
+  }
+
+  async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
+    const all = scope === 'all';
+    await saveMcpOauth(this.db, this.server.id, {
+      ...(all || scope === 'client' ? { clientInformation: undefined } : {}),
+      ...(all || scope === 'tokens' ? { tokens: undefined, tokensExpireAt: null } : {}),
+      ...(all || scope === 'verifier' ? { codeVerifier: undefined } : {}),
+      ...(all || scope === 'discovery' ? { discovery: undefined } : {}),
+    });
+  }
+}
+
+/** A pending authorization's callback came with a state that is unknown, used or expired. */
+export class OauthStateError extends Error {
+  override name = 'OauthStateError';
+}
+
+/** The OAuth side of MCP connections: providers for servers, and the callback's completion. */
+export class McpOauth {
+  constructor(
+    private readonly db: Database,
+    readonly settings: McpOauthSettings,
+  ) {}
+
+  /**
+   * A provider for an HTTP server, or none where the config gives a static token (auth_token): that
+   * token is sent as it is, and a 401 is a refusal.
+   */
+  providerFor(server: { id: string; config: McpServerConfig }): StoredOauthProvider | undefined {
+    const { config } = server;
+    if (config.mcp_server_type === 'stdio' || config.auth_token) return undefined;
+    const fetchFn = oauthFetch(new URL(config.server_url), this.settings.fetchPolicy);
+    return new StoredOauthProvider(this.db, this.settings, { id: server.id, config }, fetchFn);
+  }
+
+  /** The server whose pending authorization has this state; the state is used up. */
+  async takePending(state: string): Promise<string> {
+    const serverId = await takePendingAuthorization(this.db, digest(state));
+    if (!serverId) throw new OauthStateError('This authorization is unknown, used or expired');
+    return serverId;
+  }
+
+  /** Exchanges the callback's code for tokens, stored for every process. */
+  async exchange(server: { id: string; config: McpServerConfig }, code: string): Promise<void> {
+    const provider = this.providerFor(server);
+    if (!provider) throw new OauthStateError('This MCP server does not use OAuth');
+    const { server_url } = server.config as HttpConfig;
+    await auth(provider, { serverUrl: server_url, authorizationCode: code, fetchFn: provider.fetchFn });
+  }
+
+  /** What the API shows of a server's OAuth: whether it has tokens, and a pending authorization's URL. */
+  async status(
+    serverId: string,
+  ): Promise<{ authorized: boolean; authorization_url: string | null } | undefined> {
+    const stored = await getMcpOauth(this.db, serverId);
+    if (!stored) return undefined;
+    return { authorized: !!stored.tokens, authorization_url: stored.authorizationUrl ?? null };
+  }
+}

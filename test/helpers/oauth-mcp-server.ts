@@ -1,0 +1,189 @@
+/**
+ * An OAuth-protected MCP server made of the SDK's own server pieces: its authorization server
+ * (mcpAuthRouter: metadata, dynamic client registration, authorization with PKCE, tokens and refresh)
+ * on the same origin as the MCP endpoint, which requireBearerAuth guards. The authorization is
+ * granted at once (no login page): the authorize endpoint redirects straight to the redirect URI with
+ * a code. The client credentials grant, which the SDK's token handler leaves to applications, is
+ * answered by a route of its own for the one client given.
+ */
+import crypto from 'node:crypto';
+import type http from 'node:http';
+import express, { type Response } from 'express';
+import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import type {
+  OAuthServerProvider,
+  AuthorizationParams,
+} from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { z } from 'zod';
+import { freePort } from './env';
+
+export interface OauthMcpServerOptions {
+  /** A pre-registered client for the client credentials grant. */
+  clientCredentials?: { client_id: string; client_secret: string };
+  /** How long an access token lives (seconds), as its `expires_in` says. */
+  accessTokenSeconds?: number;
+  /** Where the protected resource metadata says the authorization server is (hostile metadata). */
+  authorizationServer?: string;
+}
+
+export interface OauthMcpServer {
+  /** The MCP endpoint. */
+  url: string;
+  /** Every access token issued, and every refresh, as `grant_type`s, in order. */
+  grants: string[];
+  /** Refuses every access token issued so far (as a server that revoked them, or forgot them). */
+  revokeAccessTokens(): void;
+  close(): Promise<void>;
+}
+
+const random = () => crypto.randomBytes(16).toString('hex');
+
+class GrantingProvider implements OAuthServerProvider {
+  readonly clients = new Map<string, OAuthClientInformationFull>();
+  readonly codes = new Map<string, { client: string; params: AuthorizationParams }>();
+  readonly refreshTokens = new Map<string, { client: string; scopes: string[] }>();
+  readonly accessTokens = new Map<string, AuthInfo>();
+  readonly grants: string[] = [];
+
+  constructor(private readonly accessTokenSeconds: number) {}
+
+  readonly clientsStore: OAuthRegisteredClientsStore = {
+    getClient: (id) => this.clients.get(id),
+    registerClient: (client) => {
+      const full = client as OAuthClientInformationFull;
+      this.clients.set(full.client_id, full);
+      return full;
+    },
+  };
+
+  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response) {
+    const code = random();
+    this.codes.set(code, { client: client.client_id, params });
+    const target = new URL(params.redirectUri);
+    target.searchParams.set('code', code);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    res.redirect(target.href);
+  }
+
+  async challengeForAuthorizationCode(_client: OAuthClientInformationFull, code: string) {
+    const issued = this.codes.get(code);
+    if (!issued) throw new Error('unknown code');
+    return issued.params.codeChallenge;
+  }
+
+  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<OAuthTokens> {
+    const issued = this.codes.get(code);
+    if (!issued || issued.client !== client.client_id) throw new Error('unknown code');
+    this.codes.delete(code);
+    return this.issue('authorization_code', client.client_id, issued.params.scopes ?? [], true);
+  }
+
+  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string): Promise<OAuthTokens> {
+    const known = this.refreshTokens.get(refreshToken);
+    if (!known || known.client !== client.client_id) throw new Error('unknown refresh token');
+    this.refreshTokens.delete(refreshToken);
+    return this.issue('refresh_token', client.client_id, known.scopes, true);
+  }
+
+  async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const info = this.accessTokens.get(token);
+    if (!info) throw new InvalidTokenError('unknown or revoked token');
+    return info;
+  }
+
+  issue(grant: string, clientId: string, scopes: string[], refreshable: boolean): OAuthTokens {
+    this.grants.push(grant);
+    const access_token = random();
+    const expiresAt = Math.floor(Date.now() / 1000) + this.accessTokenSeconds;
+    this.accessTokens.set(access_token, { token: access_token, clientId, scopes, expiresAt });
+    const refresh_token = refreshable ? random() : undefined;
+    if (refresh_token) this.refreshTokens.set(refresh_token, { client: clientId, scopes });
+    return {
+      access_token,
+      token_type: 'bearer',
+      expires_in: this.accessTokenSeconds,
+      scope: scopes.join(' '),
+      ...(refresh_token ? { refresh_token } : {}),
+    };
+  }
+}
+
+/** A server with one tool, `whisper`, that answers its `text` in lower case. */
+function mcpServer(): McpServer {
+  const server = new McpServer({ name: 'oauth-test', version: '1.0.0' });
+  server.registerTool(
+    'whisper',
+    { description: 'Says the text quietly.', inputSchema: { text: z.string() } },
+    async ({ text }) => ({ content: [{ type: 'text', text: text.toLowerCase() }] }),
+  );
+  return server;
+}
+
+export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): Promise<OauthMcpServer> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const mcpUrl = new URL(`${origin}/mcp`);
+  const provider = new GrantingProvider(options.accessTokenSeconds ?? 3600);
+  const app = express();
+  if (options.authorizationServer) {
+    app.get('/.well-known/oauth-protected-resource/mcp', (_req, res) => {
+      res.json({ resource: mcpUrl.href, authorization_servers: [options.authorizationServer] });
+    });
+  }
+  const cc = options.clientCredentials;
+  if (cc) {
+    provider.clients.set(cc.client_id, { ...cc, redirect_uris: [] });
+    app.post('/token', express.urlencoded({ extended: false }), (req, res, next) => {
+      if (req.body.grant_type !== 'client_credentials') return next();
+      const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      const [id, secret] = basic
+        ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent)
+        : [req.body.client_id, req.body.client_secret];
+      if (id !== cc.client_id || secret !== cc.client_secret)
+        return void res.status(401).json({ error: 'invalid_client' });
+      const scopes = typeof req.body.scope === 'string' ? req.body.scope.split(' ') : [];
+      res.json(provider.issue('client_credentials', id, scopes, false));
+    });
+  }
+  app.use(
+    mcpAuthRouter({
+      provider,
+      issuerUrl: new URL(origin),
+      resourceServerUrl: mcpUrl,
+      scopesSupported: ['mcp:tools'],
+    }),
+  );
+  const bearer = requireBearerAuth({
+    verifier: provider,
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl),
+  });
+  app.post('/mcp', express.json(), bearer, async (req, res) => {
+    const server = mcpServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close().then(() => server.close()));
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  });
+  app.get('/mcp', (_req, res) => void res.status(405).end());
+  const listener: http.Server = await new Promise((resolve) => {
+    const started = app.listen(port, '127.0.0.1', () => resolve(started));
+  });
+  return {
+    url: mcpUrl.href,
+    grants: provider.grants,
+    revokeAccessTokens: () => provider.accessTokens.clear(),
+    close: () =>
+      new Promise((resolve) => {
+        listener.closeAllConnections();
+        listener.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,226 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { useAgentServer } from './helpers/agent-server';
+import { freePort } from './helpers/env';
+import {
+  startOauthMcpServer,
+  type OauthMcpServer,
+  type OauthMcpServerOptions,
+} from './helpers/oauth-mcp-server';
+import { connectTemporalClient, finishedTurnHistory, payloadTexts, turnWorkflowId } from './helpers/temporal';
+import { getMcpOauth } from '../src/db/mcp-oauth';
+import { projectRoot } from '../src/paths';
+
+interface OauthStatus {
+  authorized: boolean;
+  authorization_url: string | null;
+}
+
+const statusOf = (server: unknown) => (server as { oauth_status?: OauthStatus }).oauth_status;
+
+/** The SDK's example server with its in-memory authorization server (`--oauth`), as a process. */
+async function startSdkExample(): Promise<{ url: string; child: ChildProcess }> {
+  const [mcpPort, authPort] = [await freePort(), await freePort()];
+  const example = path.join(
+    projectRoot,
+    'node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js',
+  );
+  const child = spawn(process.execPath, [example, '--oauth'], {
+    env: { PATH: process.env.PATH ?? '', MCP_PORT: String(mcpPort), MCP_AUTH_PORT: String(authPort) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let said = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      said += String(chunk);
+      if (/Server listening/.test(said) && /Authorization Server listening/.test(said)) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`the SDK's example server exited (${code}): ${said}`)));
+  });
+  return { url: `http://localhost:${mcpPort}/mcp`, child };
+}
+
+/**
+ * OAuth-protected MCP servers (src/mcp/oauth.ts): registered through the official client, the
+ * authorization URL it answers followed as a browser would (the test authorization servers grant at
+ * once and redirect to this server's callback), their tools then run by the model (the stub).
+ */
+describe('OAuth-protected MCP servers', () => {
+  const h = useAgentServer('openai', { MCP_CONNECT_TIMEOUT_MS: '10000', MCP_RECONNECT_INITIAL_MS: '100' });
+  const closers: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const server of await h.client.mcpServers.list()) await h.client.mcpServers.delete(server.id!);
+    await Promise.all(closers.splice(0).map((close) => close()));
+  });
+
+  const oauthServer = async (options?: OauthMcpServerOptions): Promise<OauthMcpServer> => {
+    const server = await startOauthMcpServer(options);
+    closers.push(() => server.close());
+    return server;
+  };
+
+  const register = (server_name: string, server_url: string, oauth?: Record<string, string>) =>
+    h.client.mcpServers.create({
+      server_name,
+      config: { mcp_server_type: 'streamable_http', server_url, ...(oauth ? { oauth } : {}) } as never,
+    });
+
+  /** Follows the authorization URL to this server's callback; its answer. */
+  const authorize = async (url: string) => {
+    const response = await fetch(url);
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  /** Registers the server and completes its authorization code flow. */
+  const registerAuthorized = async (name: string, url: string) => {
+    const server = await register(name, url);
+    expect(await authorize(statusOf(server)!.authorization_url!)).toMatchObject({ status: 200 });
+    return server;
+  };
+
+  const toolOf = async (serverId: string, name: string) =>
+    (await h.client.mcpServers.tools.list(serverId)).find((tool) => tool.name === name)!;
+
+  const runTool = async (serverId: string, name: string, args: Record<string, unknown>) =>
+    h.client.mcpServers.tools.run((await toolOf(serverId, name)).id!, { mcp_server_id: serverId, args });
+
+  it("the SDK's example server: authorization code flow with the official client, its tool run in an agent step, its tokens encrypted and kept out of answers and histories", async () => {
+    const example = await startSdkExample();
+    closers.push(() => example.child.kill('SIGKILL'));
+
+    const server = await register('example', example.url);
+    const pending = statusOf(server)!;
+    expect(pending.authorized).toBe(false);
+    const authorizationUrl = new URL(pending.authorization_url!);
+    expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorizationUrl.searchParams.get('redirect_uri')).toBe(
+      `${h.server.url}/v1/tools/mcp/oauth/callback`,
+    );
+    expect(await h.client.mcpServers.tools.list(server.id!)).toEqual([]);
+
+    const callback = await authorize(authorizationUrl.href);
+    expect(callback).toEqual({
+      status: 200,
+      body: { status: 'success', message: 'Authorization successful', server_url: example.url },
+    });
+    const shown = await h.client.mcpServers.retrieve(server.id!);
+    expect(statusOf(shown)).toEqual({ authorized: true, authorization_url: null });
+
+    const greet = await toolOf(server.id!, 'greet');
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [greet.id!] });
+    h.stub.enqueue({ toolCalls: [{ name: 'greet', arguments: { name: 'Ada' } }] });
+    h.stub.enqueue({ text: 'Done.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Greet Ada.' }],
+    });
+    const toolReturn = response.messages.find((m) => m.message_type === 'tool_return_message');
+    expect(toolReturn).toMatchObject({
+      status: 'success',
+      tool_return: expect.stringContaining('Hello, Ada!'),
+    });
+
+    const { access_token } = (await getMcpOauth(h.server.db, server.id!))!.tokens!;
+    const [row] = await h.server.db.query('SELECT * FROM mcp_oauth WHERE server_id = $1', [server.id]);
+    expect(String(row.tokens)).toMatch(/^v1:/);
+    expect(JSON.stringify(row)).not.toContain(access_token);
+    expect(JSON.stringify(await h.client.mcpServers.list())).not.toContain(access_token);
+    const temporal = await connectTemporalClient();
+    try {
+      const workflowId = await turnWorkflowId(h.server.db, response.messages[0].run_id!);
+      const events = await finishedTurnHistory(temporal.client, workflowId);
+      expect(payloadTexts(events).filter((text) => text.includes(access_token))).toEqual([]);
+    } finally {
+      await temporal.close();
+    }
+  });
+
+  it('the callback acts only with a live state, once: a forged, reused or expired one is a 400', async () => {
+    const target = await oauthServer();
+    const server = await register('once', target.url);
+    // Where the authorization server sends the browser back.
+    const granted = await fetch(statusOf(server)!.authorization_url!, { redirect: 'manual' });
+    const callback = new URL(granted.headers.get('location')!);
+    expect(callback.origin + callback.pathname).toBe(`${h.server.url}/v1/tools/mcp/oauth/callback`);
+
+    const forged = new URL(callback);
+    forged.searchParams.set('state', 'forged-state');
+    const answers = async (url: URL) => {
+      const response = await fetch(url);
+      return { status: response.status, body: await response.json() };
+    };
+    expect(await answers(forged)).toEqual({
+      status: 400,
+      body: { detail: 'This authorization is unknown, used or expired' },
+    });
+    const stateless = new URL(callback);
+    stateless.searchParams.delete('state');
+    expect((await answers(stateless)).status).toBe(400);
+    expect((await answers(callback)).status).toBe(200);
+    expect(await answers(callback)).toMatchObject({ status: 400 });
+    expect((await runTool(server.id!, 'whisper', { text: 'ONCE' })).func_return).toBe('once');
+
+    const late = await register('late', (await oauthServer()).url);
+    await h.server.db.query(
+      `UPDATE mcp_oauth SET state_expires_at = now() - interval '1 second' WHERE server_id = $1`,
+      [late.id],
+    );
+    expect((await authorize(statusOf(late)!.authorization_url!)).status).toBe(400);
+  });
+
+  it('refreshes an access token the server refuses (401), and one about to expire before it is sent', async () => {
+    const revoking = await oauthServer();
+    const server = await registerAuthorized('revoking', revoking.url);
+    revoking.revokeAccessTokens();
+    expect(await runTool(server.id!, 'whisper', { text: 'AGAIN' })).toMatchObject({
+      status: 'success',
+      func_return: 'again',
+    });
+    expect(revoking.grants).toEqual(['authorization_code', 'refresh_token']);
+    await h.client.mcpServers.delete(server.id!); // its tool's name is taken while it stays
+
+    // Its tokens live 30 s, within the default margin of 60 s: each use renews them first.
+    const expiring = await oauthServer({ accessTokenSeconds: 30 });
+    const short = await registerAuthorized('short', expiring.url);
+    const before = expiring.grants.length;
+    expect((await runTool(short.id!, 'whisper', { text: 'SOON' })).func_return).toBe('soon');
+    expect(expiring.grants.slice(before)).toContain('refresh_token');
+  });
+
+  it('client credentials: registered with no user, the secret encrypted and masked', async () => {
+    const client = { client_id: 'letta-machine', client_secret: 'cc-secret-0123456789' };
+    const target = await oauthServer({ clientCredentials: client });
+    const server = await register('machine', target.url, { grant_type: 'client_credentials', ...client });
+    expect(statusOf(server)).toEqual({ authorized: true, authorization_url: null });
+    expect(server).toMatchObject({ oauth: { client_id: 'letta-machine', client_secret: '****6789' } });
+    expect(target.grants).toEqual(['client_credentials']);
+    expect((await runTool(server.id!, 'whisper', { text: 'HUSH' })).func_return).toBe('hush');
+
+    const [row] = await h.server.db.query(
+      `SELECT s.config::text, s.secrets, o.tokens FROM mcp_servers s JOIN mcp_oauth o ON o.server_id = s.id
+       WHERE s.id = $1`,
+      [server.id],
+    );
+    const { access_token } = (await getMcpOauth(h.server.db, server.id!))!.tokens!;
+    expect(JSON.stringify(row)).not.toMatch(new RegExp(`cc-secret|${access_token}`));
+  });
+
+  it('serves its client ID metadata document, whose client_id is its own URL', async () => {
+    const url = `${h.server.url}/v1/tools/mcp/oauth/client-metadata.json`;
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      client_id: url,
+      redirect_uris: [`${h.server.url}/v1/tools/mcp/oauth/callback`],
+      grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'none',
+    });
+  });
+
+  it('refuses metadata that sends the OAuth requests to a private address', async () => {
+    const hostile = await oauthServer({ authorizationServer: 'http://10.255.255.1/' });
+    const refused = await register('hostile', hostile.url).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 400 });
+    expect(String((refused as Error).message)).toMatch(/10\.255\.255\.1 is a private address/);
+    expect(await h.client.mcpServers.list()).toEqual([]);
+  });
+});

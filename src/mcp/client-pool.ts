@@ -9,6 +9,7 @@ import {
   CallToolResultSchema,
   type CallToolResult,
   type Progress,
+  type Task,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -23,6 +24,7 @@ import {
   type McpTimeouts,
 } from './connection';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
+import { callToolAsTask, runsAsTask, type TaskSupport } from './tasks';
 import type { Logger } from '../logger';
 
 export interface McpPoolOptions {
@@ -32,6 +34,8 @@ export interface McpPoolOptions {
   /** The wait before the second connection attempt in a row; it doubles with each failure after. */
   reconnectInitialMs: number;
   reconnectMaxMs: number;
+  /** How often a task's status is asked for when its server suggests no interval (tasks.ts). */
+  taskPollMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
   log: Logger;
@@ -46,6 +50,12 @@ export interface McpCallOptions {
   timeoutMs: number;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /** The tool's `execution.taskSupport`: whether it runs as a task (tasks.ts). */
+  taskSupport?: TaskSupport;
+  /** A task this call started before (a retried attempt): resumed, the tool not called again. */
+  taskId?: string;
+  /** Called with the call's task when the server makes one, and with each status after. */
+  onTask?: (task: Task) => void;
 }
 
 interface Entry {
@@ -110,7 +120,8 @@ export class McpClientPool {
    * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
    * did, and the next call connects again. Asked for with a plain request, as the tools are listed
    * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
-   * stored tool's output schema (tool-result.ts).
+   * stored tool's output schema (tool-result.ts). A tool that runs as a task is followed to its end
+   * (tasks.ts), or resumed from `taskId`.
    */
   async callTool(
     server: McpServerRef,
@@ -119,6 +130,14 @@ export class McpClientPool {
     options: McpCallOptions,
   ): Promise<CallToolResult> {
     return this.using(server, async (client) => {
+      if (options.taskId || runsAsTask(client, options.taskSupport)) {
+        const { taskPollMs: pollMs, timeouts } = this.options;
+        return callToolAsTask(client, name, args, {
+          ...options,
+          pollMs,
+          cancelTimeoutMs: timeouts.connectMs,
+        });
+      }
       try {
         const params = { name, arguments: args };
         return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {

@@ -6,11 +6,15 @@ import { z } from 'zod';
 
 const StringMap = z.record(z.string(), z.string());
 
+/** Ours (Letta has none): the longest one call of the server's tools may take, unless the tool sets its own. */
+const toolTimeoutSeconds = z.number().positive().nullish();
+
 export const StdioConfigSchema = z.object({
   mcp_server_type: z.literal('stdio'),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: StringMap.nullish(),
+  tool_timeout_seconds: toolTimeoutSeconds,
 });
 
 const httpFields = {
@@ -18,6 +22,7 @@ const httpFields = {
   auth_header: z.string().min(1).nullish(),
   auth_token: z.string().nullish(),
   custom_headers: StringMap.nullish(),
+  tool_timeout_seconds: toolTimeoutSeconds,
 };
 export const SseConfigSchema = z.object({ mcp_server_type: z.literal('sse'), ...httpFields });
 export const StreamableHttpConfigSchema = z.object({

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import pg from 'pg';
+import { temporal } from '@temporalio/proto';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { eventually } from './helpers/eventually';
@@ -16,6 +17,8 @@ import {
   startWorkerProcess,
 } from './helpers/server-processes';
 import { connectTemporalClient, payloadTexts } from './helpers/temporal';
+
+const { PENDING_ACTIVITY_STATE_STARTED } = temporal.api.enums.v1.PendingActivityState;
 
 /** What an MCP call's heartbeats carry (activities/mcp.ts). */
 interface McpCallDetails {
@@ -124,8 +127,8 @@ describe('MCP tool calls as tasks', () => {
     };
   };
 
-  /** The pending MCP activity's last heartbeat details, as the Temporal UI shows them. */
-  async function heartbeatDetails(runId: string): Promise<McpCallDetails | undefined> {
+  /** The run's pending MCP activity, as the Temporal UI shows it. */
+  async function pendingMcpCall(runId: string) {
     const { rows } = await db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [
       runId,
     ]);
@@ -133,13 +136,17 @@ describe('MCP tool calls as tasks', () => {
     const temporal = await connectTemporalClient();
     try {
       const described = await temporal.client.workflow.getHandle(rows[0].workflow_id).describe();
-      const pending = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'runMcpTool');
-      const texts = payloadTexts(pending?.heartbeatDetails ?? {});
-      const details = texts.filter((text) => text.startsWith('{')).map((text) => JSON.parse(text));
-      return details.at(-1) as McpCallDetails | undefined;
+      return described.raw.pendingActivities?.find((a) => a.activityType?.name === 'runMcpTool');
     } finally {
       await temporal.close();
     }
+  }
+
+  /** Its last heartbeat details. */
+  async function heartbeatDetails(runId: string): Promise<McpCallDetails | undefined> {
+    const texts = payloadTexts((await pendingMcpCall(runId))?.heartbeatDetails ?? {});
+    const details = texts.filter((text) => text.startsWith('{')).map((text) => JSON.parse(text));
+    return details.at(-1) as McpCallDetails | undefined;
   }
 
   const awaitDetails = (runId: string, until: (details: McpCallDetails) => boolean) =>
@@ -154,17 +161,25 @@ describe('MCP tool calls as tasks', () => {
     expect(tool.metadata_).toMatchObject({ mcp: { server_id: serverId, task_support: 'required' } });
   });
 
-  it('resumes the task after kill -9 of the worker: the tool runs once, the model gets its result', async () => {
-    const { runId } = await runCalling({ label: 'resume', steps: 6, step_ms: 1000 });
+  it('resumes the task after kill -9 of the worker, twice: the tool runs once, the model gets its result', async () => {
+    const { runId } = await runCalling({ label: 'resume', steps: 15, step_ms: 1000 });
     // Progress notifications and task statuses are heartbeats, each with the task's id.
     const details = await awaitDetails(runId, (d) => Boolean(d.mcp_task?.status_message && d.progress));
     expect(details).toMatchObject({
       mcp_task: { server_id: serverId, task_id: expect.any(String), status: 'working' },
-      progress: { progress: expect.any(Number), total: 6 },
+      progress: { progress: expect.any(Number), total: 15 },
     });
-    expect(details!.mcp_task!.status_message).toMatch(/^step \d of 6$/);
+    expect(details!.mcp_task!.status_message).toMatch(/^step \d+ of 15$/);
     expect(events('resume')).toEqual(['call']);
 
+    await killProcess(worker, 'SIGKILL');
+    worker = await startWorkerProcess(env);
+    // Killed again as soon as the retry runs: it carries the task on for the attempt after it.
+    await eventually(
+      () => pendingMcpCall(runId),
+      (pending) => (pending?.attempt ?? 0) >= 2 && pending?.state === PENDING_ACTIVITY_STATE_STARTED,
+      30_000,
+    );
     await killProcess(worker, 'SIGKILL');
     worker = await startWorkerProcess(env);
 
@@ -172,12 +187,12 @@ describe('MCP tool calls as tasks', () => {
     expect(events('resume')).toEqual(['call', 'done']);
     expect(await toolReturnOf(runId)).toMatchObject({
       status: 'success',
-      tool_return: 'finished resume after 6 steps',
+      tool_return: 'finished resume after 15 steps',
     });
     const messages = (await client.runs.messages.list(runId)).getPaginatedItems();
     expect(messages.at(-1)).toMatchObject({
       message_type: 'assistant_message',
-      content: expect.stringContaining('finished resume after 6 steps'),
+      content: expect.stringContaining('finished resume after 15 steps'),
     });
   });
 

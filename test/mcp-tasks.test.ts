@@ -103,7 +103,7 @@ describe('MCP tool calls as tasks', () => {
       .map((line) => line.split(' ')[0]);
 
   /** Starts a run in which the model calls slow_task; its next answer quotes the tool's return (the default). */
-  async function runCalling(args: { label: string; steps: number; step_ms: number }) {
+  async function runCalling(args: { label: string; steps: number; step_ms: number; fail?: boolean }) {
     const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [toolId] });
     stub.enqueue({ toolCalls: [{ name: 'slow_task', arguments: args }] });
     const run = await client.agents.messages.createAsync(agent.id, {
@@ -207,6 +207,16 @@ describe('MCP tool calls as tasks', () => {
       10_000,
     );
     expect(events('cancel')).toEqual(['call', 'cancelled']);
+  });
+
+  it("gives a failed task's error result to the model as the tool's error", async () => {
+    const { runId } = await runCalling({ label: 'failing', steps: 2, step_ms: 200, fail: true });
+    expect(await finished(runId)).toMatchObject({ status: 'completed' });
+    expect(await toolReturnOf(runId)).toMatchObject({
+      status: 'error',
+      tool_return: 'failing broke at its last step',
+    });
+    expect(events('failing')).toEqual(['call', 'done']);
   });
 
   it("ends a call past its server's timeout with a timeout error, and cancels its task", async () => {

@@ -78,11 +78,13 @@ function canonical(value: unknown): unknown {
   );
 }
 
-const configKey = (config: McpServerConfig) =>
-  crypto
+/** What the connection is made from: a changed timeout keeps the client (and the calls on it). */
+function configKey({ tool_timeout_seconds: _timeout, ...connection }: McpServerConfig): string {
+  return crypto
     .createHash('sha256')
-    .update(JSON.stringify(canonical(config)))
+    .update(JSON.stringify(canonical(connection)))
     .digest('hex');
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

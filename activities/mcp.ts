@@ -33,8 +33,8 @@ interface McpCallDetails {
 }
 
 /** The task an earlier attempt of this call started on `serverId`, from its last heartbeat. */
-function earlierTaskId(serverId: string): string | undefined {
-  const { heartbeatDetails } = Context.current().info;
+function earlierTaskId(context: Context, serverId: string): string | undefined {
+  const { heartbeatDetails } = context.info;
   const task = (heartbeatDetails as McpCallDetails | undefined)?.mcp_task;
   return task?.server_id === serverId && typeof task.task_id === 'string' ? task.task_id : undefined;
 }
@@ -66,10 +66,13 @@ export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>
   return {
     async execute({ tool, args, signal, mcpServer: server }) {
       if (!server) throw serverGone(tool);
+      const context = Context.current();
       const options = {
         timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? callTimeoutMs,
         signal,
-        taskId: earlierTaskId(server.id),
+        taskId: earlierTaskId(context, server.id),
+        // Only the run's cancel ends the task: after a shutdown or a lost claim, a retry resumes it.
+        abortCancelsTask: () => context.cancellationDetails?.cancelRequested === true,
         ...callHeartbeats(server.id),
       };
       try {

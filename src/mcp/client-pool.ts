@@ -54,6 +54,8 @@ export interface McpCallOptions {
   taskSupport?: TaskSupport;
   /** A task this call started before (a retried attempt): resumed, the tool not called again. */
   taskId?: string;
+  /** Whether an abort of `signal` cancels the call's task too (tasks.ts); unset, every abort does. */
+  abortCancelsTask?: () => boolean;
   /** Called with the call's task when the server makes one, and with each status after. */
   onTask?: (task: Task) => void;
 }

@@ -2,7 +2,7 @@
  * Tool calls a server runs as tasks (MCP 2025-11-25, experimental in the SDK): the call is answered at
  * once with a task, whose status is then asked for (`tasks/get`, at the interval the server suggests)
  * until it ends, and whose result is then read (`tasks/result`). A call given the id of a task it
- * started before (a retried activity) follows that task and never calls the tool again. Aborting the
+ * started before (a retried activity) follows that task and never calls the tool again. Cancelling the
  * call, or its timeout, cancels the task (`tasks/cancel`).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,6 +25,12 @@ export interface McpTaskOptions {
   timeoutMs: number;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /**
+   * Whether an abort of `signal` ends the call for good (its run was cancelled), so that its task is
+   * cancelled too; when not (a worker shutting down, another attempt taking the call over), the task
+   * is left for the attempt that resumes it. Unset: every abort cancels the task.
+   */
+  abortCancelsTask?: () => boolean;
   /** The task this call started before: followed, not started again. */
   taskId?: string;
   /** Called with the task as the server created it, and with each status it reports after. */
@@ -88,8 +94,10 @@ export async function callToolAsTask(
     return await followTask(client, taskId, { ...options, signal });
   } catch (error) {
     if (!signal.aborted) throw error;
-    if (taskId) await cancelTask(client, taskId, options.cancelTimeoutMs);
-    if (options.signal?.aborted) throw options.signal.reason;
+    const aborted = options.signal?.aborted;
+    if (taskId && (!aborted || (options.abortCancelsTask?.() ?? true)))
+      await cancelTask(client, taskId, options.cancelTimeoutMs);
+    if (aborted) throw options.signal!.reason;
     const seconds = (options.timeoutMs / 1000).toFixed(1);
     const cancelled = taskId ? ' Its task was cancelled.' : '';
     throw new McpTimeoutError(`Executing tool ${name} timed out after ${seconds} seconds.${cancelled}`);

@@ -196,6 +196,16 @@ describe('MCP tool calls as tasks', () => {
     });
   });
 
+  it('leaves the task running through a graceful restart of the worker, and resumes it', async () => {
+    const { runId } = await runCalling({ label: 'restart', steps: 8, step_ms: 500 });
+    await awaitDetails(runId, (d) => Boolean(d.mcp_task));
+    await killProcess(worker, 'SIGTERM');
+    worker = await startWorkerProcess(env);
+    expect(await finished(runId)).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+    expect(events('restart')).toEqual(['call', 'done']);
+    expect(await toolReturnOf(runId)).toMatchObject({ tool_return: 'finished restart after 8 steps' });
+  });
+
   it('cancels the task when the run is cancelled', async () => {
     const { agentId, runId } = await runCalling({ label: 'cancel', steps: 30, step_ms: 500 });
     await awaitDetails(runId, (d) => Boolean(d.mcp_task));

@@ -16,7 +16,7 @@ export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
   const { heartbeatTimeoutMs: timeoutMs, isLocal } = context.info;
   if (isLocal) return work; // a local activity lives inside its workflow task, which the worker keeps alive
   const timer = setInterval(
-    () => context.heartbeat(progress.get(context)),
+    () => context.heartbeat(lastDetails(context)),
     Math.min(timeoutMs ? timeoutMs / 4 : MAX_INTERVAL_MS, MAX_INTERVAL_MS),
   );
   try {
@@ -24,6 +24,14 @@ export async function withHeartbeats<T>(work: Promise<T>): Promise<T> {
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * What the attempt's heartbeats carry: its own last progress, else what the attempt before it last
+ * reported, so that a retry which dies too still leaves that (an MCP call's task) to the next one.
+ */
+export function lastDetails(context: Context): unknown {
+  return progress.has(context) ? progress.get(context) : context.info.heartbeatDetails;
 }
 
 /**

@@ -1,15 +1,16 @@
 /**
  * MCP tools, called on their servers: the activity of the `tools-mcp` task queue (or, with
- * LOCAL_TOOL_CALLS, a local activity of the agent worker); the server's progress notifications are its
- * heartbeats. A worker process keeps one connection per server
+ * LOCAL_TOOL_CALLS, a local activity of the agent worker); the server's progress notifications and the
+ * statuses of a call's task are its heartbeats. A worker process keeps one connection per server
  * (src/mcp/client-pool.ts); only ids cross the workflow's history, never a server's credentials.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Progress, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
 import { callMcpTool, serverGone } from '../src/mcp/tool-call';
-import { toolTimeoutMs } from '../src/tools/tool-timeout';
+import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 import type { McpActivities } from '../contracts/activities';
@@ -17,22 +18,62 @@ import type { McpActivities } from '../contracts/activities';
 export interface McpActivityDeps {
   db: Database;
   pool: McpClientPool;
-  /** How long one call may take unless the tool sets its own timeout. */
+  /** How long one call may take unless the tool or its server sets its own timeout. */
   callTimeoutMs: number;
 }
 
 /**
+ * What an MCP call's heartbeats carry (the Temporal UI shows them under the pending activity): the
+ * call's task, once the server made one, and the server's last progress. Ids and the server's own
+ * words only, never a credential.
+ */
+interface McpCallDetails {
+  mcp_task?: { server_id: string; task_id: string; status: Task['status']; status_message?: string };
+  progress?: Progress;
+}
+
+/** The task an earlier attempt of this call started on `serverId`, from its last heartbeat. */
+function earlierTaskId(context: Context, serverId: string): string | undefined {
+  const { heartbeatDetails } = context.info;
+  const task = (heartbeatDetails as McpCallDetails | undefined)?.mcp_task;
+  return task?.server_id === serverId && typeof task.task_id === 'string' ? task.task_id : undefined;
+}
+
+/** Heartbeats with each progress notification and task status, every one carrying the task's id. */
+function callHeartbeats(serverId: string) {
+  let details: McpCallDetails = {};
+  const report = (more: McpCallDetails) => heartbeatProgress((details = { ...details, ...more }));
+  return {
+    onProgress: (progress: Progress) => report({ progress }),
+    onTask: ({ taskId, status, statusMessage }: Task) =>
+      report({
+        mcp_task: {
+          server_id: serverId,
+          task_id: taskId,
+          status,
+          ...(statusMessage ? { status_message: statusMessage } : {}),
+        },
+      }),
+  };
+}
+
+/**
  * The tool's failure and its timeout are its result; a broken connection fails the activity, which
- * retries on a new one; credentials the server refuses fail it for good.
+ * retries on a new one, resuming the call's task if the server made one; credentials the server
+ * refuses fail it for good.
  */
 export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>): ToolExecutor {
   return {
     async execute({ tool, args, signal, mcpServer: server }) {
       if (!server) throw serverGone(tool);
+      const context = Context.current();
       const options = {
-        timeoutMs: toolTimeoutMs(tool) ?? callTimeoutMs,
+        timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? callTimeoutMs,
         signal,
-        onProgress: heartbeatProgress,
+        taskId: earlierTaskId(context, server.id),
+        // Only the run's cancel ends the task: after a shutdown or a lost claim, a retry resumes it.
+        abortCancelsTask: () => context.cancellationDetails?.cancelRequested === true,
+        ...callHeartbeats(server.id),
       };
       try {
         return await callMcpTool(pool, server, tool, args, options);

@@ -13,7 +13,7 @@ import { Context } from '@temporalio/activity';
 import type { Queryable } from '../src/db';
 import { renewClaim, type ClaimHolder } from '../src/db/tool-claims';
 import { ClaimLostError } from '../src/db/tool-executions';
-import { withHeartbeats } from './heartbeat';
+import { lastDetails, withHeartbeats } from './heartbeat';
 
 /**
  * A claim's lease: the activity's heartbeat timeout, after which Temporal retries an attempt whose
@@ -44,7 +44,7 @@ export async function readClaimed<R extends { claimed: boolean; done?: unknown; 
   for (;;) {
     const result = await read();
     if (result.claimed || result.done || !result.agent) return result;
-    if (!context.info.isLocal) context.heartbeat();
+    if (!context.info.isLocal) context.heartbeat(lastDetails(context));
     await context.sleep(WAIT_INTERVAL_MS);
   }
 }

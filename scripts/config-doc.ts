@@ -184,6 +184,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'MCP_CONNECT_TIMEOUT_MS',
       'MCP_LIST_TIMEOUT_MS',
       'MCP_CALL_TIMEOUT_MS',
+      'MCP_TASK_POLL_MS',
       'MCP_RECONNECT_INITIAL_MS',
       'MCP_RECONNECT_MAX_MS',
       'MCP_STDIO',

@@ -660,7 +660,12 @@ export const ConfigSchema = z.object({
   MCP_CALL_TIMEOUT_MS: milliseconds
     .default(60_000)
     .describe(
-      "longest one MCP tool call may take, unless the tool's `metadata_.timeout_seconds` says otherwise",
+      "longest one MCP tool call (or its task) may take, unless the tool's `metadata_.timeout_seconds` or its server's `tool_timeout_seconds` says otherwise",
+    ),
+  MCP_TASK_POLL_MS: milliseconds
+    .default(1_000)
+    .describe(
+      "how often the status of a tool call's task is asked for when its MCP server suggests no interval",
     ),
   MCP_RECONNECT_INITIAL_MS: milliseconds
     .default(500)

@@ -460,6 +460,7 @@ function mcpClientPool(config: Config, stdio: McpStdioLauncher, db: Database, lo
         allow: config.OUTBOUND_ALLOW_PRIVATE,
       },
     }),
+    taskPollMs: config.MCP_TASK_POLL_MS,
     log,
     onToolsChanged: async (serverId, tools) => {
       const { added, updated, deleted } = await syncMcpTools(db, serverId, tools);

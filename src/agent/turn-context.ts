@@ -3,7 +3,9 @@ import { agentTools } from '../db/agents';
 import type { Queryable } from '../db';
 import type { AgentRow, ToolRow } from '../db/rows';
 import { builtinMode, runsLocally } from '../tools/builtin';
-import { toolTimeoutMs } from '../tools/tool-timeout';
+import { mcpToolTimeoutMs, toolTimeoutMs } from '../tools/tool-timeout';
+import { mcpToolTimeouts } from '../db/mcp-servers';
+import { mcpServerIdOf } from '../mcp/tool-sync';
 import type { TurnContext, ToolMode } from '../../contracts/payloads';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
@@ -23,8 +25,20 @@ export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
   }
 }
 
+/** A tool's own timeout; an MCP tool's, else its server's (the call's activity is timed by it). */
+async function timeoutsOf(db: Queryable, tools: ToolRow[]): Promise<(tool: ToolRow) => number | undefined> {
+  const serverIds = tools.flatMap((tool) => (toolMode(tool) === 'mcp' ? (mcpServerIdOf(tool) ?? []) : []));
+  const servers = await mcpToolTimeouts(db, [...new Set(serverIds)]);
+  return (tool) => {
+    const serverId = toolMode(tool) === 'mcp' && mcpServerIdOf(tool);
+    if (!serverId) return toolTimeoutMs(tool);
+    return mcpToolTimeoutMs(tool, { tool_timeout_seconds: servers.get(serverId) });
+  };
+}
+
 export async function resolveTurnContext(db: Queryable, agent: AgentRow): Promise<TurnContext> {
   const tools = await agentTools(db, agent.id);
+  const timeoutOf = await timeoutsOf(db, tools);
   const onlyApprovalRules = agent.tool_rules.every((rule) => rule.type === 'requires_approval');
   return {
     tools: tools.map((tool) => {
@@ -35,7 +49,7 @@ export async function resolveTurnContext(db: Queryable, agent: AgentRow): Promis
         mode,
         parallel: tool.enable_parallel_execution,
         version: tool.version,
-        timeoutMs: toolTimeoutMs(tool),
+        timeoutMs: timeoutOf(tool),
         local: mode === 'builtin' && runsLocally(tool.name),
       };
     }),

@@ -92,6 +92,17 @@ export async function getMcpServerByName(db: Queryable, name: string): Promise<M
   return row && mcpServerOf(row);
 }
 
+/** The `tool_timeout_seconds` of each server named that sets one (a plain field: nothing to decrypt). */
+export async function mcpToolTimeouts(db: Queryable, ids: string[]): Promise<Map<string, number>> {
+  if (!ids.length) return new Map();
+  const rows = await db.query<{ id: string; seconds: number }>(
+    `SELECT id, (config ->> 'tool_timeout_seconds')::float8 AS seconds FROM mcp_servers
+     WHERE id = ANY($1) AND config ? 'tool_timeout_seconds'`,
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, row.seconds]));
+}
+
 /** Every server, oldest first (Letta's list takes no paging). */
 export async function listMcpServers(db: Queryable): Promise<McpServerRow[]> {
   return (await db.query<StoredMcpServer>('SELECT * FROM mcp_servers ORDER BY created_at, id')).map(

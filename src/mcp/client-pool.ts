@@ -9,6 +9,7 @@ import {
   CallToolResultSchema,
   type CallToolResult,
   type Progress,
+  type Task,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -24,6 +25,7 @@ import {
 } from './connection';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { ToolSchemas } from './request-headers';
+import { callToolAsTask, runsAsTask, type TaskSupport } from './tasks';
 import type { Logger } from '../logger';
 import type { McpOauth } from './oauth';
 
@@ -34,6 +36,8 @@ export interface McpPoolOptions {
   /** The wait before the second connection attempt in a row; it doubles with each failure after. */
   reconnectInitialMs: number;
   reconnectMaxMs: number;
+  /** How often a task's status is asked for when its server suggests no interval (tasks.ts). */
+  taskPollMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
   /** OAuth for protected HTTP servers (oauth.ts); none: their 401 is a refusal. */
@@ -52,6 +56,14 @@ export interface McpCallOptions {
   inputSchema?: Record<string, unknown>;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /** The tool's `execution.taskSupport`: whether it runs as a task (tasks.ts). */
+  taskSupport?: TaskSupport;
+  /** A task this call started before (a retried attempt): resumed, the tool not called again. */
+  taskId?: string;
+  /** Whether an abort of `signal` cancels the call's task too (tasks.ts); unset, every abort does. */
+  abortCancelsTask?: () => boolean;
+  /** Called with the call's task when the server makes one, and with each status after. */
+  onTask?: (task: Task) => void;
 }
 
 interface Entry {
@@ -74,11 +86,13 @@ function canonical(value: unknown): unknown {
   );
 }
 
-const configKey = (config: McpServerConfig) =>
-  crypto
+/** What the connection is made from: a changed timeout keeps the client (and the calls on it). */
+function configKey({ tool_timeout_seconds: _timeout, ...connection }: McpServerConfig): string {
+  return crypto
     .createHash('sha256')
-    .update(JSON.stringify(canonical(config)))
+    .update(JSON.stringify(canonical(connection)))
     .digest('hex');
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -122,7 +136,8 @@ export class McpClientPool {
    * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
    * did, and the next call connects again. Asked for with a plain request, as the tools are listed
    * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
-   * stored tool's output schema (tool-result.ts).
+   * stored tool's output schema (tool-result.ts). A tool that runs as a task is followed to its end
+   * (tasks.ts), or resumed from `taskId`.
    */
   async callTool(
     server: McpServerRef,
@@ -132,6 +147,14 @@ export class McpClientPool {
   ): Promise<CallToolResult> {
     return this.using(server, async (client) => {
       this.schemas.get(client)?.set(name, options.inputSchema);
+      if (options.taskId || runsAsTask(client, options.taskSupport)) {
+        const { taskPollMs: pollMs, timeouts } = this.options;
+        return callToolAsTask(client, name, args, {
+          ...options,
+          pollMs,
+          cancelTimeoutMs: timeouts.connectMs,
+        });
+      }
       try {
         const params = { name, arguments: args };
         return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {

@@ -27,9 +27,11 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
       `The server's type is ${stored.mcp_server_type}: delete it and register it again to change its type`,
     );
   }
+  const tool_timeout_seconds = update.tool_timeout_seconds ?? stored.tool_timeout_seconds;
   if (stored.mcp_server_type === 'stdio') {
     return {
       ...stored,
+      tool_timeout_seconds,
       command: update.command ?? stored.command,
       args: update.args ?? stored.args,
       env: update.env ? unmaskValues(update.env, stored.env) : stored.env,
@@ -37,6 +39,7 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
   }
   return {
     ...stored,
+    tool_timeout_seconds,
     server_url: update.server_url ?? stored.server_url,
     auth_header: update.auth_header ?? stored.auth_header,
     auth_token: update.auth_token ? unmaskSecret(update.auth_token, stored.auth_token) : stored.auth_token,

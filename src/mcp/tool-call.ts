@@ -8,7 +8,7 @@ import type { McpCallOptions, McpClientPool } from './client-pool';
 import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
 import { mcpToolResult, type McpToolResult } from './tool-result';
-import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf } from './tool-sync';
+import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } from './tool-sync';
 
 /** A tool whose server is gone: the tool's failure. */
 export const serverGone = (tool: ToolRow) =>
@@ -38,9 +38,11 @@ export async function callMcpTool(
 ): Promise<McpToolResult> {
   const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
   try {
-    const inputSchema = mcpInputSchemaOf(tool);
-    const called = stripOptionalNulls(args, parameters);
-    const result = await pool.callTool(server, tool.name, called, { ...options, inputSchema });
+    const result = await pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), {
+      inputSchema: mcpInputSchemaOf(tool),
+      taskSupport: mcpTaskSupportOf(tool),
+      ...options,
+    });
     return mcpToolResult(tool.name, result, mcpOutputSchemaOf(tool));
   } catch (error) {
     if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);

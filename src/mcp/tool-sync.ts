@@ -21,6 +21,7 @@ import { schemaHealth } from '../tools/schema-health';
 import { strictParameters } from '../tools/strict-mode';
 import { normalizeMcpSchema } from './normalize-schema';
 import { paramHeaderProblem } from './request-headers';
+import type { TaskSupport } from './tasks';
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
@@ -37,6 +38,8 @@ export interface McpToolMetadata {
   input_schema: Record<string, unknown>;
   /** The tool's `outputSchema`, which its structured results are checked against. */
   output_schema?: Record<string, unknown>;
+  /** The tool's `execution.taskSupport` when it may run as a task (src/mcp/tasks.ts). */
+  task_support?: TaskSupport;
 }
 
 export interface SyncSummary {
@@ -56,6 +59,13 @@ export const mcpServerIdOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(
 export const mcpOutputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.output_schema;
 
 export const mcpInputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.input_schema;
+export const mcpTaskSupportOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.task_support;
+
+/** 'required' or 'optional'; 'forbidden', or none, is a plain call. */
+function taskSupportOf(tool: Tool): TaskSupport | undefined {
+  const support = tool.execution?.taskSupport;
+  return support === 'required' || support === 'optional' ? support : undefined;
+}
 
 /** Letta's generate_tool_schema_for_mcp, without request_heartbeat (the v3 loop has none). */
 function schemaOf(tool: Tool): Record<string, unknown> {
@@ -95,6 +105,7 @@ function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unkno
     server_name: server.server_name,
     input_schema: tool.inputSchema,
     ...(tool.outputSchema ? { output_schema: tool.outputSchema } : {}),
+    ...(taskSupportOf(tool) ? { task_support: taskSupportOf(tool) } : {}),
   };
   const tag = mcpToolTag(server.server_name);
   return {

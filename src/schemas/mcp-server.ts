@@ -6,11 +6,15 @@ import { z } from 'zod';
 
 const StringMap = z.record(z.string(), z.string());
 
+/** Ours (Letta has none): the longest one call of the server's tools may take, unless the tool sets its own. */
+const toolTimeoutSeconds = z.number().positive().nullish();
+
 export const StdioConfigSchema = z.object({
   mcp_server_type: z.literal('stdio'),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: StringMap.nullish(),
+  tool_timeout_seconds: toolTimeoutSeconds,
 });
 
 /**
@@ -36,6 +40,7 @@ const httpFields = {
   auth_token: z.string().nullish(),
   custom_headers: StringMap.nullish(),
   oauth: McpOauthConfigSchema.nullish(),
+  tool_timeout_seconds: toolTimeoutSeconds,
 };
 export const SseConfigSchema = z.object({ mcp_server_type: z.literal('sse'), ...httpFields });
 export const StreamableHttpConfigSchema = z.object({

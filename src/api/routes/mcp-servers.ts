@@ -29,6 +29,7 @@ import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
 import { ToolError } from '../../tools/tool-error';
+import { mcpToolTimeoutMs } from '../../tools/tool-timeout';
 import type { ToolRow } from '../../db/rows';
 
 const BASE = '/v1/mcp-servers';
@@ -61,7 +62,9 @@ export async function runMcpToolNow(
     throw error instanceof ToolError ? new HttpError(404, error.message) : error;
   });
   const result = await fromServer(server.server_name, 502, () =>
-    callMcpTool(ctx.mcp, server, tool, args, { timeoutMs: ctx.config.MCP_CALL_TIMEOUT_MS }),
+    callMcpTool(ctx.mcp, server, tool, args, {
+      timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? ctx.config.MCP_CALL_TIMEOUT_MS,
+    }),
   );
   // An MCP call has no process output.
   return toolExecutionShape(

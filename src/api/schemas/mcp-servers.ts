@@ -8,7 +8,12 @@ export const RefreshQuery = z.object({ agent_id: idOf('agent').optional() });
 export const McpToolRunSchema = z.object({ args: z.record(z.string(), z.unknown()).default({}) });
 
 const StringMap = z.record(z.string(), z.string());
-const ServerFields = { id: z.string(), server_name: z.string() };
+const ServerFields = {
+  id: z.string(),
+  server_name: z.string(),
+  /** Ours: the longest one call of its tools may take, unless the tool sets its own. */
+  tool_timeout_seconds: z.number().nullish(),
+};
 const HttpFields = {
   server_url: z.string(),
   auth_header: z.string().nullish(),

@@ -60,6 +60,15 @@ function scopeUnion(...scopes: (string | undefined)[]): string | undefined {
 /** An https address with a path: what the spec accepts as a client ID metadata document's URL. */
 const isDocumentUrl = (url: string) => /^https:\/\/[^/]+\/.+/.test(url);
 
+/**
+ * OpenID's application type (MCP's SEP-837): a server reached on a loopback address is a native
+ * client (its redirect URI is http on localhost), one reached on any other address a web client.
+ */
+function applicationTypeOf(publicUrl: string): 'native' | 'web' {
+  const host = new URL(publicUrl).hostname;
+  return host === 'localhost' || host === '[::1]' || /^127\./.test(host) ? 'native' : 'web';
+}
+
 /** This server's client metadata, as registered (DCR) or published (its client ID metadata document). */
 export function clientMetadataOf(publicUrl: string, scope?: string | null): OAuthClientMetadata {
   return {
@@ -68,6 +77,8 @@ export function clientMetadataOf(publicUrl: string, scope?: string | null): OAut
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
+    // Not in the SDK's type, which the registration request sends whole.
+    ...{ application_type: applicationTypeOf(publicUrl) },
     ...(isDocumentUrl(publicUrl) ? { client_uri: publicUrl } : {}),
     ...(scope ? { scope } : {}),
   };
@@ -265,6 +276,21 @@ export class McpOauth {
     const serverId = await takePendingAuthorization(this.db, digest(state));
     if (!serverId) throw new OauthStateError('This authorization is unknown, used or expired');
     return serverId;
+  }
+
+  /**
+   * Checks the callback's `iss` against the issuer of the authorization server the flow began with
+   * (RFC 9207, as MCP's SEP-2468 asks): compared as the exact string, required when that server says
+   * it sends one, and compared whenever present; a mismatch is an answer from a server other than ours.
+   */
+  async checkIssuer(serverId: string, iss: string | undefined): Promise<void> {
+    const metadata = (await getMcpOauth(this.db, serverId))?.discovery?.authorizationServerMetadata;
+    const advertised: Record<string, unknown> = { ...metadata };
+    const required = advertised.authorization_response_iss_parameter_supported === true;
+    if (iss === undefined && !required) return;
+    if (iss === undefined) throw new OauthStateError('The authorization response has no issuer (iss)');
+    if (iss !== metadata?.issuer)
+      throw new OauthStateError(`The authorization response comes from another issuer (${iss})`);
   }
 
   /** Exchanges the callback's code for tokens, stored for every process. */

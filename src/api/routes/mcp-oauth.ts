@@ -16,6 +16,7 @@ import { syncMcpTools } from '../../mcp/tool-sync';
 const CallbackQuery = z.object({
   code: z.string().min(1).optional(),
   state: z.string().min(1).max(512).optional(),
+  iss: z.string().max(2048).optional(),
   error: z.string().max(200).optional(),
   error_description: z.string().max(1000).optional(),
 });
@@ -43,7 +44,7 @@ export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
       response: CallbackAnswer,
     },
     async (req, res) => {
-      const { code, state, error, error_description } = parseQuery(CallbackQuery, req);
+      const { code, state, iss, error, error_description } = parseQuery(CallbackQuery, req);
       if (!state) throw new HttpError(400, 'Missing state parameter');
       const serverId = await oauth()
         .takePending(state)
@@ -56,6 +57,11 @@ export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
           `OAuth error: ${error}${error_description ? ` - ${error_description}` : ''}`,
         );
       if (!code) throw new HttpError(400, 'Missing authorization code');
+      await oauth()
+        .checkIssuer(serverId, iss)
+        .catch((failure: unknown) => {
+          throw new HttpError(400, (failure as Error).message);
+        });
       const server = await repo.getMcpServer(ctx.db, serverId);
       if (!server) throw new HttpError(404, `MCP server ${serverId} was deleted`);
       const failed = (what: string) => (failure: unknown) => {

@@ -6,7 +6,8 @@
  * the adapter only drives it through the REST API of the server at LETTA_URL: it registers the test
  * server (which connects, initializes and lists its tools), runs what the scenario calls directly
  * (POST /v1/mcp-servers/{id}/tools/{tool}/run: the same callMcpTool, src/mcp/tool-call.ts, as an
- * agent's step, without a model), then deletes the registration. It exits non-zero when a step fails, so the
+ * agent's step, without a model; its elicitations answered as the request's `elicitation_response` says),
+ * then deletes the registration. It exits non-zero when a step fails, so the
  * suite's log says which.
  */
 import process from 'node:process';
@@ -35,10 +36,10 @@ async function api(method, path, body) {
 }
 
 /** Runs a tool of the registered server; a call that errors is a failed step. */
-async function run(serverId, tools, name, args) {
+async function run(serverId, tools, name, args, extra = {}) {
   const tool = tools.find((t) => t.name === name);
   if (!tool) throw new Error(`the server listed no tool '${name}' (it listed ${tools.map((t) => t.name)})`);
-  const result = await api('POST', `/v1/mcp-servers/${serverId}/tools/${tool.id}/run`, { args });
+  const result = await api('POST', `/v1/mcp-servers/${serverId}/tools/${tool.id}/run`, { args, ...extra });
   say(`${name}: ${result.status} ${JSON.stringify(result.func_return)}`);
   if (result.status !== 'success') throw new Error(`${name} did not succeed`);
   return result;
@@ -51,8 +52,9 @@ const scenarios = {
   tools_call: (id, tools) => run(id, tools, tools[0]?.name, { a: 2, b: 3 }),
   // The tool's answer comes on a stream the server closes: the client must come back after `retry`.
   'sse-retry': (id, tools) => run(id, tools, tools[0]?.name, {}),
+  // Accepted with no content: the requested schema's defaults are the answer (SEP-1034).
   'elicitation-sep1034-client-defaults': (id, tools) =>
-    run(id, tools, 'test_client_elicitation_defaults', {}),
+    run(id, tools, 'test_client_elicitation_defaults', {}, { elicitation_response: { action: 'accept' } }),
   // The schema as this server stored and would show it to a model, echoed back: keywords dropped on
   // the way are what the scenario looks for.
   'json-schema-2020-12-preservation': (id, tools) => {

@@ -448,6 +448,7 @@ function mcpClientPool(config: Config, stdio: McpStdioLauncher, db: Database, lo
     stdio,
     reconnectInitialMs: config.MCP_RECONNECT_INITIAL_MS,
     reconnectMaxMs: config.MCP_RECONNECT_MAX_MS,
+    elicitationHoldMs: config.MCP_ELICITATION_HOLD_MS,
     log,
     onToolsChanged: async (serverId, tools) => {
       const { added, updated, deleted } = await syncMcpTools(db, serverId, tools);

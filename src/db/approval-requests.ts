@@ -1,6 +1,7 @@
 /** The record of every pause for approval: what was asked, and who answered what (migration 0026). */
 import type { Queryable } from './database';
 import { json, keysetPage, whereClause, type Page } from './sql';
+import type { ShownElicitation } from '../agent/elicitations';
 
 /** Who answered: the password's holder, a scoped token, a signed link, or the server itself. */
 export interface Answerer {
@@ -23,7 +24,9 @@ export interface ApprovalCallRow {
   tool_name: string;
   /** The model's arguments, as JSON text: what the approver saw. */
   arguments: string;
-  kind: 'approval' | 'client_tool';
+  /** `elicitation`: the call is running, and its MCP server asks the user what `elicitation` shows. */
+  kind: 'approval' | 'client_tool' | 'elicitation';
+  elicitation: ShownElicitation | null;
   decision: CallDecision | null;
   reason: string | null;
   /** The arguments the call ran with instead, as JSON text, when the approver edited them. */
@@ -55,7 +58,7 @@ export type NewApprovalRequest = Pick<
   | 'workflow_id'
   | 'requested_at'
   | 'expires_at'
-> & { calls: Pick<ApprovalCallRow, 'tool_call_id' | 'tool_name' | 'arguments' | 'kind'>[] };
+> & { calls: Pick<ApprovalCallRow, 'tool_call_id' | 'tool_name' | 'arguments' | 'kind' | 'elicitation'>[] };
 
 /** Records a pause with the agent's blocks as they are in this transaction. */
 export async function insertApprovalRequest(tx: Queryable, request: NewApprovalRequest): Promise<void> {
@@ -78,8 +81,10 @@ export async function insertApprovalRequest(tx: Queryable, request: NewApprovalR
     ],
   );
   await tx.query(
-    `INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind)
-     SELECT c->>'tool_call_id', $1, (ord - 1)::int, c->>'tool_name', c->>'arguments', c->>'kind'
+    `INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind,
+       elicitation)
+     SELECT c->>'tool_call_id', $1, (ord - 1)::int, c->>'tool_name', c->>'arguments', c->>'kind',
+       nullif(c->'elicitation', 'null'::jsonb)
      FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(c, ord)
      ON CONFLICT (tool_call_id) DO NOTHING`,
     [request.request_message_id, json(request.calls)],

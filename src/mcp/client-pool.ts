@@ -5,16 +5,12 @@
  */
 import crypto from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  CallToolResultSchema,
-  type CallToolResult,
-  type Progress,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, type ElicitResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   connectMcp,
   isAuthFailure,
   isRequestTimeout,
+  joinMcpSession,
   listMcpTools,
   McpAuthError,
   McpConnectionError,
@@ -24,6 +20,16 @@ import {
 } from './connection';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { Logger } from '../logger';
+import type { ElicitationSession } from '../db/mcp-elicitations';
+import {
+  answerElicitations,
+  CallInFlight,
+  noteToken,
+  track,
+  type ElicitationHandling,
+  type HeldCall,
+  type McpCallOutcome,
+} from './elicited-calls';
 
 export interface McpPoolOptions {
   timeouts: McpTimeouts;
@@ -32,6 +38,8 @@ export interface McpPoolOptions {
   /** The wait before the second connection attempt in a row; it doubles with each failure after. */
   reconnectInitialMs: number;
   reconnectMaxMs: number;
+  /** How long a call paused for an elicitation is kept open for its answer (MCP_ELICITATION_HOLD_MS). */
+  elicitationHoldMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
   log: Logger;
@@ -46,6 +54,8 @@ export interface McpCallOptions {
   timeoutMs: number;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /** How the server's elicitations are answered; without it, declined. */
+  elicitation?: ElicitationHandling;
 }
 
 interface Entry {
@@ -80,6 +90,8 @@ export class McpClientPool {
   private readonly entries = new Map<string, Entry>();
   /** Connection attempts that failed in a row, per server. */
   private readonly failures = new Map<string, number>();
+  /** Calls paused for an elicitation's answer, by the key they paused under (their tool call's id). */
+  private readonly held = new Map<string, HeldCall>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
   private closed = false;
 
@@ -110,31 +122,122 @@ export class McpClientPool {
    * McpTimeoutError; a refusal of the credentials an McpAuthError; a broken connection fails as it
    * did, and the next call connects again. Asked for with a plain request, as the tools are listed
    * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
-   * stored tool's output schema (tool-result.ts).
+   * stored tool's output schema (tool-result.ts). A call that pauses for an elicitation
+   * (`options.elicitation.pauseAs`) ends with what the server asked, and stays open here until
+   * `answerHeld` gives the answer.
    */
   async callTool(
     server: McpServerRef,
     name: string,
     args: Record<string, unknown>,
     options: McpCallOptions,
-  ): Promise<CallToolResult> {
+  ): Promise<McpCallOutcome> {
     return this.using(server, async (client) => {
-      try {
-        const params = { name, arguments: args };
-        return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {
-          timeout: options.timeoutMs,
-          signal: options.signal,
-          onprogress: options.onProgress,
-        });
-      } catch (error) {
-        if (isRequestTimeout(error) && !options.signal?.aborted) {
-          throw new McpTimeoutError(
-            `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
-          );
-        }
-        throw error;
-      }
+      const flight = new CallInFlight(options.elicitation);
+      const abort = new AbortController();
+      const pauses = options.elicitation && 'pauseAs' in options.elicitation;
+      const call = client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
+        // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
+        timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
+        signal: abort.signal,
+        onprogress: options.onProgress,
+        onresumptiontoken: (token) => noteToken(client, flight, token),
+      });
+      track(client, flight, call);
+      return this.follow({ flight, call, abort }, name, options);
     });
+  }
+
+  /**
+   * Answers the elicitation of the call held under `key` and follows the call on: none when this
+   * process holds no such call (it was started by a process that stopped, or its hold ran out).
+   */
+  async answerHeld(key: string, answer: ElicitResult, name: string, options: McpCallOptions) {
+    const held = this.held.get(key);
+    if (!held) return undefined;
+    this.held.delete(key);
+    held.respond(answer);
+    return this.follow(held, name, options);
+  }
+
+  /**
+   * Takes up a call on the session its server still keeps, from the event before its elicitation:
+   * the server sends the elicitation again, which gets `answer`, then the call's result. The tool is
+   * not called again.
+   */
+  async resumeCall(
+    server: McpServerRef,
+    session: ElicitationSession,
+    answer: ElicitResult,
+    name: string,
+    options: McpCallOptions,
+  ): Promise<McpCallOutcome> {
+    const client = await joinMcpSession(server.config, session.sessionId, this.options.timeouts);
+    answerElicitations(client);
+    const abort = new AbortController();
+    // The stream's resumption failing (the session gone, the event no longer stored) is reported here.
+    client.onerror = (error) =>
+      abort.abort(new McpConnectionError(`the MCP server did not take the call up again: ${error.message}`));
+    let answered = false;
+    const flight = new CallInFlight({
+      answer: () => (answered ? { action: 'cancel' } : ((answered = true), answer)),
+    });
+    try {
+      const call = client.request({ method: 'tools/call', params: { name, arguments: {} } }, CallToolResultSchema, {
+        timeout: options.timeoutMs,
+        signal: abort.signal,
+        onprogress: options.onProgress,
+        resumptionToken: session.resumptionToken,
+      });
+      track(client, flight, call);
+      return await this.follow({ flight, call, abort }, name, options);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Waits for the call's result or its next elicitation, whichever comes first, for at most the
+   * tool's timeout; a call that pauses is held open under its key.
+   */
+  private async follow(
+    held: Omit<HeldCall, 'respond'>,
+    name: string,
+    options: McpCallOptions,
+  ): Promise<McpCallOutcome> {
+    const { flight, call, abort } = held;
+    const timeout = new McpTimeoutError(
+      `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
+    );
+    const timer = setTimeout(() => abort.abort(timeout), options.timeoutMs);
+    const cancel = () => abort.abort(options.signal?.reason);
+    options.signal?.addEventListener('abort', cancel);
+    try {
+      const next = await Promise.race([call.then((result) => ({ result })), flight.next().then((asked) => ({ asked }))]);
+      if ('result' in next) return next;
+      const { respond, ...pending } = next.asked;
+      this.hold(flight.handling as { pauseAs: string }, { ...held, respond });
+      return { pending };
+    } catch (error) {
+      if (abort.signal.reason === timeout || (isRequestTimeout(error) && !options.signal?.aborted)) throw timeout;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', cancel);
+    }
+  }
+
+  /** Keeps a paused call until its answer, or until the SDK gives the call up (ELICITATION_HOLD_MS). */
+  private hold({ pauseAs }: { pauseAs: string }, held: HeldCall): void {
+    this.held.set(pauseAs, held);
+    held.call.then(
+      () => undefined,
+      () => {
+        if (this.held.get(pauseAs) !== held) return;
+        this.held.delete(pauseAs);
+        held.respond({ action: 'cancel' });
+      },
+    );
   }
 
   /** Closes the server's client, if there is one (its config changed, or it was deleted). */
@@ -171,6 +274,7 @@ export class McpClientPool {
     try {
       const { timeouts, stdio } = this.options;
       const client = await connectMcp(server.config, timeouts, stdio, () => this.toolsChanged(server));
+      answerElicitations(client);
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);

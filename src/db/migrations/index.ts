@@ -29,6 +29,7 @@ import { accessTokens } from './0023-access-tokens';
 import { callTokens } from './0024-call-tokens';
 import { hiddenConversations } from './0025-hidden-conversations';
 import { approvalRequests } from './0026-approval-requests';
+import { mcpElicitations } from './0028-mcp-elicitations';
 
 export const migrations: Migration[] = [
   initial,
@@ -57,4 +58,5 @@ export const migrations: Migration[] = [
   callTokens,
   hiddenConversations,
   approvalRequests,
+  mcpElicitations,
 ];

@@ -32,11 +32,7 @@ import type {
 import { flushToolReturns, usageRecord } from './run-records';
 import { startRunCallback } from './run';
 import { markApprovalRequest } from '../src/db/messages';
-import {
-  answeredElicitations,
-  shownElicitations,
-  type ShownElicitation,
-} from '../src/agent/elicitations';
+import { answeredElicitations, shownElicitations, type ShownElicitation } from '../src/agent/elicitations';
 import type { ApprovalActivities } from '../contracts/activities';
 
 const DEFAULT_MAX_STEPS = 50;
@@ -281,7 +277,9 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
         const scope = { agentId: input.agentId, conversationId: message.conversation_id };
         if (!run || !isActiveRun(run)) return { wait: waitOf(await pendingApproval(tx, scope), message.id) };
         const shown = await shownElicitations(tx, input.toolCallIds);
-        await markApprovalRequest(tx, message.id, { tool_call_ids: input.toolCallIds, elicitations: shown });
+        // As text: a jsonb object would sort the requested schema's fields, which a form shows in order.
+        const elicitations = JSON.stringify(shown);
+        await markApprovalRequest(tx, message.id, { tool_call_ids: input.toolCallIds, elicitations });
         const calls = (message.tool_calls ?? [])
           .filter((call) => input.toolCallIds.includes(call.id))
           .map((call) => ({

@@ -177,7 +177,10 @@ export interface EnterPauseInput {
 }
 
 /** Calls of a reply that wait for their MCP servers' elicitations: the run pauses for them. */
-export type ElicitationPauseInput = Pick<EnterPauseInput, 'agentId' | 'runId' | 'messageId' | 'toolCallIds' | 'usage'>;
+export type ElicitationPauseInput = Pick<
+  EnterPauseInput,
+  'agentId' | 'runId' | 'messageId' | 'toolCallIds' | 'usage'
+>;
 
 /** What the turn does with an answer: the calls to run now (approved or never in question). */
 export interface ResumePlan {

@@ -672,7 +672,7 @@ export const ConfigSchema = z.object({
     .max(2_000_000_000)
     .default(86_400_000)
     .describe(
-      "how long a worker keeps an MCP tool call open while its step is paused for the server's elicitation; past it the call is given up (the server is told it is cancelled) and an answer that comes later gets an error result",
+      "how long a worker keeps an MCP call open while its step waits for an answer to the server's elicitation; past it the server is told the call is cancelled",
     ),
   MCP_STDIO: z
     .enum(['sandboxed', 'off', 'host'])

@@ -5,11 +5,10 @@ import Letta from '@letta-ai/letta-client';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { eventually } from './helpers/eventually';
-import { freePort, testTemporalAddress } from './helpers/env';
-import { startProcess, type StartedProcess } from './helpers/process';
+import { testTemporalAddress } from './helpers/env';
+import { startElicitServer } from './helpers/mcp-servers';
+import type { StartedProcess } from './helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
-
-const ELICIT_SERVER = path.join(__dirname, 'fixtures', 'mcp', 'elicit-server.mjs');
 
 interface Elicitation {
   tool_call_id: string;
@@ -36,8 +35,7 @@ describe('MCP elicitation as a durable pause', () => {
   let stub: OpenAiStub;
   let env: Record<string, string>;
   let server: StartedProcess;
-  let mcp: StartedProcess;
-  let mcpUrl: string;
+  let elicit: Awaited<ReturnType<typeof startElicitServer>>;
   let client: Letta;
   let toolId: string;
 
@@ -45,11 +43,7 @@ describe('MCP elicitation as a durable pause', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-elicit-'));
     schema = await createTestSchema();
     stub = await startOpenAiStub();
-    const mcpPort = await freePort();
-    mcp = startProcess(process.execPath, [ELICIT_SERVER, String(mcpPort)], { PATH: process.env.PATH ?? '' });
-    mcpUrl = `http://127.0.0.1:${mcpPort}`;
-    const listening = () => fetch(`${mcpUrl}/answers`).then((r) => r.ok, () => false);
-    expect(await eventually(listening, Boolean)).toBe(true);
+    elicit = await startElicitServer();
     env = await serverProcessEnv({
       dataDir,
       databaseUrl: schema.url,
@@ -61,22 +55,21 @@ describe('MCP elicitation as a durable pause', () => {
     client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
     const registered = await client.mcpServers.create({
       server_name: 'booking',
-      config: { mcp_server_type: 'streamable_http', server_url: `${mcpUrl}/mcp` },
+      config: { mcp_server_type: 'streamable_http', server_url: elicit.url },
     });
     const tools = await client.mcpServers.tools.list(registered.id!);
     toolId = tools.find((tool) => tool.name === 'book_table')!.id!;
   });
   afterAll(async () => {
     if (server) await killProcess(server, 'SIGKILL');
-    if (mcp) await killProcess(mcp, 'SIGKILL');
+    if (elicit) await killProcess(elicit.process, 'SIGKILL');
     await stub?.close();
     await schema?.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** What the MCP server was answered, in order. */
-  const answersGot = async () =>
-    (await (await fetch(`${mcpUrl}/answers`)).json()) as { action: string; content?: unknown }[];
+  const answersGot = () => elicit.answers();
 
   /** An agent whose model calls book_table: its step pauses for the server's question. */
   async function pausedStep(extra: Record<string, unknown> = {}) {
@@ -118,7 +111,10 @@ describe('MCP elicitation as a durable pause', () => {
       elicitation: Elicitation | null;
     }[];
     expect(inbox).toEqual([
-      expect.objectContaining({ kind: 'elicitation', elicitation: expect.objectContaining({ tool_call_id: callId }) }),
+      expect.objectContaining({
+        kind: 'elicitation',
+        elicitation: expect.objectContaining({ tool_call_id: callId }),
+      }),
     ]);
 
     await killProcess(server, 'SIGKILL');
@@ -196,7 +192,11 @@ describe('MCP elicitation as a durable pause', () => {
     const before = (await answersGot()).length;
     await pausedStep({ approval_timeout_seconds: 2 });
     stub.enqueue({ text: 'no booking then' });
-    const got = await eventually(async () => (await answersGot()).slice(before), (a) => a.length > 0, 30_000);
+    const got = await eventually(
+      async () => (await answersGot()).slice(before),
+      (a) => a.length > 0,
+      30_000,
+    );
     expect(got).toEqual([{ action: 'cancel' }]);
   });
 });

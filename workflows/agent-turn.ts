@@ -269,7 +269,9 @@ async function afterCalls(
   { outcome, history }: Progress,
 ): Promise<RequestOutcome | undefined> {
   const eliciting = calls.filter((_, i) => outcomes[i].waitsFor === 'elicitation');
-  calls.forEach((call, i) => outcomes[i].waitsFor || history.push({ name: call.name, output: outcomes[i].output }));
+  calls.forEach(
+    (call, i) => outcomes[i].waitsFor || history.push({ name: call.name, output: outcomes[i].output }),
+  );
   if (eliciting.length && patched(ELICITATION_PAUSE)) {
     const wait = await turn.acts.run.pauseForElicitation({
       agentId: turn.agentId,

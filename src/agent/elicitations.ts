@@ -74,9 +74,13 @@ function resultFor(
   const id = elicitation.tool_call_id;
   if (answeredBy.kind === 'timeout' || answeredBy.kind === 'cancel' || !answer) return { action: 'cancel' };
   if (answer.type !== 'approval')
-    throw invalid(`Tool call ${id}: its MCP server asks a question; answer it with an approval, not a tool return`);
+    throw invalid(
+      `Tool call ${id}: its MCP server asks a question; answer it with an approval, not a tool return`,
+    );
   if (answer.arguments)
-    throw invalid(`Tool call ${id}: it is running already and its arguments cannot change; answer its elicitation`);
+    throw invalid(
+      `Tool call ${id}: it is running already and its arguments cannot change; answer its elicitation`,
+    );
   try {
     return elicitResultOf(elicitation.params, answer.approve, answer.elicitation_response);
   } catch (error) {

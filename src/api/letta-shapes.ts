@@ -319,8 +319,7 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
       }));
       // Calls that waited for approval are Letta's approval request; its otid is the message id.
       const asked = row.metadata?.approval_request as
-        | { tool_call_ids: string[]; elicitations?: ShownElicitation[] }
-        | undefined;
+        { tool_call_ids: string[]; elicitations?: string } | undefined;
       const waiting = asked?.tool_call_ids;
       const running = calls.filter((c) => !waiting?.includes(c.tool_call_id));
       const requested = calls.filter((c) => waiting?.includes(c.tool_call_id));
@@ -339,7 +338,10 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
           message_type: 'approval_request_message',
           tool_call: requested[0],
           tool_calls: requested,
-          ...(asked?.elicitations?.length ? { elicitations: asked.elicitations } : {}),
+          // Kept as JSON text: the requested schemas' fields in the servers' order (activities/approvals.ts).
+          ...(asked?.elicitations
+            ? { elicitations: JSON.parse(asked.elicitations) as ShownElicitation[] }
+            : {}),
         });
       }
       return parts;

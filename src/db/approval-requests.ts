@@ -84,8 +84,8 @@ export async function insertApprovalRequest(tx: Queryable, request: NewApprovalR
     `INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind,
        elicitation)
      SELECT c->>'tool_call_id', $1, (ord - 1)::int, c->>'tool_name', c->>'arguments', c->>'kind',
-       nullif(c->'elicitation', 'null'::jsonb)
-     FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(c, ord)
+       CASE WHEN json_typeof(c->'elicitation') = 'object' THEN c->'elicitation' END
+     FROM json_array_elements($2::json) WITH ORDINALITY AS t(c, ord)
      ON CONFLICT (tool_call_id) DO NOTHING`,
     [request.request_message_id, json(request.calls)],
   );
@@ -184,7 +184,8 @@ export async function stillWaits(db: Queryable, requestMessageId: string): Promi
 
 export type ApprovalRecord = ApprovalRequestRow & { calls: ApprovalCallRow[] };
 
-const RECORD = `SELECT r.*, (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.position), '[]')
+// json, not jsonb: an elicitation's requested schema keeps its fields' order.
+const RECORD = `SELECT r.*, (SELECT coalesce(json_agg(to_json(c) ORDER BY c.position), '[]')
     FROM approval_calls c WHERE c.request_message_id = r.request_message_id) AS calls
   FROM approval_requests r`;
 

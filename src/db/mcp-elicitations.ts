@@ -22,18 +22,32 @@ export interface McpElicitationRow {
 /** Records the server's request; a later request of the same call replaces the earlier one and its answer. */
 export async function recordElicitation(
   q: Queryable,
-  row: { toolCallId: string; serverId: string; params: ElicitRequestFormParams; session?: ElicitationSession },
+  row: {
+    toolCallId: string;
+    serverId: string;
+    params: ElicitRequestFormParams;
+    session?: ElicitationSession;
+  },
 ): Promise<void> {
   await q.query(
     `INSERT INTO mcp_elicitations (tool_call_id, server_id, params, session_id, resumption_token)
      VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (tool_call_id) DO UPDATE SET server_id = $2, params = $3, session_id = $4,
        resumption_token = $5, answer = NULL, created_at = now()`,
-    [row.toolCallId, row.serverId, json(row.params), row.session?.sessionId ?? null, row.session?.resumptionToken ?? null],
+    [
+      row.toolCallId,
+      row.serverId,
+      json(row.params),
+      row.session?.sessionId ?? null,
+      row.session?.resumptionToken ?? null,
+    ],
   );
 }
 
-export async function getElicitation(q: Queryable, toolCallId: string): Promise<McpElicitationRow | undefined> {
+export async function getElicitation(
+  q: Queryable,
+  toolCallId: string,
+): Promise<McpElicitationRow | undefined> {
   const [row] = await q.query<McpElicitationRow>('SELECT * FROM mcp_elicitations WHERE tool_call_id = $1', [
     toolCallId,
   ]);
@@ -48,6 +62,13 @@ export function waitingElicitations(q: Queryable, toolCallIds: string[]): Promis
   );
 }
 
-export async function setElicitationAnswer(q: Queryable, toolCallId: string, answer: ElicitResult): Promise<void> {
-  await q.query('UPDATE mcp_elicitations SET answer = $2 WHERE tool_call_id = $1', [toolCallId, json(answer)]);
+export async function setElicitationAnswer(
+  q: Queryable,
+  toolCallId: string,
+  answer: ElicitResult,
+): Promise<void> {
+  await q.query('UPDATE mcp_elicitations SET answer = $2 WHERE tool_call_id = $1', [
+    toolCallId,
+    json(answer),
+  ]);
 }

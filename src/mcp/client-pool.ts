@@ -5,7 +5,12 @@
  */
 import crypto from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, type ElicitResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  type ElicitResult,
+  type Progress,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import {
   connectMcp,
   isAuthFailure,
@@ -136,13 +141,17 @@ export class McpClientPool {
       const flight = new CallInFlight(options.elicitation);
       const abort = new AbortController();
       const pauses = options.elicitation && 'pauseAs' in options.elicitation;
-      const call = client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
-        // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
-        timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
-        signal: abort.signal,
-        onprogress: options.onProgress,
-        onresumptiontoken: (token) => noteToken(client, flight, token),
-      });
+      const call = client.request(
+        { method: 'tools/call', params: { name, arguments: args } },
+        CallToolResultSchema,
+        {
+          // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
+          timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
+          signal: abort.signal,
+          onprogress: options.onProgress,
+          onresumptiontoken: (token) => noteToken(client, flight, token),
+        },
+      );
       track(client, flight, call);
       return this.follow({ flight, call, abort }, name, options);
     });
@@ -183,12 +192,16 @@ export class McpClientPool {
       answer: () => (answered ? { action: 'cancel' } : ((answered = true), answer)),
     });
     try {
-      const call = client.request({ method: 'tools/call', params: { name, arguments: {} } }, CallToolResultSchema, {
-        timeout: options.timeoutMs,
-        signal: abort.signal,
-        onprogress: options.onProgress,
-        resumptionToken: session.resumptionToken,
-      });
+      const call = client.request(
+        { method: 'tools/call', params: { name, arguments: {} } },
+        CallToolResultSchema,
+        {
+          timeout: options.timeoutMs,
+          signal: abort.signal,
+          onprogress: options.onProgress,
+          resumptionToken: session.resumptionToken,
+        },
+      );
       track(client, flight, call);
       return await this.follow({ flight, call, abort }, name, options);
     } finally {
@@ -213,13 +226,17 @@ export class McpClientPool {
     const cancel = () => abort.abort(options.signal?.reason);
     options.signal?.addEventListener('abort', cancel);
     try {
-      const next = await Promise.race([call.then((result) => ({ result })), flight.next().then((asked) => ({ asked }))]);
+      const next = await Promise.race([
+        call.then((result) => ({ result })),
+        flight.next().then((asked) => ({ asked })),
+      ]);
       if ('result' in next) return next;
       const { respond, ...pending } = next.asked;
       this.hold(flight.handling as { pauseAs: string }, { ...held, respond });
       return { pending };
     } catch (error) {
-      if (abort.signal.reason === timeout || (isRequestTimeout(error) && !options.signal?.aborted)) throw timeout;
+      if (abort.signal.reason === timeout || (isRequestTimeout(error) && !options.signal?.aborted))
+        throw timeout;
       throw error;
     } finally {
       clearTimeout(timer);

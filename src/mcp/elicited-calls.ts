@@ -18,7 +18,8 @@ import {
 import type { ElicitationSession } from '../db/mcp-elicitations';
 
 /** How a call's elicitations are answered: at once, or by pausing under a key (the tool call's id). */
-export type ElicitationHandling = { answer: (params: ElicitRequestFormParams) => ElicitResult } | { pauseAs: string };
+export type ElicitationHandling =
+  { answer: (params: ElicitRequestFormParams) => ElicitResult } | { pauseAs: string };
 
 /** What a paused call's server asked, and where to take the call up again without this process. */
 export interface PendingElicitation {

@@ -45,7 +45,9 @@ export async function callMcpTool(
   options: McpCallOptions,
 ): Promise<McpToolResult | McpToolPause> {
   const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
-  return resultOf(tool, () => pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), options));
+  return resultOf(tool, () =>
+    pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), options),
+  );
 }
 
 /**

@@ -229,7 +229,7 @@ export const LettaMessageSchema = z
         .array(ElicitationSchema)
         .optional()
         .describe(
-          'An extension: the calls that wait for an answer to their MCP server\'s question (approve with `elicitation_response` to answer it)',
+          "An extension: the calls that wait for an answer to their MCP server's question (approve with `elicitation_response` to answer it)",
         ),
     }),
     z.object({

@@ -60,6 +60,16 @@ export async function answerElicitations(
   answeredBy: Answerer,
 ): Promise<void> {
   const waiting = await waitingElicitations(tx, pending.tool_call_ids);
+  const stray = answers.find(
+    (a) =>
+      a.type === 'approval' &&
+      a.elicitation_response &&
+      !waiting.some((e) => e.tool_call_id === a.tool_call_id),
+  );
+  if (stray)
+    throw invalid(
+      `Tool call ${stray.tool_call_id}: its MCP server asked nothing; elicitation_response answers a server's question`,
+    );
   for (const elicitation of waiting) {
     const answer = answers.find((a) => a.tool_call_id === elicitation.tool_call_id);
     await setElicitationAnswer(tx, elicitation.tool_call_id, resultFor(elicitation, answer, answeredBy));

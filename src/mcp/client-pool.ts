@@ -27,7 +27,7 @@ import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { Logger } from '../logger';
 import type { ElicitationSession } from '../db/mcp-elicitations';
 import {
-  answerElicitations,
+  routeElicitations,
   CallInFlight,
   noteToken,
   track,
@@ -182,7 +182,7 @@ export class McpClientPool {
     options: McpCallOptions,
   ): Promise<McpCallOutcome> {
     const client = await joinMcpSession(server.config, session.sessionId, this.options.timeouts);
-    answerElicitations(client);
+    routeElicitations(client);
     const abort = new AbortController();
     // The stream's resumption failing (the session gone, the event no longer stored) is reported here.
     client.onerror = (error) =>
@@ -291,7 +291,7 @@ export class McpClientPool {
     try {
       const { timeouts, stdio } = this.options;
       const client = await connectMcp(server.config, timeouts, stdio, () => this.toolsChanged(server));
-      answerElicitations(client);
+      routeElicitations(client);
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);

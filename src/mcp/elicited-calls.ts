@@ -89,7 +89,7 @@ const callsOf = new WeakMap<Client, ClientCalls>();
  * messages); otherwise the one call in flight. One that belongs to no call, or to one of several calls
  * on a transport that does not tell them apart, is declined.
  */
-export function answerElicitations(client: Client): void {
+export function routeElicitations(client: Client): void {
   const calls: ClientCalls = { flights: new Set(), askers: new Map() };
   callsOf.set(client, calls);
   const transport = client.transport!;

@@ -1,7 +1,7 @@
 /** The pause of an agent turn for approvals or client tools: entering it, its timeout, its answer. */
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { getMessage, latestApprovalRequest } from '../src/db/messages';
-import { finishRun as storeRunOutcome, getRun } from '../src/db/runs';
+import { finishRun as storeRunOutcome, getRun, isActiveRun, lockRun } from '../src/db/runs';
 import { recordToolExecution } from '../src/db/tool-executions';
 import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
 import type { Queryable } from '../src/db';
@@ -24,11 +24,15 @@ import type {
   ApprovalAnswered,
   ApprovalWait,
   ClientTool,
+  ElicitationPauseInput,
   EnterPauseInput,
   RecordedAnswer,
   ResumePlan,
 } from '../contracts/payloads';
 import { flushToolReturns, usageRecord } from './run-records';
+import { startRunCallback } from './run';
+import { markApprovalRequest } from '../src/db/messages';
+import { answeredElicitations, shownElicitations, type ShownElicitation } from '../src/agent/elicitations';
 import type { ApprovalActivities } from '../contracts/activities';
 
 const DEFAULT_MAX_STEPS = 50;
@@ -71,7 +75,9 @@ export interface PausedCall {
   id: string;
   name: string;
   arguments: string;
-  kind: 'approval' | 'client_tool';
+  kind: 'approval' | 'client_tool' | 'elicitation';
+  /** What the call's MCP server asks, for a call of kind `elicitation`. */
+  elicitation?: ShownElicitation;
 }
 
 /**
@@ -113,6 +119,7 @@ export async function enterPause(
       tool_name: call.name,
       arguments: call.arguments,
       kind: call.kind,
+      elicitation: call.elicitation ?? null,
     })),
   });
   await setLastStopReason(tx, input.agentId, 'requires_approval');
@@ -259,6 +266,40 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
     },
 
     /**
+     * Tool calls of the reply `messageId` wait for their MCP servers' elicitations (recorded by their
+     * activities): the reply becomes an approval request for them, showing what each server asks, and
+     * the run pauses as for an approval. Entered once: a retry finds the pause and its wait.
+     */
+    async pauseForElicitation(input: ElicitationPauseInput): Promise<ApprovalWait> {
+      const wait = await db.transaction(async (tx) => {
+        const run = await lockRun(tx, input.runId);
+        const message = await requiredMessage(tx, input.messageId);
+        const scope = { agentId: input.agentId, conversationId: message.conversation_id };
+        if (!run || !isActiveRun(run)) return { wait: waitOf(await pendingApproval(tx, scope), message.id) };
+        const shown = await shownElicitations(tx, input.toolCallIds);
+        // As text: a jsonb object would sort the requested schema's fields, which a form shows in order.
+        const elicitations = JSON.stringify(shown);
+        await markApprovalRequest(tx, message.id, { tool_call_ids: input.toolCallIds, elicitations });
+        const calls = (message.tool_calls ?? [])
+          .filter((call) => input.toolCallIds.includes(call.id))
+          .map((call) => ({
+            ...call,
+            kind: 'elicitation' as const,
+            elicitation: shown.find((e) => e.tool_call_id === call.id),
+          }));
+        const agent = await getAgentRow(tx, input.agentId);
+        const wait = await enterPause(tx, { ...input, calls }, run, agent?.approval_timeout_seconds ?? null);
+        return { wait, callbackUrl: run.callback_url };
+      });
+      if ('callbackUrl' in wait) {
+        const { agentId, runId } = input;
+        if (wait.callbackUrl) await startRunCallback(startWebhook, { agentId, runId });
+        await startWebhook({ kind: 'approval_requested', id: input.messageId, agentId });
+      }
+      return wait.wait;
+    },
+
+    /**
      * Applies an answer: client returns are used verbatim, denials become Letta's error returns, and
      * the approved calls (with those of the reply that never needed approval) are left to run.
      */
@@ -275,10 +316,13 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
       const agent = await getAgentRow(db, input.agentId);
       const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
       const calls = request.tool_calls ?? [];
+      const eliciting = await answeredElicitations(db, waiting);
       const toRun: ResumePlan['toRun'] = [];
       for (const call of calls) {
         const answer = answers.get(call.id);
-        if (!waiting.includes(call.id) || (answer?.type === 'approval' && answer.approve)) {
+        // A call that asked its server's question goes on with the answer, whatever it is.
+        const runs = !waiting.includes(call.id) || eliciting.includes(call.id);
+        if (runs || (answer?.type === 'approval' && answer.approve)) {
           toRun.push({ id: call.id, name: call.name });
         } else if (answer?.type === 'tool') {
           await recordResult(db, call, ids, {

@@ -9,7 +9,8 @@ import type { Progress, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
-import { callMcpTool, serverGone } from '../src/mcp/tool-call';
+import { answerMcpElicitation, callMcpTool, serverGone } from '../src/mcp/tool-call';
+import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
 import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
@@ -60,11 +61,13 @@ function callHeartbeats(serverId: string) {
 /**
  * The tool's failure and its timeout are its result; a broken connection fails the activity, which
  * retries on a new one, resuming the call's task if the server made one; credentials the server
- * refuses fail it for good.
+ * refuses fail it for good. A server's elicitation pauses the call: what it asked is recorded, and the
+ * activity ends without a result; once the elicitation is answered the call runs again and gives the
+ * answer to the call it paused.
  */
-export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>): ToolExecutor {
+export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolExecutor {
   return {
-    async execute({ tool, args, signal, mcpServer: server }) {
+    async execute({ input, tool, args, signal, mcpServer: server }) {
       if (!server) throw serverGone(tool);
       const context = Context.current();
       const options = {
@@ -74,9 +77,18 @@ export function mcpExecutor({ pool, callTimeoutMs }: Omit<McpActivityDeps, 'db'>
         // Only the run's cancel ends the task: after a shutdown or a lost claim, a retry resumes it.
         abortCancelsTask: () => context.cancellationDetails?.cancelRequested === true,
         ...callHeartbeats(server.id),
+        elicitation: { pauseAs: input.toolCallId },
       };
       try {
-        return await callMcpTool(pool, server, tool, args, options);
+        const asked = await getElicitation(db, input.toolCallId);
+        if (asked && !asked.answer) return { pausedFor: 'elicitation' };
+        const outcome = asked?.answer
+          ? await answerMcpElicitation(pool, server, tool, { ...asked, answer: asked.answer }, options)
+          : await callMcpTool(pool, server, tool, args, options);
+        if (!('pending' in outcome)) return outcome;
+        const { params, session } = outcome.pending;
+        await recordElicitation(db, { toolCallId: input.toolCallId, serverId: server.id, params, session });
+        return { pausedFor: 'elicitation' };
       } catch (error) {
         if (error instanceof McpAuthError)
           throw ApplicationFailure.nonRetryable(error.message, 'McpAuthError');

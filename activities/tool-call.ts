@@ -76,13 +76,21 @@ export interface MemoryWrite {
   writeMemory(tx: Queryable): Promise<ToolResult>;
 }
 
+/**
+ * A call that waits before it can end: its MCP server asked the user something (src/mcp/elicited-calls.ts).
+ * Nothing is recorded; the turn pauses, and runs the call again with the answer.
+ */
+export interface ToolPause {
+  pausedFor: 'elicitation';
+}
+
 /** Runs calls of one execution mode. */
 export interface ToolExecutor {
   /**
    * Runs one call. The tool's own failure is a ToolError, which becomes its error result; any other
    * error fails the activity, which retries.
    */
-  execute(call: ToolCall): Promise<ToolResult | MemoryWrite>;
+  execute(call: ToolCall): Promise<ToolResult | MemoryWrite | ToolPause>;
   /**
    * Whether calls of the tool named so edit memory: `execute` then plans the edit from the blocks read
    * with the call (a result with a `write`), or, given none, gives a MemoryWrite that plans it again.
@@ -247,6 +255,11 @@ async function runAndRecord(
       ? holdingClaim(q, input.toolCallId, holder, execute)
       : execute(Context.current().cancellationSignal),
   );
+  if ('pausedFor' in ran) {
+    // Its next run, with the answer, takes the claim again.
+    if (holder) await releaseClaim(q, input.toolCallId, holder.owner);
+    return { status: 'success', waitsFor: ran.pausedFor };
+  }
   if (!('writeMemory' in ran)) return record(q, ran);
   return locked(async (tx) => record(tx, await resultOf(input.toolName, () => ran.writeMemory(tx))));
 }

@@ -4,7 +4,9 @@
  */
 import type {
   ApprovalAnswered,
+  ApprovalWait,
   CallModelInput,
+  ElicitationPauseInput,
   EmbedBatchInput,
   FileIngestionInput,
   FinishRunInput,
@@ -38,6 +40,7 @@ export interface ApprovalActivities {
   remindApproval(input: { agentId: string; messageId: string }): Promise<void>;
   expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null>;
   denyOnCancel(input: { agentId: string; runId: string; messageId: string }): Promise<string | null>;
+  pauseForElicitation(input: ElicitationPauseInput): Promise<ApprovalWait>;
   applyApprovalAnswer(input: {
     agentId: string;
     runId: string;

@@ -130,6 +130,8 @@ export interface ToolOutcome {
   status: 'success' | 'error';
   /** The return text when it is short (conditional tool rules read it); omitted otherwise. */
   output?: string;
+  /** Set when the call has no result yet: it waits for an answer to its MCP server's elicitation. */
+  waitsFor?: 'elicitation';
 }
 
 /** Longest tool output carried in workflow state for conditional rules. */
@@ -173,6 +175,12 @@ export interface EnterPauseInput {
   /** The waiting calls' policies' smallest reminder delay. */
   reminderSeconds?: number;
 }
+
+/** Calls of a reply that wait for their MCP servers' elicitations: the run pauses for them. */
+export type ElicitationPauseInput = Pick<
+  EnterPauseInput,
+  'agentId' | 'runId' | 'messageId' | 'toolCallIds' | 'usage'
+>;
 
 /** What the turn does with an answer: the calls to run now (approved or never in question). */
 export interface ResumePlan {

@@ -6,11 +6,12 @@
  * the adapter only drives it through the REST API of the server at LETTA_URL: it registers the test
  * server (which connects, initializes and lists its tools), runs what the scenario calls directly
  * (POST /v1/mcp-servers/{id}/tools/{tool}/run: the same callMcpTool, src/mcp/tool-call.ts, as an
- * agent's step, without a model), then deletes the registration. It exits non-zero when a step fails, so the
- * suite's log says which. An auth/* scenario's server asks for OAuth: the registration answers the
- * authorization URL, which the adapter follows as a browser would (the suite's authorization server
- * redirects straight back to this server's callback, which completes it), as it does for an
- * authorization asked again (a scope step-up) when a tool run is refused.
+ * agent's step, without a model; its elicitations answered as the request's `elicitation_response` says),
+ * then deletes the registration. It exits non-zero when a step fails, so the suite's log says which.
+ * An auth/* scenario's server asks for OAuth: the registration answers the authorization URL, which
+ * the adapter follows as a browser would (the suite's authorization server redirects straight back to
+ * this server's callback, which completes it), as it does for an authorization asked again (a scope
+ * step-up) when a tool run is refused.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -69,11 +70,11 @@ async function authorized(serverId, request) {
 }
 
 /** Runs a tool of the registered server; a call that errors is a failed step. */
-async function run(serverId, tools, name, args) {
+async function run(serverId, tools, name, args, extra = {}) {
   const tool = tools.find((t) => t.name === name);
   if (!tool) throw new Error(`the server listed no tool '${name}' (it listed ${tools.map((t) => t.name)})`);
   const path = `/v1/mcp-servers/${serverId}/tools/${tool.id}/run`;
-  const result = await authorized(serverId, () => api('POST', path, { args }));
+  const result = await authorized(serverId, () => api('POST', path, { args, ...extra }));
   say(`${name}: ${result.status} ${JSON.stringify(result.func_return)}`);
   if (result.status !== 'success') throw new Error(`${name} did not succeed`);
   return result;
@@ -88,8 +89,9 @@ const scenarios = {
   'sse-retry': (id, tools) => run(id, tools, tools[0]?.name, {}),
   // Tools whose x-mcp-header annotations are invalid are not taken; the valid one is called.
   'http-invalid-tool-headers': (id, tools) => run(id, tools, 'valid_tool', { region: 'us-west1' }),
+  // Accepted with no content: the requested schema's defaults are the answer (SEP-1034).
   'elicitation-sep1034-client-defaults': (id, tools) =>
-    run(id, tools, 'test_client_elicitation_defaults', {}),
+    run(id, tools, 'test_client_elicitation_defaults', {}, { elicitation_response: { action: 'accept' } }),
   // The schema as this server kept it from tools/list (the tool's metadata; models get a normalized
   // form), echoed back: keywords dropped on the way are what the scenario looks for.
   'json-schema-2020-12-preservation': (id, tools) => {

@@ -673,6 +673,12 @@ export const ConfigSchema = z.object({
       'wait before connecting again to an MCP server whose last connection attempt failed; doubles per failure',
     ),
   MCP_RECONNECT_MAX_MS: milliseconds.default(30_000).describe('longest of those waits'),
+  MCP_ELICITATION_HOLD_MS: milliseconds
+    .max(2_000_000_000)
+    .default(86_400_000)
+    .describe(
+      "how long a worker keeps an MCP call open while its step waits for an answer to the server's elicitation; past it the server is told the call is cancelled",
+    ),
   MCP_STDIO: z
     .enum(['sandboxed', 'off', 'host'])
     .default('sandboxed')

@@ -78,8 +78,11 @@ describe('migrations on PostgreSQL', () => {
     expect(await tables(db)).toEqual([]);
   });
   it('record the pauses that wait as the approval inbox arrives, calls and kinds from what they kept', async () => {
-    await migrate(db, migrations.slice(0, -1));
-    expect(migrations.at(-1)?.name).toBe('approval requests');
+    await migrate(
+      db,
+      migrations.filter((m) => m.version < 26),
+    );
+    expect(migrations.find((m) => m.version === 26)?.name).toBe('approval requests');
     await ensureBuiltinTools(db);
     const paused = await agentWithRun(db);
     await db.query(`UPDATE runs SET request_config = $2 WHERE id = $1`, [

@@ -29,7 +29,8 @@ import {
   type HistoryEntry,
 } from './helpers/histories';
 import { shows, type Branch } from './helpers/history-branches';
-import { startHttpEverything } from './helpers/mcp-servers';
+import { startElicitServer, startHttpEverything } from './helpers/mcp-servers';
+import { killProcess } from './helpers/server-processes';
 import {
   localActivityTypes,
   scheduledActivities,
@@ -518,6 +519,42 @@ describe('recording the replay corpus', () => {
       events,
       ['step-rejected-call', 'step-end-turn'],
     );
+  });
+
+  record('step-elicitation-answered', async () => {
+    const elicit = await startElicitServer();
+    try {
+      const server = await h.client.mcpServers.create({
+        server_name: 'booking',
+        config: { mcp_server_type: 'streamable_http', server_url: elicit.url },
+      });
+      const tool = (await h.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'book_table')!;
+      const agent = await createAgent({ tool_ids: [tool.id!] });
+      h.stub.enqueue({ toolCalls: [{ name: 'book_table', arguments: {} }] });
+      const paused = await h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Book me a table' }],
+      });
+      expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+      const workflowId = await turnWorkflowId(h.server.db, paused.messages[0].run_id!);
+      await save(
+        'step-paused-elicitation',
+        "running: an MCP tool call (book_table) paused for its server's elicitation",
+        await historyWhen(workflowId, (e) => localActivityTypes(e).includes('pauseForElicitation')),
+      );
+      h.stub.enqueue({ text: 'Booked.' });
+      const approval = { type: 'approval', tool_call_id: approvalCallOf(paused.messages), approve: true };
+      const body = { messages: [{ type: 'approval', approvals: [approval] }] };
+      const answered = await h.client.agents.messages.create(agent.id, body as { messages: [] });
+      expect(answered.stop_reason.stop_reason).toBe('end_turn');
+      await save(
+        'step-elicitation-answered',
+        "completed (end_turn): an MCP tool call paused for its server's elicitation, accepted with the defaults, the call's result, then the model",
+        await finished(workflowId),
+      );
+      await h.client.mcpServers.delete(server.id!);
+    } finally {
+      await killProcess(elicit.process, 'SIGKILL');
+    }
   });
 
   record('step-approval-expired', async () => {

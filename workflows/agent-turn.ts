@@ -119,6 +119,12 @@ const MODEL_CALL_ENDS_RUN = 'model-call-ends-run';
  */
 const FINISH_RUN_LOCALLY = 'finish-run-as-local-activity';
 
+/**
+ * A tool call whose MCP server asks the user something mid-call pauses the run as an approval does
+ * (activities/mcp.ts). Histories recorded before it had no such calls.
+ */
+const ELICITATION_PAUSE = 'mcp-elicitation-pause';
+
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   const turn: Turn = {
     agentId: input.agentId,
@@ -155,8 +161,10 @@ async function runSteps(turn: Turn, request: Request): Promise<RequestOutcome> {
   };
   const { outcome } = progress;
   try {
-    if (request.answer && (await runAnsweredCalls(turn, request, request.answer, progress)))
-      return { ...outcome, stopReason: 'tool_rule' };
+    if (request.answer) {
+      const stopped = await runAnsweredCalls(turn, request, request.answer, progress);
+      if (stopped) return stopped;
+    }
     for (let step = 0; step < request.maxSteps; step++) {
       const stopped = await runStep(turn, request, step, progress);
       if (stopped) return stopped;
@@ -245,19 +253,51 @@ async function runStep(
     const prefilled = prefilledArgs(rules, call.name, history);
     return acts.runToolCall(callOf(turn, request, reply, call, prefilled), toolOf(request, call.name));
   });
-  reply.toolCalls.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
-  return reply.toolCalls.some((call) => isTerminal(rules, call.name))
+  return afterCalls(turn, request, reply.messageId, reply.toolCalls, outcomes, { outcome, history });
+}
+
+/**
+ * What the calls of a reply lead to: a pause when any of them waits for its MCP server's elicitation,
+ * the request's end when one is terminal by the rules, otherwise nothing (the turn goes on).
+ */
+async function afterCalls(
+  turn: Turn,
+  request: Request,
+  messageId: string,
+  calls: StepCall[],
+  outcomes: ToolOutcome[],
+  { outcome, history }: Progress,
+): Promise<RequestOutcome | undefined> {
+  const eliciting = calls.filter((_, i) => outcomes[i].waitsFor === 'elicitation');
+  calls.forEach(
+    (call, i) => outcomes[i].waitsFor || history.push({ name: call.name, output: outcomes[i].output }),
+  );
+  if (eliciting.length && patched(ELICITATION_PAUSE)) {
+    const wait = await turn.acts.run.pauseForElicitation({
+      agentId: turn.agentId,
+      runId: request.runId,
+      messageId,
+      toolCallIds: eliciting.map((call) => call.id),
+      usage: outcome.usage,
+    });
+    return { ...outcome, stopReason: 'requires_approval', pause: { messageId, calls: eliciting, wait } };
+  }
+  return calls.some((call) => isTerminal(request.context.toolRules, call.name))
     ? { ...outcome, stopReason: 'tool_rule' }
     : undefined;
 }
 
-/** Runs the calls an answer allows; true when one of them ends the request by a terminal rule. */
+/**
+ * Runs the calls an answer allows (a call paused for its MCP server's elicitation gives the server the
+ * answer); how the request ends when one of them pauses again or is terminal by the rules.
+ */
 async function runAnsweredCalls(
   turn: Turn,
   request: Request,
   answer: ApprovalAnswered,
-  { outcome, history }: Progress,
-): Promise<boolean> {
+  progress: Progress,
+): Promise<RequestOutcome | undefined> {
+  const { outcome } = progress;
   const { runId } = request;
   const plan = await turn.acts.run.applyApprovalAnswer({
     agentId: turn.agentId,
@@ -274,8 +314,7 @@ async function runAnsweredCalls(
   const outcomes = await runToolCalls(request, plan.toRun, (call) =>
     turn.acts.runToolCall(callOf(turn, request, plan, call), toolOf(request, call.name)),
   );
-  plan.toRun.forEach((call, i) => history.push({ name: call.name, output: outcomes[i].output }));
-  return plan.toRun.some((call) => isTerminal(request.context.toolRules, call.name));
+  return afterCalls(turn, request, plan.messageId, plan.toRun, outcomes, progress);
 }
 
 /**

@@ -14,6 +14,8 @@ import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { recordDecisions, type Answerer, type RecordedDecision } from '../db/approval-requests';
 import type { RecordedAnswer, TurnContext } from '../../contracts/payloads';
+import type { ElicitationResponse } from '../mcp/elicitation';
+import { answerElicitations } from './elicitations';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
@@ -54,6 +56,8 @@ export interface ApprovalDecision {
   reason?: string | null;
   /** An extension: the arguments the approved call runs with instead of the model's. */
   arguments?: Record<string, unknown> | null;
+  /** An extension: the answer to the call's MCP server's elicitation (src/agent/elicitations.ts). */
+  elicitation_response?: ElicitationResponse | null;
 }
 
 export type ApprovalAnswer = ClientToolReturn | ApprovalDecision;
@@ -118,6 +122,7 @@ export async function recordAnswer(
       conversation_id: scope.conversationId,
     });
   }
+  await answerElicitations(tx, pending, input.answers, input.answeredBy);
   const message = await insertMessage(tx, {
     id: newId('message'),
     agent_id: agentId,
@@ -164,7 +169,13 @@ export async function answerFor(
 const decisionOf = (answer: ApprovalAnswer) =>
   JSON.stringify(
     answer.type === 'approval'
-      ? [answer.tool_call_id, answer.approve, answer.reason ?? null, answer.arguments ?? null]
+      ? [
+          answer.tool_call_id,
+          answer.approve,
+          answer.reason ?? null,
+          answer.arguments ?? null,
+          answer.elicitation_response ?? null,
+        ]
       : [answer.tool_call_id, answer.status, answer.tool_return],
   );
 

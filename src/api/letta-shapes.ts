@@ -1,5 +1,6 @@
 /** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig, MCP server). */
 import { maskSecret } from '../masking';
+import type { ShownElicitation } from '../agent/elicitations';
 import type { TypedSandboxConfig } from '../schemas/sandbox-config';
 import { schemaHealth } from '../tools/schema-health';
 import type {
@@ -317,8 +318,9 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
         tool_call_id: c.id,
       }));
       // Calls that waited for approval are Letta's approval request; its otid is the message id.
-      const waiting = (row.metadata?.approval_request as { tool_call_ids: string[] } | undefined)
-        ?.tool_call_ids;
+      const asked = row.metadata?.approval_request as
+        { tool_call_ids: string[]; elicitations?: string } | undefined;
+      const waiting = asked?.tool_call_ids;
       const running = calls.filter((c) => !waiting?.includes(c.tool_call_id));
       const requested = calls.filter((c) => waiting?.includes(c.tool_call_id));
       if (running.length) {
@@ -336,6 +338,10 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
           message_type: 'approval_request_message',
           tool_call: requested[0],
           tool_calls: requested,
+          // Kept as JSON text: the requested schemas' fields in the servers' order (activities/approvals.ts).
+          ...(asked?.elicitations
+            ? { elicitations: JSON.parse(asked.elicitations) as ShownElicitation[] }
+            : {}),
         });
       }
       return parts;

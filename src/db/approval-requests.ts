@@ -1,6 +1,7 @@
 /** The record of every pause for approval: what was asked, and who answered what (migration 0026). */
 import type { Queryable } from './database';
 import { json, keysetPage, whereClause, type Page } from './sql';
+import type { ShownElicitation } from '../agent/elicitations';
 
 /** Who answered: the password's holder, a scoped token, a signed link, or the server itself. */
 export interface Answerer {
@@ -23,7 +24,9 @@ export interface ApprovalCallRow {
   tool_name: string;
   /** The model's arguments, as JSON text: what the approver saw. */
   arguments: string;
-  kind: 'approval' | 'client_tool';
+  /** `elicitation`: the call is running, and its MCP server asks the user what `elicitation` shows. */
+  kind: 'approval' | 'client_tool' | 'elicitation';
+  elicitation: ShownElicitation | null;
   decision: CallDecision | null;
   reason: string | null;
   /** The arguments the call ran with instead, as JSON text, when the approver edited them. */
@@ -55,7 +58,7 @@ export type NewApprovalRequest = Pick<
   | 'workflow_id'
   | 'requested_at'
   | 'expires_at'
-> & { calls: Pick<ApprovalCallRow, 'tool_call_id' | 'tool_name' | 'arguments' | 'kind'>[] };
+> & { calls: Pick<ApprovalCallRow, 'tool_call_id' | 'tool_name' | 'arguments' | 'kind' | 'elicitation'>[] };
 
 /** Records a pause with the agent's blocks as they are in this transaction. */
 export async function insertApprovalRequest(tx: Queryable, request: NewApprovalRequest): Promise<void> {
@@ -78,9 +81,11 @@ export async function insertApprovalRequest(tx: Queryable, request: NewApprovalR
     ],
   );
   await tx.query(
-    `INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind)
-     SELECT c->>'tool_call_id', $1, (ord - 1)::int, c->>'tool_name', c->>'arguments', c->>'kind'
-     FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(c, ord)
+    `INSERT INTO approval_calls (tool_call_id, request_message_id, position, tool_name, arguments, kind,
+       elicitation)
+     SELECT c->>'tool_call_id', $1, (ord - 1)::int, c->>'tool_name', c->>'arguments', c->>'kind',
+       CASE WHEN json_typeof(c->'elicitation') = 'object' THEN c->'elicitation' END
+     FROM json_array_elements($2::json) WITH ORDINALITY AS t(c, ord)
      ON CONFLICT (tool_call_id) DO NOTHING`,
     [request.request_message_id, json(request.calls)],
   );
@@ -179,7 +184,8 @@ export async function stillWaits(db: Queryable, requestMessageId: string): Promi
 
 export type ApprovalRecord = ApprovalRequestRow & { calls: ApprovalCallRow[] };
 
-const RECORD = `SELECT r.*, (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.position), '[]')
+// json, not jsonb: an elicitation's requested schema keeps its fields' order.
+const RECORD = `SELECT r.*, (SELECT coalesce(json_agg(to_json(c) ORDER BY c.position), '[]')
     FROM approval_calls c WHERE c.request_message_id = r.request_message_id) AS calls
   FROM approval_requests r`;
 

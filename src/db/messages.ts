@@ -73,6 +73,22 @@ export async function insertMessage(db: Queryable, message: NewMessage): Promise
   return (await messageByKey(db, message.idempotency_key!))!;
 }
 
+/**
+ * Makes a stored reply an approval request for the calls `request` names (a pause that begins after
+ * the reply was stored: an MCP server's elicitation during one of its calls).
+ */
+export async function markApprovalRequest(
+  q: Queryable,
+  id: string,
+  request: { tool_call_ids: string[]; [key: string]: unknown },
+): Promise<void> {
+  await q.query(
+    `UPDATE messages SET metadata = coalesce(metadata, '{}') || jsonb_build_object('approval_request', $2::jsonb)
+     WHERE id = $1`,
+    [id, json(request)],
+  );
+}
+
 /** The message stored under an idempotency key (by whichever attempt stored it first). */
 export async function messageByKey(db: Queryable, key: string): Promise<MessageRow | undefined> {
   const [row] = await db.query<MessageRow>('SELECT * FROM messages WHERE idempotency_key = $1', [key]);

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   CallToolResultSchema,
-  type CallToolResult,
+  type ElicitResult,
   type Progress,
   type Task,
   type Tool,
@@ -16,6 +16,7 @@ import {
   connectMcp,
   isAuthFailure,
   isRequestTimeout,
+  joinMcpSession,
   listMcpTools,
   McpAuthError,
   McpConnectionError,
@@ -28,6 +29,16 @@ import type { ToolSchemas } from './request-headers';
 import { callToolAsTask, runsAsTask, type TaskSupport } from './tasks';
 import type { Logger } from '../logger';
 import type { McpOauth } from './oauth';
+import type { ElicitationSession } from '../db/mcp-elicitations';
+import {
+  routeElicitations,
+  CallInFlight,
+  noteToken,
+  track,
+  type ElicitationHandling,
+  type HeldCall,
+  type McpCallOutcome,
+} from './elicited-calls';
 
 export interface McpPoolOptions {
   timeouts: McpTimeouts;
@@ -38,6 +49,8 @@ export interface McpPoolOptions {
   reconnectMaxMs: number;
   /** How often a task's status is asked for when its server suggests no interval (tasks.ts). */
   taskPollMs: number;
+  /** How long a call paused for an elicitation is kept open for its answer (MCP_ELICITATION_HOLD_MS). */
+  elicitationHoldMs: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
   /** OAuth for protected HTTP servers (oauth.ts); none: their 401 is a refusal. */
@@ -64,6 +77,8 @@ export interface McpCallOptions {
   abortCancelsTask?: () => boolean;
   /** Called with the call's task when the server makes one, and with each status after. */
   onTask?: (task: Task) => void;
+  /** How the server's elicitations are answered; without it, declined. */
+  elicitation?: ElicitationHandling;
 }
 
 interface Entry {
@@ -102,6 +117,8 @@ export class McpClientPool {
   private readonly schemas = new WeakMap<Client, ToolSchemas>();
   /** Connection attempts that failed in a row, per server. */
   private readonly failures = new Map<string, number>();
+  /** Calls paused for an elicitation's answer, by the key they paused under (their tool call's id). */
+  private readonly held = new Map<string, HeldCall>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
   private closed = false;
 
@@ -137,40 +154,143 @@ export class McpClientPool {
    * did, and the next call connects again. Asked for with a plain request, as the tools are listed
    * (connection.ts), so the SDK checks nothing of its own: the caller checks the result against the
    * stored tool's output schema (tool-result.ts). A tool that runs as a task is followed to its end
-   * (tasks.ts), or resumed from `taskId`.
+   * (tasks.ts), or resumed from `taskId`. A call that pauses for an elicitation
+   * (`options.elicitation.pauseAs`) ends with what the server asked, and stays open here until
+   * `answerHeld` gives the answer.
    */
   async callTool(
     server: McpServerRef,
     name: string,
     args: Record<string, unknown>,
     options: McpCallOptions,
-  ): Promise<CallToolResult> {
+  ): Promise<McpCallOutcome> {
     return this.using(server, async (client) => {
       this.schemas.get(client)?.set(name, options.inputSchema);
       if (options.taskId || runsAsTask(client, options.taskSupport)) {
         const { taskPollMs: pollMs, timeouts } = this.options;
-        return callToolAsTask(client, name, args, {
-          ...options,
-          pollMs,
-          cancelTimeoutMs: timeouts.connectMs,
-        });
+        const asTask = { ...options, pollMs, cancelTimeoutMs: timeouts.connectMs };
+        return { result: await callToolAsTask(client, name, args, asTask) };
       }
-      try {
-        const params = { name, arguments: args };
-        return await client.request({ method: 'tools/call', params }, CallToolResultSchema, {
-          timeout: options.timeoutMs,
-          signal: options.signal,
+      const flight = new CallInFlight(options.elicitation);
+      const abort = new AbortController();
+      const pauses = options.elicitation && 'pauseAs' in options.elicitation;
+      const call = client.request(
+        { method: 'tools/call', params: { name, arguments: args } },
+        CallToolResultSchema,
+        {
+          // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
+          timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
+          signal: abort.signal,
           onprogress: options.onProgress,
-        });
-      } catch (error) {
-        if (isRequestTimeout(error) && !options.signal?.aborted) {
-          throw new McpTimeoutError(
-            `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
-          );
-        }
-        throw error;
-      }
+          onresumptiontoken: (token) => noteToken(client, flight, token),
+        },
+      );
+      track(client, flight, call);
+      return this.follow({ flight, call, abort }, name, options);
     });
+  }
+
+  /**
+   * Answers the elicitation of the call held under `key` and follows the call on: none when this
+   * process holds no such call (it was started by a process that stopped, or its hold ran out).
+   */
+  async answerHeld(key: string, answer: ElicitResult, name: string, options: McpCallOptions) {
+    const held = this.held.get(key);
+    if (!held) return undefined;
+    this.held.delete(key);
+    held.respond(answer);
+    return this.follow(held, name, options);
+  }
+
+  /**
+   * Takes up a call on the session its server still keeps, from the event before its elicitation:
+   * the server sends the elicitation again, which gets `answer`, then the call's result. The tool is
+   * not called again.
+   */
+  async resumeCall(
+    server: McpServerRef,
+    session: ElicitationSession,
+    answer: ElicitResult,
+    name: string,
+    options: McpCallOptions,
+  ): Promise<McpCallOutcome> {
+    const client = await joinMcpSession(server.config, session.sessionId, this.options.timeouts, {
+      authProvider: this.options.oauth?.providerFor(server),
+      schemas: new Map([[name, options.inputSchema]]),
+    });
+    routeElicitations(client);
+    const abort = new AbortController();
+    // The stream's resumption failing (the session gone, the event no longer stored) is reported here.
+    client.onerror = (error) =>
+      abort.abort(new McpConnectionError(`the MCP server did not take the call up again: ${error.message}`));
+    let answered = false;
+    const flight = new CallInFlight({
+      answer: () => (answered ? { action: 'cancel' } : ((answered = true), answer)),
+    });
+    try {
+      const call = client.request(
+        { method: 'tools/call', params: { name, arguments: {} } },
+        CallToolResultSchema,
+        {
+          timeout: options.timeoutMs,
+          signal: abort.signal,
+          onprogress: options.onProgress,
+          resumptionToken: session.resumptionToken,
+        },
+      );
+      track(client, flight, call);
+      return await this.follow({ flight, call, abort }, name, options);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Waits for the call's result or its next elicitation, whichever comes first, for at most the
+   * tool's timeout; a call that pauses is held open under its key.
+   */
+  private async follow(
+    held: Omit<HeldCall, 'respond'>,
+    name: string,
+    options: McpCallOptions,
+  ): Promise<McpCallOutcome> {
+    const { flight, call, abort } = held;
+    const timeout = new McpTimeoutError(
+      `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
+    );
+    const timer = setTimeout(() => abort.abort(timeout), options.timeoutMs);
+    const cancel = () => abort.abort(options.signal?.reason);
+    options.signal?.addEventListener('abort', cancel);
+    try {
+      const next = await Promise.race([
+        call.then((result) => ({ result })),
+        flight.next().then((asked) => ({ asked })),
+      ]);
+      if ('result' in next) return next;
+      const { respond, ...pending } = next.asked;
+      this.hold(flight.handling as { pauseAs: string }, { ...held, respond });
+      return { pending };
+    } catch (error) {
+      if (abort.signal.reason === timeout || (isRequestTimeout(error) && !options.signal?.aborted))
+        throw timeout;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', cancel);
+    }
+  }
+
+  /** Keeps a paused call until its answer, or until the SDK gives the call up (ELICITATION_HOLD_MS). */
+  private hold({ pauseAs }: { pauseAs: string }, held: HeldCall): void {
+    this.held.set(pauseAs, held);
+    held.call.then(
+      () => undefined,
+      () => {
+        if (this.held.get(pauseAs) !== held) return;
+        this.held.delete(pauseAs);
+        held.respond({ action: 'cancel' });
+      },
+    );
   }
 
   /** Closes the server's client, if there is one (its config changed, or it was deleted). */
@@ -213,6 +333,7 @@ export class McpClientPool {
         authProvider: oauth?.providerFor(server),
       });
       this.schemas.set(client, schemas);
+      routeElicitations(client);
       this.failures.delete(server.id);
       // A server that exits or hangs up: the next call connects again instead of failing first.
       client.onclose = () => this.forget(server.id, client);

@@ -3,13 +3,19 @@
  * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, falling back to SSE; or SSE), list its tools,
  * call one. Every step has its own timeout, so an unreachable server is a clear error, never a hang.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client, type ClientOptions } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, ListToolsResultSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  LATEST_PROTOCOL_VERSION,
+  ListToolsResultSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import { withRequestHeaders, type ToolSchemas } from './request-headers';
@@ -89,9 +95,21 @@ function transportsFor(
     });
   if (config.mcp_server_type === 'sse') return [sse];
   // Streamable HTTP first; servers that speak only the older HTTP+SSE protocol refuse it, then SSE.
-  const fetch = withRequestHeaders(options.schemas ?? new Map(), authProvider?.fetchFn);
-  const streamable = async () => new StreamableHTTPClientTransport(url, { requestInit, ...oauth, fetch });
-  return [streamable, sse];
+  return [async () => streamableTransport(config, options), sse];
+}
+
+/** A streamable HTTP transport: a new session, or the one named (`sessionId`) taken up again. */
+function streamableTransport(
+  config: Extract<McpServerConfig, { server_url: string }>,
+  { authProvider, schemas = new Map() }: ConnectOptions,
+  sessionId?: string,
+): StreamableHTTPClientTransport {
+  return new StreamableHTTPClientTransport(new URL(config.server_url), {
+    requestInit: { headers: headersOf(config) },
+    authProvider,
+    fetch: withRequestHeaders(schemas, authProvider?.fetchFn),
+    sessionId,
+  });
 }
 
 /**
@@ -113,7 +131,7 @@ const sseFetch =
 
 /**
  * What the client answers a request from the server it offers no capability for, at once: it declares
- * none (no sampling, elicitation or roots), and a server that asks anyway, as a tool asking for a model
+ * no sampling or roots, and a server that asks anyway, as a tool asking for a model
  * completion mid-call (`sampling/createMessage`), gets an error that says so instead of waiting on us.
  */
 async function refuseServerRequest(request: { method: string }): Promise<never> {
@@ -124,6 +142,17 @@ async function refuseServerRequest(request: { method: string }): Promise<never> 
   // A plain error with the code: McpError would prefix its message with the code, and the server adds its own.
   throw Object.assign(new Error(why), { code: ErrorCode.MethodNotFound });
 }
+
+/**
+ * What the client offers: form-mode elicitation (answered by the pool, src/mcp/client-pool.ts), with
+ * the SDK filling in the requested schema's defaults (SEP-1034); tool-list change notices when wanted.
+ */
+const clientOptions = (onToolsChanged?: () => void): ClientOptions => ({
+  capabilities: { elicitation: { form: { applyDefaults: true } } },
+  ...(onToolsChanged && {
+    listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
+  }),
+});
 
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -148,12 +177,7 @@ export async function connectMcp(
   const { onToolsChanged } = options;
   const failures: string[] = [];
   for (const transport of transportsFor(config, stdio, options)) {
-    const client = new Client(
-      { name: 'letta-temporal', version: '0.1.0' },
-      onToolsChanged && {
-        listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } },
-      },
-    );
+    const client = new Client({ name: 'letta-temporal', version: '0.1.0' }, clientOptions(onToolsChanged));
     client.fallbackRequestHandler = refuseServerRequest;
     let stderr = () => '';
     try {
@@ -194,4 +218,24 @@ export async function listMcpTools(client: Client, timeouts: McpTimeouts): Promi
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
+}
+
+/**
+ * A client on a streamable HTTP session the server still keeps, without a new initialize: to take up
+ * a call that a process which stopped had open (its elicitation answered, src/mcp/client-pool.ts).
+ */
+export async function joinMcpSession(
+  config: McpServerConfig,
+  sessionId: string,
+  timeouts: McpTimeouts,
+  options: ConnectOptions = {},
+): Promise<Client> {
+  if (config.mcp_server_type !== 'streamable_http')
+    throw new McpConnectionError(`a ${config.mcp_server_type} server's session cannot be taken up again`);
+  const transport = streamableTransport(config, options, sessionId);
+  transport.setProtocolVersion(LATEST_PROTOCOL_VERSION);
+  const client = new Client({ name: 'letta-temporal', version: '0.1.0' }, clientOptions());
+  client.fallbackRequestHandler = refuseServerRequest;
+  await withTimeout(client.connect(transport), timeouts.connectMs, 'joining the MCP session');
+  return client;
 }

@@ -9,6 +9,9 @@ import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
 import { mcpToolResult, type McpToolResult } from './tool-result';
 import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } from './tool-sync';
+import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpElicitationRow } from '../db/mcp-elicitations';
+import type { McpCallOutcome, PendingElicitation } from './elicited-calls';
 
 /** A tool whose server is gone: the tool's failure. */
 export const serverGone = (tool: ToolRow) =>
@@ -22,12 +25,17 @@ export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpSer
   return server;
 }
 
+/** A call paused for its server's elicitation: what the server asked, nothing recorded yet. */
+export interface McpToolPause {
+  pending: PendingElicitation;
+}
+
 /**
  * Calls the tool with the model's arguments, minus the nulls strict mode makes the model send for
  * optional ones (MCP servers validate their input and refuse a null where a value or nothing goes). The
  * server's `isError`, a structured result that does not fit the tool's output schema, a call past its
  * timeout and a stdio server this server will not start (MCP_STDIO) are error results; a connection
- * that fails throws.
+ * that fails throws. A call that pauses for an elicitation (`options.elicitation`) ends in a pause.
  */
 export async function callMcpTool(
   pool: McpClientPool,
@@ -35,18 +43,62 @@ export async function callMcpTool(
   tool: ToolRow,
   args: Record<string, unknown>,
   options: McpCallOptions,
-): Promise<McpToolResult> {
+): Promise<McpToolResult | McpToolPause> {
   const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
-  try {
-    const result = await pool.callTool(server, tool.name, stripOptionalNulls(args, parameters), {
-      inputSchema: mcpInputSchemaOf(tool),
-      taskSupport: mcpTaskSupportOf(tool),
+  const called = stripOptionalNulls(args, parameters);
+  const taskSupport = mcpTaskSupportOf(tool);
+  return resultOf(tool, () =>
+    pool.callTool(server, tool.name, called, {
       ...options,
-    });
-    return mcpToolResult(tool.name, result, mcpOutputSchemaOf(tool));
+      inputSchema: mcpInputSchemaOf(tool),
+      taskSupport,
+    }),
+  );
+}
+
+/**
+ * Gives a paused call its elicitation's answer: to the call this process still holds open, else on the
+ * server's streamable HTTP session, taken up from before the elicitation (the server asks again and
+ * gets the answer). A call with neither is an error result that says so: the tool is never called a
+ * second time.
+ */
+export async function answerMcpElicitation(
+  pool: McpClientPool,
+  server: McpServerRow,
+  tool: ToolRow,
+  elicitation: McpElicitationRow & { answer: ElicitResult },
+  options: McpCallOptions,
+): Promise<McpToolResult | McpToolPause> {
+  const { tool_call_id: key, answer, session_id: sessionId, resumption_token: resumptionToken } = elicitation;
+  const withSchema = { ...options, inputSchema: mcpInputSchemaOf(tool) };
+  return resultOf(tool, async () => {
+    const held = await pool.answerHeld(key, answer, tool.name, withSchema);
+    if (held) return held;
+    if (!sessionId || !resumptionToken) throw new McpSessionGoneError(sessionGoneText(server));
+    return pool.resumeCall(server, { sessionId, resumptionToken }, answer, tool.name, withSchema);
+  });
+}
+
+/** A paused call no process holds any more, on a server whose session cannot be taken up. */
+class McpSessionGoneError extends Error {
+  override name = 'McpSessionGoneError';
+}
+
+const sessionGoneText = (server: McpServerRow) =>
+  `the call to MCP server '${server.server_name}' that waited for this answer is gone (the worker that held it stopped, or its hold ran out) and the server offers no session to take it up again (stdio, SSE, or no resumable stream), so the answer did not reach it; the tool was not called again`;
+
+async function resultOf(
+  tool: ToolRow,
+  call: () => Promise<McpCallOutcome>,
+): Promise<McpToolResult | McpToolPause> {
+  try {
+    const outcome = await call();
+    if ('pending' in outcome) return outcome;
+    return mcpToolResult(tool.name, outcome.result, mcpOutputSchemaOf(tool));
   } catch (error) {
     if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);
-    if (error instanceof McpStdioRefusedError) return failed(tool, error.name, error.message);
+    if (error instanceof McpStdioRefusedError || error instanceof McpSessionGoneError)
+      return failed(tool, error.name, error.message);
     throw error;
   }
 }

@@ -3,6 +3,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { projectRoot } from '../../src/paths';
 import { freePort } from './env';
+import { eventually } from './eventually';
+import { startProcess, type StartedProcess } from './process';
 
 /** An MCP reference server's installed file (started with node, never through npx). */
 export const mcpServerFile = (name: 'everything' | 'filesystem' | 'memory') =>
@@ -80,4 +82,28 @@ export async function startAuthProxy(targetPort: number, token: string): Promise
     },
   };
   return proxy;
+}
+
+/**
+ * test/fixtures/mcp/elicit-server.mjs on a free port, as a process of its own: its tool book_table
+ * asks the user mid-call; `answers` lists every elicitation answer it got.
+ */
+export async function startElicitServer(): Promise<{
+  url: string;
+  process: StartedProcess;
+  answers: () => Promise<{ action: string; content?: unknown }[]>;
+}> {
+  const port = await freePort();
+  const file = path.join(projectRoot, 'test', 'fixtures', 'mcp', 'elicit-server.mjs');
+  const started = startProcess(process.execPath, [file, String(port)], { PATH: process.env.PATH ?? '' });
+  const origin = `http://127.0.0.1:${port}`;
+  const answers = async () => (await (await fetch(`${origin}/answers`)).json()) as { action: string }[];
+  const listening = () =>
+    answers().then(
+      () => true,
+      () => false,
+    );
+  if (!(await eventually(listening, Boolean)))
+    throw new Error(`the elicit server did not start:\n${started.output()}`);
+  return { url: `${origin}/mcp`, process: started, answers };
 }

@@ -28,6 +28,7 @@ import { syncMcpTools } from '../../mcp/tool-sync';
 import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
+import { elicitResultOf, type ElicitationResponse } from '../../mcp/elicitation';
 import { ToolError } from '../../tools/tool-error';
 import { mcpToolTimeoutMs } from '../../tools/tool-timeout';
 import type { ToolRow } from '../../db/rows';
@@ -57,6 +58,7 @@ export async function runMcpToolNow(
   ctx: ApiContext,
   tool: ToolRow,
   args: Record<string, unknown>,
+  elicitation?: ElicitationResponse,
 ): Promise<ReturnType<typeof toolExecutionShape>> {
   const server = await serverOfTool(ctx.db, tool).catch((error: unknown) => {
     throw error instanceof ToolError ? new HttpError(404, error.message) : error;
@@ -64,8 +66,13 @@ export async function runMcpToolNow(
   const result = await fromServer(server.server_name, 502, () =>
     callMcpTool(ctx.mcp, server, tool, args, {
       timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? ctx.config.MCP_CALL_TIMEOUT_MS,
+      // No one to ask during a direct run: the request says how its elicitations are answered.
+      elicitation: elicitation && {
+        answer: (params) => elicitResultOf(params, elicitation.action !== 'decline', elicitation),
+      },
     }),
   );
+  if ('pending' in result) throw new Error('a direct run answers its elicitations and never pauses');
   // An MCP call has no process output.
   return toolExecutionShape(
     { status: result.status, funcReturn: result.text, stdout: [], stderr: [] },
@@ -231,7 +238,8 @@ export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
     { summary: 'Run MCP tool', body: McpToolRunSchema, response: ToolExecutionResultSchema },
     async (req, res) => {
       const tool = await loadTool(req);
-      res.json(await runMcpToolNow(ctx, tool, parseBody(McpToolRunSchema, req).args));
+      const body = parseBody(McpToolRunSchema, req);
+      res.json(await runMcpToolNow(ctx, tool, body.args, body.elicitation_response ?? undefined));
     },
   );
 

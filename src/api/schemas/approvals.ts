@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { pageQuery } from './common';
 import { ApprovalAnswersSchema } from './messages';
-import { LettaMessageSchema } from './responses';
+import { ElicitationSchema, LettaMessageSchema } from './responses';
 
 export const ListApprovalsQuery = pageQuery(50, 'desc').extend({
   agent_id: z.string().optional(),
@@ -13,8 +13,14 @@ export const ListApprovalsQuery = pageQuery(50, 'desc').extend({
 });
 
 const kind = z
-  .enum(['approval', 'client_tool'])
-  .describe('`client_tool`: the client runs it and answers with its return');
+  .enum(['approval', 'client_tool', 'elicitation'])
+  .describe(
+    '`client_tool`: the client runs it and answers with its return; `elicitation`: the call runs, and its MCP server asks what `elicitation` shows',
+  );
+
+const elicitation = ElicitationSchema.nullable().describe(
+  "an extension: what the call's MCP server asks, for a call of kind `elicitation`",
+);
 
 /** One waiting tool call. */
 export const WaitingApprovalSchema = z.object({
@@ -24,6 +30,7 @@ export const WaitingApprovalSchema = z.object({
   tool_name: z.string(),
   arguments: z.string().describe('as the model sent them (JSON text)'),
   kind,
+  elicitation,
   agent_id: z.string(),
   agent_name: z.string(),
   agent_tags: z.array(z.string()),
@@ -48,6 +55,7 @@ const CallRecordSchema = z.object({
   arguments: z.string().describe('what the approver saw'),
   kind,
   parameters: z.record(z.string(), z.unknown()).nullable().describe("the tool's parameters (JSON schema)"),
+  elicitation,
   decision: z.enum(['approved', 'denied', 'client_return']).nullable(),
   reason: z.string().nullable(),
   edited_arguments: z.string().nullable().describe('the arguments the call ran with, when edited'),

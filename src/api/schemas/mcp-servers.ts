@@ -5,7 +5,22 @@ import { McpOauthConfigSchema } from '../../schemas/mcp-server';
 export const McpServerParams = z.object({ mcpServerId: idOf('mcp_server') });
 export const McpToolParams = McpServerParams.extend({ toolId: idOf('tool') });
 export const RefreshQuery = z.object({ agent_id: idOf('agent').optional() });
-export const McpToolRunSchema = z.object({ args: z.record(z.string(), z.unknown()).default({}) });
+/** An answer to an MCP server's elicitation (an extension of Letta's): accept with content, decline, cancel. */
+export const ElicitationResponseSchema = z
+  .object({
+    action: z.enum(['accept', 'decline', 'cancel']).optional(),
+    content: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .meta({ id: 'ElicitationResponse' });
+
+export const McpToolRunSchema = z.object({
+  args: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * An extension: how elicitations during the run are answered, the run having no one to ask
+   * (`{"action": "accept"}` accepts the requested schema's defaults). Without it they are declined.
+   */
+  elicitation_response: ElicitationResponseSchema.nullish(),
+});
 
 const StringMap = z.record(z.string(), z.string());
 const ServerFields = {

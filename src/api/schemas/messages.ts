@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageQuery, stringList } from './common';
 import { ClientToolSchema } from '../../schemas/tools';
+import { ElicitationResponseSchema } from './mcp-servers';
 import {
   LettaMessageSchema,
   RunSchema,
@@ -52,6 +53,9 @@ const ApprovalReturnSchema = z.object({
   reason: z.string().nullish(),
   arguments: EditedArguments.nullish().describe(
     "An extension: the arguments the approved call runs with instead of the model's (an object, or its JSON text), checked against the tool's parameters",
+  ),
+  elicitation_response: ElicitationResponseSchema.nullish().describe(
+    'An extension: the answer to the call\'s MCP server\'s question (`elicitations` of the approval request). Approving accepts with `content` (checked against the requested schema; its defaults fill what it leaves out), denying declines, `action: "cancel"` cancels',
   ),
 });
 

@@ -173,6 +173,19 @@ const ToolReturnSchema = z.object({
   stderr: z.array(z.string()).nullable(),
 });
 
+/** An MCP server's question during a tool call (an extension of Letta's approval request). */
+export const ElicitationSchema = z
+  .object({
+    tool_call_id: z.string(),
+    message: z.string().describe('what the server asks the user'),
+    requested_schema: z
+      .record(z.string(), z.unknown())
+      .describe('the JSON schema of the answer: an object of primitive fields, with defaults and enums'),
+    server: z.string().describe("the MCP server's name"),
+    server_id: z.string(),
+  })
+  .meta({ id: 'McpElicitation' });
+
 const ApprovalSchema = z.object({
   type: z.string(),
   tool_call_id: z.string(),
@@ -212,6 +225,12 @@ export const LettaMessageSchema = z
       message_type: z.literal('approval_request_message'),
       tool_call: ToolCallSchema,
       tool_calls: z.array(ToolCallSchema),
+      elicitations: z
+        .array(ElicitationSchema)
+        .optional()
+        .describe(
+          "An extension: the calls that wait for an answer to their MCP server's question (approve with `elicitation_response` to answer it)",
+        ),
     }),
     z.object({
       ...messageFields,

@@ -30,6 +30,7 @@ import { callTokens } from './0024-call-tokens';
 import { hiddenConversations } from './0025-hidden-conversations';
 import { approvalRequests } from './0026-approval-requests';
 import { mcpOauth } from './0027-mcp-oauth';
+import { mcpElicitations } from './0028-mcp-elicitations';
 
 export const migrations: Migration[] = [
   initial,
@@ -59,4 +60,5 @@ export const migrations: Migration[] = [
   hiddenConversations,
   approvalRequests,
   mcpOauth,
+  mcpElicitations,
 ];

@@ -30,9 +30,10 @@ import type {
   ResumePlan,
 } from '../contracts/payloads';
 import { flushToolReturns, usageRecord } from './run-records';
-import { startRunCallback } from './run';
+import { startRunCallback } from './deps';
 import { markApprovalRequest } from '../src/db/messages';
-import { answeredElicitations, shownElicitations, type ShownElicitation } from '../src/agent/elicitations';
+import { answeredElicitations, shownElicitations } from '../src/agent/elicitations';
+import type { ShownElicitation } from '../src/db/mcp-elicitations';
 import type { ApprovalActivities } from '../contracts/activities';
 
 const DEFAULT_MAX_STEPS = 50;

@@ -20,3 +20,9 @@ export interface ActivityDeps {
   /** The file tools' limits (unset: Letta's). */
   files?: FileToolSettings;
 }
+
+/** The run's callback: its delivery is a workflow of its own, started once however often this runs. */
+export const startRunCallback = (
+  startWebhook: ActivityDeps['startWebhook'],
+  run: { runId: string; agentId: string },
+) => startWebhook({ kind: 'run_callback', id: run.runId, agentId: run.agentId });

@@ -32,7 +32,8 @@ import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';
-import { startRunCallback, storeRunEnd } from './run';
+import { storeRunEnd } from './run';
+import { startRunCallback } from './deps';
 import type { ModelActivities } from '../contracts/activities';
 import { LLM_API_ERROR } from '../contracts/errors';
 

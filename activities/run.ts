@@ -7,7 +7,7 @@ import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
-import type { ActivityDeps } from './deps';
+import { startRunCallback, type ActivityDeps } from './deps';
 import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from '../contracts/payloads';
 import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
@@ -42,12 +42,6 @@ export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
   const { waited } = lane ? await releaseLane(tx, scope, lane.workflow_id) : { waited: false };
   return { ...outcome, laneWaited: waited ? scope : undefined };
 }
-
-/** The run's callback: its delivery is a workflow of its own, started once however often this runs. */
-export const startRunCallback = (
-  startWebhook: ActivityDeps['startWebhook'],
-  run: { runId: string; agentId: string },
-) => startWebhook({ kind: 'run_callback', id: run.runId, agentId: run.agentId });
 
 export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) {
   return {

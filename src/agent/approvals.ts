@@ -14,7 +14,7 @@ import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { recordDecisions, type Answerer, type RecordedDecision } from '../db/approval-requests';
 import type { RecordedAnswer, TurnContext } from '../../contracts/payloads';
-import type { ElicitationResponse } from '../mcp/elicitation';
+import type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './approval-answers';
 import { answerElicitations } from './elicitations';
 
 export const ALREADY_ANSWERED =
@@ -36,31 +36,7 @@ const pythonList = (ids: string[]) => `[${ids.map((id) => `'${id}'`).join(', ')}
 export const invalidIdsText = (expected: string[], received: string[]) =>
   `Invalid tool call IDs. Expected '${pythonList(expected)}', but received '${pythonList(received)}'.`;
 
-type ContentPart = { type: string; text?: string; [key: string]: unknown };
-
-/** A client's own execution of a tool: its return is used as it is. */
-export interface ClientToolReturn {
-  type: 'tool';
-  tool_call_id: string;
-  tool_return: string | ContentPart[];
-  status: 'success' | 'error';
-  stdout?: string[] | null;
-  stderr?: string[] | null;
-}
-
-/** A person's decision on a server tool call. */
-export interface ApprovalDecision {
-  type: 'approval';
-  tool_call_id: string;
-  approve: boolean;
-  reason?: string | null;
-  /** An extension: the arguments the approved call runs with instead of the model's. */
-  arguments?: Record<string, unknown> | null;
-  /** An extension: the answer to the call's MCP server's elicitation (src/agent/elicitations.ts). */
-  elicitation_response?: ElicitationResponse | null;
-}
-
-export type ApprovalAnswer = ClientToolReturn | ApprovalDecision;
+export type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './approval-answers';
 
 export interface FollowUp {
   role: 'user' | 'system' | 'assistant';

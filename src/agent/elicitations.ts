@@ -4,23 +4,17 @@
  */
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Queryable } from '../db';
-import { setElicitationAnswer, waitingElicitations, type McpElicitationRow } from '../db/mcp-elicitations';
+import {
+  setElicitationAnswer,
+  waitingElicitations,
+  type McpElicitationRow,
+  type ShownElicitation,
+} from '../db/mcp-elicitations';
 import type { PendingApproval } from '../db/rows';
 import type { Answerer } from '../db/approval-requests';
 import { invalid } from '../errors';
 import { ElicitationContentError, elicitResultOf } from '../mcp/elicitation';
-import type { ApprovalAnswer } from './approvals';
-
-/** An elicitation as an approval request shows it (an extension of Letta's approval request message). */
-export interface ShownElicitation {
-  tool_call_id: string;
-  /** What the server asks the user. */
-  message: string;
-  /** The form's JSON schema: a flat object of primitive fields, as the MCP spec restricts it. */
-  requested_schema: Record<string, unknown>;
-  server: string;
-  server_id: string;
-}
+import type { ApprovalAnswer } from './approval-answers';
 
 /** The waiting elicitations of these calls, as an approval request shows them. */
 export async function shownElicitations(q: Queryable, toolCallIds: string[]): Promise<ShownElicitation[]> {

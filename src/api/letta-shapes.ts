@@ -1,6 +1,6 @@
 /** Stored rows → Letta's wire shapes (AgentState, Block, Tool, LettaMessage, Run, SandboxConfig, MCP server). */
 import { maskSecret } from '../masking';
-import type { ShownElicitation } from '../agent/elicitations';
+import type { ShownElicitation } from '../db/mcp-elicitations';
 import type { TypedSandboxConfig } from '../schemas/sandbox-config';
 import { schemaHealth } from '../tools/schema-health';
 import type {

@@ -1,7 +1,7 @@
 /** The record of every pause for approval: what was asked, and who answered what (migration 0026). */
 import type { Queryable } from './database';
 import { json, keysetPage, whereClause, type Page } from './sql';
-import type { ShownElicitation } from '../agent/elicitations';
+import type { ShownElicitation } from './mcp-elicitations';
 
 /** Who answered: the password's holder, a scoped token, a signed link, or the server itself. */
 export interface Answerer {

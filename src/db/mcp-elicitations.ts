@@ -72,3 +72,14 @@ export async function setElicitationAnswer(
     json(answer),
   ]);
 }
+
+/** An elicitation as an approval request shows it (an extension of Letta's approval request message). */
+export interface ShownElicitation {
+  tool_call_id: string;
+  /** What the server asks the user. */
+  message: string;
+  /** The form's JSON schema: a flat object of primitive fields, as the MCP spec restricts it. */
+  requested_schema: Record<string, unknown>;
+  server: string;
+  server_id: string;
+}

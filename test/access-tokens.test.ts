@@ -177,11 +177,15 @@ describe('client-side access tokens', () => {
     const token = await tokenFor(agentA, EVERY_ACCESS);
     const headers = { authorization: `Bearer ${token}` };
     const unknown = (param: string) => `${param}-00000000-0000-4000-8000-000000000000`;
-    // Health is open to all, credentials or not.
+    // Health and the MCP OAuth callback and client metadata are open to all, credentials or not.
     // The approval stream stays open: its filtering is the listing's, tried here.
-    const routes = registeredRoutes().filter(
-      ({ path }) => path.startsWith('/v1/') && path !== '/v1/health' && path !== '/v1/approvals/stream',
-    );
+    const open = [
+      '/v1/health',
+      '/v1/approvals/stream',
+      '/v1/tools/mcp/oauth/callback',
+      '/v1/tools/mcp/oauth/client-metadata.json',
+    ];
+    const routes = registeredRoutes().filter(({ path }) => path.startsWith('/v1/') && !open.includes(path));
     expect(routes.length).toBeGreaterThan(100);
     const answers: { method: string; path: string; status: number }[] = [];
     for (const { method, path } of routes) {

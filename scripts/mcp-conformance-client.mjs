@@ -121,6 +121,9 @@ function oauthConfig() {
   if (scenario === 'auth/basic-cimd')
     return { client_metadata_url: 'https://conformance-test.local/client-metadata.json' };
   if (!context.client_id) return undefined;
+  // auth/wif-jwt-bearer: a workload's JWT for the authorization server, with no user.
+  if (context.valid_jwt)
+    return { grant_type: 'jwt_bearer', client_id: context.client_id, assertion: context.valid_jwt };
   const { client_id, client_secret, private_key_pem, signing_algorithm, issuer } = context;
   const grant = scenario.startsWith('auth/client-credentials-') ? { grant_type: 'client_credentials' } : {};
   const key = { private_key_pem, signing_algorithm };

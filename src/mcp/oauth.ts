@@ -31,6 +31,8 @@ export const CALLBACK_PATH = '/v1/tools/mcp/oauth/callback';
 export const CLIENT_METADATA_PATH = '/v1/tools/mcp/oauth/client-metadata.json';
 
 const CLIENT_NAME = 'Letta (letta-temporal)';
+/** RFC 7523's grant type: tokens for a JWT (a workload's identity) given as the assertion. */
+const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
 export interface McpOauthSettings {
   /** The API's public address: the redirect URI's and the client metadata document's base. */
@@ -155,12 +157,13 @@ export class StoredOauthProvider implements OAuthClientProvider {
     return this.server.config.oauth ?? {};
   }
 
-  private get clientCredentials() {
-    return this.oauth.grant_type === 'client_credentials';
+  /** A grant with no user (client credentials, a workload's JWT): no redirect, tokens asked for at once. */
+  private get userless() {
+    return this.oauth.grant_type === 'client_credentials' || this.oauth.grant_type === 'jwt_bearer';
   }
 
   get redirectUrl(): string | undefined {
-    return this.clientCredentials ? undefined : new URL(CALLBACK_PATH, this.settings.publicUrl).href;
+    return this.userless ? undefined : new URL(CALLBACK_PATH, this.settings.publicUrl).href;
   }
 
   get clientMetadataUrl(): string | undefined {
@@ -171,8 +174,9 @@ export class StoredOauthProvider implements OAuthClientProvider {
 
   get clientMetadata(): OAuthClientMetadata {
     const metadata = clientMetadataOf(this.settings.publicUrl, this.oauth.scope);
-    if (!this.clientCredentials) return metadata;
-    return { ...metadata, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] };
+    if (!this.userless) return metadata;
+    const grant = this.oauth.grant_type === 'jwt_bearer' ? JWT_BEARER_GRANT : 'client_credentials';
+    return { ...metadata, grant_types: [grant], redirect_uris: [], response_types: [] };
   }
 
   state(): string {
@@ -195,7 +199,7 @@ export class StoredOauthProvider implements OAuthClientProvider {
     const stored = await getMcpOauth(this.db, this.server.id);
     const expiresSoon =
       stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
-    const renewable = stored?.tokens?.refresh_token || this.clientCredentials;
+    const renewable = stored?.tokens?.refresh_token || this.userless;
     if (this.refreshing || !expiresSoon || !renewable) return stored?.tokens;
     this.refreshing = true;
     const metadataUrl = stored.discovery?.resourceMetadataUrl;
@@ -247,10 +251,19 @@ export class StoredOauthProvider implements OAuthClientProvider {
     return verifier;
   }
 
-  /** The client credentials grant asks for its tokens here; the authorization code flow by default. */
+  /**
+   * A grant with no user asks for its tokens here: client credentials, or the JWT-bearer grant
+   * (RFC 7523 §2.1) with the workload's JWT of the config as its assertion; the authorization code
+   * flow by default.
+   */
   prepareTokenRequest(scope?: string): URLSearchParams | undefined {
-    if (!this.clientCredentials) return undefined;
-    return new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
+    const scoped: Record<string, string> = scope ? { scope } : {};
+    const { grant_type, assertion } = this.oauth;
+    if (grant_type === 'client_credentials')
+      return new URLSearchParams({ grant_type: 'client_credentials', ...scoped });
+    if (grant_type !== 'jwt_bearer') return undefined;
+    if (!assertion) throw new Error('the jwt_bearer grant needs the workload JWT in oauth.assertion');
+    return new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion, ...scoped });
   }
 
   /**

@@ -17,6 +17,7 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
       ...config.oauth,
       client_secret: config.oauth.client_secret && maskSecret(config.oauth.client_secret),
       private_key_pem: config.oauth.private_key_pem && maskSecret(config.oauth.private_key_pem),
+      assertion: config.oauth.assertion && maskSecret(config.oauth.assertion),
     },
   };
 }
@@ -56,6 +57,7 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
           private_key_pem:
             update.oauth.private_key_pem &&
             unmaskSecret(update.oauth.private_key_pem, stored.oauth?.private_key_pem),
+          assertion: update.oauth.assertion && unmaskSecret(update.oauth.assertion, stored.oauth?.assertion),
         }
       : stored.oauth,
   };

@@ -5,10 +5,11 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }],
-    // e2b requires chalk 5, which is ES modules only: Node loads it natively, Jest's runtime needs CommonJS.
-    '/chalk/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // e2b requires chalk 5, and the MCP SDK's private_key_jwt jose 6, which are ES modules only: Node
+    // loads them natively, Jest's runtime needs CommonJS.
+    '/(chalk|jose)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(.*/)?chalk/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(.*/)?(chalk|jose)/)'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   setupFilesAfterEnv: ['<rootDir>/test/setup-temporal-runtime.ts'],

@@ -112,18 +112,22 @@ const step = scenario.startsWith('auth/')
   : (scenarios[scenario] ?? askedCalls);
 
 /**
- * The OAuth config a scenario's context asks for: a pre-registered client's credentials (with the
- * client credentials grant in auth/client-credentials-*); auth/basic-cimd expects the client ID
- * metadata document at the URL it names.
+ * The OAuth config a scenario's context asks for: a pre-registered client's credentials, a secret or
+ * a private key (with the client credentials grant in auth/client-credentials-*); auth/basic-cimd
+ * expects the client ID metadata document at the URL it names.
  */
 function oauthConfig() {
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}');
   if (scenario === 'auth/basic-cimd')
     return { client_metadata_url: 'https://conformance-test.local/client-metadata.json' };
   if (!context.client_id) return undefined;
-  const { client_id, client_secret, issuer } = context;
+  // auth/wif-jwt-bearer: a workload's JWT for the authorization server, with no user.
+  if (context.valid_jwt)
+    return { grant_type: 'jwt_bearer', client_id: context.client_id, assertion: context.valid_jwt };
+  const { client_id, client_secret, private_key_pem, signing_algorithm, issuer } = context;
   const grant = scenario.startsWith('auth/client-credentials-') ? { grant_type: 'client_credentials' } : {};
-  return { client_id, client_secret, ...(issuer ? { issuer } : {}), ...grant };
+  const key = { private_key_pem, signing_algorithm };
+  return { client_id, client_secret, ...key, ...(issuer ? { issuer } : {}), ...grant };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { useAgentServer } from './helpers/agent-server';
 import { freePort } from './helpers/env';
@@ -202,6 +203,26 @@ describe('OAuth-protected MCP servers', () => {
     );
     const { access_token } = (await getMcpOauth(h.server.db, server.id!))!.tokens!;
     expect(JSON.stringify(row)).not.toMatch(new RegExp(`cc-secret|${access_token}`));
+  });
+
+  it('client credentials with private_key_jwt: the token request signed by the key, which is encrypted and masked', async () => {
+    const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const target = await oauthServer({
+      clientCredentials: { client_id: 'letta-signer', public_key: publicKey },
+    });
+    const oauth = { grant_type: 'client_credentials', client_id: 'letta-signer' };
+    const server = await register('signer', target.url, {
+      ...oauth,
+      private_key_pem: pem,
+      signing_algorithm: 'ES256',
+    });
+    expect(statusOf(server)).toEqual({ authorized: true, authorization_url: null });
+    expect((server as { oauth?: Record<string, unknown> }).oauth?.private_key_pem).toMatch(/^\*{4}/);
+    const [row] = await h.server.db.query(`SELECT config::text, secrets FROM mcp_servers WHERE id = $1`, [
+      server.id,
+    ]);
+    expect(JSON.stringify(row)).not.toContain('PRIVATE KEY');
   });
 
   it('serves its client ID metadata document, whose client_id is its own URL', async () => {

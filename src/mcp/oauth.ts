@@ -12,6 +12,7 @@ import {
   type OAuthClientProvider,
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/sdk/client/auth.js';
+import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -30,6 +31,8 @@ export const CALLBACK_PATH = '/v1/tools/mcp/oauth/callback';
 export const CLIENT_METADATA_PATH = '/v1/tools/mcp/oauth/client-metadata.json';
 
 const CLIENT_NAME = 'Letta (letta-temporal)';
+/** RFC 7523's grant type: tokens for a JWT (a workload's identity) given as the assertion. */
+const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
 export interface McpOauthSettings {
   /** The API's public address: the redirect URI's and the client metadata document's base. */
@@ -55,6 +58,18 @@ const digest = (state: string) => crypto.createHash('sha256').update(state).dige
 function scopeUnion(...scopes: (string | undefined)[]): string | undefined {
   const all = new Set(scopes.flatMap((scope) => scope?.split(' ').filter(Boolean) ?? []));
   return all.size ? [...all].join(' ') : undefined;
+}
+
+/**
+ * Two issuer identifiers compared as URLs, so scheme and host case, a default port or the "/" the
+ * SDK's URL handling gives a pathless authorization server URL do not count as a difference.
+ */
+function sameIssuer(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return a === b;
+  }
 }
 
 /** An https address with a path: what the spec accepts as a client ID metadata document's URL. */
@@ -124,6 +139,12 @@ export class StoredOauthProvider implements OAuthClientProvider {
   authorizationUrl?: URL;
   /** While refreshing ahead of expiry: the SDK reads the tokens itself meanwhile. */
   private refreshing = false;
+  /**
+   * Set for a code exchange, which redeems the code at the authorization server its flow began with.
+   * Every other `auth()` discovers afresh, so a server that names a new authorization server
+   * (SEP-2352) is followed there.
+   */
+  useCachedDiscovery = false;
 
   constructor(
     private readonly db: Database,
@@ -136,12 +157,13 @@ export class StoredOauthProvider implements OAuthClientProvider {
     return this.server.config.oauth ?? {};
   }
 
-  private get clientCredentials() {
-    return this.oauth.grant_type === 'client_credentials';
+  /** A grant with no user (client credentials, a workload's JWT): no redirect, tokens asked for at once. */
+  private get userless() {
+    return this.oauth.grant_type === 'client_credentials' || this.oauth.grant_type === 'jwt_bearer';
   }
 
   get redirectUrl(): string | undefined {
-    return this.clientCredentials ? undefined : new URL(CALLBACK_PATH, this.settings.publicUrl).href;
+    return this.userless ? undefined : new URL(CALLBACK_PATH, this.settings.publicUrl).href;
   }
 
   get clientMetadataUrl(): string | undefined {
@@ -152,8 +174,9 @@ export class StoredOauthProvider implements OAuthClientProvider {
 
   get clientMetadata(): OAuthClientMetadata {
     const metadata = clientMetadataOf(this.settings.publicUrl, this.oauth.scope);
-    if (!this.clientCredentials) return metadata;
-    return { ...metadata, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] };
+    if (!this.userless) return metadata;
+    const grant = this.oauth.grant_type === 'jwt_bearer' ? JWT_BEARER_GRANT : 'client_credentials';
+    return { ...metadata, grant_types: [grant], redirect_uris: [], response_types: [] };
   }
 
   state(): string {
@@ -176,11 +199,16 @@ export class StoredOauthProvider implements OAuthClientProvider {
     const stored = await getMcpOauth(this.db, this.server.id);
     const expiresSoon =
       stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
-    const renewable = stored?.tokens?.refresh_token || this.clientCredentials;
+    const renewable = stored?.tokens?.refresh_token || this.userless;
     if (this.refreshing || !expiresSoon || !renewable) return stored?.tokens;
     this.refreshing = true;
+    const metadataUrl = stored.discovery?.resourceMetadataUrl;
     try {
-      await auth(this, { serverUrl: this.server.config.server_url, fetchFn: this.fetchFn });
+      await auth(this, {
+        serverUrl: this.server.config.server_url,
+        resourceMetadataUrl: metadataUrl ? new URL(metadataUrl) : undefined,
+        fetchFn: this.fetchFn,
+      });
     } catch {
       // The stored tokens are tried as they are; a 401 then starts the SDK's own recovery.
     } finally {
@@ -223,17 +251,56 @@ export class StoredOauthProvider implements OAuthClientProvider {
     return verifier;
   }
 
-  /** The client credentials grant asks for its tokens here; the authorization code flow by default. */
+  /**
+   * A grant with no user asks for its tokens here: client credentials, or the JWT-bearer grant
+   * (RFC 7523 §2.1) with the workload's JWT of the config as its assertion; the authorization code
+   * flow by default.
+   */
   prepareTokenRequest(scope?: string): URLSearchParams | undefined {
-    if (!this.clientCredentials) return undefined;
-    return new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
+    const scoped: Record<string, string> = scope ? { scope } : {};
+    const { grant_type, assertion } = this.oauth;
+    if (grant_type === 'client_credentials')
+      return new URLSearchParams({ grant_type: 'client_credentials', ...scoped });
+    if (grant_type !== 'jwt_bearer') return undefined;
+    if (!assertion) throw new Error('the jwt_bearer grant needs the workload JWT in oauth.assertion');
+    return new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion, ...scoped });
   }
 
+  /**
+   * private_key_jwt client authentication (RFC 7523 §2.2) when the config gives a private key: the
+   * SDK signs an assertion with it for every token request, issued by and about the client ID.
+   */
+  get addClientAuthentication() {
+    const { client_id, private_key_pem, signing_algorithm } = this.oauth;
+    if (!client_id || !private_key_pem) return undefined;
+    const alg = signing_algorithm ?? 'RS256';
+    return createPrivateKeyJwtAuth({
+      issuer: client_id,
+      subject: client_id,
+      privateKey: private_key_pem,
+      alg,
+    });
+  }
+
+  /**
+   * Keeps what discovery found. Authorization server metadata whose issuer is not the one it was
+   * looked up for is refused (RFC 8414 §3.3: its endpoints may be anyone's). A server that now names
+   * another authorization server (SEP-2352) drops the registration and tokens the previous one gave,
+   * so the client registers again there and presents nothing of the old one.
+   */
   async saveDiscoveryState(discovery: OAuthDiscoveryState): Promise<void> {
+    const { authorizationServerUrl, authorizationServerMetadata: metadata } = discovery;
+    if (metadata && !sameIssuer(metadata.issuer, authorizationServerUrl))
+      throw new Error(
+        `The authorization server metadata of ${authorizationServerUrl} names another issuer (${metadata.issuer}): not used`,
+      );
+    const previous = (await getMcpOauth(this.db, this.server.id))?.discovery?.authorizationServerUrl;
+    if (previous && !sameIssuer(previous, authorizationServerUrl)) await this.invalidateCredentials('all');
     await saveMcpOauth(this.db, this.server.id, { discovery });
   }
 
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
+    if (!this.useCachedDiscovery) return undefined;
     return (await getMcpOauth(this.db, this.server.id))?.discovery;
   }
 
@@ -298,6 +365,7 @@ export class McpOauth {
     const provider = this.providerFor(server);
     if (!provider) throw new OauthStateError('This MCP server does not use OAuth');
     const { server_url } = server.config as HttpConfig;
+    provider.useCachedDiscovery = true;
     await auth(provider, { serverUrl: server_url, authorizationCode: code, fetchFn: provider.fetchFn });
   }
 

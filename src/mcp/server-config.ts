@@ -16,6 +16,8 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
     oauth: config.oauth && {
       ...config.oauth,
       client_secret: config.oauth.client_secret && maskSecret(config.oauth.client_secret),
+      private_key_pem: config.oauth.private_key_pem && maskSecret(config.oauth.private_key_pem),
+      assertion: config.oauth.assertion && maskSecret(config.oauth.assertion),
     },
   };
 }
@@ -52,6 +54,10 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
           client_secret:
             update.oauth.client_secret &&
             unmaskSecret(update.oauth.client_secret, stored.oauth?.client_secret),
+          private_key_pem:
+            update.oauth.private_key_pem &&
+            unmaskSecret(update.oauth.private_key_pem, stored.oauth?.private_key_pem),
+          assertion: update.oauth.assertion && unmaskSecret(update.oauth.assertion, stored.oauth?.assertion),
         }
       : stored.oauth,
   };

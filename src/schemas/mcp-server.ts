@@ -22,12 +22,20 @@ export const StdioConfigSchema = z.object({
  * every field may be left out, for discovery, client ID metadata document or dynamic registration and
  * the authorization code flow. A pre-registered client gives its `client_id` (and `client_secret`,
  * `issuer`: the authorization server it was registered with); `client_credentials` asks for tokens
- * with them, with no user.
+ * with them, with no user; `private_key_pem` (PKCS#8) authenticates the client with a JWT signed by it
+ * (private_key_jwt, `signing_algorithm` RS256 unless given) instead of a secret. `jwt_bearer` asks for
+ * tokens with a workload's JWT, `assertion` (RFC 7523's JWT-bearer grant, workload identity federation).
  */
 export const McpOauthConfigSchema = z.object({
-  grant_type: z.enum(['authorization_code', 'client_credentials']).nullish(),
+  grant_type: z.enum(['authorization_code', 'client_credentials', 'jwt_bearer']).nullish(),
   client_id: z.string().min(1).nullish(),
   client_secret: z.string().min(1).nullish(),
+  private_key_pem: z.string().min(1).nullish(),
+  signing_algorithm: z
+    .string()
+    .regex(/^(RS|PS|ES)(256|384|512)$/, 'RS, PS or ES with 256, 384 or 512')
+    .nullish(),
+  assertion: z.string().min(1).nullish(),
   issuer: z.string().url().nullish(),
   scope: z.string().min(1).nullish(),
   client_metadata_url: z.string().url().nullish(),

@@ -8,7 +8,7 @@
  */
 import crypto from 'node:crypto';
 import type http from 'node:http';
-import express, { type Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import type {
@@ -26,8 +26,11 @@ import { z } from 'zod';
 import { freePort } from './env';
 
 export interface OauthMcpServerOptions {
-  /** A pre-registered client for the client credentials grant. */
-  clientCredentials?: { client_id: string; client_secret: string };
+  /**
+   * A pre-registered client for the client credentials grant, authenticated by its secret or, given
+   * its public key, by a JWT it signed (private_key_jwt).
+   */
+  clientCredentials?: { client_id: string; client_secret?: string; public_key?: crypto.KeyObject };
   /** How long an access token lives (seconds), as its `expires_in` says. */
   accessTokenSeconds?: number;
   /** Where the protected resource metadata says the authorization server is (hostile metadata). */
@@ -127,6 +130,30 @@ function mcpServer(): McpServer {
   return server;
 }
 
+/** Whether a compact ES256 JWT is signed with `key` and issued by and about `clientId` (RFC 7523). */
+function signedBy(jwt: string, clientId: string, key: crypto.KeyObject): boolean {
+  const [header, payload, signature] = jwt.split('.');
+  const signed = crypto.verify(
+    'sha256',
+    Buffer.from(`${header}.${payload}`),
+    { key, dsaEncoding: 'ieee-p1363' },
+    Buffer.from(signature ?? '', 'base64url'),
+  );
+  const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString()) as Record<string, unknown>;
+  return signed && claims.iss === clientId && claims.sub === clientId;
+}
+
+/** Whether the token request comes from the client: its secret (basic or in the body), or its JWT. */
+function clientAuthenticated(req: Request, cc: NonNullable<OauthMcpServerOptions['clientCredentials']>) {
+  const assertion: unknown = req.body.client_assertion;
+  if (cc.public_key && typeof assertion === 'string') return signedBy(assertion, cc.client_id, cc.public_key);
+  const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  const [id, secret] = basic
+    ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent)
+    : [req.body.client_id, req.body.client_secret];
+  return !!cc.client_secret && id === cc.client_id && secret === cc.client_secret;
+}
+
 export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): Promise<OauthMcpServer> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -140,17 +167,13 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
   }
   const cc = options.clientCredentials;
   if (cc) {
-    provider.clients.set(cc.client_id, { ...cc, redirect_uris: [] });
+    const { client_id, client_secret } = cc;
+    provider.clients.set(client_id, { client_id, client_secret, redirect_uris: [] });
     app.post('/token', express.urlencoded({ extended: false }), (req, res, next) => {
       if (req.body.grant_type !== 'client_credentials') return next();
-      const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const [id, secret] = basic
-        ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent)
-        : [req.body.client_id, req.body.client_secret];
-      if (id !== cc.client_id || secret !== cc.client_secret)
-        return void res.status(401).json({ error: 'invalid_client' });
+      if (!clientAuthenticated(req, cc)) return void res.status(401).json({ error: 'invalid_client' });
       const scopes = typeof req.body.scope === 'string' ? req.body.scope.split(' ') : [];
-      res.json(provider.issue('client_credentials', id, scopes, false));
+      res.json(provider.issue('client_credentials', cc.client_id, scopes, false));
     });
   }
   app.use(

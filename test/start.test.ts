@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import Letta from '@letta-ai/letta-client';
 import { startOpenAiStub } from './helpers/openai-stub';
-import { freePort, testTemporalAddress } from './helpers/env';
+import { freePortBelowEphemeral, testTemporalAddress } from './helpers/env';
 import { createTestSchema } from './helpers/postgres';
 import {
   isAlive,
@@ -19,9 +19,9 @@ const main = ['dist/src/main.js'];
 
 async function ports() {
   return {
-    PORT: String(await freePort()),
-    TEMPORAL_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
+    PORT: String(await freePortBelowEphemeral()),
+    TEMPORAL_PORT: String(await freePortBelowEphemeral()),
+    TEMPORAL_UI_PORT: String(await freePortBelowEphemeral()),
   };
 }
 

@@ -33,4 +33,21 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port below Linux's ephemeral range (32768 up), which `freePort` (listen(0)) never hands out:
+ * for a process that binds it only a minute later (`npm start` builds first), so that no other test
+ * can be given it meanwhile.
+ */
+export async function freePortBelowEphemeral(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export const uniqueSuffix = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;

@@ -54,7 +54,11 @@ curl -fsS "$LETTA_URL/v1/health/" >/dev/null || { tail -n 40 "$work/server.log" 
 echo "mcp-conformance: the server answers at $LETTA_URL (${SECONDS}s)" >&2
 
 status=0
+# The auth/* scenarios take turns (their servers share one tool name, and tool names are unique here:
+# scripts/mcp-conformance-client.mjs), so the last of them waits for all the others: each scenario's
+# client gets MCP_CONFORMANCE_TIMEOUT_MS (3 minutes) rather than the suite's 30 s.
 npx --no-install conformance client --suite all ${SPEC_VERSION:+--spec-version "$SPEC_VERSION"} \
+  --timeout "${MCP_CONFORMANCE_TIMEOUT_MS:-180000}" \
   --command "node scripts/mcp-conformance-client.mjs" --expected-failures "$BASELINE" \
   --output-dir "$work/results" --verbose 2>&1 | tee "$work/suite.log" || status=$?
 

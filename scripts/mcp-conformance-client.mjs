@@ -144,14 +144,24 @@ async function takeTurn() {
       return () => fs.rmSync(lock, { force: true });
     } catch (error) {
       if (error.code !== 'EEXIST') throw error;
-      if (!alive(Number(fs.readFileSync(lock, 'utf8')))) fs.rmSync(lock, { force: true });
+      if (!alive(ownerOf(lock))) fs.rmSync(lock, { force: true });
       else await sleep(50);
     }
   }
 }
 
+/** The pid in the lock file; 0 while its owner writes it, and when it has just been let go. */
+function ownerOf(lock) {
+  try {
+    return Number(fs.readFileSync(lock, 'utf8'));
+  } catch (error) {
+    if (error.code === 'ENOENT') return 0;
+    throw error;
+  }
+}
+
 function alive(pid) {
-  if (!pid) return true; // an empty file: its owner is writing it
+  if (!pid) return true; // being written or let go: look again
   try {
     process.kill(pid, 0);
     return true;

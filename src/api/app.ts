@@ -15,6 +15,7 @@ import { messagesRouter } from './routes/messages';
 import { runsRouter } from './routes/runs';
 import { sandboxConfigsRouter } from './routes/sandbox-configs';
 import { mcpServersRouter } from './routes/mcp-servers';
+import { mcpConnectRouter } from './routes/mcp-connect';
 import { modelsRouter } from './routes/models';
 import { conversationsRouter } from './routes/conversations';
 import { toolsRouter } from './routes/tools';
@@ -43,6 +44,7 @@ const ROUTERS = [
   toolsRouter,
   sandboxConfigsRouter,
   mcpServersRouter,
+  mcpConnectRouter,
   modelsRouter,
   conversationsRouter,
   archivesRouter,

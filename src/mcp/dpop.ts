@@ -73,7 +73,10 @@ async function imported(privateJwk: JWK): Promise<DpopKey> {
  */
 export class DpopKeys {
   private readonly keys = new Map<string, Promise<DpopKey>>();
-  /** By origin: a nonce is its server's, whichever registration talks to it. */
+  /**
+   * By endpoint (a proof's `htu`), whichever registration talks to it: an authorization server and a
+   * resource server may share an origin, not their nonces.
+   */
   readonly nonces = new Map<string, string>();
 
   constructor(private readonly db: Database) {}
@@ -96,6 +99,9 @@ export class DpopKeys {
 
 const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('base64url');
 
+/** A request's URL as its proof names it (`htu`): without query or fragment. */
+const htuOf = (url: URL) => `${url.origin}${url.pathname}`;
+
 /** A fresh proof (RFC 9449 §4.2) for one request: its method, its URL without query or fragment. */
 export function dpopProof(
   key: DpopKey,
@@ -104,7 +110,7 @@ export function dpopProof(
   const { method, url, accessToken, nonce } = request;
   return new SignJWT({
     htm: method,
-    htu: `${url.origin}${url.pathname}`,
+    htu: htuOf(url),
     jti: crypto.randomUUID(),
     ...(accessToken ? { ath: sha256(accessToken) } : {}),
     ...(nonce ? { nonce } : {}),
@@ -148,11 +154,11 @@ export function dpopFetch(base: FetchLike, binding: DpopBinding, nonces: Map<str
     if (!key) return base(input, init);
     if (token) headers.set('authorization', `DPoP ${token}`);
     const send = async () => {
-      const nonce = nonces.get(url.origin);
+      const nonce = nonces.get(htuOf(url));
       headers.set('dpop', await dpopProof(await key, { method, url, accessToken: token, nonce }));
       const response = await base(input, { ...init, headers });
       const given = response.headers.get('dpop-nonce');
-      if (given) nonces.set(url.origin, given);
+      if (given) nonces.set(htuOf(url), given);
       return { response, again: !!given && given !== nonce && (await asksForNonce(response)) };
     };
     const first = await send();

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { useAgentServer } from './helpers/agent-server';
 import { startOauthMcpServer } from './helpers/oauth-mcp-server';
+import { startEnterpriseIdp } from './helpers/enterprise-idp';
 import { getMcpOauth } from '../src/db/mcp-oauth';
 import { getMcpDpopKey } from '../src/db/mcp-dpop-keys';
 import { McpOauth, type McpOauthSettings } from '../src/mcp/oauth';
@@ -71,6 +72,64 @@ describe('DPoP with OAuth-protected MCP servers', () => {
       expect(target.dpop.refused).toEqual([]);
     } finally {
       await target.close();
+    }
+  });
+});
+
+/**
+ * Enterprise-managed authorization (src/mcp/id-jag.ts): the user's ID token exchanged at a local IdP
+ * for an ID-JAG, which the MCP server's authorization server takes in the JWT-bearer grant.
+ */
+describe('enterprise-managed authorization with OAuth-protected MCP servers', () => {
+  const h = useAgentServer('openai', { MCP_CONNECT_TIMEOUT_MS: '10000' });
+
+  it('exchanges the ID token at the IdP for an ID-JAG, gets tokens with it and no user, its secrets masked', async () => {
+    const client = { client_id: 'letta-enterprise', client_secret: 'enterprise-secret-0123' };
+    const idp = await startEnterpriseIdp(client.client_id);
+    const target = await startOauthMcpServer({ idJag: { ...client, idp } });
+    try {
+      const idToken = await idp.idToken('ada@example.com', 'letta-at-idp');
+      const oauth = {
+        grant_type: 'id_jag',
+        ...client,
+        assertion: idToken,
+        idp_issuer: idp.issuer,
+        idp_client_id: 'letta-at-idp',
+        idp_client_secret: 'idp-secret-456789',
+      };
+      const server = await h.client.mcpServers.create({
+        server_name: 'enterprise',
+        config: { mcp_server_type: 'streamable_http', server_url: target.url, oauth } as never,
+      });
+      expect(server).toMatchObject({
+        oauth_status: { authorized: true, authorization_url: null },
+        oauth: {
+          client_secret: '****0123',
+          idp_client_secret: '****6789',
+          assertion: expect.stringMatching(/^\*{4}/),
+        },
+      });
+      expect(idp.exchanges).toEqual([
+        expect.objectContaining({
+          audience: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/?$/),
+          resource: target.url,
+        }),
+      ]);
+      expect(target.grants).toEqual(['id_jag']);
+      const [tool] = await h.client.mcpServers.tools.list(server.id!);
+      const run = await h.client.mcpServers.tools.run(tool!.id!, {
+        mcp_server_id: server.id!,
+        args: { text: 'SSO' },
+      });
+      expect(run).toMatchObject({ status: 'success', func_return: 'sso' });
+      const [row] = await h.server.db.query(`SELECT config::text, secrets FROM mcp_servers WHERE id = $1`, [
+        server.id,
+      ]);
+      expect(JSON.stringify(row)).not.toMatch(/idp-secret|enterprise-secret/);
+      expect(JSON.stringify(row)).not.toContain(idToken);
+    } finally {
+      await target.close();
+      await idp.close();
     }
   });
 });

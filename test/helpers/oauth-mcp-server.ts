@@ -25,6 +25,7 @@ import {
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { jwtVerify, type CryptoKey } from 'jose';
 import { z } from 'zod';
 import { freePort } from './env';
 import { dpopGuard, type DpopOptions, type DpopRecord } from './dpop-guard';
@@ -39,6 +40,11 @@ export interface OauthMcpServerOptions {
   accessTokenSeconds?: number;
   /** Where the protected resource metadata says the authorization server is (hostile metadata). */
   authorizationServer?: string;
+  /**
+   * Enterprise-managed authorization: the JWT-bearer grant for this pre-registered client, with an
+   * ID-JAG of this IdP (enterprise-idp.ts) for this server.
+   */
+  idJag?: { client_id: string; client_secret: string; idp: { issuer: string; publicKey: CryptoKey } };
   /** DPoP-bound tokens, advertised and demanded (dpop-guard.ts). */
   dpop?: DpopOptions;
 }
@@ -182,6 +188,24 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
       if (!clientAuthenticated(req, cc)) return void res.status(401).json({ error: 'invalid_client' });
       const scopes = typeof req.body.scope === 'string' ? req.body.scope.split(' ') : [];
       res.json(provider.issue('client_credentials', cc.client_id, scopes, false));
+    });
+  }
+  const jag = options.idJag;
+  if (jag) {
+    const { client_id, client_secret, idp } = jag;
+    provider.clients.set(client_id, { client_id, client_secret, redirect_uris: [] });
+    app.post('/token', express.urlencoded({ extended: false }), async (req, res, next) => {
+      if (req.body.grant_type !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return next();
+      if (!clientAuthenticated(req, jag)) return void res.status(401).json({ error: 'invalid_client' });
+      const granted = await jwtVerify(String(req.body.assertion), idp.publicKey, {
+        issuer: idp.issuer,
+        audience: [origin, `${origin}/`],
+        typ: 'oauth-id-jag+jwt',
+      }).catch(() => undefined);
+      const { resource, client_id: named } = granted?.payload ?? {};
+      if (resource !== mcpUrl.href || named !== client_id)
+        return void res.status(400).json({ error: 'invalid_grant' });
+      res.json(provider.issue('id_jag', client_id, [], false));
     });
   }
   const authorization = { provider, issuerUrl: new URL(origin), scopesSupported: ['mcp:tools'] };

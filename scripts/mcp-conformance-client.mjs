@@ -124,6 +124,12 @@ function oauthConfig() {
   // auth/wif-jwt-bearer: a workload's JWT for the authorization server, with no user.
   if (context.valid_jwt)
     return { grant_type: 'jwt_bearer', client_id: context.client_id, assertion: context.valid_jwt };
+  // auth/enterprise-managed-authorization: the user's ID token, exchanged at the IdP for an ID-JAG.
+  if (context.idp_id_token) {
+    const { client_id, client_secret, idp_client_id, idp_issuer, idp_token_endpoint } = context;
+    const idp = { idp_client_id, idp_issuer, idp_token_endpoint };
+    return { grant_type: 'id_jag', client_id, client_secret, assertion: context.idp_id_token, ...idp };
+  }
   const { client_id, client_secret, private_key_pem, signing_algorithm, issuer } = context;
   const grant = scenario.startsWith('auth/client-credentials-') ? { grant_type: 'client_credentials' } : {};
   const key = { private_key_pem, signing_algorithm };

@@ -7,6 +7,7 @@ import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.
 import type { Queryable } from './database';
 import { json } from './sql';
 import { decryptSecret, encryptSecret } from '../secrets';
+import { deleteMcpDpopKey } from './mcp-dpop-keys';
 
 export interface McpOauthRecord {
   clientInformation?: OAuthClientInformationMixed;
@@ -112,6 +113,8 @@ export async function takePendingAuthorization(
   return row?.live ? row.server_id : undefined;
 }
 
+/** The server's OAuth state, its DPoP key included. */
 export async function deleteMcpOauth(db: Queryable, serverId: string): Promise<void> {
   await db.query('DELETE FROM mcp_oauth WHERE server_id = $1', [serverId]);
+  await deleteMcpDpopKey(db, serverId);
 }

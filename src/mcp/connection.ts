@@ -90,7 +90,7 @@ function transportsFor(
   const sse = async () =>
     new SSEClientTransport(url, {
       requestInit,
-      eventSourceInit: { fetch: sseFetch(requestInit.headers) },
+      eventSourceInit: { fetch: sseFetch(requestInit.headers, authProvider?.fetchFn) },
       ...oauth,
     });
   if (config.mcp_server_type === 'sse') return [sse];
@@ -123,11 +123,14 @@ function stderrTail(transport: Transport): () => string {
   return () => tail.trim().replace(/\s*\n\s*/g, '; ');
 }
 
-/** The SSE stream's GET carries the same headers as the POSTs (the SDK leaves them to eventSourceInit). */
+/**
+ * The SSE stream's GET carries the same headers as the POSTs (the SDK leaves them to eventSourceInit),
+ * through the OAuth provider's fetch where there is one (its DPoP proofs).
+ */
 const sseFetch =
-  (headers: Record<string, string>) =>
+  (headers: Record<string, string>, base: FetchLike = fetch) =>
   (url: string | URL, init?: RequestInit): Promise<Response> =>
-    fetch(url, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
+    base(url, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
 
 /**
  * What the client answers a request from the server it offers no capability for, at once: it declares

@@ -4,7 +4,8 @@
  * registration, client ID metadata documents, PKCE, scope selection and step-up, refresh on 401). This
  * module is the SDK's OAuthClientProvider kept in the database (db/mcp-oauth.ts), so every process
  * reads the tokens another one refreshed, and the authorization code flow's redirect comes back to this
- * server's callback (api/routes/mcp-oauth.ts), which any API process may answer.
+ * server's callback (api/routes/mcp-oauth.ts), which any API process may answer. DPoP-bound tokens
+ * (dpop.ts) and enterprise-managed authorization (id-jag.ts) are added to the SDK's flows here.
  */
 import crypto from 'node:crypto';
 import {
@@ -24,6 +25,8 @@ import { getMcpOauth, saveMcpOauth, takePendingAuthorization } from '../db/mcp-o
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { safeFetch, type OutboundPolicy } from '../net/safe-fetch';
 import { withHostAllowed } from '../net/private-addresses';
+import { DpopKeys, dpopFetch, dpopTokenEndpoint, isDpopBound, type DpopBinding } from './dpop';
+import { requestIdJag } from './id-jag';
 
 /** Where the authorization server sends the user back to (Letta's static callback path). */
 export const CALLBACK_PATH = '/v1/tools/mcp/oauth/callback';
@@ -146,20 +149,51 @@ export class StoredOauthProvider implements OAuthClientProvider {
    */
   useCachedDiscovery = false;
 
+  /** The fetch of its OAuth requests and of the MCP requests, with DPoP proofs where due. */
+  readonly fetchFn: FetchLike;
+  /** What the flow under way discovered: its token endpoint's DPoP support, an ID-JAG's audience. */
+  private discovered?: OAuthDiscoveryState;
+  /** The access token last read or saved, if DPoP-bound: a request presenting it carries a proof. */
+  private dpopBoundToken?: string;
+
   constructor(
     private readonly db: Database,
     private readonly settings: McpOauthSettings,
     private readonly server: OauthServer,
-    readonly fetchFn: FetchLike,
-  ) {}
+    baseFetch: FetchLike,
+    private readonly dpopKeys: DpopKeys,
+  ) {
+    this.fetchFn = dpopFetch(baseFetch, this.dpopBinding(), dpopKeys.nonces);
+  }
+
+  private dpopBinding(): DpopBinding {
+    const key = () => this.dpopKeys.of(this.server.id);
+    return {
+      tokenEndpointKey: (url) => {
+        const endpoint = dpopTokenEndpoint(this.discovered?.authorizationServerMetadata);
+        return endpoint && new URL(endpoint).href === url.href ? key() : undefined;
+      },
+      boundKey: (accessToken) => (accessToken === this.dpopBoundToken ? key() : undefined),
+    };
+  }
+
+  /** Notes whether the tokens the transport is about to present are DPoP-bound. */
+  private presented(tokens: OAuthTokens | undefined): OAuthTokens | undefined {
+    this.dpopBoundToken = tokens && isDpopBound(tokens.token_type) ? tokens.access_token : undefined;
+    return tokens;
+  }
 
   private get oauth() {
     return this.server.config.oauth ?? {};
   }
 
-  /** A grant with no user (client credentials, a workload's JWT): no redirect, tokens asked for at once. */
+  /**
+   * A grant with no user (client credentials, a workload's JWT, an enterprise's identity assertion): no
+   * redirect, tokens asked for at once.
+   */
   private get userless() {
-    return this.oauth.grant_type === 'client_credentials' || this.oauth.grant_type === 'jwt_bearer';
+    const grant = this.oauth.grant_type;
+    return !!grant && grant !== 'authorization_code';
   }
 
   get redirectUrl(): string | undefined {
@@ -175,7 +209,7 @@ export class StoredOauthProvider implements OAuthClientProvider {
   get clientMetadata(): OAuthClientMetadata {
     const metadata = clientMetadataOf(this.settings.publicUrl, this.oauth.scope);
     if (!this.userless) return metadata;
-    const grant = this.oauth.grant_type === 'jwt_bearer' ? JWT_BEARER_GRANT : 'client_credentials';
+    const grant = this.oauth.grant_type === 'client_credentials' ? 'client_credentials' : JWT_BEARER_GRANT;
     return { ...metadata, grant_types: [grant], redirect_uris: [], response_types: [] };
   }
 
@@ -200,7 +234,7 @@ export class StoredOauthProvider implements OAuthClientProvider {
     const expiresSoon =
       stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
     const renewable = stored?.tokens?.refresh_token || this.userless;
-    if (this.refreshing || !expiresSoon || !renewable) return stored?.tokens;
+    if (this.refreshing || !expiresSoon || !renewable) return this.presented(stored?.tokens);
     this.refreshing = true;
     const metadataUrl = stored.discovery?.resourceMetadataUrl;
     try {
@@ -214,10 +248,11 @@ export class StoredOauthProvider implements OAuthClientProvider {
     } finally {
       this.refreshing = false;
     }
-    return (await getMcpOauth(this.db, this.server.id))?.tokens;
+    return this.presented((await getMcpOauth(this.db, this.server.id))?.tokens);
   }
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {
+    this.presented(tokens);
     const tokensExpireAt = tokens.expires_in ? new Date(Date.now() + tokens.expires_in * 1000) : null;
     await saveMcpOauth(this.db, this.server.id, { tokens, tokensExpireAt });
   }
@@ -253,17 +288,40 @@ export class StoredOauthProvider implements OAuthClientProvider {
 
   /**
    * A grant with no user asks for its tokens here: client credentials, or the JWT-bearer grant
-   * (RFC 7523 §2.1) with the workload's JWT of the config as its assertion; the authorization code
-   * flow by default.
+   * (RFC 7523 §2.1) with the workload's JWT of the config as its assertion, or with the ID-JAG the
+   * enterprise's IdP issues for the user's ID token (id_jag); the authorization code flow by default.
    */
-  prepareTokenRequest(scope?: string): URLSearchParams | undefined {
+  async prepareTokenRequest(scope?: string): Promise<URLSearchParams | undefined> {
     const scoped: Record<string, string> = scope ? { scope } : {};
     const { grant_type, assertion } = this.oauth;
     if (grant_type === 'client_credentials')
       return new URLSearchParams({ grant_type: 'client_credentials', ...scoped });
-    if (grant_type !== 'jwt_bearer') return undefined;
-    if (!assertion) throw new Error('the jwt_bearer grant needs the workload JWT in oauth.assertion');
-    return new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion, ...scoped });
+    if (grant_type !== 'jwt_bearer' && grant_type !== 'id_jag') return undefined;
+    if (!assertion) throw new Error(`the ${grant_type} grant needs its assertion in oauth.assertion`);
+    const grant = grant_type === 'id_jag' ? await this.idJag(assertion, scope) : assertion;
+    return new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion: grant, ...scoped });
+  }
+
+  /** The ID-JAG for the user's ID token, for the authorization server and resource discovered. */
+  private idJag(idToken: string, scope?: string): Promise<string> {
+    const { idp_issuer, idp_token_endpoint, idp_client_id, idp_client_secret } = this.oauth;
+    const metadata = this.discovered?.authorizationServerMetadata;
+    if (!idp_client_id) throw new Error('the id_jag grant needs oauth.idp_client_id');
+    if (!metadata) throw new Error('the id_jag grant needs the authorization server metadata');
+    const resource = this.discovered?.resourceMetadata?.resource ?? this.server.config.server_url;
+    return requestIdJag(
+      {
+        idpIssuer: idp_issuer,
+        idpTokenEndpoint: idp_token_endpoint,
+        idpClientId: idp_client_id,
+        idpClientSecret: idp_client_secret,
+        idToken,
+        audience: metadata.issuer,
+        resource,
+        scope,
+      },
+      this.fetchFn,
+    );
   }
 
   /**
@@ -297,11 +355,13 @@ export class StoredOauthProvider implements OAuthClientProvider {
     const previous = (await getMcpOauth(this.db, this.server.id))?.discovery?.authorizationServerUrl;
     if (previous && !sameIssuer(previous, authorizationServerUrl)) await this.invalidateCredentials('all');
     await saveMcpOauth(this.db, this.server.id, { discovery });
+    this.discovered = discovery;
   }
 
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
     if (!this.useCachedDiscovery) return undefined;
-    return (await getMcpOauth(this.db, this.server.id))?.discovery;
+    this.discovered = (await getMcpOauth(this.db, this.server.id))?.discovery;
+    return this.discovered;
   }
 
   async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
@@ -322,10 +382,14 @@ export class OauthStateError extends Error {
 
 /** The OAuth side of MCP connections: providers for servers, and the callback's completion. */
 export class McpOauth {
+  private readonly dpopKeys: DpopKeys;
+
   constructor(
     private readonly db: Database,
     readonly settings: McpOauthSettings,
-  ) {}
+  ) {
+    this.dpopKeys = new DpopKeys(db);
+  }
 
   /**
    * A provider for an HTTP server, or none where the config gives a static token (auth_token): that
@@ -335,7 +399,7 @@ export class McpOauth {
     const { config } = server;
     if (config.mcp_server_type === 'stdio' || config.auth_token) return undefined;
     const fetchFn = oauthFetch(new URL(config.server_url), this.settings.fetchPolicy);
-    return new StoredOauthProvider(this.db, this.settings, { id: server.id, config }, fetchFn);
+    return new StoredOauthProvider(this.db, this.settings, { id: server.id, config }, fetchFn, this.dpopKeys);
   }
 
   /** The server whose pending authorization has this state; the state is used up. */

@@ -18,6 +18,7 @@ export function maskedConfig(config: McpServerConfig): McpServerConfig {
       client_secret: config.oauth.client_secret && maskSecret(config.oauth.client_secret),
       private_key_pem: config.oauth.private_key_pem && maskSecret(config.oauth.private_key_pem),
       assertion: config.oauth.assertion && maskSecret(config.oauth.assertion),
+      idp_client_secret: config.oauth.idp_client_secret && maskSecret(config.oauth.idp_client_secret),
     },
   };
 }
@@ -58,6 +59,9 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
             update.oauth.private_key_pem &&
             unmaskSecret(update.oauth.private_key_pem, stored.oauth?.private_key_pem),
           assertion: update.oauth.assertion && unmaskSecret(update.oauth.assertion, stored.oauth?.assertion),
+          idp_client_secret:
+            update.oauth.idp_client_secret &&
+            unmaskSecret(update.oauth.idp_client_secret, stored.oauth?.idp_client_secret),
         }
       : stored.oauth,
   };

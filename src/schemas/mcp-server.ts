@@ -25,9 +25,13 @@ export const StdioConfigSchema = z.object({
  * with them, with no user; `private_key_pem` (PKCS#8) authenticates the client with a JWT signed by it
  * (private_key_jwt, `signing_algorithm` RS256 unless given) instead of a secret. `jwt_bearer` asks for
  * tokens with a workload's JWT, `assertion` (RFC 7523's JWT-bearer grant, workload identity federation).
+ * `id_jag` is enterprise-managed authorization (SEP-990): the user's ID token from the enterprise's IdP,
+ * `assertion`, exchanged at the IdP (`idp_issuer` or `idp_token_endpoint`, as `idp_client_id` with
+ * `idp_client_secret`) for an ID-JAG, which the JWT-bearer grant presents to the MCP server's
+ * authorization server, as `client_id` and `client_secret`.
  */
 export const McpOauthConfigSchema = z.object({
-  grant_type: z.enum(['authorization_code', 'client_credentials', 'jwt_bearer']).nullish(),
+  grant_type: z.enum(['authorization_code', 'client_credentials', 'jwt_bearer', 'id_jag']).nullish(),
   client_id: z.string().min(1).nullish(),
   client_secret: z.string().min(1).nullish(),
   private_key_pem: z.string().min(1).nullish(),
@@ -39,6 +43,10 @@ export const McpOauthConfigSchema = z.object({
   issuer: z.string().url().nullish(),
   scope: z.string().min(1).nullish(),
   client_metadata_url: z.string().url().nullish(),
+  idp_issuer: z.string().url().nullish(),
+  idp_token_endpoint: z.string().url().nullish(),
+  idp_client_id: z.string().min(1).nullish(),
+  idp_client_secret: z.string().min(1).nullish(),
 });
 export type McpOauthConfig = z.infer<typeof McpOauthConfigSchema>;
 

@@ -18,12 +18,17 @@ import type {
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import {
+  createOAuthMetadata,
+  getOAuthProtectedResourceMetadataUrl,
+} from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { jwtVerify, type CryptoKey } from 'jose';
 import { z } from 'zod';
 import { freePort } from './env';
+import { dpopGuard, type DpopOptions, type DpopRecord } from './dpop-guard';
 
 export interface OauthMcpServerOptions {
   /**
@@ -35,6 +40,13 @@ export interface OauthMcpServerOptions {
   accessTokenSeconds?: number;
   /** Where the protected resource metadata says the authorization server is (hostile metadata). */
   authorizationServer?: string;
+  /**
+   * Enterprise-managed authorization: the JWT-bearer grant for this pre-registered client, with an
+   * ID-JAG of this IdP (enterprise-idp.ts) for this server.
+   */
+  idJag?: { client_id: string; client_secret: string; idp: { issuer: string; publicKey: CryptoKey } };
+  /** DPoP-bound tokens, advertised and demanded (dpop-guard.ts). */
+  dpop?: DpopOptions;
 }
 
 export interface OauthMcpServer {
@@ -44,6 +56,8 @@ export interface OauthMcpServer {
   grants: string[];
   /** Refuses every access token issued so far (as a server that revoked them, or forgot them). */
   revokeAccessTokens(): void;
+  /** With `dpop`: what its checks of the proofs saw. */
+  dpop: DpopRecord;
   close(): Promise<void>;
 }
 
@@ -176,19 +190,36 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
       res.json(provider.issue('client_credentials', cc.client_id, scopes, false));
     });
   }
-  app.use(
-    mcpAuthRouter({
-      provider,
-      issuerUrl: new URL(origin),
-      resourceServerUrl: mcpUrl,
-      scopesSupported: ['mcp:tools'],
-    }),
-  );
-  const bearer = requireBearerAuth({
-    verifier: provider,
-    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl),
-  });
-  app.post('/mcp', express.json(), bearer, async (req, res) => {
+  const jag = options.idJag;
+  if (jag) {
+    const { client_id, client_secret, idp } = jag;
+    provider.clients.set(client_id, { client_id, client_secret, redirect_uris: [] });
+    app.post('/token', express.urlencoded({ extended: false }), async (req, res, next) => {
+      if (req.body.grant_type !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return next();
+      if (!clientAuthenticated(req, jag)) return void res.status(401).json({ error: 'invalid_client' });
+      const granted = await jwtVerify(String(req.body.assertion), idp.publicKey, {
+        issuer: idp.issuer,
+        audience: [origin, `${origin}/`],
+        typ: 'oauth-id-jag+jwt',
+      }).catch(() => undefined);
+      const { resource, client_id: named } = granted?.payload ?? {};
+      if (resource !== mcpUrl.href || named !== client_id)
+        return void res.status(400).json({ error: 'invalid_grant' });
+      res.json(provider.issue('id_jag', client_id, [], false));
+    });
+  }
+  const authorization = { provider, issuerUrl: new URL(origin), scopesSupported: ['mcp:tools'] };
+  const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(mcpUrl);
+  const dpop = dpopGuard(options.dpop ?? {}, `${origin}/token`, mcpUrl.href, resourceMetadataUrl);
+  if (options.dpop) {
+    app.get('/.well-known/oauth-authorization-server', (_req, res) => {
+      res.json({ ...createOAuthMetadata(authorization), dpop_signing_alg_values_supported: ['ES256'] });
+    });
+    app.post('/token', dpop.tokenGuard);
+  }
+  app.use(mcpAuthRouter({ ...authorization, resourceServerUrl: mcpUrl }));
+  const guard = options.dpop ? dpop.mcpGuard : requireBearerAuth({ verifier: provider, resourceMetadataUrl });
+  app.post('/mcp', express.json(), guard, async (req, res) => {
     const server = mcpServer();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => void transport.close().then(() => server.close()));
@@ -203,6 +234,7 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
     url: mcpUrl.href,
     grants: provider.grants,
     revokeAccessTokens: () => provider.accessTokens.clear(),
+    dpop: dpop.record,
     close: () =>
       new Promise((resolve) => {
         listener.closeAllConnections();

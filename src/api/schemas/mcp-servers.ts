@@ -36,7 +36,7 @@ const HttpFields = {
   auth_token: z.string().nullish(),
   /** Their values masked. */
   custom_headers: StringMap.nullish(),
-  /** Its client_secret, private_key_pem and assertion masked. */
+  /** Its client_secret, private_key_pem, assertion and idp_client_secret masked. */
   oauth: McpOauthConfigSchema.nullish(),
   /** An OAuth-protected server's state: tokens or not, and where a user authorizes a pending authorization. */
   oauth_status: z.object({ authorized: z.boolean(), authorization_url: z.string().nullable() }).optional(),

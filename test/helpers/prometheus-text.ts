@@ -28,10 +28,10 @@ const SUFFIXES: Record<string, string[]> = {
   summary: ['', '_sum', '_count'],
 };
 
+/** A value as Prometheus reads it (Go's ParseFloat): a number, or NaN and ±Inf in any case. */
 function parseValue(text: string, line: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+  if (/^nan$/i.test(text)) return NaN;
+  if (/^[+-]?inf(inity)?$/i.test(text)) return text.startsWith('-') ? -Infinity : Infinity;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) throw new Error(`bad value in: ${line}`);
   return Number(text);
 }

@@ -42,13 +42,13 @@ async function main(): Promise<void> {
   const temporalMetrics = await temporalMetricsExporter(config.METRICS_PORT);
   installTemporalRuntime(log, temporalMetrics?.telemetry);
 
-  const server = await startServer(config, log, { role, temporalMetricsUrl: temporalMetrics?.url }).catch(
-    (error) => {
-      log.fatal({ error: errorText(error) }, 'start-up failed');
-      process.stderr.write(`start-up failed: ${errorText(error)}\n`);
-      process.exit(error instanceof ConfigError ? 2 : 1);
-    },
-  );
+  const serverOptions = { role, temporalMetricsUrl: temporalMetrics?.url };
+
+  const server = await startServer(config, log, serverOptions).catch((error) => {
+    log.fatal({ error: errorText(error) }, 'start-up failed');
+    process.stderr.write(`start-up failed: ${errorText(error)}\n`);
+    process.exit(error instanceof ConfigError ? 2 : 1);
+  });
 
   void announce(server, config, log);
 

@@ -79,8 +79,6 @@ export interface SandboxStatus {
 export interface RunningServer {
   /** The API's base URL, when this process serves the API. */
   url?: string;
-  /** Where this process serves `/metrics`, when METRICS_PORT is set. */
-  metricsUrl?: string;
   /** Whether the API asks every request for a password. */
   passwordRequired: boolean;
   /** Settles once the sandbox's start-up probe has run. */
@@ -131,11 +129,7 @@ export async function startServer(
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
     await ensureBuiltinTools(db);
-    const metricsUrl = await serveMetrics(
-      config,
-      { db, log, temporalMetricsUrl: options.temporalMetricsUrl },
-      undo,
-    );
+    await serveMetrics(config, { db, log, temporalMetricsUrl: options.temporalMetricsUrl }, undo);
 
     // The client and every worker share this connection, so TLS and the API key apply to all of them.
     const connection = await connectTemporal(
@@ -355,7 +349,6 @@ export async function startServer(
     const finished = Promise.race([new Promise<void>((resolve) => (stopped = resolve)), componentFailure]);
     return {
       url,
-      metricsUrl,
       passwordRequired,
       sandboxStatus,
       temporalAddress: temporal.address,
@@ -493,17 +486,16 @@ function collectUnusedEnvironments(config: Config, log: Logger): NodeJS.Timeout 
   return setInterval(collect, 60 * 60 * 1000).unref();
 }
 
-/** `/metrics` on its own listener when METRICS_PORT is set (docs/operations.md says why); its URL. */
+/** `/metrics` on its own listener when METRICS_PORT is set (docs/operations.md says why). */
 async function serveMetrics(
   config: Config,
   sources: MetricsSources,
   undo: (() => Promise<void>)[],
-): Promise<string | undefined> {
-  if (config.METRICS_PORT === undefined) return undefined;
+): Promise<void> {
+  if (config.METRICS_PORT === undefined) return;
   const at = { port: config.METRICS_PORT, host: config.METRICS_HOST };
   const server = await listen(metricsListener(sources), at, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
   undo.push(() => closeServer(server));
   const url = `http://${config.METRICS_HOST}:${(server.address() as AddressInfo).port}/metrics`;
   sources.log.info({ url, temporal: Boolean(sources.temporalMetricsUrl) }, 'metrics listening');
-  return url;
 }

@@ -7,7 +7,13 @@ import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { freePort, testTemporalAddress } from './helpers/env';
 import { stdioConfig } from './helpers/mcp-servers';
 import type { StartedProcess } from './helpers/process';
-import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
+import {
+  apiUrl,
+  killProcess,
+  serverProcessEnv,
+  startApiProcess,
+  startWorkerProcess,
+} from './helpers/server-processes';
 import { parsePrometheusText, valueOf, type Family } from './helpers/prometheus-text';
 import { dashboardMetrics } from './helpers/dashboard';
 
@@ -21,6 +27,14 @@ const ASK_USER = {
 
 const ROLL_SOURCE =
   'def roll_die(sides: int) -> int:\n    """Rolls a die.\n\n    Args:\n        sides: How many sides it has.\n    """\n    return sides\n';
+
+/** A `/metrics` answer, parsed: in Prometheus's text format, or the parser throws. */
+async function scrapeAt(url: string): Promise<Map<string, Family>> {
+  const response = await fetch(url);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheusText(await response.text());
+}
 
 /**
  * `/metrics` of the server as `npm start` runs it (API and worker in one process, the built code, the
@@ -60,12 +74,7 @@ describe('Prometheus metrics', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const scrape = async () => {
-    const response = await fetch(metricsUrl);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    return parsePrometheusText(await response.text());
-  };
+  const scrape = () => scrapeAt(metricsUrl);
 
   it('counts what a turn did: model, sandboxed, MCP and client tool calls, the pause and its answer', async () => {
     const tool = await client.tools.create({ source_code: ROLL_SOURCE });
@@ -158,5 +167,64 @@ describe('Prometheus metrics', () => {
     });
     expect(withPassword.status).toBe(404);
     expect((await fetch(metricsUrl.replace('/metrics', '/'))).status).toBe(404);
+    // Requests no route took, the refused ones among them, are counted under no path of theirs.
+    const unmatched = (families: Map<string, Family>) =>
+      valueOf(families, 'letta_http_requests_total', { route: 'unmatched', status: '401' }) +
+      valueOf(families, 'letta_http_requests_total', { route: 'unmatched', status: '404' });
+    expect(unmatched(await scrape())).toBe(2);
+  });
+});
+
+/** The API and the worker as separate processes (`--role=api`, `--role=worker`): each serves its own. */
+describe('Prometheus metrics of a split deployment', () => {
+  let dataDir: string;
+  let schema: TestSchema;
+  let stub: OpenAiStub;
+  const processes: StartedProcess[] = [];
+  let client: Letta;
+  let apiMetrics: string;
+  let workerMetrics: string;
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-metrics-split-'));
+    schema = await createTestSchema();
+    stub = await startOpenAiStub();
+    const env = await serverProcessEnv({
+      dataDir,
+      databaseUrl: schema.url,
+      temporalAddress: testTemporalAddress(),
+      openAiBaseUrl: stub.baseURL,
+    });
+    const [apiPort, workerPort] = [await freePort(), await freePort()];
+    processes.push(await startApiProcess({ ...env, METRICS_PORT: String(apiPort) }));
+    processes.push(await startWorkerProcess({ ...env, METRICS_PORT: String(workerPort) }));
+    [apiMetrics, workerMetrics] = [apiPort, workerPort].map((port) => `http://127.0.0.1:${port}/metrics`);
+    client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    for (const proc of processes) await killProcess(proc, 'SIGKILL');
+    await stub?.close();
+    await schema?.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('counts requests where the API runs and model calls where the worker runs them', async () => {
+    const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
+    stub.enqueue({ text: 'Hello.' });
+    const reply = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(reply.stop_reason.stop_reason).toBe('end_turn');
+    const [api, worker] = await Promise.all([scrapeAt(apiMetrics), scrapeAt(workerMetrics)]);
+    const messages = { method: 'POST', route: '/v1/agents/:agentId/messages' };
+    expect(valueOf(api, 'letta_http_requests_total', messages)).toBe(1);
+    expect(valueOf(api, 'letta_runs_started_total')).toBe(1);
+    expect(valueOf(api, 'letta_model_calls_total')).toBe(0);
+    expect(valueOf(worker, 'letta_model_calls_total', { outcome: 'ok' })).toBe(1);
+    expect(valueOf(worker, 'letta_runs_finished_total', { stop_reason: 'end_turn' })).toBe(1);
+    expect(valueOf(worker, 'letta_http_requests_total')).toBe(0);
+    // Each process's Temporal runtime: the API's client, the worker's workers.
+    expect(valueOf(api, 'temporal_request_total')).toBeGreaterThan(0);
+    expect(valueOf(worker, 'temporal_activity_execution_latency_seconds_count')).toBeGreaterThan(0);
   });
 });

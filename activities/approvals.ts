@@ -20,6 +20,7 @@ import { packageFunctionResponse } from '../src/agent/tool-returns';
 import { resolveTurnContext } from '../src/agent/turn-context';
 import type { ActivityDeps } from './deps';
 import { noUsage } from '../contracts/usage';
+import { observeRunEnd } from '../src/observability/metrics';
 import type {
   ApprovalAnswered,
   ApprovalWait,
@@ -69,7 +70,7 @@ const endRunPaused = (tx: Queryable, input: Pick<EnterPauseInput, 'runId' | 'usa
     status: 'completed',
     stopReason: 'requires_approval',
     usage: usageRecord(input.usage),
-  });
+  }).then((ended) => observeRunEnd('requires_approval', ended.createdAt));
 
 /** A call the pause waits on, with the arguments the approver sees. */
 export interface PausedCall {
@@ -189,11 +190,12 @@ export async function releaseCancelledPause(tx: Queryable, agentId: string, runI
   if (!paused) return;
   const answeredRun = await denyPauseOnCancel(tx, { agentId, runId, messageId: paused.id });
   if (answeredRun && answeredRun !== runId) {
-    await storeRunOutcome(tx, answeredRun, {
+    const ended = await storeRunOutcome(tx, answeredRun, {
       status: 'cancelled',
       stopReason: 'cancelled',
       usage: usageRecord(noUsage()),
     });
+    observeRunEnd('cancelled', ended.createdAt);
   }
 }
 

@@ -13,6 +13,7 @@ import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
 import { releaseLane } from '../src/db/lanes';
 import type { RunActivities } from '../contracts/activities';
+import { observeRunEnd } from '../src/observability/metrics';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -29,12 +30,13 @@ export function runStatusFor(stopReason: string): RunStatus {
  * conversation when its session waits for it (the caller wakes it once committed).
  */
 export async function storeRunEnd(tx: Queryable, input: FinishRunInput) {
-  const { lane, ...outcome } = await storeRunOutcome(tx, input.runId, {
+  const { lane, createdAt, ...outcome } = await storeRunOutcome(tx, input.runId, {
     status: runStatusFor(input.stopReason),
     stopReason: input.stopReason,
     usage: usageRecord(input.usage),
     error: input.error && { error_type: input.error.type, message: input.error.message },
   });
+  observeRunEnd(input.stopReason, createdAt);
   if (input.stopReason === 'cancelled') await releaseCancelledPause(tx, input.agentId, input.runId);
   await flushToolReturns(tx, input.agentId, input.runId, input.pendingToolCallIds, input.followUpsFrom);
   await setLastStopReason(tx, input.agentId, input.stopReason);

@@ -30,6 +30,7 @@ import { stripOptionalNulls } from '../src/tools/strict-mode';
 import { ToolError } from '../src/tools/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from '../contracts/payloads';
 import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
+import { measuredToolCall } from '../src/observability/measured';
 
 /** A call as its executor gets it. */
 export interface ToolCall {
@@ -198,7 +199,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       blocks: executor.writesMemory?.(input.toolName) && !blocksChanged,
       sandbox: executor.readsSandboxContext,
     });
-  return async (input: ToolCallInput): Promise<ToolOutcome> => {
+  return measuredToolCall(async (input: ToolCallInput): Promise<ToolOutcome> => {
     const holder = executor.writesMemory?.(input.toolName) ? undefined : claimHolder();
     const locked = (record: (tx: Queryable) => Promise<ToolOutcome>) =>
       db.transaction(async (tx) => {
@@ -217,7 +218,7 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       if (holder) await releaseClaim(db, input.toolCallId, holder.owner).catch(() => undefined);
       throw error;
     }
-  };
+  });
 }
 
 /**

@@ -28,6 +28,8 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'DATA_DIR',
       'LOG_LEVEL',
       'LOG_FORMAT',
+      'METRICS_PORT',
+      'METRICS_HOST',
       'MAX_REQUEST_BODY_BYTES',
       'MAX_JSON_DEPTH',
       'AGENT_FILE_MAX_BYTES',

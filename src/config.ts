@@ -180,6 +180,21 @@ export const ConfigSchema = z.object({
       '`auto`: coloured, readable lines (pino-pretty) and a start-up banner on a terminal, JSON lines otherwise; `json` or `pretty` to choose',
     ),
 
+  METRICS_PORT: optional(
+    z.coerce
+      .number({ error: 'expected a port number' })
+      .int('expected a whole number')
+      .min(0, 'expected a port from 0 to 65535')
+      .max(65535, 'expected a port from 0 to 65535'),
+  ).describe(
+    "port of `/metrics` (Prometheus: the server's metrics and the Temporal SDK's), on its own listener without a password; unset: no metrics are served; `0`: a free port, logged (see [Metrics](operations.md#metrics-and-dashboards))",
+  ),
+  METRICS_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('bind address of `/metrics` (beyond loopback only where the network is private to Prometheus)'),
+
   DATABASE_URL: optional(url).describe(
     'PostgreSQL connection string, e.g. `postgres://user:pass@host:5432/db`',
   ),

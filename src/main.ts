@@ -6,6 +6,7 @@ import { checkReport, runChecks } from './check';
 import { startServer, type Role, type RunningServer } from './server';
 import { errorText } from './temporal/connection';
 import { installTemporalRuntime } from './temporal/runtime';
+import { temporalMetricsExporter } from './observability/temporal-metrics';
 
 const roles: Role[] = ['all', 'api', 'worker'];
 
@@ -38,9 +39,12 @@ async function main(): Promise<void> {
   }
   const { role } = options;
   const log = createLogger(config.LOG_LEVEL, config.LOG_FORMAT);
-  installTemporalRuntime(log);
+  const temporalMetrics = await temporalMetricsExporter(config.METRICS_PORT);
+  installTemporalRuntime(log, temporalMetrics?.telemetry);
 
-  const server = await startServer(config, log, { role }).catch((error) => {
+  const serverOptions = { role, temporalMetricsUrl: temporalMetrics?.url };
+
+  const server = await startServer(config, log, serverOptions).catch((error) => {
     log.fatal({ error: errorText(error) }, 'start-up failed');
     process.stderr.write(`start-up failed: ${errorText(error)}\n`);
     process.exit(error instanceof ConfigError ? 2 : 1);

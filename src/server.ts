@@ -26,6 +26,8 @@ import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
 import { ApprovalWakes } from './api/approval-events';
 import { providerRegistry } from './llm';
+import { measuredProviders } from './observability/measured';
+import { metricsListener, type MetricsSources } from './observability/metrics-server';
 import { ensureBuiltinTools } from './tools/builtin';
 import { ConfigError, type Config } from './config';
 import { openDatabase, type Database } from './db';
@@ -64,6 +66,8 @@ export interface ServerOptions {
    */
   workflowsPath?: string;
   activities?: (deps: { db: Database }) => object;
+  /** Where the Temporal SDK's runtime serves its metrics, which `/metrics` appends (main.ts installs it). */
+  temporalMetricsUrl?: string;
 }
 
 /** Whether custom tools can run here, as the sandbox's start-up probe found. */
@@ -125,6 +129,7 @@ export async function startServer(
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
     await ensureBuiltinTools(db);
+    await serveMetrics(config, { db, log, temporalMetricsUrl: options.temporalMetricsUrl }, undo);
 
     // The client and every worker share this connection, so TLS and the API key apply to all of them.
     const connection = await connectTemporal(
@@ -218,7 +223,7 @@ export async function startServer(
           ...createActivities({
             db,
             log,
-            providers: providerRegistry(config),
+            providers: measuredProviders(providerRegistry(config)),
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
             startWebhook: (subject) => startWebhook(turns, subject),
@@ -479,4 +484,18 @@ function collectUnusedEnvironments(config: Config, log: Logger): NodeJS.Timeout 
       (error) => log.warn({ error: errorText(error) }, 'could not collect unused tool environments'),
     );
   return setInterval(collect, 60 * 60 * 1000).unref();
+}
+
+/** `/metrics` on its own listener when METRICS_PORT is set (docs/operations.md says why). */
+async function serveMetrics(
+  config: Config,
+  sources: MetricsSources,
+  undo: (() => Promise<void>)[],
+): Promise<void> {
+  if (config.METRICS_PORT === undefined) return;
+  const at = { port: config.METRICS_PORT, host: config.METRICS_HOST };
+  const server = await listen(metricsListener(sources), at, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
+  undo.push(() => closeServer(server));
+  const url = `http://${config.METRICS_HOST}:${(server.address() as AddressInfo).port}/metrics`;
+  sources.log.info({ url, temporal: Boolean(sources.temporalMetricsUrl) }, 'metrics listening');
 }

@@ -9,6 +9,7 @@ import { getMessage, insertMessage, latestAnswerNaming, messageByKey } from '../
 import { getTool, getToolVersion } from '../db/tools';
 import { invalid } from '../errors';
 import { insertRun } from '../db/runs';
+import { observeApprovalWait, runsStarted } from '../observability/metrics';
 import { runScope, setPendingApproval } from '../db/conversations';
 import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
@@ -97,6 +98,7 @@ export async function recordAnswer(
       workflow_id: pending.workflow_id,
       conversation_id: scope.conversationId,
     });
+    runsStarted.inc();
   }
   await answerElicitations(tx, pending, input.answers, input.answeredBy);
   const message = await insertMessage(tx, {
@@ -109,11 +111,17 @@ export async function recordAnswer(
     idempotency_key: answerKey(pending.message_id),
   });
   await setPendingApproval(tx, scope, null);
+  const outcome = OUTCOMES[input.answeredBy.kind as keyof typeof OUTCOMES] ?? 'answered';
   await recordDecisions(tx, pending.message_id, {
     answerRunId: runId,
     answeredBy: input.answeredBy,
-    outcome: OUTCOMES[input.answeredBy.kind as keyof typeof OUTCOMES] ?? 'answered',
+    outcome,
     decisions: input.answers.map(decisionRecordOf),
+  });
+  observeApprovalWait({
+    kind: input.answers.some((answer) => answer.type === 'tool') ? 'client_tool' : 'approval',
+    outcome,
+    requestedAt: pending.requested_at,
   });
   return signalFor(message);
 }

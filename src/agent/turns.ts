@@ -16,6 +16,7 @@ import type { TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
 import { agentLock } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
+import { runsStarted } from '../observability/metrics';
 import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
 import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
@@ -263,6 +264,7 @@ export async function startAgentTurn(
     if (!request.runId) await deleteRun(ctx.db, runId);
     throw error;
   }
+  runsStarted.inc();
   return { run, alive };
 }
 

@@ -4,6 +4,7 @@ import { accessControl, corsGrant } from './access';
 import { tokenVerifier } from './scoped-access';
 import type { ApiContext } from './context';
 import { inputGuard } from './input-guard';
+import { httpMetrics } from './http-metrics';
 import { errorHandler, unknownRoute } from './errors';
 import { healthRouter } from './health';
 import { apiReference } from './api-reference';
@@ -60,6 +61,7 @@ const ROUTERS = [
 export function createApp(deps: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(httpMetrics);
   const { config } = deps;
   const access = {
     password: config.LETTA_SERVER_PASSWORD,

@@ -76,15 +76,21 @@ export async function finishRun(
     usage: Record<string, number>;
     error?: { error_type: string; message: string };
   },
-): Promise<{ callbackUrl: string | null; lane?: Pick<RunRow, 'workflow_id' | 'conversation_id'> }> {
-  const [row] = await db.query<Pick<RunRow, 'callback_url' | 'workflow_id' | 'conversation_id'>>(
+): Promise<{
+  callbackUrl: string | null;
+  lane?: Pick<RunRow, 'workflow_id' | 'conversation_id'>;
+  createdAt?: RunRow['created_at'];
+}> {
+  const [row] = await db.query<
+    Pick<RunRow, 'callback_url' | 'workflow_id' | 'conversation_id' | 'created_at'>
+  >(
     `UPDATE runs SET status = $2, stop_reason = $3, usage = $4, completed_at = coalesce(completed_at, now()),
        metadata = CASE WHEN $5::jsonb IS NULL THEN metadata
                        ELSE coalesce(metadata, '{}'::jsonb) || jsonb_build_object('error', $5::jsonb) END
-     WHERE id = $1 RETURNING callback_url, workflow_id, conversation_id`,
+     WHERE id = $1 RETURNING callback_url, workflow_id, conversation_id, created_at`,
     [id, outcome.status, outcome.stopReason, json(outcome.usage), json(outcome.error ?? null)],
   );
-  return { callbackUrl: row?.callback_url ?? null, lane: row };
+  return { callbackUrl: row?.callback_url ?? null, lane: row, createdAt: row?.created_at };
 }
 
 export interface RunFilters {

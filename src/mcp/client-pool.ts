@@ -3,6 +3,7 @@
  * and reused by every call after it. A client that breaks off is dropped; the next call connects again,
  * waiting longer after each connection that failed in a row.
  */
+import { mcpConnectionFailures, trackMcpPool } from '../observability/metrics';
 import crypto from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -121,6 +122,10 @@ export class McpClientPool {
   private readonly held = new Map<string, HeldCall>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
   private closed = false;
+  /** Stops the pool's connections being reported as metrics. */
+  private readonly untrack = trackMcpPool(() =>
+    [...this.entries].filter(([, entry]) => entry.connected).map(([serverId]) => serverId),
+  );
 
   constructor(private readonly options: McpPoolOptions) {}
 
@@ -303,6 +308,7 @@ export class McpClientPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.untrack();
     await Promise.all([...this.entries.keys()].map((id) => this.drop(id)));
   }
 
@@ -341,6 +347,7 @@ export class McpClientPool {
     } catch (error) {
       // A server refused to start is not one that failed to connect: no wait before the next answer.
       if (!(error instanceof McpStdioRefusedError)) this.failures.set(server.id, failed + 1);
+      mcpConnectionFailures.inc({ server: server.id });
       throw error;
     }
   }

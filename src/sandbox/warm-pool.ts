@@ -8,6 +8,7 @@
  * say) is that call's error, and the next call gets a fresh runner; only a runner that cannot start
  * at all means the sandbox is unavailable.
  */
+import { sandboxStartFailures, trackSandboxPool } from '../observability/metrics';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Cgroups, LimitHits, ToolCgroup } from './cgroups';
@@ -172,6 +173,11 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
   // Every runner started, idle or busy: closing the pool kills them all, even one busy then.
   const started = new Set<WarmRunner>();
   let closed = false;
+  const untrack = trackSandboxPool(() => ({
+    size: options.size,
+    runners: started.size,
+    idle: [...idle.values()].reduce((sum, runners) => sum + runners.length, 0),
+  }));
 
   const startRunner = (command: () => Command) => {
     const runner = WarmRunner.start(command(), options.cgroups);
@@ -235,12 +241,15 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
         }
         if (!reply) {
           started.delete(runner);
-          if (!runner.started)
+          if (!runner.started) {
+            sandboxStartFailures.inc();
             throw new SandboxUnavailableError(`the warm sandbox runner did not start: ${runner.whyDead()}`);
+          }
           return { ...failure(job, 'SandboxError', runner.death(before)), stdout: [], stderr: [] };
         }
         if ('unavailable' in reply) {
           retire(runner);
+          sandboxStartFailures.inc();
           throw new SandboxUnavailableError(
             `the warm sandbox runner cannot set up a call: ${reply.unavailable}`,
           );
@@ -254,6 +263,7 @@ export function warmPool(options: WarmPoolOptions): WarmPool {
     },
     close() {
       closed = true;
+      untrack();
       idle.clear();
       [...started].forEach(retire);
     },

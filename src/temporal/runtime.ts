@@ -1,4 +1,4 @@
-import { Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { Runtime, type LogLevel, type LogMetadata, type TelemetryOptions } from '@temporalio/worker';
 import type { Logger } from '../logger';
 
 const pinoLevel: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
@@ -14,12 +14,13 @@ const pinoLevel: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'>
  * shuts workers down on SIGINT itself, which would race our ordered shutdown. Call once, before the
  * first connection.
  */
-export function installTemporalRuntime(log: Logger): void {
+export function installTemporalRuntime(log: Logger, telemetryOptions?: TelemetryOptions): void {
   const sdkLog = log.child({ component: 'temporal-sdk' });
   const forward = (level: LogLevel) => (message: string, meta?: LogMetadata) =>
     sdkLog[pinoLevel[level]](meta ?? {}, message);
   Runtime.install({
     shutdownSignals: [],
+    telemetryOptions,
     logger: {
       log: (level: LogLevel, message: string, meta?: LogMetadata) => forward(level)(message, meta),
       trace: forward('TRACE'),

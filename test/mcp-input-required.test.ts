@@ -108,6 +108,41 @@ describe('MCP input-required results (2026-07-28) as a durable pause', () => {
     expect(toolReturn).toContain(`booked on 2026-12-24: ${JSON.stringify(content).replace(/"/g, '\\"')}`);
   });
 
+  /** An answer to the pause of `callId`, the model (stub) saying what the tool returned if it ends. */
+  function answer(agentId: string, callId: string, content?: Record<string, unknown>) {
+    stub.enqueue((req: ChatRequest) => ({ text: `tool said: ${String(req.messages.at(-1)?.content)}` }));
+    const approval = { type: 'approval', tool_call_id: callId, approve: true };
+    const elicitation = content ? { elicitation_response: { content } } : {};
+    const body = { messages: [{ type: 'approval', approvals: [{ ...approval, ...elicitation }] }] };
+    return client.agents.messages.create(agentId, body as { messages: [] });
+  }
+
+  it('a step pauses once per call: a second question is declined, and the tool is called again with both answers', async () => {
+    const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [toolId] });
+    stub.enqueue({ toolCalls: [{ name: 'book_table', arguments: { date: '2027-02-14', dinner: true } }] });
+    const first = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Book dinner on Valentine’s day.' }],
+    });
+    const request = first.messages.at(-1) as unknown as ApprovalRequest;
+    expect(request.elicitations).toEqual([
+      expect.objectContaining({ message: 'Who is the table on 2027-02-14 for?' }),
+    ]);
+    const called = (await mcp.calls()).length;
+
+    const done = await answer(agent.id, request.tool_call.tool_call_id, { name: 'Cy' });
+    expect(done.stop_reason.stop_reason).toBe('end_turn');
+    expect((await mcp.calls()).slice(called)).toEqual([
+      expect.objectContaining({
+        inputResponses: {
+          booking: { action: 'accept', content: { name: 'Cy', guests: 2 } },
+          diet: { action: 'decline' },
+        },
+        stateVerified: true,
+      }),
+    ]);
+    expect(String(stub.requests.at(-1)?.messages.at(-1)?.content)).toContain('diet: decline');
+  });
+
   it('a direct run answers the question at once, as its elicitation_response says', async () => {
     const run = await fetch(`${apiUrl(env)}/v1/mcp-servers/${serverId}/tools/${toolId}/run`, {
       method: 'POST',

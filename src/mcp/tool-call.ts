@@ -64,7 +64,8 @@ export async function callMcpTool(
 
 /**
  * Gives a paused call its elicitation's answer. A call paused on an input-required result (2026-07-28)
- * is called again with its answers (input-required.ts). Otherwise the answer goes to the call this
+ * is called again with its answers (input-required.ts), any question after the answered one
+ * declined. Otherwise the answer goes to the call this
  * process still holds open, else on the server's streamable HTTP session, taken up from before the
  * elicitation (the server asks again and gets the answer); a call with neither is an error result
  * that says so: the tool is never called a second time.
@@ -82,7 +83,9 @@ export async function answerMcpElicitation(
   const { retry } = elicitation;
   if (retry) {
     const call = { name: tool.name, arguments: calledArguments(tool, args) };
-    return resultOf(tool, () => pool.continueInputs(server, call, withAnswer(retry, answer), withSchema));
+    // A step pauses once per call: questions after the one answered are declined.
+    const declining = { ...withSchema, elicitation: { answer: () => ({ action: 'decline' as const }) } };
+    return resultOf(tool, () => pool.continueInputs(server, call, withAnswer(retry, answer), declining));
   }
   return resultOf(tool, async () => {
     const held = await pool.answerHeld(key, answer, tool.name, withSchema);

@@ -203,8 +203,8 @@ export class McpClientPool {
 
   /**
    * Goes on with a call paused on an input-required result, from its stored round (`round`, with the
-   * answer just given): the next open question pauses again, else the tool is called again with the
-   * answers and the server's state.
+   * answer just given): its other open questions are handled as `options.elicitation` says, then the
+   * tool is called again with the answers and the server's state.
    */
   async continueInputs(
     server: McpServerRef,

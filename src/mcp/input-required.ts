@@ -9,6 +9,7 @@
  */
 import {
   CallToolResultSchema,
+  ElicitRequestFormParamsSchema,
   type CallToolResult,
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -47,17 +48,17 @@ export class McpInputRoundsError extends Error {
 
 /**
  * The round an input-required result opens: its form elicitations, the only requests this client
- * declares (a server must not send others; any it sends go unanswered, and it may ask again).
+ * declares (a server must not send others; any it sends, or a malformed one, go unanswered, and it
+ * may ask again).
  */
 function roundOf(result: InputRequiredResult): InputRetry {
-  const asked = Object.entries(result.inputRequests ?? {}).filter(
-    ([, request]) => request.method === 'elicitation/create' && (request.params?.mode ?? 'form') === 'form',
-  );
-  return {
-    ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
-    asked: Object.fromEntries(asked.map(([key, request]) => [key, request.params])) as InputRetry['asked'],
-    answered: {},
-  };
+  const asked: InputRetry['asked'] = {};
+  for (const [key, request] of Object.entries(result.inputRequests ?? {})) {
+    const form = ElicitRequestFormParamsSchema.safeParse(request.params);
+    if (request.method === 'elicitation/create' && form.success) asked[key] = form.data;
+  }
+  const { requestState } = result;
+  return { ...(requestState !== undefined ? { requestState } : {}), asked, answered: {} };
 }
 
 /** The round with its first open question answered. */

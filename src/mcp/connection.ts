@@ -1,6 +1,7 @@
 /**
  * Talking to one MCP server with the MCP TypeScript SDK: connect over its transport (stdio, started as
- * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, falling back to SSE; or SSE), list its tools,
+ * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, in the 2026-07-28 revision when the server
+ * speaks it (revision-2026.ts), else 2025-11-25, falling back to SSE; or SSE), list its tools,
  * call one. Every step has its own timeout, so an unreachable server is a clear error, never a hang.
  */
 import { Client, type ClientOptions } from '@modelcontextprotocol/sdk/client/index.js';
@@ -166,7 +167,8 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 }
 
 /**
- * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
+ * A connected client: on streamable HTTP, one of the 2026-07-28 revision when the server speaks it,
+ * else one that initialized (2025-11-25 or older). A refusal of the credentials is an McpAuthError, a server too slow to answer an
  * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
  * next transport; anything else an McpConnectionError naming every transport's failure.
  * `options` say what else the connection needs (ConnectOptions).

@@ -83,11 +83,11 @@ export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolE
         const asked = await getElicitation(db, input.toolCallId);
         if (asked && !asked.answer) return { pausedFor: 'elicitation' };
         const outcome = asked?.answer
-          ? await answerMcpElicitation(pool, server, tool, { ...asked, answer: asked.answer }, options)
+          ? await answerMcpElicitation(pool, server, tool, args, { ...asked, answer: asked.answer }, options)
           : await callMcpTool(pool, server, tool, args, options);
         if (!('pending' in outcome)) return outcome;
-        const { params, session } = outcome.pending;
-        await recordElicitation(db, { toolCallId: input.toolCallId, serverId: server.id, params, session });
+        const { toolCallId } = input;
+        await recordElicitation(db, { toolCallId, serverId: server.id, ...outcome.pending });
         return { pausedFor: 'elicitation' };
       } catch (error) {
         if (error instanceof McpAuthError)

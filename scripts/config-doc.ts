@@ -190,6 +190,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'MCP_RECONNECT_INITIAL_MS',
       'MCP_RECONNECT_MAX_MS',
       'MCP_ELICITATION_HOLD_MS',
+      'MCP_INPUT_ROUNDS',
       'MCP_STDIO',
       'MCP_STDIO_READ_ONLY_PATHS',
       'MCP_STDIO_MEMORY_BYTES',

@@ -89,6 +89,15 @@ const scenarios = {
   'sse-retry': (id, tools) => run(id, tools, tools[0]?.name, {}),
   // Tools whose x-mcp-header annotations are invalid are not taken; the valid one is called.
   'http-invalid-tool-headers': (id, tools) => run(id, tools, 'valid_tool', { region: 'us-west1' }),
+  // Input-required results (SEP-2322): the two tools that ask are answered, confirming; the call
+  // between them and the one whose result says no resultType ask nothing.
+  'sep-2322-client-request-state': async (id, tools) => {
+    const confirm = { elicitation_response: { action: 'accept', content: { confirmed: true } } };
+    await run(id, tools, 'test_mrtr_echo_state', {}, confirm);
+    await run(id, tools, 'test_mrtr_unrelated', {});
+    await run(id, tools, 'test_mrtr_no_state', {}, confirm);
+    await run(id, tools, 'test_mrtr_no_result_type', {});
+  },
   // Accepted with no content: the requested schema's defaults are the answer (SEP-1034).
   'elicitation-sep1034-client-defaults': (id, tools) =>
     run(id, tools, 'test_client_elicitation_defaults', {}, { elicitation_response: { action: 'accept' } }),

@@ -694,6 +694,14 @@ export const ConfigSchema = z.object({
     .describe(
       "how long a worker keeps an MCP call open while its step waits for an answer to the server's elicitation; past it the server is told the call is cancelled",
     ),
+  MCP_INPUT_ROUNDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10)
+    .describe(
+      "most input-required results in a row one MCP tool call (2026-07-28 revision) answers by calling the tool again; past them the call's result is an error",
+    ),
   MCP_STDIO: z
     .enum(['sandboxed', 'off', 'host'])
     .default('sandboxed')

@@ -467,6 +467,7 @@ function mcpClientPool(config: Config, stdio: McpStdioLauncher, db: Database, lo
     }),
     taskPollMs: config.MCP_TASK_POLL_MS,
     elicitationHoldMs: config.MCP_ELICITATION_HOLD_MS,
+    inputRounds: config.MCP_INPUT_ROUNDS,
     log,
     onToolsChanged: async (serverId, tools) => {
       const { added, updated, deleted } = await syncMcpTools(db, serverId, tools);

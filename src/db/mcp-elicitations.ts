@@ -10,6 +10,19 @@ export interface ElicitationSession {
   resumptionToken: string;
 }
 
+/**
+ * Where a call paused on an input-required result (MCP 2026-07-28, SEP-2322) stands: what its retry
+ * sends back. Nothing of the call is held anywhere else.
+ */
+export interface InputRetry {
+  /** The server's opaque `requestState`, echoed unchanged; absent when it sent none. */
+  requestState?: string;
+  /** The server's elicitations not answered yet, by their keys: the first is the one asked now. */
+  asked: Record<string, ElicitRequestFormParams>;
+  /** The answers given so far, by the keys of their requests. */
+  answered: Record<string, ElicitResult>;
+}
+
 export interface McpElicitationRow {
   tool_call_id: string;
   server_id: string;
@@ -17,6 +30,19 @@ export interface McpElicitationRow {
   session_id: string | null;
   resumption_token: string | null;
   answer: ElicitResult | null;
+  /** Set for a call paused on an input-required result: answered by calling the tool again. */
+  retry?: InputRetry;
+}
+
+/** The key `params` keeps an input-required pause's retry under (the column is the server's JSON). */
+const RETRY_KEY = 'io.letta/retry';
+
+type StoredParams = ElicitRequestFormParams & { [RETRY_KEY]?: InputRetry };
+
+/** A row as read: the retry taken out of the stored params. */
+function readRow(row: McpElicitationRow): McpElicitationRow {
+  const { [RETRY_KEY]: retry, ...params } = row.params as StoredParams;
+  return { ...row, params: params as ElicitRequestFormParams, ...(retry ? { retry } : {}) };
 }
 
 /** Records the server's request; a later request of the same call replaces the earlier one and its answer. */
@@ -27,8 +53,10 @@ export async function recordElicitation(
     serverId: string;
     params: ElicitRequestFormParams;
     session?: ElicitationSession;
+    retry?: InputRetry;
   },
 ): Promise<void> {
+  const params: StoredParams = row.retry ? { ...row.params, [RETRY_KEY]: row.retry } : row.params;
   await q.query(
     `INSERT INTO mcp_elicitations (tool_call_id, server_id, params, session_id, resumption_token)
      VALUES ($1, $2, $3, $4, $5)
@@ -37,7 +65,7 @@ export async function recordElicitation(
     [
       row.toolCallId,
       row.serverId,
-      json(row.params),
+      json(params),
       row.session?.sessionId ?? null,
       row.session?.resumptionToken ?? null,
     ],
@@ -51,15 +79,16 @@ export async function getElicitation(
   const [row] = await q.query<McpElicitationRow>('SELECT * FROM mcp_elicitations WHERE tool_call_id = $1', [
     toolCallId,
   ]);
-  return row;
+  return row && readRow(row);
 }
 
 /** The elicitations among these calls that wait for an answer. */
-export function waitingElicitations(q: Queryable, toolCallIds: string[]): Promise<McpElicitationRow[]> {
-  return q.query<McpElicitationRow>(
+export async function waitingElicitations(q: Queryable, toolCallIds: string[]): Promise<McpElicitationRow[]> {
+  const rows = await q.query<McpElicitationRow>(
     'SELECT * FROM mcp_elicitations WHERE tool_call_id = ANY($1) AND answer IS NULL',
     [toolCallIds],
   );
+  return rows.map(readRow);
 }
 
 export async function setElicitationAnswer(

@@ -30,7 +30,14 @@ import type { ToolSchemas } from './request-headers';
 import { callToolAsTask, runsAsTask, type TaskSupport } from './tasks';
 import type { Logger } from '../logger';
 import type { McpOauth } from './oauth';
-import type { ElicitationSession } from '../db/mcp-elicitations';
+import type { ElicitationSession, InputRetry } from '../db/mcp-elicitations';
+import { isModernClient } from './revision-2026';
+import {
+  callThroughInputs,
+  continueRound,
+  ToolCallAnswerSchema,
+  type ToolCallParams,
+} from './input-required';
 import {
   routeElicitations,
   CallInFlight,
@@ -52,6 +59,8 @@ export interface McpPoolOptions {
   taskPollMs: number;
   /** How long a call paused for an elicitation is kept open for its answer (MCP_ELICITATION_HOLD_MS). */
   elicitationHoldMs: number;
+  /** How many input-required results in a row one call answers (MCP_INPUT_ROUNDS, input-required.ts). */
+  inputRounds: number;
   /** Called when a server says its tool list changed, with the server's id and its tools now. */
   onToolsChanged?: (serverId: string, tools: Tool[]) => Promise<void>;
   /** OAuth for protected HTTP servers (oauth.ts); none: their 401 is a refusal. */
@@ -161,7 +170,8 @@ export class McpClientPool {
    * stored tool's output schema (tool-result.ts). A tool that runs as a task is followed to its end
    * (tasks.ts), or resumed from `taskId`. A call that pauses for an elicitation
    * (`options.elicitation.pauseAs`) ends with what the server asked, and stays open here until
-   * `answerHeld` gives the answer.
+   * `answerHeld` gives the answer. On a server of the 2026-07-28 revision, the server's questions come
+   * as input-required results (input-required.ts): a pause holds nothing, `continueInputs` goes on.
    */
   async callTool(
     server: McpServerRef,
@@ -171,6 +181,7 @@ export class McpClientPool {
   ): Promise<McpCallOutcome> {
     return this.using(server, async (client) => {
       this.schemas.get(client)?.set(name, options.inputSchema);
+      if (isModernClient(client)) return this.callThroughInputs(client, { name, arguments: args }, options);
       if (options.taskId || runsAsTask(client, options.taskSupport)) {
         const { taskPollMs: pollMs, timeouts } = this.options;
         const asTask = { ...options, pollMs, cancelTimeoutMs: timeouts.connectMs };
@@ -193,6 +204,38 @@ export class McpClientPool {
       track(client, flight, call);
       return this.follow({ flight, call, abort }, name, options);
     });
+  }
+
+  /**
+   * Goes on with a call paused on an input-required result, from its stored round (`round`, with the
+   * answer just given): its other open questions are handled as `options.elicitation` says, then the
+   * tool is called again with the answers and the server's state.
+   */
+  async continueInputs(
+    server: McpServerRef,
+    call: ToolCallParams,
+    round: InputRetry,
+    options: McpCallOptions,
+  ): Promise<McpCallOutcome> {
+    const next = continueRound(call, round, options.elicitation);
+    if ('pending' in next) return next;
+    return this.using(server, async (client) => {
+      this.schemas.get(client)?.set(call.name, options.inputSchema);
+      return this.callThroughInputs(client, next.params, options);
+    });
+  }
+
+  private callThroughInputs(client: Client, first: ToolCallParams, options: McpCallOptions) {
+    const send = (params: ToolCallParams) => {
+      const abort = new AbortController();
+      const call = client.request({ method: 'tools/call', params }, ToolCallAnswerSchema, {
+        timeout: options.timeoutMs,
+        signal: abort.signal,
+        onprogress: options.onProgress,
+      });
+      return this.bounded(call, abort, first.name, options);
+    };
+    return callThroughInputs(send, first, options.elicitation, this.options.inputRounds);
   }
 
   /**
@@ -260,6 +303,25 @@ export class McpClientPool {
     options: McpCallOptions,
   ): Promise<McpCallOutcome> {
     const { flight, call, abort } = held;
+    const next = await this.bounded(
+      Promise.race([call.then((result) => ({ result })), flight.next().then((asked) => ({ asked }))]),
+      abort,
+      name,
+      options,
+    );
+    if ('result' in next) return next;
+    const { respond, ...pending } = next.asked;
+    this.hold(flight.handling as { pauseAs: string }, { ...held, respond });
+    return { pending };
+  }
+
+  /** Waits for `work` for at most the tool's timeout (then `abort`s it), or until the caller's signal. */
+  private async bounded<T>(
+    work: Promise<T>,
+    abort: AbortController,
+    name: string,
+    options: McpCallOptions,
+  ): Promise<T> {
     const timeout = new McpTimeoutError(
       `Executing tool ${name} timed out after ${(options.timeoutMs / 1000).toFixed(1)} seconds.`,
     );
@@ -267,14 +329,7 @@ export class McpClientPool {
     const cancel = () => abort.abort(options.signal?.reason);
     options.signal?.addEventListener('abort', cancel);
     try {
-      const next = await Promise.race([
-        call.then((result) => ({ result })),
-        flight.next().then((asked) => ({ asked })),
-      ]);
-      if ('result' in next) return next;
-      const { respond, ...pending } = next.asked;
-      this.hold(flight.handling as { pauseAs: string }, { ...held, respond });
-      return { pending };
+      return await work;
     } catch (error) {
       if (abort.signal.reason === timeout || (isRequestTimeout(error) && !options.signal?.aborted))
         throw timeout;

@@ -1,6 +1,7 @@
 /**
  * Talking to one MCP server with the MCP TypeScript SDK: connect over its transport (stdio, started as
- * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, falling back to SSE; or SSE), list its tools,
+ * MCP_STDIO says, see stdio-sandbox.ts; streamable HTTP, in the 2026-07-28 revision when the server
+ * speaks it (revision-2026.ts), else 2025-11-25, falling back to SSE; or SSE), list its tools,
  * call one. Every step has its own timeout, so an unreachable server is a clear error, never a hang.
  */
 import { Client, type ClientOptions } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,6 +20,7 @@ import {
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import { withRequestHeaders, type ToolSchemas } from './request-headers';
+import { MODERN_CAPABILITIES, ModernClient, ModernHttpTransport, refusalsAsAnswers } from './revision-2026';
 
 export type { McpServerConfig };
 
@@ -32,6 +34,8 @@ export interface McpTimeouts {
 
 /** How much of a stdio server's stderr an error that it did not connect quotes. */
 const STDERR_TAIL_CHARS = 1000;
+
+const CLIENT_INFO = { name: 'letta-temporal', version: '0.1.0' };
 
 /** The server cannot be reached, or broke off: worth another try later. */
 export class McpConnectionError extends Error {
@@ -166,7 +170,8 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 }
 
 /**
- * A connected client. A refusal of the credentials is an McpAuthError, a server too slow to answer an
+ * A connected client: on streamable HTTP, one of the 2026-07-28 revision when the server speaks it,
+ * else one that initialized (2025-11-25 or older). A refusal of the credentials is an McpAuthError, a server too slow to answer an
  * McpTimeoutError and a stdio server that may not run here an McpStdioRefusedError, without trying the
  * next transport; anything else an McpConnectionError naming every transport's failure.
  * `options` say what else the connection needs (ConnectOptions).
@@ -178,9 +183,13 @@ export async function connectMcp(
   options: ConnectOptions = {},
 ): Promise<Client> {
   const { onToolsChanged } = options;
+  if (config.mcp_server_type === 'streamable_http') {
+    const modern = await connectModern(config, timeouts, options);
+    if (modern) return modern;
+  }
   const failures: string[] = [];
   for (const transport of transportsFor(config, stdio, options)) {
-    const client = new Client({ name: 'letta-temporal', version: '0.1.0' }, clientOptions(onToolsChanged));
+    const client = new Client(CLIENT_INFO, clientOptions(onToolsChanged));
     client.fallbackRequestHandler = refuseServerRequest;
     let stderr = () => '';
     try {
@@ -198,6 +207,41 @@ export async function connectMcp(
     }
   }
   throw new McpConnectionError(`cannot connect to the MCP server: ${failures.join('; then: ')}`);
+}
+
+/**
+ * A client of the 2026-07-28 revision (revision-2026.ts) when the server speaks it; none when it is
+ * a legacy server, or when it cannot be reached (the legacy transports then say why).
+ */
+async function connectModern(
+  config: Extract<McpServerConfig, { server_url: string }>,
+  timeouts: McpTimeouts,
+  { authProvider, schemas = new Map() }: ConnectOptions,
+): Promise<Client | undefined> {
+  const transport = new ModernHttpTransport(
+    new URL(config.server_url),
+    {
+      requestInit: { headers: headersOf(config) },
+      authProvider,
+      fetch: refusalsAsAnswers(withRequestHeaders(schemas, authProvider?.fetchFn)),
+    },
+    CLIENT_INFO,
+  );
+  const client = new ModernClient(CLIENT_INFO, { capabilities: MODERN_CAPABILITIES });
+  client.fallbackRequestHandler = refuseServerRequest;
+  let modern = false;
+  try {
+    await client.connect(transport);
+    modern = await withTimeout(client.discover(), timeouts.connectMs, 'connecting to the MCP server');
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    if (isAuthFailure(error))
+      throw new McpAuthError(`the MCP server refused the credentials: ${(error as Error).message}`);
+    if (error instanceof McpTimeoutError) throw error;
+    return undefined;
+  }
+  if (modern) return client;
+  await client.close().catch(() => undefined);
 }
 
 /**
@@ -237,7 +281,7 @@ export async function joinMcpSession(
     throw new McpConnectionError(`a ${config.mcp_server_type} server's session cannot be taken up again`);
   const transport = streamableTransport(config, options, sessionId);
   transport.setProtocolVersion(LATEST_PROTOCOL_VERSION);
-  const client = new Client({ name: 'letta-temporal', version: '0.1.0' }, clientOptions());
+  const client = new Client(CLIENT_INFO, clientOptions());
   client.fallbackRequestHandler = refuseServerRequest;
   await withTimeout(client.connect(transport), timeouts.connectMs, 'joining the MCP session');
   return client;

@@ -15,16 +15,20 @@ import {
   type ElicitResult,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ElicitationSession } from '../db/mcp-elicitations';
+import type { ElicitationSession, InputRetry } from '../db/mcp-elicitations';
 
 /** How a call's elicitations are answered: at once, or by pausing under a key (the tool call's id). */
 export type ElicitationHandling =
   { answer: (params: ElicitRequestFormParams) => ElicitResult } | { pauseAs: string };
 
-/** What a paused call's server asked, and where to take the call up again without this process. */
+/**
+ * What a paused call's server asked, and how to take the call up again without this process: its
+ * session (2025-11-25), or the retry its input-required result asks for (2026-07-28, input-required.ts).
+ */
 export interface PendingElicitation {
   params: ElicitRequestFormParams;
   session?: ElicitationSession;
+  retry?: InputRetry;
 }
 
 export type McpCallOutcome = { result: CallToolResult } | { pending: PendingElicitation };

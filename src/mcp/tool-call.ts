@@ -12,6 +12,7 @@ import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } 
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpElicitationRow } from '../db/mcp-elicitations';
 import type { McpCallOutcome, PendingElicitation } from './elicited-calls';
+import { McpInputRoundsError, withAnswer } from './input-required';
 
 /** A tool whose server is gone: the tool's failure. */
 export const serverGone = (tool: ToolRow) =>
@@ -30,6 +31,12 @@ export interface McpToolPause {
   pending: PendingElicitation;
 }
 
+/** The model's arguments as the server gets them. */
+function calledArguments(tool: ToolRow, args: Record<string, unknown>): Record<string, unknown> {
+  const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
+  return stripOptionalNulls(args, parameters);
+}
+
 /**
  * Calls the tool with the model's arguments, minus the nulls strict mode makes the model send for
  * optional ones (MCP servers validate their input and refuse a null where a value or nothing goes). The
@@ -44,8 +51,7 @@ export async function callMcpTool(
   args: Record<string, unknown>,
   options: McpCallOptions,
 ): Promise<McpToolResult | McpToolPause> {
-  const parameters = (tool.json_schema as { parameters?: unknown }).parameters;
-  const called = stripOptionalNulls(args, parameters);
+  const called = calledArguments(tool, args);
   const taskSupport = mcpTaskSupportOf(tool);
   return resultOf(tool, () =>
     pool.callTool(server, tool.name, called, {
@@ -57,20 +63,30 @@ export async function callMcpTool(
 }
 
 /**
- * Gives a paused call its elicitation's answer: to the call this process still holds open, else on the
- * server's streamable HTTP session, taken up from before the elicitation (the server asks again and
- * gets the answer). A call with neither is an error result that says so: the tool is never called a
- * second time.
+ * Gives a paused call its elicitation's answer. A call paused on an input-required result (2026-07-28)
+ * is called again with its answers (input-required.ts), any question after the answered one
+ * declined. Otherwise the answer goes to the call this
+ * process still holds open, else on the server's streamable HTTP session, taken up from before the
+ * elicitation (the server asks again and gets the answer); a call with neither is an error result
+ * that says so: the tool is never called a second time.
  */
 export async function answerMcpElicitation(
   pool: McpClientPool,
   server: McpServerRow,
   tool: ToolRow,
+  args: Record<string, unknown>,
   elicitation: McpElicitationRow & { answer: ElicitResult },
   options: McpCallOptions,
 ): Promise<McpToolResult | McpToolPause> {
   const { tool_call_id: key, answer, session_id: sessionId, resumption_token: resumptionToken } = elicitation;
   const withSchema = { ...options, inputSchema: mcpInputSchemaOf(tool) };
+  const { retry } = elicitation;
+  if (retry) {
+    const call = { name: tool.name, arguments: calledArguments(tool, args) };
+    // A step pauses once per call: questions after the one answered are declined.
+    const declining = { ...withSchema, elicitation: { answer: () => ({ action: 'decline' as const }) } };
+    return resultOf(tool, () => pool.continueInputs(server, call, withAnswer(retry, answer), declining));
+  }
   return resultOf(tool, async () => {
     const held = await pool.answerHeld(key, answer, tool.name, withSchema);
     if (held) return held;
@@ -97,7 +113,11 @@ async function resultOf(
     return mcpToolResult(tool.name, outcome.result, mcpOutputSchemaOf(tool));
   } catch (error) {
     if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);
-    if (error instanceof McpStdioRefusedError || error instanceof McpSessionGoneError)
+    if (
+      error instanceof McpStdioRefusedError ||
+      error instanceof McpSessionGoneError ||
+      error instanceof McpInputRoundsError
+    )
       return failed(tool, error.name, error.message);
     throw error;
   }

@@ -107,3 +107,43 @@ export async function startElicitServer(): Promise<{
     throw new Error(`the elicit server did not start:\n${started.output()}`);
   return { url: `${origin}/mcp`, process: started, answers };
 }
+
+/** A tools/call that test/fixtures/mcp/input-required-server.mjs got. */
+export interface InputRequiredCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  inputResponses?: Record<string, unknown>;
+  requestState?: string;
+  stateVerified: boolean;
+}
+
+/**
+ * test/fixtures/mcp/input-required-server.mjs, as a process of its own on `port` (a free one unless
+ * given: a restart takes the same), its requestState signed with `secret`: a server of the 2026-07-28
+ * revision only, whose tool book_table asks through an input-required result.
+ */
+export async function startInputRequiredServer(
+  secret: string,
+  port?: number,
+): Promise<{
+  url: string;
+  port: number;
+  process: StartedProcess;
+  calls: () => Promise<InputRequiredCall[]>;
+}> {
+  const listenOn = port ?? (await freePort());
+  const file = path.join(projectRoot, 'test', 'fixtures', 'mcp', 'input-required-server.mjs');
+  const started = startProcess(process.execPath, [file, String(listenOn), secret], {
+    PATH: process.env.PATH ?? '',
+  });
+  const origin = `http://127.0.0.1:${listenOn}`;
+  const calls = async () => (await (await fetch(`${origin}/calls`)).json()) as InputRequiredCall[];
+  const listening = () =>
+    calls().then(
+      () => true,
+      () => false,
+    );
+  if (!(await eventually(listening, Boolean)))
+    throw new Error(`the input-required server did not start:\n${started.output()}`);
+  return { url: `${origin}/mcp`, port: listenOn, process: started, calls };
+}

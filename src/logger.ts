@@ -1,5 +1,6 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
+import { logFields } from './observability/ids';
 
 export type Logger = pino.Logger;
 
@@ -11,7 +12,8 @@ export const logsArePretty = (format: LogFormat) =>
 
 /** JSON lines on stdout; on a terminal (LOG_FORMAT=auto) coloured lines through pino-pretty. */
 export function createLogger(level: string, format: LogFormat = 'json'): Logger {
-  const options = { level, base: { service: 'letta-temporal' } };
+  // Every line names the agent, run, step and trace it was written in (src/observability/ids.ts).
+  const options = { level, base: { service: 'letta-temporal' }, mixin: logFields };
   if (!logsArePretty(format)) return pino(options);
   return pino(
     options,

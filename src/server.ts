@@ -52,6 +52,9 @@ import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
 import { toolApiAccess } from './tools/tool-api-access';
+import { installTracing } from './observability/tracing';
+import { storeSpans } from './observability/span-store';
+import { clientInterceptors } from './observability/temporal';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -109,6 +112,9 @@ export async function startServer(
         'belong to a single process (npm start)',
     );
   }
+  const tracing = installTracing({
+    captureContent: config.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+  });
   const undo: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const step of undo.reverse().splice(0)) {
@@ -124,6 +130,7 @@ export async function startServer(
 
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
+    undo.push(storeSpans(tracing, db, config, log));
     await ensureBuiltinTools(db);
 
     // The client and every worker share this connection, so TLS and the API key apply to all of them.
@@ -149,7 +156,11 @@ export async function startServer(
     const turns: TurnServices = {
       db,
       config,
-      temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      temporal: new Client({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        interceptors: { workflow: clientInterceptors() },
+      }),
       deploymentId,
       taskQueues: queues,
     };
@@ -214,6 +225,7 @@ export async function startServer(
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         deployment,
+        tracing,
         activities: swappedIn ?? {
           ...createActivities({
             db,
@@ -245,6 +257,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
         deployment,
+        tracing,
         activities: swappedIn ?? sandboxed,
       });
       const mcpWorker = await createToolWorker({
@@ -252,6 +265,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.mcp,
         deployment,
+        tracing,
         activities: swappedIn ?? mcpCalls,
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {

@@ -31,6 +31,7 @@ import { hiddenConversations } from './0025-hidden-conversations';
 import { approvalRequests } from './0026-approval-requests';
 import { mcpOauth } from './0027-mcp-oauth';
 import { mcpElicitations } from './0028-mcp-elicitations';
+import { traceSpans } from './0031-trace-spans';
 
 export const migrations: Migration[] = [
   initial,
@@ -61,4 +62,5 @@ export const migrations: Migration[] = [
   approvalRequests,
   mcpOauth,
   mcpElicitations,
+  traceSpans,
 ];

@@ -75,7 +75,7 @@ export function createApp(deps: ApiDependencies): express.Express {
     timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
   });
   const routers = ROUTERS.map((routes) => routes(deps));
-  app.use(traceRequests());
+  app.use(traceRequests(deps.log));
   app.use(corsGrant(access));
   app.use(health.router);
   // The API's description is no secret: a browser opens the reference without the password, which its

@@ -12,6 +12,7 @@ import {
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
 import { idAttributes, withLearntIds, type LettaIds } from './ids';
+import type { Logger } from '../logger';
 import { tracer } from './tracing';
 
 /** The ids a route's path parameters name. */
@@ -27,7 +28,7 @@ function pathIds(params: Request['params']): LettaIds {
 const routeOf = (req: Request): string | undefined =>
   req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : undefined;
 
-export function traceRequests(): RequestHandler {
+export function traceRequests(log: Logger): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
     const span = tracer().startSpan(
@@ -38,7 +39,8 @@ export function traceRequests(): RequestHandler {
       },
       parent,
     );
-    res.once('finish', () => {
+    const started = performance.now();
+    const finished = () => {
       const route = routeOf(req);
       if (route) span.updateName(`${req.method} ${route}`).setAttribute(ATTR_HTTP_ROUTE, route);
       span.setAttributes({
@@ -47,10 +49,21 @@ export function traceRequests(): RequestHandler {
       });
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
-    });
+      const durationMs = Math.round(performance.now() - started);
+      log.debug({ method: req.method, route, status: res.statusCode, durationMs }, 'request answered');
+    };
     res.once('close', () => span.isRecording() && span.end());
     // Routing sets `req.params` after this context is made: log lines read the path's ids as they go.
-    context.with(trace.setSpan(parent, span), () => withLearntIds(() => pathIds(req.params), next));
+    context.with(trace.setSpan(parent, span), () =>
+      withLearntIds(
+        () => pathIds(req.params),
+        () => {
+          // The response's events run in the socket's context: the line names the request's ids.
+          res.once('finish', context.bind(context.active(), finished));
+          next();
+        },
+      ),
+    );
   };
 }
 

@@ -52,7 +52,7 @@ import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
 import { toolApiAccess } from './tools/tool-api-access';
-import { installTracing } from './observability/tracing';
+import { flushTracing, installTracing } from './observability/tracing';
 import { storeSpans } from './observability/span-store';
 import { clientInterceptors } from './observability/temporal';
 
@@ -115,7 +115,8 @@ export async function startServer(
   const tracing = installTracing({
     captureContent: config.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
   });
-  const undo: (() => Promise<void>)[] = [];
+  // Last on the way down: what the OTLP exporter still holds is sent.
+  const undo: (() => Promise<void>)[] = [flushTracing];
   const stop = async () => {
     for (const step of undo.reverse().splice(0)) {
       await step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));

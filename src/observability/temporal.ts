@@ -56,8 +56,9 @@ class ActivityIds implements ActivityInboundCallsInterceptor, ActivityOutboundCa
     input: GetLogAttributesInput,
     next: Next<ActivityOutboundCallsInterceptor, 'getLogAttributes'>,
   ) {
-    const { agentId, runId, stepId } = this.ids;
-    return next({ agent_id: agentId, run_id: runId, step_id: stepId, ...input });
+    const { agentId: agent_id, runId: run_id, stepId: step_id } = this.ids;
+    const named = Object.entries({ agent_id, run_id, step_id }).filter(([, id]) => id);
+    return next({ ...Object.fromEntries(named), ...input });
   }
 }
 

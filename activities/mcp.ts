@@ -15,6 +15,7 @@ import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 import type { McpActivities } from '../contracts/activities';
+import { traceMcpCall } from '../src/observability/genai';
 
 export interface McpActivityDeps {
   db: Database;
@@ -84,7 +85,7 @@ export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolE
         if (asked && !asked.answer) return { pausedFor: 'elicitation' };
         const outcome = asked?.answer
           ? await answerMcpElicitation(pool, server, tool, args, { ...asked, answer: asked.answer }, options)
-          : await callMcpTool(pool, server, tool, args, options);
+          : await traceMcpCall(server.id, tool.name, () => callMcpTool(pool, server, tool, args, options));
         if (!('pending' in outcome)) return outcome;
         const { toolCallId } = input;
         await recordElicitation(db, { toolCallId, serverId: server.id, ...outcome.pending });

@@ -36,6 +36,7 @@ import { storeRunEnd } from './run';
 import { startRunCallback } from './deps';
 import type { ModelActivities } from '../contracts/activities';
 import { LLM_API_ERROR } from '../contracts/errors';
+import { tracedProvider } from '../src/observability/genai';
 
 /**
  * A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on and
@@ -294,7 +295,10 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
       let answer: ModelReply;
       try {
         answer = await withHeartbeats(
-          providers(parsed.provider).complete(
+          tracedProvider(providers(parsed.provider), {
+            name: parsed.provider,
+            stepId: reply.stepId,
+          }).complete(
             {
               model: parsed.model,
               messages,

@@ -10,6 +10,7 @@ import { ToolError } from '../src/tools/tool-error';
 import type { ToolApiAccess } from '../src/tools/tool-api-access';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 import type { SandboxActivities } from '../contracts/activities';
+import { traceSandboxRun } from '../src/observability/genai';
 
 export interface SandboxActivityDeps {
   db: Database;
@@ -52,7 +53,9 @@ export function sandboxExecutor({
         defaultTimeoutMs: toolTimeoutMs,
         runId: input.runId,
       };
-      const { job, run } = await runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api);
+      const { job, run } = await traceSandboxRun(tool.name, () =>
+        runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api),
+      );
       const result = resultOf(run);
       // Only a write-back needs the transaction under the agent's lock.
       if (run.status !== 'success' || !changedBlocks(job, run).length) return result;

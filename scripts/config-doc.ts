@@ -41,6 +41,19 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'STREAM_KEEPALIVE_MS',
     ],
   },
+  {
+    title: 'Traces',
+    intro:
+      'OpenTelemetry traces (docs/operations.md, "Traces"): exported over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, with the exporter\'s other `OTEL_EXPORTER_OTLP_*` variables and `OTEL_SERVICE_NAME`/`OTEL_RESOURCE_ATTRIBUTES`; the spans of runs\' traces are kept in the database either way.',
+    names: [
+      'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+      'TRACE_RETENTION_DAYS',
+      'TRACE_STORE_BUFFER_MS',
+      'TRACE_STORE_FLUSH_MS',
+      'TRACE_STORE_BATCH_SIZE',
+      'TRACE_STORE_MAX_SPANS',
+    ],
+  },
   { title: 'Database and secrets', names: ['DATABASE_URL', 'DATABASE_POOL_SIZE', 'SECRETS_KEY'] },
   {
     title: 'Temporal',

@@ -179,6 +179,40 @@ export const ConfigSchema = z.object({
     .describe(
       '`auto`: coloured, readable lines (pino-pretty) and a start-up banner on a terminal, JSON lines otherwise; `json` or `pretty` to choose',
     ),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: flag
+    .default(false)
+    .describe(
+      "`true` puts model calls' messages and replies in their spans (the GenAI conventions' switch); off, spans hold no message text, argument or secret. Traces go over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (the exporter reads the other `OTEL_EXPORTER_OTLP_*` variables itself)",
+    ),
+  TRACE_RETENTION_DAYS: z.coerce
+    .number()
+    .positive()
+    .default(7)
+    .describe(
+      "how long the spans of runs' traces are kept in the database for the trace and step metrics routes",
+    ),
+  TRACE_STORE_BUFFER_MS: milliseconds
+    .default(60_000)
+    .describe(
+      'how long the spans of a trace wait in memory for a span that names a run; a trace that names none (a health check, a read) is never stored',
+    ),
+  TRACE_STORE_FLUSH_MS: milliseconds
+    .default(1_000)
+    .describe('how often finished spans are written to the database'),
+  TRACE_STORE_BATCH_SIZE: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(500)
+    .describe('the most spans one write to the database takes'),
+  TRACE_STORE_MAX_SPANS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(20_000)
+    .describe(
+      'the most spans held in memory before they are written; past it the oldest unstored traces are dropped',
+    ),
 
   METRICS_PORT: optional(
     z.coerce

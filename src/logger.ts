@@ -1,5 +1,6 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
+import { logFields } from './observability/ids';
 
 export type Logger = pino.Logger;
 
@@ -9,10 +10,18 @@ export type LogFormat = 'auto' | 'json' | 'pretty';
 export const logsArePretty = (format: LogFormat) =>
   format === 'pretty' || (format === 'auto' && Boolean(process.stdout.isTTY));
 
-/** JSON lines on stdout; on a terminal (LOG_FORMAT=auto) coloured lines through pino-pretty. */
-export function createLogger(level: string, format: LogFormat = 'json'): Logger {
-  const options = { level, base: { service: 'letta-temporal' } };
-  if (!logsArePretty(format)) return pino(options);
+/**
+ * JSON lines on stdout (or `destination`); on a terminal (LOG_FORMAT=auto) coloured lines through
+ * pino-pretty.
+ */
+export function createLogger(
+  level: string,
+  format: LogFormat = 'json',
+  destination?: pino.DestinationStream,
+): Logger {
+  // Every line names the agent, run, step and trace it was written in (src/observability/ids.ts).
+  const options = { level, base: { service: 'letta-temporal' }, mixin: logFields };
+  if (!logsArePretty(format)) return destination ? pino(options, destination) : pino(options);
   return pino(
     options,
     pretty({ translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service', singleLine: true, sync: true }),

@@ -54,6 +54,9 @@ import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
 import { toolApiAccess } from './tools/tool-api-access';
+import { flushTracing, installTracing } from './observability/tracing';
+import { storeSpans } from './observability/span-store';
+import { clientInterceptors } from './observability/temporal';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -113,7 +116,11 @@ export async function startServer(
         'belong to a single process (npm start)',
     );
   }
-  const undo: (() => Promise<void>)[] = [];
+  const tracing = installTracing({
+    captureContent: config.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+  });
+  // Last on the way down: what the OTLP exporter still holds is sent.
+  const undo: (() => Promise<void>)[] = [flushTracing];
   const stop = async () => {
     for (const step of undo.reverse().splice(0)) {
       await step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
@@ -128,6 +135,7 @@ export async function startServer(
 
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
+    undo.push(storeSpans(tracing, db, config, log));
     await ensureBuiltinTools(db);
     await serveMetrics(config, { db, log, temporalMetricsUrl: options.temporalMetricsUrl }, undo);
 
@@ -154,7 +162,11 @@ export async function startServer(
     const turns: TurnServices = {
       db,
       config,
-      temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      temporal: new Client({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        interceptors: { workflow: clientInterceptors() },
+      }),
       deploymentId,
       taskQueues: queues,
     };
@@ -219,6 +231,7 @@ export async function startServer(
         workflowsPath: options.workflowsPath,
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         deployment,
+        tracing,
         activities: swappedIn ?? {
           ...createActivities({
             db,
@@ -250,6 +263,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.sandbox,
         deployment,
+        tracing,
         activities: swappedIn ?? sandboxed,
       });
       const mcpWorker = await createToolWorker({
@@ -257,6 +271,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: queues.mcp,
         deployment,
+        tracing,
         activities: swappedIn ?? mcpCalls,
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {

@@ -1,5 +1,6 @@
 import { StepSchema } from '../src/api/schemas/responses';
 import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
 
 /** Letta's steps through the official client: each model call of a run, with its usage. */
 describe('steps', () => {
@@ -40,7 +41,12 @@ describe('steps', () => {
       await h.client.steps.list({ agent_id: agent.id, feedback: 'positive' })
     ).getPaginatedItems();
     expect(liked.map((s) => s.id)).toEqual([first.id]);
-    expect(await h.client.runs.trace.retrieve(runId)).toEqual([]);
+    // The run's spans are stored off the request path, within a second or so.
+    const trace = await eventually(
+      () => h.client.runs.trace.retrieve(runId),
+      (spans) => spans.some((span) => span.SpanName === 'RunActivity:callModel'),
+    );
+    expect(trace.map((span) => span.SpanName)).toContain('RunActivity:callModel');
     expect(await h.client.runs.usage.retrieve(runId)).toMatchObject({ step_count: 2, total_tokens: 30 });
   });
 });

@@ -46,6 +46,7 @@ import {
 } from './approvals';
 import { lockPendingApproval } from '../db/conversations';
 import type { ApprovalRecord, Answerer } from '../db/approval-requests';
+import { noteIds } from '../observability/ids';
 
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {
@@ -198,6 +199,7 @@ export async function startAgentTurn(
   request: TurnRequest,
 ): Promise<{ run: RunRow; alive: TurnLiveness }> {
   const runId = request.runId ?? newId('run');
+  noteIds({ agentId: request.agentId, runId });
   const workflowId = workflowIdFor(ctx.deploymentId, request.agentId, runId);
   const { run, context, queued, agentName, laneTaken } = await ctx.db.transaction(
     async (tx, [agent]: (AgentRow | undefined)[]) => {
@@ -408,6 +410,7 @@ export async function answerPausedTurn(
     },
     agentLock(agentId),
   );
+  noteIds({ agentId, runId: answered.runId });
   const handle = ctx.temporal.workflow.getHandle<Workflows['agentTurn']>(workflowId);
   try {
     await handle.signal(approvalAnsweredSignal, answered);

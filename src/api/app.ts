@@ -30,6 +30,7 @@ import { accessTokensRouter } from './routes/access-tokens';
 import { approvalsRouter } from './routes/approvals';
 import { approvalLinkRouter } from './approval-links';
 import { mcpOauthRouter } from './routes/mcp-oauth';
+import { keepingContext, traceRequests } from '../observability/http';
 
 export interface ApiDependencies extends ApiContext {
   connection: NativeConnection;
@@ -78,6 +79,7 @@ export function createApp(deps: ApiDependencies): express.Express {
     timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
   });
   const routers = ROUTERS.map((routes) => routes(deps));
+  app.use(traceRequests(deps.log));
   app.use(corsGrant(access));
   app.use(health.router);
   // The API's description is no secret: a browser opens the reference without the password, which its
@@ -93,7 +95,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   // An MCP server's OAuth callback is a browser's redirect: its state is the credential.
   app.use(mcpOauth.router);
   app.use(accessControl(access));
-  app.use(express.json({ limit: config.MAX_REQUEST_BODY_BYTES }));
+  app.use(keepingContext(express.json({ limit: config.MAX_REQUEST_BODY_BYTES })));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));
   for (const routes of routers) app.use(routes.router);
   app.use(unknownRoute);

@@ -4,6 +4,8 @@ import {
   type WorkerDeploymentOptions,
   type WorkerOptions,
 } from '@temporalio/worker';
+import type { Tracing } from '../observability/tracing';
+import { tracedActivityWorker, tracedWorkflowWorker } from '../observability/temporal';
 
 export interface AgentWorkerOptions {
   connection: NativeConnection;
@@ -19,6 +21,8 @@ export interface AgentWorkerOptions {
   maxCachedWorkflows: number;
   /** The deployment version this worker registers (src/temporal/versioning.ts); none: unversioned. */
   deployment?: WorkerDeploymentOptions;
+  /** The process's tracing: workflows and activities run in spans, exported with the process's. */
+  tracing?: Tracing;
 }
 
 /**
@@ -29,7 +33,9 @@ export interface AgentWorkerOptions {
 const HEARTBEAT_THROTTLE = '1 second';
 
 /** What every worker of the server shares: its connection, namespace, queue and deployment version. */
-function commonOptions(options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows'>) {
+function commonOptions(
+  options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows' | 'tracing'>,
+) {
   return {
     connection: options.connection,
     namespace: options.namespace,
@@ -52,6 +58,7 @@ export const WORKFLOWS_PATH = require.resolve('../../workflows');
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
     ...commonOptions(options),
+    ...(options.tracing && tracedWorkflowWorker(options.tracing)),
     workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
     maxCachedWorkflows: options.maxCachedWorkflows,
   });
@@ -61,5 +68,5 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
 export function createToolWorker(
   options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows'>,
 ): Promise<Worker> {
-  return Worker.create(commonOptions(options));
+  return Worker.create({ ...commonOptions(options), ...(options.tracing && tracedActivityWorker()) });
 }

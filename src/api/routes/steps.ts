@@ -9,6 +9,8 @@ import { LettaMessageSchema, StepSchema } from '../schemas/responses';
 import { pageQuery, stringList } from '../schemas/common';
 import { getStep, listSteps, setStepFeedback, stepMessages } from '../../db/steps';
 import { getRun } from '../../db/runs';
+import { runSpans, stepSpans } from '../../db/trace-spans';
+import { otelTraceRow, providerTrace, stepMetrics } from '../trace-shapes';
 
 const Feedback = z.enum(['positive', 'negative']);
 
@@ -22,6 +24,43 @@ const ListStepsQuery = pageQuery(50, 'desc').extend({
 });
 
 const ListRunStepsQuery = pageQuery(100, 'asc');
+
+const TraceQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(5000).default(1000).describe('Maximum number of spans to return'),
+});
+
+const nanoseconds = z.number().int().nullable();
+
+/** Letta's StepMetrics (schemas/step_metrics.py). */
+const StepMetricsSchema = z.object({
+  id: z.string(),
+  organization_id: z.string().nullable(),
+  provider_id: z.string().nullable(),
+  run_id: z.string().nullable(),
+  agent_id: z.string().nullable(),
+  step_start_ns: nanoseconds,
+  llm_request_start_ns: nanoseconds,
+  llm_request_ns: nanoseconds,
+  tool_execution_ns: nanoseconds,
+  step_ns: nanoseconds,
+  base_template_id: z.string().nullable(),
+  template_id: z.string().nullable(),
+  project_id: z.string().nullable(),
+});
+
+/** Letta's ProviderTrace (schemas/provider_trace.py), as far as a span tells it. */
+const ProviderTraceSchema = z.object({
+  id: z.string(),
+  request_json: z.record(z.string(), z.unknown()),
+  response_json: z.record(z.string(), z.unknown()),
+  agent_id: z.string().nullable(),
+  run_id: z.string().nullable(),
+  step_id: z.string().nullable(),
+  call_type: z.string(),
+  source: z.string(),
+  latency_ms: z.number(),
+  created_at: z.string(),
+});
 
 const FeedbackSchema = z.object({ feedback: Feedback.nullish(), tags: z.array(z.string()).nullish() });
 
@@ -84,18 +123,44 @@ export function stepsRouter(ctx: ApiContext): DocumentedRouter {
     },
   );
 
-  // No OpenTelemetry traces are kept here (Letta keeps them only with ClickHouse): none to show.
+  // Spans of the run's traces, as Letta answers them from ClickHouse (src/observability/span-store.ts).
   router.get(
     '/v1/runs/:runId/trace',
     {
       summary: 'Retrieve the trace of a run',
-      description: 'Always empty: no OpenTelemetry traces are kept (Letta keeps them only with ClickHouse).',
+      description:
+        "The OpenTelemetry spans of the traces the run's work is in (its request, workflows, activities, model and tool calls), oldest first, as rows of the OpenTelemetry Collector's ClickHouse table; kept for TRACE_RETENTION_DAYS.",
+      query: TraceQuery,
       response: z.array(z.record(z.string(), z.unknown())),
     },
     async (req, res) => {
       const runId = req.params.runId;
       if (!(await getRun(ctx.db, runId))) throw notFound(`Run ${runId}`);
-      res.json([]);
+      const { limit } = parseQuery(TraceQuery, req);
+      res.json((await runSpans(ctx.db, runId, limit)).map(otelTraceRow));
+    },
+  );
+
+  router.get(
+    '/v1/steps/:stepId/trace',
+    {
+      summary: 'Retrieve the provider trace of a step',
+      description:
+        "The step's model call as its span holds it: model, parameters, usage and finish reason (messages only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT); null when none is kept.",
+      response: ProviderTraceSchema.nullable(),
+    },
+    async (req, res) => {
+      const step = await loadStep(req.params.stepId);
+      res.json(providerTrace(step, await stepSpans(ctx.db, req.params.stepId)));
+    },
+  );
+
+  router.get(
+    '/v1/steps/:stepId/metrics',
+    { summary: 'Retrieve the metrics of a step', response: StepMetricsSchema },
+    async (req, res) => {
+      const step = await loadStep(req.params.stepId);
+      res.json(stepMetrics(step, await stepSpans(ctx.db, req.params.stepId)));
     },
   );
 

@@ -229,6 +229,42 @@ describe('traces and logs of a step (issue 54)', () => {
     expect(metrics.llm_request_start_ns!).toBeGreaterThanOrEqual(metrics.step_start_ns!);
   });
 
+  it('a message queued behind a running turn: its trace goes through the session workflow into its turn', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue({ text: 'slow', delayMs: 2_000 }, { text: 'queued reply' });
+    const send = (content: string) =>
+      h.client.agents.messages.createAsync(agent.id, { messages: [{ role: 'user', content }] });
+    await send('first');
+    const queued = await send('second');
+    await eventually(
+      () => h.client.runs.retrieve(queued.id),
+      (run) => run.status === 'completed',
+      30_000,
+    );
+    // The session's own span (RunWorkflow:agentSession) ends when the session does; its update
+    // handler is the session's part of this trace.
+    const expected = [
+      'POST /v1/agents/:agentId/messages/async',
+      'UpdateWithStartWorkflow:enqueueStep',
+      'HandleUpdate:enqueueStep',
+      'StartChildWorkflow:agentTurn',
+      'RunWorkflow:agentTurn',
+      'RunActivity:callModel',
+      'chat gpt-4o-mini',
+    ];
+    const spans = await eventually(
+      () => h.client.runs.trace.retrieve(queued.id),
+      (found) => expected.every((name) => spanNames(found).includes(name)),
+      30_000,
+    );
+    expect(spanNames(spans)).toEqual(expect.arrayContaining(expected));
+    const request = spans.find((span) => span.SpanName === expected[0])!;
+    for (const name of expected.slice(1))
+      expect(spans.find((span) => span.SpanName === name)!.TraceId).toBe(request.TraceId);
+    // The client's reads of the run while it waited are not part of it.
+    expect(spanNames(spans).filter((name) => name.startsWith('GET '))).toEqual([]);
+  }, 60_000);
+
   it('exports the same trace to the OTLP receiver', async () => {
     const stored = await h.client.runs.trace.retrieve(runId);
     const traceId = String(stored.find((span) => span.ParentSpanId === '')!.TraceId);

@@ -24,6 +24,8 @@ function pathIds(params: Request['params']): LettaIds {
   return ids;
 }
 
+const READS = new Set(['GET', 'HEAD']);
+
 /** The route template the request matched (`/v1/agents/:agentId/messages`), or none. */
 const routeOf = (req: Request): string | undefined =>
   req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : undefined;
@@ -45,7 +47,9 @@ export function traceRequests(log: Logger): RequestHandler {
       if (route) span.updateName(`${req.method} ${route}`).setAttribute(ATTR_HTTP_ROUTE, route);
       span.setAttributes({
         [ATTR_HTTP_RESPONSE_STATUS_CODE]: res.statusCode,
-        ...idAttributes(pathIds(req.params)),
+        // A read names no run on its span: the span store keeps the traces that name one as that
+        // run's trace, and a client polling a run would bury its work under its reads.
+        ...(READS.has(req.method) ? {} : idAttributes(pathIds(req.params))),
       });
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();

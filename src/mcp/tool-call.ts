@@ -7,6 +7,7 @@ import { stripOptionalNulls } from '../tools/strict-mode';
 import type { McpCallOptions, McpClientPool } from './client-pool';
 import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
+import { McpAuthorizationRequiredError } from './oauth-connect';
 import { mcpToolResult, type McpToolResult } from './tool-result';
 import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } from './tool-sync';
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +26,9 @@ export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpSer
   return server;
 }
 
+/** A server as a call reaches it: for an identity, where its OAuth tokens are kept per identity. */
+type CalledServer = McpServerRow & { identityId?: string };
+
 /** A call paused for its server's elicitation: what the server asked, nothing recorded yet. */
 export interface McpToolPause {
   pending: PendingElicitation;
@@ -39,7 +43,7 @@ export interface McpToolPause {
  */
 export async function callMcpTool(
   pool: McpClientPool,
-  server: McpServerRow,
+  server: CalledServer,
   tool: ToolRow,
   args: Record<string, unknown>,
   options: McpCallOptions,
@@ -64,7 +68,7 @@ export async function callMcpTool(
  */
 export async function answerMcpElicitation(
   pool: McpClientPool,
-  server: McpServerRow,
+  server: CalledServer,
   tool: ToolRow,
   elicitation: McpElicitationRow & { answer: ElicitResult },
   options: McpCallOptions,
@@ -97,7 +101,11 @@ async function resultOf(
     return mcpToolResult(tool.name, outcome.result, mcpOutputSchemaOf(tool));
   } catch (error) {
     if (error instanceof McpTimeoutError) return failed(tool, 'TimeoutError', error.message);
-    if (error instanceof McpStdioRefusedError || error instanceof McpSessionGoneError)
+    if (
+      error instanceof McpStdioRefusedError ||
+      error instanceof McpSessionGoneError ||
+      error instanceof McpAuthorizationRequiredError
+    )
       return failed(tool, error.name, error.message);
     throw error;
   }

@@ -133,13 +133,25 @@ class GrantingProvider implements OAuthServerProvider {
   }
 }
 
-/** A server with one tool, `whisper`, that answers its `text` in lower case. */
+/** The digest `token_digest` answers for an access token. */
+export const tokenDigest = (token: string) =>
+  crypto.createHash('sha256').update(token).digest('hex').slice(0, 16);
+
+/**
+ * A server with two tools: `whisper`, that answers its `text` in lower case, and `token_digest`, that
+ * answers the digest of the access token the call came with (tokenDigest).
+ */
 function mcpServer(): McpServer {
   const server = new McpServer({ name: 'oauth-test', version: '1.0.0' });
   server.registerTool(
     'whisper',
     { description: 'Says the text quietly.', inputSchema: { text: z.string() } },
     async ({ text }) => ({ content: [{ type: 'text', text: text.toLowerCase() }] }),
+  );
+  server.registerTool(
+    'token_digest',
+    { description: "The digest of the call's access token." },
+    async ({ authInfo }) => ({ content: [{ type: 'text', text: tokenDigest(authInfo?.token ?? '') }] }),
   );
   return server;
 }

@@ -115,14 +115,27 @@ describe('MCP OAuth per identity', () => {
     expect((await digestCall(nobody))?.tool_return).toMatch(
       /needs exactly one identity to act for, and has 0/,
     );
+
+    // A deleted identity's tokens go with it.
+    await h.client.delete(`/v1/identities/${ada}`);
+    expect(await getMcpOauth(h.server.db, server.id!, ada)).toBeUndefined();
+    expect(await getMcpOauth(h.server.db, server.id!, bob)).toBeDefined();
   });
 
-  it('refuses an identity for a server that does not authorize per identity (400), and an unknown identity (404)', async () => {
+  it("a server that does not authorize per identity: an agent's identity calls with the server's token, and is refused for its authorization (400); an unknown identity is a 404", async () => {
     const server = await h.client.mcpServers.create({
       server_name: 'shared',
       config: { mcp_server_type: 'streamable_http', server_url: target.url } as never,
     });
+    const own = (server as { oauth_status?: OauthStatus }).oauth_status!;
+    expect(await authorize(own.authorization_url!)).toBe(200);
     const identity = await newIdentity('dee');
+    const tool = (await h.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'token_digest')!;
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id!] });
+    await h.client.agents.identities.attach(identity, { agent_id: agent.id });
+    const serversOwn = tokenDigest((await getMcpOauth(h.server.db, server.id!))!.tokens!.access_token);
+    expect(await digestCall(agent.id)).toMatchObject({ status: 'success', tool_return: serversOwn });
+
     const refused = await startAuthorization(server.id!, { identity_id: identity }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ status: 400 });
 

@@ -137,4 +137,22 @@ describe('MCP OAuth state per call', () => {
     expect(renewing.length).toBeGreaterThan(0);
     expect(target.grants).toEqual(['authorization_code', 'refresh_token', 'refresh_token']);
   });
+
+  it('a server that lets initialize in without a token and refuses the next request: OAuth starts then', async () => {
+    const target = await startOauthMcpServer({ openInitialize: true });
+    closers.push(() => target.close());
+    const { pool, oauth } = workerPool();
+    const server = {
+      id: newId('mcp_server'),
+      config: { mcp_server_type: 'streamable_http' as const, server_url: target.url },
+    };
+    expect(await pool.listTools(server).catch((error: unknown) => error)).toBeInstanceOf(McpAuthError);
+    const { authorization_url } = (await oauth.status(server.id))!;
+    const callback = new URL(
+      (await fetch(authorization_url!, { redirect: 'manual' })).headers.get('location')!,
+    );
+    await oauth.takePending(callback.searchParams.get('state')!);
+    await oauth.exchange(server, callback.searchParams.get('code')!);
+    expect(await call(pool, server, 'whisper', { text: 'OPEN' })).toBe('open');
+  });
 });

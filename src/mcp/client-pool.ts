@@ -125,6 +125,10 @@ export class McpClientPool {
   private readonly schemas = new WeakMap<Client, ToolSchemas>();
   /** Connection attempts that failed in a row, per slot (slotOf). */
   private readonly failures = new Map<string, number>();
+  /** Clients connected without OAuth to servers that may ask for it: a 401 to one starts OAuth. */
+  private readonly withoutOauth = new WeakSet<Client>();
+  /** Slots whose server answered a request with 401 after connecting without OAuth: it is asked for now. */
+  private readonly oauthAsked = new Set<string>();
   /** Calls paused for an elicitation's answer, by the key they paused under (their tool call's id). */
   private readonly held = new Map<string, HeldCall>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
@@ -330,11 +334,22 @@ export class McpClientPool {
   }
 
   /** Runs `work` on the server's client; a failure other than a timeout drops the client. */
+  /**
+   * Runs `work` on the server's client; a failure other than a timeout drops the client. A server
+   * that let a client connect without OAuth and refuses a request (one that asks for a token past
+   * `initialize`) is connected to again with OAuth, and `work` runs once more: the refused request did
+   * nothing.
+   */
   private async using<T>(server: McpServerRef, work: (client: Client) => Promise<T>): Promise<T> {
     const client = await this.client(server);
     try {
       return await work(client);
     } catch (error) {
+      if (isAuthFailure(error) && this.withoutOauth.has(client)) {
+        this.oauthAsked.add(slotOf(server));
+        this.forget(slotOf(server), client);
+        return this.using(server, work);
+      }
       if (isAuthFailure(error)) throw new McpAuthError((error as Error).message);
       if (!(error instanceof McpTimeoutError)) this.forget(slotOf(server), client);
       throw error;
@@ -351,13 +366,21 @@ export class McpClientPool {
     try {
       const { timeouts, stdio, oauth } = this.options;
       const schemas: ToolSchemas = new Map();
-      const client = await connectWithOauth(oauth, server, (authProvider) =>
-        connectMcp(server.config, timeouts, stdio, {
-          onToolsChanged: () => this.toolsChanged(server),
-          schemas,
-          authProvider,
-        }),
+      let oauthless = false;
+      const client = await connectWithOauth(
+        oauth,
+        server,
+        (authProvider) => {
+          oauthless = !authProvider && !!oauth?.providerFor(server);
+          return connectMcp(server.config, timeouts, stdio, {
+            onToolsChanged: () => this.toolsChanged(server),
+            schemas,
+            authProvider,
+          });
+        },
+        this.oauthAsked.has(slot),
       );
+      if (oauthless) this.withoutOauth.add(client);
       this.schemas.set(client, schemas);
       routeElicitations(client);
       this.failures.delete(slot);

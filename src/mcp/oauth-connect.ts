@@ -28,11 +28,15 @@ function authorizationRequired(oauth: McpOauth, server: OauthServerRef): McpAuth
   );
 }
 
-/** Runs `connect` with the provider the server needs, if any; see the module's comment. */
+/**
+ * Runs `connect` with the provider the server needs, if any (see the module's comment); with
+ * `oauthAsked`, the server refused a connection made without it: OAuth from the start.
+ */
 export async function connectWithOauth<T>(
   oauth: McpOauth | undefined,
   server: OauthServerRef,
   connect: (authProvider?: McpAuthProvider) => Promise<T>,
+  oauthAsked = false,
 ): Promise<T> {
   if (!oauth) return connect();
   const connectWith = async (provider: NonNullable<ReturnType<McpOauth['providerFor']>>) => {
@@ -44,7 +48,7 @@ export async function connectWithOauth<T>(
       throw error;
     }
   };
-  const used = await oauth.providerIfUsed(server);
+  const used = oauthAsked ? oauth.providerFor(server) : await oauth.providerIfUsed(server);
   if (used) return connectWith(used);
   try {
     return await connect();

@@ -47,6 +47,8 @@ export interface OauthMcpServerOptions {
   idJag?: { client_id: string; client_secret: string; idp: { issuer: string; publicKey: CryptoKey } };
   /** DPoP-bound tokens, advertised and demanded (dpop-guard.ts). */
   dpop?: DpopOptions;
+  /** Lets `initialize` (and notifications) in without a token, as servers that guard only their tools do. */
+  openInitialize?: boolean;
 }
 
 export interface OauthMcpServer {
@@ -230,7 +232,15 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
     app.post('/token', dpop.tokenGuard);
   }
   app.use(mcpAuthRouter({ ...authorization, resourceServerUrl: mcpUrl }));
-  const guard = options.dpop ? dpop.mcpGuard : requireBearerAuth({ verifier: provider, resourceMetadataUrl });
+  const bearer = options.dpop
+    ? dpop.mcpGuard
+    : requireBearerAuth({ verifier: provider, resourceMetadataUrl });
+  const open = (req: Request) => {
+    const method: unknown = req.body?.method;
+    return method === 'initialize' || (typeof method === 'string' && method.startsWith('notifications/'));
+  };
+  const guard: express.RequestHandler = (req, res, next) =>
+    options.openInitialize && open(req) ? next() : bearer(req, res, next);
   app.post('/mcp', express.json(), guard, async (req, res) => {
     const server = mcpServer();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

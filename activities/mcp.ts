@@ -10,6 +10,7 @@ import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError } from '../src/mcp/connection';
 import { answerMcpElicitation, callMcpTool, serverGone } from '../src/mcp/tool-call';
+import { serverForAgent } from '../src/mcp/acting-identity';
 import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
 import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
@@ -68,8 +69,9 @@ function callHeartbeats(serverId: string) {
  */
 export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolExecutor {
   return {
-    async execute({ input, tool, args, signal, mcpServer: server }) {
-      if (!server) throw serverGone(tool);
+    async execute({ input, tool, args, signal, mcpServer }) {
+      if (!mcpServer) throw serverGone(tool);
+      const server = await serverForAgent(db, input.agentId, mcpServer);
       const context = Context.current();
       const options = {
         timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? callTimeoutMs,

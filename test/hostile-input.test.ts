@@ -34,7 +34,7 @@ import {
   EnvVarUpdateSchema,
   SandboxConfigCreateSchema,
 } from '../src/api/schemas/sandbox-configs';
-import { McpToolRunSchema } from '../src/api/schemas/mcp-servers';
+import { McpOauthAuthorizeSchema, McpToolRunSchema } from '../src/api/schemas/mcp-servers';
 import { IdentityCreateSchema } from '../src/api/schemas/identities';
 import {
   CreateAgentPassageSchema,
@@ -223,6 +223,7 @@ const ROUTES: FuzzRoute[] = [
   { method: 'PATCH', path: '/v1/mcp-servers/{mcp}/refresh', query: ['agent_id'] },
   { method: 'GET', path: '/v1/mcp-servers/{mcp}/tools' },
   { method: 'POST', path: '/v1/mcp-servers/{mcp}/tools/{tool}/run', body: McpToolRunSchema },
+  { method: 'POST', path: '/v1/mcp-servers/{mcp}/oauth/authorize', body: McpOauthAuthorizeSchema },
   { method: 'POST', path: '/v1/agents/{agent}/archival-memory', body: CreateAgentPassageSchema, base: TEXT },
   {
     method: 'GET',

@@ -1,5 +1,6 @@
 /** Identities, and the agents and blocks they are attached to. */
 import type { Queryable } from './database';
+import { deleteIdentityMcpOauth } from './mcp-oauth';
 import { json, pageOf, updateById, whereClause, type Page } from './sql';
 
 export interface IdentityRow {
@@ -72,6 +73,7 @@ export function listIdentities(
 }
 
 export async function deleteIdentity(db: Queryable, id: string): Promise<boolean> {
+  await deleteIdentityMcpOauth(db, id);
   return (await db.query('DELETE FROM identities WHERE id = $1 RETURNING id', [id])).length > 0;
 }
 

@@ -1,6 +1,7 @@
 /**
  * The OAuth state of MCP servers (the mcp_oauth table): client registration, tokens and PKCE verifier
- * encrypted at rest, discovered metadata, and the pending authorization a callback completes.
+ * encrypted at rest, discovered metadata, and the pending authorization a callback completes. A row
+ * per server and identity: the identity '' (an identity id left out) is the server's own.
  */
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -41,11 +42,15 @@ const sealed = (value: unknown) =>
 const opened = <T>(stored: string | null): T | undefined =>
   stored === null ? undefined : (JSON.parse(decryptSecret(stored)) as T);
 
-export async function getMcpOauth(db: Queryable, serverId: string): Promise<McpOauthRecord | undefined> {
+export async function getMcpOauth(
+  db: Queryable,
+  serverId: string,
+  identityId?: string,
+): Promise<McpOauthRecord | undefined> {
   const [row] = await db.query<StoredMcpOauth>(
     `SELECT client_information, tokens, tokens_expire_at, discovery, code_verifier, authorization_url
-     FROM mcp_oauth WHERE server_id = $1`,
-    [serverId],
+     FROM mcp_oauth WHERE server_id = $1 AND identity_id = $2`,
+    [serverId, identityId ?? ''],
   );
   if (!row) return undefined;
   return {
@@ -76,45 +81,63 @@ function columnsOf(
   return columns;
 }
 
-/** Stores the fields given (present, even if undefined: cleared) for the server, creating its row. */
+/**
+ * Stores the fields given (present, even if undefined: cleared) for the server (and identity),
+ * creating its row.
+ */
 export async function saveMcpOauth(
   db: Queryable,
   serverId: string,
   change: McpOauthRecord & { pending?: PendingAuthorization | null },
+  identityId?: string,
 ): Promise<void> {
   const entries = Object.entries(columnsOf(change));
   if (entries.length === 0) return;
   const names = entries.map(([name]) => name);
   await db.query(
-    `INSERT INTO mcp_oauth (server_id, ${names.join(', ')})
-     VALUES ($1, ${names.map((_, i) => `$${i + 2}`).join(', ')})
-     ON CONFLICT (server_id) DO UPDATE SET
+    `INSERT INTO mcp_oauth (server_id, identity_id, ${names.join(', ')})
+     VALUES ($1, $2, ${names.map((_, i) => `$${i + 3}`).join(', ')})
+     ON CONFLICT (server_id, identity_id) DO UPDATE SET
        ${names.map((name) => `${name} = EXCLUDED.${name}`).join(', ')}, updated_at = now()`,
-    [serverId, ...entries.map(([, value]) => value)],
+    [serverId, identityId ?? '', ...entries.map(([, value]) => value)],
   );
 }
 
+/** Whose pending authorization a state belongs to: a server, and the identity it authorizes for. */
+export interface PendingOwner {
+  serverId: string;
+  identityId?: string;
+}
+
 /**
- * The server whose pending authorization has this state, which is used up by the call: a state that
- * is unknown, expired or already used finds none.
+ * Whose pending authorization has this state, which is used up by the call: a state that is unknown,
+ * expired or already used finds none.
  */
 export async function takePendingAuthorization(
   db: Queryable,
   stateDigest: string,
-): Promise<string | undefined> {
-  const [row] = await db.query<{ server_id: string; live: boolean }>(
-    `WITH old AS (SELECT server_id, state_expires_at FROM mcp_oauth WHERE state_digest = $1 FOR UPDATE)
+): Promise<PendingOwner | undefined> {
+  const [row] = await db.query<{ server_id: string; identity_id: string; live: boolean }>(
+    `WITH old AS (
+       SELECT server_id, identity_id, state_expires_at FROM mcp_oauth WHERE state_digest = $1 FOR UPDATE
+     )
      UPDATE mcp_oauth m SET state_digest = NULL, state_expires_at = NULL, authorization_url = NULL,
        updated_at = now()
-     FROM old WHERE m.server_id = old.server_id
-     RETURNING m.server_id, old.state_expires_at > now() AS live`,
+     FROM old WHERE m.server_id = old.server_id AND m.identity_id = old.identity_id
+     RETURNING m.server_id, m.identity_id, old.state_expires_at > now() AS live`,
     [stateDigest],
   );
-  return row?.live ? row.server_id : undefined;
+  if (!row?.live) return undefined;
+  return { serverId: row.server_id, ...(row.identity_id ? { identityId: row.identity_id } : {}) };
 }
 
-/** The server's OAuth state, its DPoP key included. */
+/** Deletes the server's OAuth state, its identities' and its DPoP key included. */
 export async function deleteMcpOauth(db: Queryable, serverId: string): Promise<void> {
   await db.query('DELETE FROM mcp_oauth WHERE server_id = $1', [serverId]);
   await deleteMcpDpopKey(db, serverId);
+}
+
+/** Deletes an identity's tokens for every server. */
+export async function deleteIdentityMcpOauth(db: Queryable, identityId: string): Promise<void> {
+  await db.query('DELETE FROM mcp_oauth WHERE identity_id = $1', [identityId]);
 }

@@ -1,6 +1,7 @@
 /**
- * The MCP connections of one process: one client per registered server and config, made on first use
- * and reused by every call after it. A client that breaks off is dropped; the next call connects again,
+ * The MCP connections of one process: one client per registered server and config (and per identity,
+ * for a server whose OAuth tokens are kept per identity), made on first use and reused by every call
+ * after it. A client that breaks off is dropped; the next call connects again,
  * waiting longer after each connection that failed in a row.
  */
 import { mcpConnectionFailures, trackMcpPool } from '../observability/metrics';
@@ -38,6 +39,7 @@ import {
   ToolCallAnswerSchema,
   type ToolCallParams,
 } from './input-required';
+import { connectWithOauth } from './oauth-connect';
 import {
   routeElicitations,
   CallInFlight,
@@ -71,7 +73,12 @@ export interface McpPoolOptions {
 export interface McpServerRef {
   id: string;
   config: McpServerConfig;
+  /** The identity a call acts for, on a server whose OAuth tokens are kept per identity (oauth.ts). */
+  identityId?: string;
 }
+
+/** Where a server's client is kept: one per server, or per server and identity. */
+const slotOf = ({ id, identityId }: McpServerRef) => (identityId ? `${id}/${identityId}` : id);
 
 export interface McpCallOptions {
   timeoutMs: number;
@@ -125,8 +132,12 @@ export class McpClientPool {
   private readonly entries = new Map<string, Entry>();
   /** The input schemas of the tools called on each client, which its requests' headers need. */
   private readonly schemas = new WeakMap<Client, ToolSchemas>();
-  /** Connection attempts that failed in a row, per server. */
+  /** Connection attempts that failed in a row, per slot (slotOf). */
   private readonly failures = new Map<string, number>();
+  /** Clients connected without OAuth to servers that may ask for it: a 401 to one starts OAuth. */
+  private readonly withoutOauth = new WeakSet<Client>();
+  /** Slots whose server answered a request with 401 after connecting without OAuth: it is asked for now. */
+  private readonly oauthAsked = new Set<string>();
   /** Calls paused for an elicitation's answer, by the key they paused under (their tool call's id). */
   private readonly held = new Map<string, HeldCall>();
   /** Set by close(): a connection opened after it (a late call, a tools refresh) would outlive the pool. */
@@ -146,14 +157,15 @@ export class McpClientPool {
   client(server: McpServerRef): Promise<Client> {
     if (this.closed) return Promise.reject(new McpConnectionError('the MCP client pool is closed'));
     const key = configKey(server.config);
-    const entry = this.entries.get(server.id);
+    const slot = slotOf(server);
+    const entry = this.entries.get(slot);
     if (entry?.key === key) return entry.client;
-    if (entry) void this.drop(server.id);
+    if (entry) void this.dropSlot(slot);
     const fresh: Entry = { key, client: this.connect(server) };
-    this.entries.set(server.id, fresh);
+    this.entries.set(slot, fresh);
     fresh.client.then(
       (client) => (fresh.connected = client),
-      () => this.entries.get(server.id) === fresh && this.entries.delete(server.id),
+      () => this.entries.get(slot) === fresh && this.entries.delete(slot),
     );
     return fresh.client;
   }
@@ -262,10 +274,12 @@ export class McpClientPool {
     name: string,
     options: McpCallOptions,
   ): Promise<McpCallOutcome> {
-    const client = await joinMcpSession(server.config, session.sessionId, this.options.timeouts, {
-      authProvider: this.options.oauth?.providerFor(server),
-      schemas: new Map([[name, options.inputSchema]]),
-    });
+    const client = await connectWithOauth(this.options.oauth, server, (authProvider) =>
+      joinMcpSession(server.config, session.sessionId, this.options.timeouts, {
+        authProvider,
+        schemas: new Map([[name, options.inputSchema]]),
+      }),
+    );
     routeElicitations(client);
     const abort = new AbortController();
     // The stream's resumption failing (the session gone, the event no longer stored) is reported here.
@@ -353,34 +367,53 @@ export class McpClientPool {
     );
   }
 
-  /** Closes the server's client, if there is one (its config changed, or it was deleted). */
+  /** Closes the server's clients, its identities' too (its config changed, or it was deleted). */
   async drop(serverId: string): Promise<void> {
-    const entry = this.entries.get(serverId);
+    const slots = [...this.entries.keys()].filter(
+      (slot) => slot === serverId || slot.startsWith(`${serverId}/`),
+    );
+    await Promise.all(slots.map((slot) => this.dropSlot(slot)));
+  }
+
+  private async dropSlot(slot: string): Promise<void> {
+    const entry = this.entries.get(slot);
     if (!entry) return;
-    this.entries.delete(serverId);
+    this.entries.delete(slot);
     await entry.client.then((client) => client.close()).catch(() => undefined);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.untrack();
-    await Promise.all([...this.entries.keys()].map((id) => this.drop(id)));
+    await Promise.all([...this.entries.keys()].map((slot) => this.dropSlot(slot)));
   }
 
   /** Runs `work` on the server's client; a failure other than a timeout drops the client. */
+  /**
+   * Runs `work` on the server's client; a failure other than a timeout drops the client. A server
+   * that let a client connect without OAuth and refuses a request (one that asks for a token past
+   * `initialize`) is connected to again with OAuth, and `work` runs once more: the refused request did
+   * nothing.
+   */
   private async using<T>(server: McpServerRef, work: (client: Client) => Promise<T>): Promise<T> {
     const client = await this.client(server);
     try {
       return await work(client);
     } catch (error) {
+      if (isAuthFailure(error) && this.withoutOauth.has(client)) {
+        this.oauthAsked.add(slotOf(server));
+        this.forget(slotOf(server), client);
+        return this.using(server, work);
+      }
       if (isAuthFailure(error)) throw new McpAuthError((error as Error).message);
-      if (!(error instanceof McpTimeoutError)) this.forget(server.id, client);
+      if (!(error instanceof McpTimeoutError)) this.forget(slotOf(server), client);
       throw error;
     }
   }
 
   private async connect(server: McpServerRef): Promise<Client> {
-    const failed = this.failures.get(server.id) ?? 0;
+    const slot = slotOf(server);
+    const failed = this.failures.get(slot) ?? 0;
     if (failed) {
       const { reconnectInitialMs, reconnectMaxMs } = this.options;
       await sleep(Math.min(reconnectInitialMs * 2 ** (failed - 1), reconnectMaxMs));
@@ -388,28 +421,38 @@ export class McpClientPool {
     try {
       const { timeouts, stdio, oauth } = this.options;
       const schemas: ToolSchemas = new Map();
-      const client = await connectMcp(server.config, timeouts, stdio, {
-        onToolsChanged: () => this.toolsChanged(server),
-        schemas,
-        authProvider: oauth?.providerFor(server),
-      });
+      let oauthless = false;
+      const client = await connectWithOauth(
+        oauth,
+        server,
+        (authProvider) => {
+          oauthless = !authProvider && !!oauth?.providerFor(server);
+          return connectMcp(server.config, timeouts, stdio, {
+            onToolsChanged: () => this.toolsChanged(server),
+            schemas,
+            authProvider,
+          });
+        },
+        this.oauthAsked.has(slot),
+      );
+      if (oauthless) this.withoutOauth.add(client);
       this.schemas.set(client, schemas);
       routeElicitations(client);
-      this.failures.delete(server.id);
+      this.failures.delete(slot);
       // A server that exits or hangs up: the next call connects again instead of failing first.
-      client.onclose = () => this.forget(server.id, client);
+      client.onclose = () => this.forget(slot, client);
       return client;
     } catch (error) {
       // A server refused to start is not one that failed to connect: no wait before the next answer.
-      if (!(error instanceof McpStdioRefusedError)) this.failures.set(server.id, failed + 1);
+      if (!(error instanceof McpStdioRefusedError)) this.failures.set(slot, failed + 1);
       mcpConnectionFailures.inc({ server: server.id });
       throw error;
     }
   }
 
-  /** Drops the server's entry if it holds this client (a newer one is left alone), and closes it. */
-  private forget(serverId: string, client: Client): void {
-    if (this.entries.get(serverId)?.connected === client) this.entries.delete(serverId);
+  /** Drops the slot's entry if it holds this client (a newer one is left alone), and closes it. */
+  private forget(slot: string, client: Client): void {
+    if (this.entries.get(slot)?.connected === client) this.entries.delete(slot);
     void client.close().catch(() => undefined);
   }
 

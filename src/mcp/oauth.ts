@@ -2,10 +2,11 @@
  * OAuth 2.1 for protected MCP servers, as the MCP authorization spec has it, done by the SDK's client
  * (`auth()` and the transports' `authProvider`: discovery with the 2025-03-26 fallbacks, dynamic client
  * registration, client ID metadata documents, PKCE, scope selection and step-up, refresh on 401). This
- * module is the SDK's OAuthClientProvider kept in the database (db/mcp-oauth.ts), so every process
- * reads the tokens another one refreshed, and the authorization code flow's redirect comes back to this
- * server's callback (api/routes/mcp-oauth.ts), which any API process may answer. DPoP-bound tokens
- * (dpop.ts) and enterprise-managed authorization (id-jag.ts) are added to the SDK's flows here.
+ * module is the SDK's OAuthClientProvider kept in the database (db/mcp-oauth.ts), per server and, where
+ * its config says `per_identity`, per identity: every process reads the tokens another one refreshed,
+ * and the authorization code flow's redirect comes back to this server's callback
+ * (api/routes/mcp-oauth.ts), which any API process may answer. DPoP-bound tokens (dpop.ts) and
+ * enterprise-managed authorization (id-jag.ts) are added to the SDK's flows here.
  */
 import crypto from 'node:crypto';
 import {
@@ -21,7 +22,14 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Database } from '../db/database';
-import { getMcpOauth, saveMcpOauth, takePendingAuthorization } from '../db/mcp-oauth';
+import {
+  getMcpOauth,
+  saveMcpOauth,
+  takePendingAuthorization,
+  type McpOauthRecord,
+  type PendingAuthorization,
+  type PendingOwner,
+} from '../db/mcp-oauth';
 import type { McpServerConfig } from '../schemas/mcp-server';
 import { safeFetch, type OutboundPolicy } from '../net/safe-fetch';
 import { withHostAllowed } from '../net/private-addresses';
@@ -53,6 +61,15 @@ type HttpConfig = Extract<McpServerConfig, { server_url: string }>;
 export interface OauthServer {
   id: string;
   config: HttpConfig;
+  /** The identity its tokens are kept for (`oauth.per_identity`); none: the server's own. */
+  identityId?: string;
+}
+
+/** A registered server, and the identity a call acts for where its tokens are kept per identity. */
+export interface OauthServerRef {
+  id: string;
+  config: McpServerConfig;
+  identityId?: string;
 }
 
 const digest = (state: string) => crypto.createHash('sha256').update(state).digest('hex');
@@ -134,12 +151,18 @@ export function oauthFetch(serverUrl: URL, policy: OutboundPolicy): FetchLike {
 }
 
 /**
- * The SDK's OAuthClientProvider for one MCP server, kept in the database. `authorizationUrl` is set
- * when the SDK asks to send a user to authorize (the authorization code flow); the API answers it.
+ * The SDK's OAuthClientProvider for one MCP server (and identity), kept in the database.
+ * `authorizationUrl` is set when the SDK asks to send a user to authorize (the authorization code
+ * flow); the API answers it. The transports ask for the tokens on every request: they come from the
+ * row as this provider last read it, read again after this provider changes it and at the start of
+ * every `auth()` run (a 401, a step-up, a renewal), so tokens another process refreshed are the ones
+ * a 401 here renews from.
  */
 export class StoredOauthProvider implements OAuthClientProvider {
   /** Set when this provider asked for a user's authorization. */
   authorizationUrl?: URL;
+  /** The row as last read; none: read it on next use. */
+  private cached?: Promise<McpOauthRecord | undefined>;
   /** While refreshing ahead of expiry: the SDK reads the tokens itself meanwhile. */
   private refreshing = false;
   /**
@@ -162,8 +185,32 @@ export class StoredOauthProvider implements OAuthClientProvider {
     private readonly server: OauthServer,
     baseFetch: FetchLike,
     private readonly dpopKeys: DpopKeys,
+    /** The row, when the caller has just read it. */
+    stored?: McpOauthRecord,
   ) {
     this.fetchFn = dpopFetch(baseFetch, this.dpopBinding(), dpopKeys.nonces);
+    if (stored) this.cached = Promise.resolve(stored);
+  }
+
+  private stored(): Promise<McpOauthRecord | undefined> {
+    const read = (this.cached ??= getMcpOauth(this.db, this.server.id, this.server.identityId));
+    read.catch(() => this.cached === read && (this.cached = undefined));
+    return read;
+  }
+
+  private async save(change: McpOauthRecord & { pending?: PendingAuthorization | null }): Promise<void> {
+    try {
+      await saveMcpOauth(this.db, this.server.id, change, this.server.identityId);
+    } finally {
+      this.cached = undefined;
+    }
+  }
+
+  /** Whether the tokens expire within the margin and can be renewed. */
+  private renewable(stored: McpOauthRecord | undefined): boolean {
+    const expiresSoon =
+      stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
+    return !!expiresSoon && !!(stored?.tokens?.refresh_token || this.userless);
   }
 
   private dpopBinding(): DpopBinding {
@@ -221,22 +268,25 @@ export class StoredOauthProvider implements OAuthClientProvider {
     const { client_id, client_secret, issuer } = this.oauth;
     if (client_id)
       return { client_id, ...(client_secret ? { client_secret } : {}), ...(issuer ? { issuer } : {}) };
-    return (await getMcpOauth(this.db, this.server.id))?.clientInformation;
+    return (await this.stored())?.clientInformation;
   }
 
   async saveClientInformation(clientInformation: OAuthClientInformationMixed): Promise<void> {
-    if (!this.oauth.client_id) await saveMcpOauth(this.db, this.server.id, { clientInformation });
+    if (!this.oauth.client_id) await this.save({ clientInformation });
   }
 
-  /** The stored tokens, refreshed first when they expire within the margin and can be renewed. */
+  /**
+   * The stored tokens, refreshed first when they expire within the margin and can be renewed (unless
+   * the row, read again, has tokens another process renewed).
+   */
   async tokens(): Promise<OAuthTokens | undefined> {
-    const stored = await getMcpOauth(this.db, this.server.id);
-    const expiresSoon =
-      stored?.tokensExpireAt && stored.tokensExpireAt.getTime() - Date.now() < this.settings.refreshMarginMs;
-    const renewable = stored?.tokens?.refresh_token || this.userless;
-    if (this.refreshing || !expiresSoon || !renewable) return this.presented(stored?.tokens);
+    let stored = await this.stored();
+    if (this.refreshing || !this.renewable(stored)) return this.presented(stored?.tokens);
+    this.cached = undefined;
+    stored = await this.stored();
+    if (!this.renewable(stored)) return this.presented(stored?.tokens);
     this.refreshing = true;
-    const metadataUrl = stored.discovery?.resourceMetadataUrl;
+    const metadataUrl = stored?.discovery?.resourceMetadataUrl;
     try {
       await auth(this, {
         serverUrl: this.server.config.server_url,
@@ -248,13 +298,13 @@ export class StoredOauthProvider implements OAuthClientProvider {
     } finally {
       this.refreshing = false;
     }
-    return this.presented((await getMcpOauth(this.db, this.server.id))?.tokens);
+    return this.presented((await this.stored())?.tokens);
   }
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {
     this.presented(tokens);
     const tokensExpireAt = tokens.expires_in ? new Date(Date.now() + tokens.expires_in * 1000) : null;
-    await saveMcpOauth(this.db, this.server.id, { tokens, tokensExpireAt });
+    await this.save({ tokens, tokensExpireAt });
   }
 
   /**
@@ -264,7 +314,7 @@ export class StoredOauthProvider implements OAuthClientProvider {
   async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
     const state = authorizationUrl.searchParams.get('state');
     if (!state) throw new Error('the authorization URL carries no state');
-    const granted = (await getMcpOauth(this.db, this.server.id))?.tokens?.scope;
+    const granted = (await this.stored())?.tokens?.scope;
     const scope = scopeUnion(granted, authorizationUrl.searchParams.get('scope') ?? undefined);
     if (scope) authorizationUrl.searchParams.set('scope', scope);
     const pending = {
@@ -272,16 +322,16 @@ export class StoredOauthProvider implements OAuthClientProvider {
       expiresAt: new Date(Date.now() + this.settings.stateTtlMs),
       authorizationUrl: authorizationUrl.href,
     };
-    await saveMcpOauth(this.db, this.server.id, { pending });
+    await this.save({ pending });
     this.authorizationUrl = authorizationUrl;
   }
 
   async saveCodeVerifier(codeVerifier: string): Promise<void> {
-    await saveMcpOauth(this.db, this.server.id, { codeVerifier });
+    await this.save({ codeVerifier });
   }
 
   async codeVerifier(): Promise<string> {
-    const verifier = (await getMcpOauth(this.db, this.server.id))?.codeVerifier;
+    const verifier = (await this.stored())?.codeVerifier;
     if (!verifier) throw new Error('no authorization is pending for this MCP server');
     return verifier;
   }
@@ -352,21 +402,26 @@ export class StoredOauthProvider implements OAuthClientProvider {
       throw new Error(
         `The authorization server metadata of ${authorizationServerUrl} names another issuer (${metadata.issuer}): not used`,
       );
-    const previous = (await getMcpOauth(this.db, this.server.id))?.discovery?.authorizationServerUrl;
+    const previous = (await this.stored())?.discovery?.authorizationServerUrl;
     if (previous && !sameIssuer(previous, authorizationServerUrl)) await this.invalidateCredentials('all');
-    await saveMcpOauth(this.db, this.server.id, { discovery });
+    await this.save({ discovery });
     this.discovered = discovery;
   }
 
+  /**
+   * Every `auth()` run asks for this first: the row is read again from here on, so a run after a 401
+   * renews from what another process may have stored meanwhile.
+   */
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
+    this.cached = undefined;
     if (!this.useCachedDiscovery) return undefined;
-    this.discovered = (await getMcpOauth(this.db, this.server.id))?.discovery;
+    this.discovered = (await this.stored())?.discovery;
     return this.discovered;
   }
 
   async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
     const all = scope === 'all';
-    await saveMcpOauth(this.db, this.server.id, {
+    await this.save({
       ...(all || scope === 'client' ? { clientInformation: undefined } : {}),
       ...(all || scope === 'tokens' ? { tokens: undefined, tokensExpireAt: null } : {}),
       ...(all || scope === 'verifier' ? { codeVerifier: undefined } : {}),
@@ -395,18 +450,32 @@ export class McpOauth {
    * A provider for an HTTP server, or none where the config gives a static token (auth_token): that
    * token is sent as it is, and a 401 is a refusal.
    */
-  providerFor(server: { id: string; config: McpServerConfig }): StoredOauthProvider | undefined {
-    const { config } = server;
+  providerFor(server: OauthServerRef, stored?: McpOauthRecord): StoredOauthProvider | undefined {
+    const { config, identityId } = server;
     if (config.mcp_server_type === 'stdio' || config.auth_token) return undefined;
     const fetchFn = oauthFetch(new URL(config.server_url), this.settings.fetchPolicy);
-    return new StoredOauthProvider(this.db, this.settings, { id: server.id, config }, fetchFn, this.dpopKeys);
+    const ref = { id: server.id, config, ...(identityId ? { identityId } : {}) };
+    return new StoredOauthProvider(this.db, this.settings, ref, fetchFn, this.dpopKeys, stored);
   }
 
-  /** The server whose pending authorization has this state; the state is used up. */
-  async takePending(state: string): Promise<string> {
-    const serverId = await takePendingAuthorization(this.db, digest(state));
-    if (!serverId) throw new OauthStateError('This authorization is unknown, used or expired');
-    return serverId;
+  /**
+   * A provider for a server that uses OAuth: its config says how (`oauth`), or it has OAuth state
+   * stored (an authorization that began on a 401). None for any other: a server that never asked for
+   * OAuth is connected to without one, and nothing of OAuth is read while it is used.
+   */
+  async providerIfUsed(server: OauthServerRef): Promise<StoredOauthProvider | undefined> {
+    const { config } = server;
+    if (config.mcp_server_type === 'stdio' || config.auth_token) return undefined;
+    if (config.oauth) return this.providerFor(server);
+    const stored = await getMcpOauth(this.db, server.id, server.identityId);
+    return stored && this.providerFor(server, stored);
+  }
+
+  /** Whose pending authorization has this state; the state is used up. */
+  async takePending(state: string): Promise<PendingOwner> {
+    const owner = await takePendingAuthorization(this.db, digest(state));
+    if (!owner) throw new OauthStateError('This authorization is unknown, used or expired');
+    return owner;
   }
 
   /**
@@ -414,8 +483,9 @@ export class McpOauth {
    * (RFC 9207, as MCP's SEP-2468 asks): compared as the exact string, required when that server says
    * it sends one, and compared whenever present; a mismatch is an answer from a server other than ours.
    */
-  async checkIssuer(serverId: string, iss: string | undefined): Promise<void> {
-    const metadata = (await getMcpOauth(this.db, serverId))?.discovery?.authorizationServerMetadata;
+  async checkIssuer({ serverId, identityId }: PendingOwner, iss: string | undefined): Promise<void> {
+    const stored = await getMcpOauth(this.db, serverId, identityId);
+    const metadata = stored?.discovery?.authorizationServerMetadata;
     const advertised: Record<string, unknown> = { ...metadata };
     const required = advertised.authorization_response_iss_parameter_supported === true;
     if (iss === undefined && !required) return;
@@ -425,7 +495,7 @@ export class McpOauth {
   }
 
   /** Exchanges the callback's code for tokens, stored for every process. */
-  async exchange(server: { id: string; config: McpServerConfig }, code: string): Promise<void> {
+  async exchange(server: OauthServerRef, code: string): Promise<void> {
     const provider = this.providerFor(server);
     if (!provider) throw new OauthStateError('This MCP server does not use OAuth');
     const { server_url } = server.config as HttpConfig;
@@ -433,11 +503,15 @@ export class McpOauth {
     await auth(provider, { serverUrl: server_url, authorizationCode: code, fetchFn: provider.fetchFn });
   }
 
-  /** What the API shows of a server's OAuth: whether it has tokens, and a pending authorization's URL. */
+  /**
+   * What the API shows of a server's (or an identity's) OAuth: whether it has tokens, and a pending
+   * authorization's URL.
+   */
   async status(
     serverId: string,
+    identityId?: string,
   ): Promise<{ authorized: boolean; authorization_url: string | null } | undefined> {
-    const stored = await getMcpOauth(this.db, serverId);
+    const stored = await getMcpOauth(this.db, serverId, identityId);
     if (!stored) return undefined;
     return { authorized: !!stored.tokens, authorization_url: stored.authorizationUrl ?? null };
   }

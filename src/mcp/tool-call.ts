@@ -7,6 +7,7 @@ import { stripOptionalNulls } from '../tools/strict-mode';
 import type { McpCallOptions, McpClientPool } from './client-pool';
 import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
+import { McpAuthorizationRequiredError } from './oauth-connect';
 import { mcpToolResult, type McpToolResult } from './tool-result';
 import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } from './tool-sync';
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +26,9 @@ export async function serverOfTool(db: Queryable, tool: ToolRow): Promise<McpSer
   if (!server) throw serverGone(tool);
   return server;
 }
+
+/** A server as a call reaches it: for an identity, where its OAuth tokens are kept per identity. */
+type CalledServer = McpServerRow & { identityId?: string };
 
 /** A call paused for its server's elicitation: what the server asked, nothing recorded yet. */
 export interface McpToolPause {
@@ -46,7 +50,7 @@ function calledArguments(tool: ToolRow, args: Record<string, unknown>): Record<s
  */
 export async function callMcpTool(
   pool: McpClientPool,
-  server: McpServerRow,
+  server: CalledServer,
   tool: ToolRow,
   args: Record<string, unknown>,
   options: McpCallOptions,
@@ -72,7 +76,7 @@ export async function callMcpTool(
  */
 export async function answerMcpElicitation(
   pool: McpClientPool,
-  server: McpServerRow,
+  server: CalledServer,
   tool: ToolRow,
   args: Record<string, unknown>,
   elicitation: McpElicitationRow & { answer: ElicitResult },
@@ -116,7 +120,8 @@ async function resultOf(
     if (
       error instanceof McpStdioRefusedError ||
       error instanceof McpSessionGoneError ||
-      error instanceof McpInputRoundsError
+      error instanceof McpInputRoundsError ||
+      error instanceof McpAuthorizationRequiredError
     )
       return failed(tool, error.name, error.message);
     throw error;

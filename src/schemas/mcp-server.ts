@@ -29,6 +29,7 @@ export const StdioConfigSchema = z.object({
  * `assertion`, exchanged at the IdP (`idp_issuer` or `idp_token_endpoint`, as `idp_client_id` with
  * `idp_client_secret`) for an ID-JAG, which the JWT-bearer grant presents to the MCP server's
  * authorization server, as `client_id` and `client_secret`.
+ * `per_identity` keeps tokens per identity: an agent's call acts with its identity's own (src/mcp/oauth.ts).
  */
 export const McpOauthConfigSchema = z.object({
   grant_type: z.enum(['authorization_code', 'client_credentials', 'jwt_bearer', 'id_jag']).nullish(),
@@ -47,6 +48,7 @@ export const McpOauthConfigSchema = z.object({
   idp_token_endpoint: z.string().url().nullish(),
   idp_client_id: z.string().min(1).nullish(),
   idp_client_secret: z.string().min(1).nullish(),
+  per_identity: z.boolean().nullish(),
 });
 export type McpOauthConfig = z.infer<typeof McpOauthConfigSchema>;
 

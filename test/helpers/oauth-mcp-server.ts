@@ -47,6 +47,8 @@ export interface OauthMcpServerOptions {
   idJag?: { client_id: string; client_secret: string; idp: { issuer: string; publicKey: CryptoKey } };
   /** DPoP-bound tokens, advertised and demanded (dpop-guard.ts). */
   dpop?: DpopOptions;
+  /** Lets `initialize` (and notifications) in without a token, as servers that guard only their tools do. */
+  openInitialize?: boolean;
 }
 
 export interface OauthMcpServer {
@@ -133,13 +135,25 @@ class GrantingProvider implements OAuthServerProvider {
   }
 }
 
-/** A server with one tool, `whisper`, that answers its `text` in lower case. */
+/** The digest `token_digest` answers for an access token. */
+export const tokenDigest = (token: string) =>
+  crypto.createHash('sha256').update(token).digest('hex').slice(0, 16);
+
+/**
+ * A server with two tools: `whisper`, that answers its `text` in lower case, and `token_digest`, that
+ * answers the digest of the access token the call came with (tokenDigest).
+ */
 function mcpServer(): McpServer {
   const server = new McpServer({ name: 'oauth-test', version: '1.0.0' });
   server.registerTool(
     'whisper',
     { description: 'Says the text quietly.', inputSchema: { text: z.string() } },
     async ({ text }) => ({ content: [{ type: 'text', text: text.toLowerCase() }] }),
+  );
+  server.registerTool(
+    'token_digest',
+    { description: "The digest of the call's access token." },
+    async ({ authInfo }) => ({ content: [{ type: 'text', text: tokenDigest(authInfo?.token ?? '') }] }),
   );
   return server;
 }
@@ -218,7 +232,15 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
     app.post('/token', dpop.tokenGuard);
   }
   app.use(mcpAuthRouter({ ...authorization, resourceServerUrl: mcpUrl }));
-  const guard = options.dpop ? dpop.mcpGuard : requireBearerAuth({ verifier: provider, resourceMetadataUrl });
+  const bearer = options.dpop
+    ? dpop.mcpGuard
+    : requireBearerAuth({ verifier: provider, resourceMetadataUrl });
+  const open = (req: Request) => {
+    const method: unknown = req.body?.method;
+    return method === 'initialize' || (typeof method === 'string' && method.startsWith('notifications/'));
+  };
+  const guard: express.RequestHandler = (req, res, next) =>
+    options.openInitialize && open(req) ? next() : bearer(req, res, next);
   app.post('/mcp', express.json(), guard, async (req, res) => {
     const server = mcpServer();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

@@ -46,7 +46,7 @@ export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
     async (req, res) => {
       const { code, state, iss, error, error_description } = parseQuery(CallbackQuery, req);
       if (!state) throw new HttpError(400, 'Missing state parameter');
-      const serverId = await oauth()
+      const owner = await oauth()
         .takePending(state)
         .catch((failure: unknown) => {
           throw new HttpError(400, (failure as Error).message);
@@ -58,12 +58,14 @@ export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
         );
       if (!code) throw new HttpError(400, 'Missing authorization code');
       await oauth()
-        .checkIssuer(serverId, iss)
+        .checkIssuer(owner, iss)
         .catch((failure: unknown) => {
           throw new HttpError(400, (failure as Error).message);
         });
-      const server = await repo.getMcpServer(ctx.db, serverId);
-      if (!server) throw new HttpError(404, `MCP server ${serverId} was deleted`);
+      const stored = await repo.getMcpServer(ctx.db, owner.serverId);
+      if (!stored) throw new HttpError(404, `MCP server ${owner.serverId} was deleted`);
+      // An identity's authorization (`oauth.per_identity`) is completed, and checked, with its own tokens.
+      const server = { ...stored, ...(owner.identityId ? { identityId: owner.identityId } : {}) };
       const failed = (what: string) => (failure: unknown) => {
         throw new HttpError(
           502,
@@ -71,11 +73,11 @@ export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
         );
       };
       await oauth().exchange(server, code).catch(failed('the authorization could not be completed'));
-      await ctx.mcp.drop(serverId);
+      await ctx.mcp.drop(server.id);
       const tools = await ctx.mcp
         .listTools(server)
         .catch(failed('authorized, but its tools could not be listed'));
-      await syncMcpTools(ctx.db, serverId, tools);
+      await syncMcpTools(ctx.db, server.id, tools);
       const { server_url } = server.config as { server_url: string };
       res
         .set('cache-control', 'no-store')

@@ -5,6 +5,8 @@ import { DomainError } from '../../errors';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
 import {
+  McpOauthAuthorizeSchema,
+  McpOauthStatusSchema,
   McpServerParams,
   McpServerSchema,
   McpToolParams,
@@ -22,7 +24,10 @@ import { deleteMcpOauth } from '../../db/mcp-oauth';
 import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
-import { McpTimeoutError } from '../../mcp/connection';
+import { McpAuthError, McpTimeoutError } from '../../mcp/connection';
+import { McpAuthorizationRequiredError, authorizePath } from '../../mcp/oauth-connect';
+import { authorizesPerIdentity } from '../../mcp/acting-identity';
+import { getIdentity } from '../../db/identities';
 import { McpStdioRefusedError } from '../../mcp/stdio-sandbox';
 import { syncMcpTools } from '../../mcp/tool-sync';
 import { toolsOfMcpServer } from '../../db/tools';
@@ -196,6 +201,44 @@ export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
     await ctx.mcp.drop(server.id);
     res.status(204).end();
   });
+
+  router.post(
+    authorizePath(':mcpServerId'),
+    {
+      summary: 'Authorize MCP server (ours)',
+      description:
+        "Starts an OAuth-protected server's authorization, the server's own or, where its config says " +
+        "`oauth.per_identity`, the identity's: `authorized` when its tokens work, else the " +
+        '`authorization_url` where the user authorizes (the callback completes it).',
+      body: McpOauthAuthorizeSchema,
+      response: McpOauthStatusSchema,
+    },
+    async (req, res) => {
+      const server = await loadServer(req);
+      const identityId = parseBody(McpOauthAuthorizeSchema, req).identity_id ?? undefined;
+      if (identityId && !authorizesPerIdentity(server))
+        throw new HttpError(400, `MCP server '${server.server_name}' does not authorize per identity`);
+      if (identityId && !(await getIdentity(ctx.db, identityId))) throw notFound(`Identity ${identityId}`);
+      const ref = { ...server, ...(identityId ? { identityId } : {}) };
+      const waiting = await fromServer(server.server_name, 502, () =>
+        ctx.mcp.listTools(ref).then(
+          () => false,
+          (error: unknown) => {
+            if (error instanceof McpAuthorizationRequiredError || error instanceof McpAuthError) return true;
+            throw error;
+          },
+        ),
+      );
+      if (!waiting) {
+        res.json({ authorized: true, authorization_url: null });
+        return;
+      }
+      const status = await ctx.mcp.oauth?.status(server.id, identityId);
+      if (!status?.authorization_url)
+        throw new HttpError(502, `MCP server '${server.server_name}' refused the credentials`);
+      res.json(status);
+    },
+  );
 
   router.patch(
     `${BASE}/:mcpServerId/refresh`,

@@ -22,6 +22,15 @@ export const McpToolRunSchema = z.object({
   elicitation_response: ElicitationResponseSchema.nullish(),
 });
 
+/** Ours: whose authorization of an OAuth-protected server to start; none: the server's own. */
+export const McpOauthAuthorizeSchema = z.object({ identity_id: idOf('identity').nullish() });
+
+/** An OAuth-protected server's state: tokens or not, and where a user authorizes a pending authorization. */
+export const McpOauthStatusSchema = z.object({
+  authorized: z.boolean(),
+  authorization_url: z.string().nullable(),
+});
+
 const StringMap = z.record(z.string(), z.string());
 const ServerFields = {
   id: z.string(),
@@ -38,8 +47,7 @@ const HttpFields = {
   custom_headers: StringMap.nullish(),
   /** Its client_secret, private_key_pem, assertion and idp_client_secret masked. */
   oauth: McpOauthConfigSchema.nullish(),
-  /** An OAuth-protected server's state: tokens or not, and where a user authorizes a pending authorization. */
-  oauth_status: z.object({ authorized: z.boolean(), authorization_url: z.string().nullable() }).optional(),
+  oauth_status: McpOauthStatusSchema.optional(),
 };
 
 /** Letta's flat MCP server shapes: id, name and the config's fields, credentials masked (mcpServerShape). */

@@ -32,6 +32,7 @@ import { approvalRequests } from './0026-approval-requests';
 import { mcpOauth } from './0027-mcp-oauth';
 import { mcpElicitations } from './0028-mcp-elicitations';
 import { mcpDpopKeys } from './0029-mcp-dpop-keys';
+import { mcpOauthIdentities } from './0030-mcp-oauth-identities';
 import { traceSpans } from './0031-trace-spans';
 
 export const migrations: Migration[] = [
@@ -64,5 +65,6 @@ export const migrations: Migration[] = [
   mcpOauth,
   mcpElicitations,
   mcpDpopKeys,
+  mcpOauthIdentities,
   traceSpans,
 ];

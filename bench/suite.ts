@@ -128,6 +128,8 @@ async function serverOn(
       PORT: String(await freePort()),
       OPENAI_BASE_URL: bench.stub.baseURL,
       OPENAI_API_KEY: 'bench',
+      // bench/observability.ts: /metrics served, as an operator who scrapes it runs the server.
+      ...(process.env.BENCH_METRICS === '1' ? { METRICS_PORT: '0' } : {}),
       ...extra,
     }),
     silentLogger(),

@@ -135,7 +135,7 @@ export async function startServer(
 
     const db = await openDatabase(config, log);
     undo.push(() => db.close());
-    undo.push(storeSpans(tracing, db, config, log));
+    if (tracing) undo.push(storeSpans(tracing, db, config, log));
     await ensureBuiltinTools(db);
     await serveMetrics(config, { db, log, temporalMetricsUrl: options.temporalMetricsUrl }, undo);
 
@@ -165,7 +165,7 @@ export async function startServer(
       temporal: new Client({
         connection,
         namespace: config.TEMPORAL_NAMESPACE,
-        interceptors: { workflow: clientInterceptors() },
+        interceptors: tracing && { workflow: clientInterceptors() },
       }),
       deploymentId,
       taskQueues: queues,

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../src/logger';
+import { installTracing } from '../src/observability/tracing';
 import { projectRoot } from '../src/paths';
 import { useAgentServer } from './helpers/agent-server';
 import { freePort } from './helpers/env';
@@ -280,6 +281,15 @@ describe('traces and logs of a step (issue 54)', () => {
         'chat gpt-4o-mini',
       ]),
     );
+  });
+
+  it('installs no tracing with OTEL_SDK_DISABLED=true', () => {
+    process.env.OTEL_SDK_DISABLED = 'true';
+    try {
+      expect(installTracing({ captureContent: false })).toBeUndefined();
+    } finally {
+      delete process.env.OTEL_SDK_DISABLED;
+    }
   });
 
   it('writes log lines that name the agent, run, step and trace, and no secret anywhere', async () => {

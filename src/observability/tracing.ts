@@ -30,9 +30,12 @@ export const SERVICE_NAME = 'letta-temporal';
 /** The name our own spans are made under. */
 export const tracer = () => trace.getTracer(SERVICE_NAME);
 
+/** OpenTelemetry's own switch: no spans at all, so no trace is exported or stored. */
+const tracingDisabled = (env: NodeJS.ProcessEnv = process.env) => env.OTEL_SDK_DISABLED === 'true';
+
 /** Whether the OTLP exporter has somewhere to send spans, by the variables it reads itself. */
 export function otlpConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  if (tracingDisabled(env) || env.OTEL_TRACES_EXPORTER === 'none') return false;
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
 }
 
@@ -69,8 +72,12 @@ export interface Tracing {
 
 let installed: Tracing | undefined;
 
-/** Registers the tracer provider, its context manager and W3C propagation once per process. */
-export function installTracing(options: TracingOptions): Tracing {
+/**
+ * Registers the tracer provider, its context manager and W3C propagation once per process; none with
+ * OTEL_SDK_DISABLED=true (the API's tracer then makes no-op spans).
+ */
+export function installTracing(options: TracingOptions): Tracing | undefined {
+  if (tracingDisabled()) return undefined;
   if (installed) {
     installed.options = options;
     return installed;

@@ -1,0 +1,110 @@
+/**
+ * What metrics and traces cost a tool call (`npm run bench:observability`): the suite's built-in and
+ * MCP call figures (bench/suite.ts, `BENCH_ONLY`) measured in child processes that take turns between
+ * observability off (`OTEL_SDK_DISABLED=true`: no spans, none stored; no `/metrics` served) and on
+ * (every span stored for Letta's trace API and exported over OTLP/HTTP to a receiver in this process
+ * that takes each batch and answers at once; `/metrics` served). Tracing is one provider per process,
+ * so the two sides cannot share one; taking turns, `BENCH_OBSERVABILITY_ROUNDS` times each (default 3),
+ * spreads the machine's drift over both. The figure is the difference of the per-call medians, on
+ * minus off, per round and over all; the target is at most 1 ms for a tool call. Writes
+ * bench/observability.json.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { projectRoot } from '../src/paths';
+import { writeFormatted } from './report';
+
+const ROUNDS = Number(process.env.BENCH_OBSERVABILITY_ROUNDS ?? 3);
+const TARGET_MS = 1;
+const OUT = path.join(projectRoot, 'bench', 'observability.json');
+
+/** The per-call medians this compares, by where they sit in the suite's results. */
+const FIGURES: Record<string, (results: Results) => number> = {
+  builtin_call_ms: (r) => r.orchestration_overhead.in_one_reply.per_call_ms.p50,
+  mcp_stdio_call_ms: (r) => r.mcp_tool_call.stdio.engine.per_call_ms.p50,
+  mcp_http_call_ms: (r) => r.mcp_tool_call.streamable_http.engine.per_call_ms.p50,
+};
+
+type PerCall = { per_call_ms: { p50: number } };
+interface Results {
+  orchestration_overhead: { in_one_reply: PerCall };
+  mcp_tool_call: { stdio: { engine: PerCall }; streamable_http: { engine: PerCall } };
+}
+
+/** An OTLP/HTTP receiver that takes every export and answers at once: what it took, in bytes. */
+async function startReceiver() {
+  let bytes = 0;
+  let exports = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => {
+      exports += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    taken: () => ({ exports, bytes }),
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+/**
+ * One run of the suite's figures in a child process with `env` added: their per-call medians. Not a
+ * synchronous child: the receiver answers the child's exports from this process's event loop.
+ */
+async function measure(env: Record<string, string>): Promise<Record<string, number>> {
+  const { stdout: output } = await promisify(execFile)(process.execPath, [path.join(__dirname, 'suite.js')], {
+    env: { ...process.env, BENCH_ONLY: 'orchestration_overhead,mcp_tool_call', ...env },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const results = JSON.parse(output.slice(output.indexOf('\n{') + 1)) as Results;
+  return Object.fromEntries(Object.entries(FIGURES).map(([name, of]) => [name, of(results)]));
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+async function main() {
+  const receiver = await startReceiver();
+  const off = { OTEL_SDK_DISABLED: 'true' };
+  const on = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_BSP_SCHEDULE_DELAY: '200',
+    BENCH_METRICS: '1',
+  };
+  const rounds: { off: Record<string, number>; on: Record<string, number> }[] = [];
+  try {
+    for (let i = 0; i < ROUNDS; i++) {
+      console.log(`round ${i + 1} of ${ROUNDS}: off, then on…`);
+      rounds.push({ off: await measure(off), on: await measure(on) });
+    }
+  } finally {
+    await receiver.close();
+  }
+  const cost = Object.fromEntries(
+    Object.keys(FIGURES).map((name) => {
+      const differences = rounds.map((r) => r.on[name] - r.off[name]);
+      return [name, { per_round: differences.map(round2), median: round2(median(differences)) }];
+    }),
+  );
+  const results = {
+    rounds,
+    cost_on_over_off_ms: cost,
+    target_ms: TARGET_MS,
+    within_target: Object.values(cost).every((figure) => figure.median <= TARGET_MS),
+    receiver: receiver.taken(),
+  };
+  console.log(JSON.stringify(results, null, 2));
+  await writeFormatted(OUT, JSON.stringify(results, null, 2));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

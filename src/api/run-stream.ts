@@ -15,6 +15,7 @@ import type { TurnLiveness } from '../agent/turns';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { TokenNotice } from '../db/token-deltas';
 import { TokenChunks } from './token-chunks';
+import { openEventStream } from './event-stream';
 
 /** What a run produced for the caller: the model's and the tools' messages, not the input echoed back. */
 const isOutput = (row: MessageRow) => row.role === 'assistant' || row.role === 'tool';
@@ -47,18 +48,12 @@ export async function streamRun(
   alive: TurnLiveness,
   options: StreamOptions,
 ): Promise<void> {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
+  const gone = openEventStream(res);
   const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
   const ping = () =>
     send({ id: `ping-${randomUUID()}`, date: lettaDate(new Date()), message_type: 'ping', run_id: run.id });
   if (options.includePings) ping();
   const keepalive = options.includePings ? setInterval(ping, ctx.config.STREAM_KEEPALIVE_MS) : undefined;
-  let closed = false;
-  res.on('close', () => (closed = true));
   let seqId = 0;
   const startingAfter = options.startingAfter ?? 0;
   const isWanted = wanted(options.types);
@@ -75,7 +70,7 @@ export async function streamRun(
     const stop = await followRun(ctx, run.id, alive, {
       onMessages: sendNew,
       onTokens: tokens && sendTokens,
-      abandoned: () => closed,
+      abandoned: () => gone.aborted,
     });
     if (!stop) return;
     send(stopReasonShape(stop.stopReason));

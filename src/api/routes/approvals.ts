@@ -24,6 +24,7 @@ import { getAgentRow } from '../../db/agents';
 import { getMessage, listMessages } from '../../db/messages';
 import { answerApprovalRequest } from '../../agent/turns';
 import type { ApprovalAnswer } from '../../agent/approvals';
+import { openEventStream } from '../event-stream';
 
 /** Messages shown before a request, for its context. */
 const CONTEXT_MESSAGES = 12;
@@ -138,16 +139,8 @@ export function approvalsRouter(ctx: ApiContext): DocumentedRouter {
 
 /** Sends an event for each pause that begins or ends among the visible agents, until the client goes. */
 async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] | undefined) {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  const closed = new AbortController();
-  res.on('close', () => closed.abort());
-  const stop = () => closed.abort();
-  ctx.approvalWakes.stopped.addEventListener('abort', stop);
-  if (ctx.approvalWakes.stopped.aborted) stop();
+  // Until the client goes, or the server stops.
+  const closed = AbortSignal.any([openEventStream(res), ctx.approvalWakes.stopped]);
   const waitingNow = async () =>
     new Set(
       (await listWaitingCalls(ctx.db, { agentIds }, { limit: 1000, order: 'desc' })).map(
@@ -157,9 +150,9 @@ async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] 
   try {
     let known = await waitingNow();
     res.write(': connected\n\n');
-    while (!closed.signal.aborted) {
-      await ctx.approvalWakes.next(closed.signal);
-      if (closed.signal.aborted) break;
+    while (!closed.aborted) {
+      await ctx.approvalWakes.next(closed);
+      if (closed.aborted) break;
       const now = await waitingNow();
       const change = (ids: Set<string>, not: Set<string>, kind: string) =>
         [...ids].filter((id) => !not.has(id)).map((id) => ({ approval_request_id: id, change: kind }));
@@ -172,6 +165,5 @@ async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] 
     // The client learns of it by the stream's end, and reconnects.
     ctx.log.warn({ error: (error as Error).message }, 'approval stream ended by an error');
   }
-  ctx.approvalWakes.stopped.removeEventListener('abort', stop);
   res.end();
 }

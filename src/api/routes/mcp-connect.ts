@@ -4,11 +4,11 @@
  * Letta's (`connection_attempt`, `success` with the server's tools, `oauth_required`,
  * `authorization_url`, `waiting_for_auth`, `error`), one JSON per `data:` line.
  */
-import type { Response } from 'express';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
+import { openEventStream } from '../event-stream';
 import { parseParams } from '../validation';
 import { McpServerParams } from '../schemas/mcp-servers';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
@@ -57,7 +57,7 @@ export function mcpConnectRouter(ctx: ApiContext): DocumentedRouter {
       const { mcpServerId } = parseParams(McpServerParams, req);
       const server = await repo.getMcpServer(ctx.db, mcpServerId);
       if (!server) throw notFound(`MCP server ${mcpServerId}`);
-      const closed = openStream(res);
+      const closed = openEventStream(res);
       const send = (event: McpConnectEvent) => res.write(`data: ${JSON.stringify(event)}\n\n`);
       send({ event: 'connection_attempt', server_name: server.server_name });
       for await (const event of connectEvents(ctx, server, closed)) send(event);
@@ -66,18 +66,6 @@ export function mcpConnectRouter(ctx: ApiContext): DocumentedRouter {
   );
 
   return router;
-}
-
-/** Starts an event stream; the signal aborts when the client goes. */
-function openStream(res: Response): AbortSignal {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  const closed = new AbortController();
-  res.on('close', () => closed.abort());
-  return closed.signal;
 }
 
 async function* connectEvents(

@@ -1,13 +1,13 @@
 /**
  * What metrics and traces cost a tool call (`npm run bench:observability`): the suite's built-in and
  * MCP call figures (bench/suite.ts, `BENCH_ONLY`) measured in child processes that take turns between
- * observability off (`OTEL_SDK_DISABLED=true`: no spans, none stored; no `/metrics` served) and on
- * (every span stored for Letta's trace API and exported over OTLP/HTTP to a receiver in this process
- * that takes each batch and answers at once; `/metrics` served). Tracing is one provider per process,
- * so the two sides cannot share one; taking turns, `BENCH_OBSERVABILITY_ROUNDS` times each (default 3),
- * spreads the machine's drift over both. The figure is the difference of the per-call medians, on
- * minus off, per round and over all; the target is at most 1 ms for a tool call. Writes
- * bench/observability.json.
+ * observability off (`OTEL_SDK_DISABLED=true`: no spans, none stored; no `/metrics` served), the
+ * defaults (spans stored for Letta's trace API, none exported, no `/metrics`) and on (spans stored and
+ * exported over OTLP/HTTP to a receiver in this process that takes each batch and answers at once;
+ * `/metrics` served). Tracing is one provider per process, so the sides cannot share one; taking turns,
+ * `BENCH_OBSERVABILITY_ROUNDS` times each (default 3), spreads the machine's drift over them. The
+ * figures are the differences of the per-call medians over off, per round and over all; the target
+ * is at most 1 ms for a tool call with an exporter on. Writes bench/observability.json.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -72,30 +72,36 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main() {
   const receiver = await startReceiver();
-  const off = { OTEL_SDK_DISABLED: 'true' };
-  const on = {
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_BSP_SCHEDULE_DELAY: '200',
-    BENCH_METRICS: '1',
+  // Each side's settings; `stored` (the defaults: spans kept for Letta's trace API, nothing exported,
+  // no /metrics) says how much of the cost is the spans themselves.
+  const modes: Record<string, Record<string, string>> = {
+    off: { OTEL_SDK_DISABLED: 'true' },
+    stored: {},
+    on: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200', BENCH_METRICS: '1' },
   };
-  const rounds: { off: Record<string, number>; on: Record<string, number> }[] = [];
+  const rounds: Record<string, Record<string, number>>[] = [];
   try {
     for (let i = 0; i < ROUNDS; i++) {
-      console.log(`round ${i + 1} of ${ROUNDS}: off, then on…`);
-      rounds.push({ off: await measure(off), on: await measure(on) });
+      console.log(`round ${i + 1} of ${ROUNDS}: ${Object.keys(modes).join(', ')}…`);
+      const round: Record<string, Record<string, number>> = {};
+      for (const [mode, env] of Object.entries(modes)) round[mode] = await measure(env);
+      rounds.push(round);
     }
   } finally {
     await receiver.close();
   }
-  const cost = Object.fromEntries(
-    Object.keys(FIGURES).map((name) => {
-      const differences = rounds.map((r) => r.on[name] - r.off[name]);
-      return [name, { per_round: differences.map(round2), median: round2(median(differences)) }];
-    }),
-  );
+  const costOver = (mode: string) =>
+    Object.fromEntries(
+      Object.keys(FIGURES).map((name) => {
+        const differences = rounds.map((r) => r[mode][name] - r.off[name]);
+        return [name, { per_round: differences.map(round2), median: round2(median(differences)) }];
+      }),
+    );
+  const cost = costOver('on');
   const results = {
     rounds,
     cost_on_over_off_ms: cost,
+    cost_stored_over_off_ms: costOver('stored'),
     target_ms: TARGET_MS,
     within_target: Object.values(cost).every((figure) => figure.median <= TARGET_MS),
     receiver: receiver.taken(),

@@ -38,6 +38,7 @@ import {
   type HistoryEvent,
 } from './helpers/temporal';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
+import { replayInterceptors } from '../src/observability/temporal';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
 import { agentIdKey } from '../contracts/search-attributes';
@@ -64,7 +65,11 @@ const commit = (() => {
  */
 async function save(scenario: string, state: string, events: Events, branches: Branch[] = []): Promise<void> {
   // What is saved must replay against the code that recorded it, and show the branches it claims.
-  await Worker.runReplayHistory({ workflowsPath: require.resolve('../workflows') }, { events }, scenario);
+  await Worker.runReplayHistory(
+    { workflowsPath: require.resolve('../workflows'), interceptors: replayInterceptors },
+    { events },
+    scenario,
+  );
   for (const branch of branches) expect([branch, shows(branch, { events })]).toEqual([branch, true]);
   const day = new Date().toISOString().slice(0, 10);
   let file = `${scenario}.binpb`;

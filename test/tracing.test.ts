@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../src/logger';
 import { installTracing } from '../src/observability/tracing';
+import { replayInterceptors, workflowWorkerInterceptors } from '../src/observability/temporal';
 import { projectRoot } from '../src/paths';
 import { useAgentServer } from './helpers/agent-server';
 import { freePort } from './helpers/env';
@@ -283,13 +284,17 @@ describe('traces and logs of a step (issue 54)', () => {
     );
   });
 
-  it('installs no tracing with OTEL_SDK_DISABLED=true', () => {
+  it('installs no tracing with OTEL_SDK_DISABLED=true, and keeps the workflow interceptors', () => {
     process.env.OTEL_SDK_DISABLED = 'true';
     try {
       expect(installTracing({ captureContent: false })).toBeUndefined();
     } finally {
       delete process.env.OTEL_SDK_DISABLED;
     }
+    // Histories recorded with tracing on replay only with them: turning it off keeps them.
+    const off = workflowWorkerInterceptors(undefined).interceptors;
+    expect(off.workflowModules).toEqual(replayInterceptors.workflowModules);
+    expect(off).not.toHaveProperty('activity');
   });
 
   it('writes log lines that name the agent, run, step and trace, and no secret anywhere', async () => {

@@ -21,7 +21,8 @@ import type {
   Next,
 } from '@temporalio/worker';
 import { trace, type AttributeValue } from '@opentelemetry/api';
-import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Resource } from '@opentelemetry/resources';
+import { NoopSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { idsOf, withIds, type LettaIds } from './ids';
 import type { Tracing } from './tracing';
 
@@ -97,12 +98,25 @@ function plainAttributes(processor: SpanProcessor): SpanProcessor {
   };
 }
 
-const workflowSinks = (tracing: Tracing): InjectedSinks<never> =>
-  ({ exporter: makeWorkflowExporter(plainAttributes(tracing.processor), tracing.resource) }) as never;
+/** Where the workflows' spans go: the process's processors, or nowhere with tracing off. */
+const workflowSinks = (tracing: Tracing | undefined): InjectedSinks<never> =>
+  ({
+    exporter: tracing
+      ? makeWorkflowExporter(plainAttributes(tracing.processor), tracing.resource)
+      : makeWorkflowExporter(new NoopSpanProcessor(), Resource.empty()),
+  }) as never;
 
-/** What the workflows' worker adds for tracing: the interceptors and the workflows' span sink. */
-export const tracedWorkflowWorker = (tracing: Tracing) => ({
-  interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES, activity: activityInterceptors },
+/**
+ * What the workflows' worker adds: the workflow interceptors with tracing on or off alike, as their
+ * awaits are part of the order in which a workflow issues its commands (a history recorded with them
+ * replays only with them, so turning tracing off must not take them away from running workflows); the
+ * activities' interceptors only with tracing on.
+ */
+export const workflowWorkerInterceptors = (tracing: Tracing | undefined) => ({
+  interceptors: {
+    workflowModules: WORKFLOW_INTERCEPTOR_MODULES,
+    ...(tracing && { activity: activityInterceptors }),
+  },
   sinks: workflowSinks(tracing),
 });
 

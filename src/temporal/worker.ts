@@ -5,7 +5,7 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import type { Tracing } from '../observability/tracing';
-import { tracedActivityWorker, tracedWorkflowWorker } from '../observability/temporal';
+import { tracedActivityWorker, workflowWorkerInterceptors } from '../observability/temporal';
 
 export interface AgentWorkerOptions {
   connection: NativeConnection;
@@ -58,7 +58,7 @@ export const WORKFLOWS_PATH = require.resolve('../../workflows');
 export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
     ...commonOptions(options),
-    ...(options.tracing && tracedWorkflowWorker(options.tracing)),
+    ...workflowWorkerInterceptors(options.tracing),
     workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
     maxCachedWorkflows: options.maxCachedWorkflows,
   });

@@ -34,6 +34,9 @@ export const DEV_SERVER_DYNAMIC_CONFIG = [
   'matching.numTaskqueueWritePartitions=1',
   'system.forceSearchAttributesCacheRefreshOnRead=false',
   'history.maxInFlightUpdates=1000',
+  // Each server (each test's) registers a worker deployment of its own; the default allows 100 per
+  // namespace, past which a new one is never found.
+  'matching.maxDeployments=10000',
 ];
 
 /**

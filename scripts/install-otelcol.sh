@@ -13,30 +13,28 @@ cache_dir="${OTELCOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/letta-temporal}/otel
 target="${OTELCOL_BIN_DIR:-$root/.tools/bin}/otelcol-letta"
 
 say() { echo "install-otelcol: $*" >&2; }
+# shellcheck source=scripts/go-build.sh
+source "$root/scripts/go-build.sh"
+
+# Builds the builder, then the Collector with it.
+build_collector() {
+  local into=$1 go_bin=$2
+  GOBIN="$into/bin" CGO_ENABLED=0 "$go_bin" install "go.opentelemetry.io/collector/cmd/builder@v$version" \
+    && PATH="$(dirname "$go_bin"):$PATH" CGO_ENABLED=0 "$into/bin/builder" --config "$manifest" \
+      --output-path "$into/src"
+}
 
 build() {
-  local into=$1 go_bin=${GO_BIN:-$(command -v go || echo /usr/local/go/bin/go)}
+  local into=$1 go_bin
+  go_bin=$(go_binary)
   if [ ! -x "$go_bin" ]; then
     say "Go is not installed (looked on PATH and at /usr/local/go/bin/go): install Go >= 1.24"
     return 1
   fi
   say "building the OpenTelemetry Collector $version with $("$go_bin" version) (several minutes, once)"
-  local started=$SECONDS
-  (while sleep 30; do say "still building… $((SECONDS - started)) s"; done) &
-  local ticker=$!
-  local status=0
-  GOBIN="$into/bin" CGO_ENABLED=0 "$go_bin" install "go.opentelemetry.io/collector/cmd/builder@v$version" \
-    && PATH="$(dirname "$go_bin"):$PATH" CGO_ENABLED=0 "$into/bin/builder" --config "$manifest" \
-      --output-path "$into/src" \
-    || status=$?
-  kill "$ticker" 2>/dev/null || true
-  if [ "$status" -ne 0 ]; then
-    say "the build failed (exit $status): is the Go module proxy reachable (GOPROXY)?"
-    return "$status"
-  fi
+  timed_go_build build_collector "$into" "$go_bin" || return
   mv "$into/src/otelcol-letta" "$into/otelcol-letta"
   rm -rf "$into/src" "$into/bin"
-  say "built in $((SECONDS - started)) s"
 }
 
 if [ ! -x "$cache_dir/otelcol-letta" ]; then

@@ -17,6 +17,8 @@ target="${TEMPORAL_CLI_BIN_DIR:-$root/.tools/bin}/temporal"
 releases="${TEMPORAL_CLI_DOWNLOAD_URL:-https://github.com/temporalio/cli/releases/download}"
 
 say() { echo "install-temporal: $*" >&2; }
+# shellcheck source=scripts/go-build.sh
+source "$root/scripts/go-build.sh"
 
 platform() {
   local os arch
@@ -62,7 +64,8 @@ download() {
 
 # Builds the CLI with Go into $1, saying every 30 s that it still builds and, at the end, how long it took.
 build() {
-  local into=$1 go_bin=${GO_BIN:-$(command -v go || echo /usr/local/go/bin/go)}
+  local into=$1 go_bin
+  go_bin=$(go_binary)
   if [ ! -x "$go_bin" ]; then
     say "Go is not installed either (looked on PATH and at /usr/local/go/bin/go)."
     say "Fix: put a temporal binary on PATH or set TEMPORAL_CLI_PATH (https://docs.temporal.io/cli),"
@@ -70,19 +73,9 @@ build() {
     return 1
   fi
   say "building Temporal CLI $version with $("$go_bin" version) (a few minutes, once)"
-  local started=$SECONDS
-  (while sleep 30; do say "still building… $((SECONDS - started)) s"; done) &
-  local ticker=$!
-  local status=0
-  GOBIN="$into" CGO_ENABLED=0 GOFLAGS=-trimpath "$go_bin" install \
+  GOBIN="$into" CGO_ENABLED=0 GOFLAGS=-trimpath timed_go_build "$go_bin" install \
     -ldflags "-s -w -X github.com/temporalio/cli/temporalcli.Version=$version" \
-    "github.com/temporalio/cli/cmd/temporal@v$version" || status=$?
-  kill "$ticker" 2>/dev/null || true
-  if [ "$status" -ne 0 ]; then
-    say "the Go build failed (exit $status): is the Go module proxy reachable (GOPROXY)?"
-    return "$status"
-  fi
-  say "built in $((SECONDS - started)) s"
+    "github.com/temporalio/cli/cmd/temporal@v$version"
 }
 
 if [ ! -x "$cache_dir/temporal" ]; then

@@ -27,7 +27,7 @@ function pathIds(params: Request['params']): LettaIds {
 const READS = new Set(['GET', 'HEAD']);
 
 /** The route template the request matched (`/v1/agents/:agentId/messages`), or none. */
-const routeOf = (req: Request): string | undefined =>
+export const routeTemplate = (req: Request): string | undefined =>
   req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : undefined;
 
 export function traceRequests(log: Logger): RequestHandler {
@@ -43,7 +43,7 @@ export function traceRequests(log: Logger): RequestHandler {
     );
     const started = performance.now();
     const finished = () => {
-      const route = routeOf(req);
+      const route = routeTemplate(req);
       if (route) span.updateName(`${req.method} ${route}`).setAttribute(ATTR_HTTP_ROUTE, route);
       span.setAttributes({
         [ATTR_HTTP_RESPONSE_STATUS_CODE]: res.statusCode,

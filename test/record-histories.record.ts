@@ -38,7 +38,7 @@ import {
   type HistoryEvent,
 } from './helpers/temporal';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
-import { replayInterceptors } from '../src/observability/temporal';
+import { replayOptions } from '../src/observability/temporal';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
 import { agentIdKey } from '../contracts/search-attributes';
@@ -66,7 +66,7 @@ const commit = (() => {
 async function save(scenario: string, state: string, events: Events, branches: Branch[] = []): Promise<void> {
   // What is saved must replay against the code that recorded it, and show the branches it claims.
   await Worker.runReplayHistory(
-    { workflowsPath: require.resolve('../workflows'), interceptors: replayInterceptors },
+    { workflowsPath: require.resolve('../workflows'), ...replayOptions },
     { events },
     scenario,
   );

@@ -3,7 +3,7 @@ import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import * as workflows from '../workflows';
 import { historyFiles, loadHistory, readManifest, workflowTypeOf } from './helpers/histories';
 import { BRANCHES, shows, type Branch } from './helpers/history-branches';
-import { replayInterceptors } from '../src/observability/temporal';
+import { replayOptions } from '../src/observability/temporal';
 
 /**
  * Upgrades never break a paused turn: every history of the corpus (test/fixtures/histories/, recorded
@@ -31,7 +31,7 @@ async function replayCorpus(files: string[], options: Partial<ReplayWorkerOption
   const failures: string[] = [];
   const histories = files.map((file) => ({ workflowId: file, history: loadHistory(file) }));
   for await (const result of Worker.runReplayHistories(
-    { workflowsPath, replayName: 'replay-corpus', interceptors: replayInterceptors, ...options },
+    { workflowsPath, replayName: 'replay-corpus', ...replayOptions, ...options },
     histories,
   )) {
     if (result.error) failures.push(`${result.workflowId}: ${result.error.name}: ${detailOf(result.error)}`);

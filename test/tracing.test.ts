@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../src/logger';
 import { installTracing } from '../src/observability/tracing';
-import { replayInterceptors, workflowWorkerInterceptors } from '../src/observability/temporal';
+import { replayOptions, workflowWorkerInterceptors } from '../src/observability/temporal';
 import { projectRoot } from '../src/paths';
 import { useAgentServer } from './helpers/agent-server';
 import { freePort } from './helpers/env';
@@ -293,7 +293,7 @@ describe('traces and logs of a step (issue 54)', () => {
     }
     // Histories recorded with tracing on replay only with them: turning it off keeps them.
     const off = workflowWorkerInterceptors(undefined).interceptors;
-    expect(off.workflowModules).toEqual(replayInterceptors.workflowModules);
+    expect(off.workflowModules).toEqual(replayOptions.interceptors.workflowModules);
     expect(off).not.toHaveProperty('activity');
   });
 

@@ -10,7 +10,7 @@ import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
 import { loadDeploymentId } from '../src/db/deployment';
-import { replayInterceptors } from '../src/observability/temporal';
+import { replayOptions } from '../src/observability/temporal';
 import {
   connectTemporalClient,
   localActivityTypes,
@@ -24,7 +24,7 @@ import {
 
 /** A JSON payload's value, as the SDK's default converter wrote it. */
 /** Replays as the worker runs its workflows: with the same workflow interceptors. */
-const replayOptions = { workflowsPath: require.resolve('../workflows'), interceptors: replayInterceptors };
+const replayWith = { workflowsPath: require.resolve('../workflows'), ...replayOptions };
 
 const decodePayload = (data: Uint8Array | null | undefined) =>
   data ? JSON.parse(Buffer.from(data).toString('utf8')) : undefined;
@@ -236,7 +236,7 @@ describe('what the Temporal Web UI shows of an agent turn', () => {
     expect(patchMarkers).toHaveLength(1);
     expect(localActivityTypes(events)).toEqual(['runBuiltinTool']);
     expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
-    await Worker.runReplayHistory(replayOptions, { events }, workflowId);
+    await Worker.runReplayHistory(replayWith, { events }, workflowId);
   });
 
   it('pauses in the model call and resumes with the tools the answer brought', async () => {
@@ -267,7 +267,7 @@ describe('what the Temporal Web UI shows of an agent turn', () => {
     expect(localActivityTypes(events)).toEqual(['applyApprovalAnswer']);
     expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'callModel']);
 
-    await Worker.runReplayHistory(replayOptions, { events }, workflowId);
+    await Worker.runReplayHistory(replayWith, { events }, workflowId);
   });
   it("replays an agent's session: two turns queued behind one the API started, the first paused for a client tool and answered", async () => {
     const agent = await createAgent();
@@ -303,7 +303,7 @@ describe('what the Temporal Web UI shows of an agent turn', () => {
       () => workflowHistory(temporalClient, sessionId),
       (history) => history.filter((e) => e.childWorkflowExecutionCompletedEventAttributes).length === 2,
     );
-    await Worker.runReplayHistory(replayOptions, { events }, sessionId);
+    await Worker.runReplayHistory(replayWith, { events }, sessionId);
 
     // Recorded from the first version of sessions: the same two turns, replayed by this one.
     const recorded = temporal.api.history.v1.History.decode(
@@ -311,6 +311,6 @@ describe('what the Temporal Web UI shows of an agent turn', () => {
     );
     expect(recorded.events.filter((e) => e.childWorkflowExecutionCompletedEventAttributes)).toHaveLength(2);
     expect(recorded.events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(2);
-    await Worker.runReplayHistory(replayOptions, recorded);
+    await Worker.runReplayHistory(replayWith, recorded);
   });
 });

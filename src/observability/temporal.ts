@@ -124,7 +124,10 @@ export const workflowWorkerInterceptors = (tracing: Tracing | undefined) => ({
 export const tracedActivityWorker = () => ({ interceptors: { activity: activityInterceptors } });
 
 /**
- * A replay worker bundles the same workflow interceptors as the worker whose histories it replays; it
- * needs no sink, as a replay calls none.
+ * What a replay worker adds: the same workflow interceptors as the worker whose histories it replays,
+ * and their sink, which a replay never calls but the SDK logs an error for when it is not registered.
  */
-export const replayInterceptors = { workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
+export const replayOptions = {
+  interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+  sinks: workflowSinks(undefined),
+};

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import type { Logger } from '../logger';
 import { errorText } from './connection';
-import { replayInterceptors } from '../observability/temporal';
+import { replayOptions } from '../observability/temporal';
 
 /**
  * A new build replays a sample of the cluster's own histories before it takes their workflows: the
@@ -102,7 +102,7 @@ export async function replaySample(options: ReplaySampleOptions): Promise<Replay
   const failures: ReplayFailure[] = [];
   let replayed = 0;
   for await (const result of Worker.runReplayHistories(
-    { workflowsPath: options.workflowsPath, replayName: 'upgrade-replay', interceptors: replayInterceptors },
+    { workflowsPath: options.workflowsPath, replayName: 'upgrade-replay', ...replayOptions },
     histories(),
   )) {
     replayed++;

@@ -1,13 +1,20 @@
 /**
- * What metrics and traces cost a tool call (`npm run bench:observability`): the suite's built-in and
- * MCP call figures (bench/suite.ts, `BENCH_ONLY`) measured in child processes that take turns between
- * observability off (`OTEL_SDK_DISABLED=true`: no spans, none stored; no `/metrics` served), the
- * defaults (spans stored for Letta's trace API, none exported, no `/metrics`) and on (spans stored and
- * exported over OTLP/HTTP to a receiver in this process that takes each batch and answers at once;
- * `/metrics` served). Tracing is one provider per process, so the sides cannot share one; taking turns,
- * `BENCH_OBSERVABILITY_ROUNDS` times each (default 3), spreads the machine's drift over them. The
- * figures are the differences of the per-call medians over off, per round and over all; the target
- * is at most 1 ms for a tool call with an exporter on. Writes bench/observability.json.
+ * What metrics and traces cost a tool call (`npm run bench:observability`), two ways, each in child
+ * processes running the suite's figures (bench/suite.ts, `BENCH_ONLY`):
+ *
+ * - paired, the target's measure: the suite's `tracing_cost` in one process, with the defaults (spans
+ *   stored for Letta's trace API) and with an exporter too (spans also sent over OTLP/HTTP to a receiver
+ *   in this process that takes each batch and answers at once; `/metrics` served). Turns traced and
+ *   turns not (their trace context unsampled) alternate in the same process, so the machine's drift
+ *   moves both alike; the target is at most 1 ms per tool call at p50 with the exporter on.
+ * - by process: the suite's built-in and MCP call figures in processes that take turns between off
+ *   (`OTEL_SDK_DISABLED=true`: no tracer at all), the defaults and on, `BENCH_OBSERVABILITY_ROUNDS`
+ *   times each (default 3). This also counts what an unsampled request costs (the tracer installed,
+ *   contexts propagated), but two processes of the same settings differ by more than the cost measured
+ *   (the Temporal server, the JIT and the heap are each their own), so it bounds the cost rather than
+ *   measures it.
+ *
+ * Writes bench/observability.json.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -16,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { projectRoot } from '../src/paths';
 import { writeFormatted } from './report';
+import type { Percentiles } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_OBSERVABILITY_ROUNDS ?? 3);
 const TARGET_MS = 1;
@@ -54,17 +62,45 @@ async function startReceiver() {
 }
 
 /**
- * One run of the suite's figures in a child process with `env` added: their per-call medians. Not a
- * synchronous child: the receiver answers the child's exports from this process's event loop.
+ * The suite's `figures` in a child process with `env` added: its results. Not a synchronous child: the
+ * receiver answers the child's exports from this process's event loop.
  */
-async function measure(env: Record<string, string>): Promise<Record<string, number>> {
+async function suite<T>(figures: string, env: Record<string, string>): Promise<T> {
   const { stdout: output } = await promisify(execFile)(process.execPath, [path.join(__dirname, 'suite.js')], {
-    env: { ...process.env, BENCH_ONLY: 'orchestration_overhead,mcp_tool_call', ...env },
+    env: { ...process.env, BENCH_ONLY: figures, ...env },
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  const results = JSON.parse(output.slice(output.indexOf('\n{') + 1)) as Results;
+  return JSON.parse(output.slice(output.indexOf('\n{') + 1)) as T;
+}
+
+/** One run of the suite's call figures: their per-call medians. */
+async function measure(env: Record<string, string>): Promise<Record<string, number>> {
+  const results = await suite<Results>('orchestration_overhead,mcp_tool_call', env);
   return Object.fromEntries(Object.entries(FIGURES).map(([name, of]) => [name, of(results)]));
+}
+
+/** bench/suite.ts's tracedOverUntraced: time and this process's CPU time per call. */
+interface TracedOverUntraced {
+  traced_per_call_ms: Percentiles;
+  untraced_per_call_ms: Percentiles;
+  cost_per_call_ms: Percentiles;
+  cpu_cost_per_call_ms: Percentiles;
+}
+
+/** The suite's tracing_cost figure with `env`: a traced call over an untraced one, by call. */
+async function paired(env: Record<string, string>): Promise<Record<string, TracedOverUntraced>> {
+  const { tracing_cost: cost } = await suite<{
+    tracing_cost: {
+      builtin: TracedOverUntraced;
+      mcp: { stdio: TracedOverUntraced; streamable_http: TracedOverUntraced };
+    };
+  }>('tracing_cost', env);
+  return {
+    builtin_call: cost.builtin,
+    mcp_stdio_call: cost.mcp.stdio,
+    mcp_http_call: cost.mcp.streamable_http,
+  };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -80,7 +116,12 @@ async function main() {
     on: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200', BENCH_METRICS: '1' },
   };
   const rounds: Record<string, Record<string, number>>[] = [];
+  const pairedCosts: Record<string, Record<string, TracedOverUntraced>> = {};
   try {
+    for (const mode of ['stored', 'on']) {
+      console.log(`paired, ${mode}…`);
+      pairedCosts[mode] = await paired(modes[mode]);
+    }
     for (let i = 0; i < ROUNDS; i++) {
       console.log(`round ${i + 1} of ${ROUNDS}: ${Object.keys(modes).join(', ')}…`);
       const round: Record<string, Record<string, number>> = {};
@@ -97,13 +138,15 @@ async function main() {
         return [name, { per_round: differences.map(round2), median: round2(median(differences)) }];
       }),
     );
-  const cost = costOver('on');
   const results = {
-    rounds,
-    cost_on_over_off_ms: cost,
-    cost_stored_over_off_ms: costOver('stored'),
+    paired: pairedCosts,
+    by_process: {
+      rounds,
+      cost_on_over_off_ms: costOver('on'),
+      cost_stored_over_off_ms: costOver('stored'),
+    },
     target_ms: TARGET_MS,
-    within_target: Object.values(cost).every((figure) => figure.median <= TARGET_MS),
+    within_target: Object.values(pairedCosts.on).every((call) => call.cost_per_call_ms.p50 <= TARGET_MS),
     receiver: receiver.taken(),
   };
   console.log(JSON.stringify(results, null, 2));

@@ -5,6 +5,7 @@
  * same run. Writes bench/results.json and bench/results.md.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -139,12 +140,17 @@ async function serverOn(
 }
 
 /** One agent turn following `script`, which must stop with `end_turn`; its run id. */
-async function step(client: Letta, agentId: string, script: Script): Promise<string> {
+async function step(
+  client: Letta,
+  agentId: string,
+  script: Script,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const response = await client.agents.messages.create(
     agentId,
     { messages: [{ role: 'user', content: scriptText(script) }] },
     // The client's own timeout is a minute: a slow model call gets one beyond its delay.
-    script.delayMs ? { timeout: script.delayMs + 60_000 } : {},
+    { headers, ...(script.delayMs ? { timeout: script.delayMs + 60_000 } : {}) },
   );
   if (response.stop_reason.stop_reason !== 'end_turn')
     throw new Error(`step ended with ${response.stop_reason.stop_reason}`);
@@ -356,10 +362,13 @@ async function plainStep(bench: Bench) {
   };
 }
 
+/** The trivial built-in call of the figures: memory_insert. */
+const MEMORY_INSERT = { tool: 'memory_insert', args: { label: 'notes', new_str: 'x' } };
+
 /** 1. A trivial built-in tool (memory_insert) through the engine, against calling it in-process. */
 async function orchestrationOverhead(bench: Bench) {
-  const agentId = await newAgent(bench.client, [], ['memory_insert']);
-  const args = { label: 'notes', new_str: 'x' };
+  const agentId = await newAgent(bench.client, [], [MEMORY_INSERT.tool]);
+  const { args } = MEMORY_INSERT;
   const agent = (await getAgentRow(bench.server.db, agentId))!;
   const direct = () =>
     bench.server.db.transaction((tx) =>
@@ -377,7 +386,7 @@ async function orchestrationOverhead(bench: Bench) {
         args,
       ),
     );
-  const script = { tool: 'memory_insert', args };
+  const script = MEMORY_INSERT;
   const inOneReply = await perCallInStep(bench.client, agentId, script, {
     baselines: { baseline: timedBaseline(CALLS_PER_STEP, direct) },
   });
@@ -436,48 +445,57 @@ async function sandboxedCalls(bench: Bench) {
   }
 }
 
+/** The MCP transports measured: server-everything over stdio and over streamable HTTP. */
+type McpTransport = 'stdio' | 'streamable_http';
+type McpConfig = Parameters<typeof connectMcp>[0];
+
 /**
- * 3. server-everything's echo through the engine, against the floor of one more regular activity (the
- * activity the call runs in) and straight from the SDK in this process.
+ * Runs `work` for each transport with server-everything registered over it and an agent whose one
+ * tool is its echo; what each gave, by transport.
  */
-async function mcpCalls(bench: Bench) {
+async function withMcpEcho(
+  bench: Bench,
+  work: (agentId: string, config: McpConfig) => Promise<unknown>,
+): Promise<Record<McpTransport, unknown>> {
   const http = execHttpEverything();
   try {
     const configs = {
       stdio: { mcp_server_type: 'stdio' as const, command: process.execPath, args: [EVERYTHING, 'stdio'] },
       streamable_http: { mcp_server_type: 'streamable_http' as const, server_url: await http.url },
     };
-    const out: Record<string, unknown> = {};
+    const out: Partial<Record<McpTransport, unknown>> = {};
     for (const [transport, config] of Object.entries(configs)) {
       const server = await bench.client.mcpServers.create({ server_name: `bench-${transport}`, config });
       const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
-      const agentId = await newAgent(bench.client, [echo.id!]);
-      // Started as the engine starts it (MCP_STDIO's default, the sandbox).
-      const stdio = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
-      const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 }, stdio);
-      const engine = await perCallInStep(
-        bench.client,
-        agentId,
-        { tool: 'echo', args: { message: 'hi' } },
-        {
-          baselines: {
-            baseline: timedBaseline(CALLS_PER_STEP, () =>
-              sdk.callTool({ name: 'echo', arguments: { message: 'hi' } }),
-            ),
-            ...activityFloors(bench),
-          },
-        },
-      );
-      await sdk.close();
+      out[transport as McpTransport] = await work(await newAgent(bench.client, [echo.id!]), config);
       await bench.client.mcpServers.delete(server.id!);
-      const direct = engine.baseline_ms;
-      out[transport] = { engine, direct_sdk_call_ms: direct };
     }
-    return out;
+    return out as Record<McpTransport, unknown>;
   } finally {
     http.stop();
   }
 }
+
+const ECHO = { tool: 'echo', args: { message: 'hi' } };
+
+/**
+ * 3. server-everything's echo through the engine, against the floor of one more regular activity (the
+ * activity the call runs in) and straight from the SDK in this process.
+ */
+const mcpCalls = (bench: Bench) =>
+  withMcpEcho(bench, async (agentId, config) => {
+    // Started as the engine starts it (MCP_STDIO's default, the sandbox).
+    const stdio = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
+    const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 }, stdio);
+    const engine = await perCallInStep(bench.client, agentId, ECHO, {
+      baselines: {
+        baseline: timedBaseline(CALLS_PER_STEP, () => sdk.callTool({ name: 'echo', arguments: ECHO.args })),
+        ...activityFloors(bench),
+      },
+    });
+    await sdk.close();
+    return { engine, direct_sdk_call_ms: engine.baseline_ms };
+  });
 
 /** server-everything over streamable HTTP on a free port; `url` resolves once it listens. */
 function execHttpEverything() {
@@ -704,6 +722,76 @@ function machine() {
   };
 }
 
+/** Rounds of the tracing cost figure: its difference is a fraction of a millisecond. */
+const TRACING_REPS = Number(process.env.BENCH_TRACING_REPS ?? 100);
+
+/** A W3C trace context of a new trace, sampled or not: the default sampler follows the caller's. */
+const traceparent = (sampled: boolean) =>
+  `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-0${sampled ? 1 : 0}`;
+
+/** How long `work` took and the CPU time this process (all its threads) spent meanwhile, in ms. */
+async function timedWithCpu(work: () => Promise<unknown>): Promise<{ ms: number; cpuMs: number }> {
+  const cpu = process.cpuUsage();
+  const ms = await timed(work);
+  const { user, system } = process.cpuUsage(cpu);
+  return { ms, cpuMs: (user + system) / 1000 };
+}
+
+/**
+ * A tool call traced over one not, per call as per_call_ms counts it: turns that come with a sampled
+ * trace context (every span made, stored and exported as the process is configured) alternate with
+ * turns whose context is not sampled (no span recorded anywhere: HTTP, workflows, activities, calls).
+ * Beside the time, the CPU time of this process (the server, its worker and workflow threads), which
+ * varies less from turn to turn than the time does.
+ */
+async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<Script, 'times'>) {
+  const turn = (times: number, sampled: boolean) => () =>
+    step(client, agentId, { ...script, times }, { traceparent: traceparent(sampled) });
+  const works = [
+    turn(CALLS_PER_STEP + 1, true),
+    turn(CALLS_PER_STEP + 1, false),
+    turn(1, true),
+    turn(1, false),
+  ];
+  for (let i = 0; i < WARMUP; i++) for (const work of works) await work();
+  const samples = works.map((): { ms: number; cpuMs: number }[] => []);
+  for (let i = 0; i < TRACING_REPS; i++)
+    for (const [j, work] of works.entries()) samples[j].push(await timedWithCpu(work));
+  const perCall = (of: 'ms' | 'cpuMs', many: number, one: number) =>
+    perUnit({ a: samples[many].map((s) => s[of]), b: samples[one].map((s) => s[of]) }, CALLS_PER_STEP);
+  const costOf = (of: 'ms' | 'cpuMs') => {
+    const traced = perCall(of, 0, 2);
+    const untraced = perCall(of, 1, 3);
+    return { traced, untraced, cost: traced.map((ms, i) => ms - untraced[i]) };
+  };
+  const time = costOf('ms');
+  const cpu = costOf('cpuMs');
+  return {
+    traced_per_call_ms: percentiles(time.traced),
+    untraced_per_call_ms: percentiles(time.untraced),
+    cost_per_call_ms: percentiles(time.cost),
+    cpu_traced_per_call_ms: percentiles(cpu.traced),
+    cpu_untraced_per_call_ms: percentiles(cpu.untraced),
+    cpu_cost_per_call_ms: percentiles(cpu.cost),
+  };
+}
+
+/**
+ * What tracing costs a built-in and an MCP call, paired in one process (bench/observability.ts runs it
+ * with spans stored only and with an exporter too): not among the suite's figures unless named in
+ * BENCH_ONLY.
+ */
+async function tracingCost(bench: Bench) {
+  const agentId = await newAgent(bench.client, [], [MEMORY_INSERT.tool]);
+  return {
+    builtin: await tracedOverUntraced(bench.client, agentId, MEMORY_INSERT),
+    mcp: await withMcpEcho(bench, (echoAgentId) => tracedOverUntraced(bench.client, echoAgentId, ECHO)),
+  };
+}
+
+/** Figures measured only when BENCH_ONLY names them. */
+const NAMED_FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [['tracing_cost', tracingCost]];
+
 /** The figures measured, in order: the paused runs, slow, come last and run in a process of their own. */
 const FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [
   ['bare_temporal', bareTemporal],
@@ -773,7 +861,8 @@ async function main() {
   })();
   lap('start_up');
   try {
-    for (const [name, measure] of FIGURES.filter(([name]) => !ONLY || ONLY.includes(name))) {
+    const measured = ONLY ? [...FIGURES, ...NAMED_FIGURES].filter(([name]) => ONLY.includes(name)) : FIGURES;
+    for (const [name, measure] of measured) {
       console.log(`measuring ${name}…`);
       results[name] = await measure(bench);
       lap(name);

@@ -5,6 +5,7 @@
  * request, both workflows and each activity; the official client's run trace, step trace and step
  * metrics answer from the stored spans; and no secret set for the step appears in a span or a log line.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -200,6 +201,12 @@ describe('traces and logs of a step (issue 54)', () => {
     expect(request).toMatchObject({ SpanKind: 'Server', ParentSpanId: '' });
     const turn = spans.find((span) => span.SpanName === 'RunWorkflow:agentTurn')!;
     expect(turn.TraceId).toBe(request.TraceId);
+    // A workflow span names its workflow, not the rest of its WorkflowInfo.
+    expect(Object.keys(turn.SpanAttributes as object)).toEqual(
+      expect.arrayContaining(['namespace', 'taskQueue', 'workflowType', 'workflowId', 'runId']),
+    );
+    expect(turn.SpanAttributes).not.toHaveProperty('historyLength');
+    expect(turn.SpanAttributes).not.toHaveProperty('firstExecutionRunId');
     const activities = spans.filter((span) => String(span.SpanName).startsWith('RunActivity:'));
     expect(activities.length).toBeGreaterThanOrEqual(5);
     for (const activity of activities) expect(activity.TraceId).toBe(request.TraceId);
@@ -283,6 +290,26 @@ describe('traces and logs of a step (issue 54)', () => {
       ]),
     );
   });
+
+  it("follows a caller's unsampled traceparent: its run makes no span, stored or exported", async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue({ text: 'untraced' }, { text: 'traced' });
+    const send = (content: string, headers: Record<string, string> = {}) =>
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content }] }, { headers });
+    const traceId = randomBytes(16).toString('hex');
+    const unsampled = `00-${traceId}-${randomBytes(8).toString('hex')}-00`;
+    const untraced = (await send('quiet', { traceparent: unsampled })).messages[0].run_id!;
+    const traced = (await send('loud')).messages[0].run_id!;
+    // The store writes spans in the order they end: the later run's trace stored, the earlier's
+    // would be too.
+    await eventually(
+      () => h.client.runs.trace.retrieve(traced),
+      (spans) => spanNames(spans).includes('RunActivity:callModel'),
+      30_000,
+    );
+    expect(await h.client.runs.trace.retrieve(untraced)).toEqual([]);
+    expect(receivedSpans(tracesFile).filter((span) => span.traceId === traceId)).toEqual([]);
+  }, 60_000);
 
   it('installs no tracing with OTEL_SDK_DISABLED=true, and keeps the workflow interceptors', () => {
     process.env.OTEL_SDK_DISABLED = 'true';

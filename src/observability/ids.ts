@@ -68,13 +68,18 @@ export function noteIds(ids: LettaIds): void {
   if (noted) Object.assign(noted, ids);
 }
 
-/** What a log line carries of its context: the ids and the trace, in Letta's snake_case. */
-export function logFields(): Record<string, string> {
+/** The ids as log lines name them, in Letta's snake_case. */
+export function logIds({ agentId, runId, stepId }: LettaIds): Record<string, string> {
   const fields: Record<string, string> = {};
-  const { agentId, runId, stepId } = currentIds();
   if (agentId) fields.agent_id = agentId;
   if (runId) fields.run_id = runId;
   if (stepId) fields.step_id = stepId;
+  return fields;
+}
+
+/** What a log line carries of its context: the ids and the trace. */
+export function logFields(): Record<string, string> {
+  const fields = logIds(currentIds());
   const span = trace.getActiveSpan()?.spanContext();
   if (span && trace.isSpanContextValid(span)) {
     fields.trace_id = span.traceId;

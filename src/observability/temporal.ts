@@ -10,6 +10,7 @@ import {
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
+  type OpenTelemetryWorkflowExporter,
 } from '@temporalio/interceptors-opentelemetry';
 import type {
   ActivityExecuteInput,
@@ -17,13 +18,15 @@ import type {
   ActivityInterceptorsFactory,
   ActivityOutboundCallsInterceptor,
   GetLogAttributesInput,
+  InjectedSink,
   InjectedSinks,
   Next,
 } from '@temporalio/worker';
-import { trace, type AttributeValue } from '@opentelemetry/api';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { trace } from '@opentelemetry/api';
 import { Resource } from '@opentelemetry/resources';
-import { NoopSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { idsOf, withIds, type LettaIds } from './ids';
+import { NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { idsOf, logIds, withIds } from './ids';
 import type { Tracing } from './tracing';
 
 /** The workflow bundle's interceptor modules: ours first, so Temporal's sees the context ours sets. */
@@ -41,14 +44,15 @@ export const clientInterceptors = (): WorkflowClientInterceptor[] => [
 
 /** An activity's ids (from its input), on its span and in its context; its log lines name them too. */
 class ActivityIds implements ActivityInboundCallsInterceptor, ActivityOutboundCallsInterceptor {
-  private ids: LettaIds = {};
+  private logged: Record<string, string> = {};
 
   execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>) {
     const [first] = input.args;
-    this.ids = idsOf(first);
+    const ids = idsOf(first);
+    this.logged = logIds(ids);
     const toolName = (first as { toolName?: unknown } | undefined)?.toolName;
-    return withIds(this.ids, () => {
-      if (typeof toolName === 'string' && this.ids.stepId) withToolName(toolName);
+    return withIds(ids, () => {
+      if (typeof toolName === 'string' && ids.stepId) withToolName(toolName);
       return next(input);
     });
   }
@@ -57,9 +61,7 @@ class ActivityIds implements ActivityInboundCallsInterceptor, ActivityOutboundCa
     input: GetLogAttributesInput,
     next: Next<ActivityOutboundCallsInterceptor, 'getLogAttributes'>,
   ) {
-    const { agentId: agent_id, runId: run_id, stepId: step_id } = this.ids;
-    const named = Object.entries({ agent_id, run_id, step_id }).filter(([, id]) => id);
-    return next({ ...Object.fromEntries(named), ...input });
+    return next({ ...this.logged, ...input });
   }
 }
 
@@ -77,33 +79,31 @@ const activityInterceptors: ActivityInterceptorsFactory[] = [
   },
 ];
 
-const primitive = (value: unknown): value is AttributeValue =>
-  ['string', 'number', 'boolean'].includes(typeof value) ||
-  (Array.isArray(value) && value.every((item) => ['string', 'number', 'boolean'].includes(typeof item)));
-
 /**
- * The sink adds the whole WorkflowInfo to a workflow span's attributes: its memo, search attributes and
- * last result are objects (a schedule's last result is a workflow's data). Only plain values are kept.
+ * What a workflow span names of its workflow: the SDK's sink adds the WorkflowInfo it is given to every
+ * span's attributes, whose memo, search attributes and last result are a workflow's data (objects, and
+ * large), so it is given only these.
  */
-function plainAttributes(processor: SpanProcessor): SpanProcessor {
-  return {
-    onStart: () => {},
-    onEnd: (span: ReadableSpan) => {
-      const attributes = span.attributes as Record<string, unknown>;
-      for (const [key, value] of Object.entries(attributes)) if (!primitive(value)) delete attributes[key];
-      processor.onEnd(span);
-    },
-    forceFlush: () => processor.forceFlush(),
-    shutdown: async () => {},
-  };
+const WORKFLOW_INFO_ON_SPANS = ['namespace', 'taskQueue', 'workflowType', 'workflowId', 'runId'] as const;
+
+const spanInfo = (info: WorkflowInfo): Partial<WorkflowInfo> =>
+  Object.fromEntries(WORKFLOW_INFO_ON_SPANS.map((key) => [key, info[key]]));
+
+/** The SDK's exporter sink into `processor`, handed the workflow's identity rather than its whole info. */
+function workflowExporter(
+  processor: SpanProcessor,
+  resource: Resource,
+): InjectedSink<OpenTelemetryWorkflowExporter> {
+  const sdkExporter = makeWorkflowExporter(processor, resource);
+  return { export: { fn: (info, spans) => sdkExporter.export.fn(spanInfo(info) as WorkflowInfo, spans) } };
 }
 
 /** Where the workflows' spans go: the process's processors, or nowhere with tracing off. */
 const workflowSinks = (tracing: Tracing | undefined): InjectedSinks<never> =>
   ({
     exporter: tracing
-      ? makeWorkflowExporter(plainAttributes(tracing.processor), tracing.resource)
-      : makeWorkflowExporter(new NoopSpanProcessor(), Resource.empty()),
+      ? workflowExporter(tracing.processor, tracing.resource)
+      : workflowExporter(new NoopSpanProcessor(), Resource.empty()),
   }) as never;
 
 /**

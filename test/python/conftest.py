@@ -15,7 +15,7 @@ import pytest
 from letta_client import AsyncLetta, Letta
 
 from model_stub import ModelStub
-from servers import TARGETS, running_server
+from servers import TARGETS, free_port, running_server
 
 TARGET = os.environ.get("LETTA_SUITE_SERVER", "this")
 ON_LETTA = TARGET == "letta"
@@ -50,11 +50,16 @@ def stub() -> Iterator[ModelStub]:
     model.stop()
 
 
+# Where this server serves its Prometheus metrics (Letta's serves none; test_metrics.py).
+METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="session")
 def base_url(stub: ModelStub) -> Iterator[str]:
     if TARGET not in TARGETS:
         raise pytest.UsageError(f"LETTA_SUITE_SERVER is one of {TARGETS}, not {TARGET!r}")
-    with running_server(TARGET, stub.url, os.environ.get("LETTA_SUITE_DATABASE_URL")) as url:
+    database_url = os.environ.get("LETTA_SUITE_DATABASE_URL")
+    with running_server(TARGET, stub.url, database_url, None if ON_LETTA else METRICS_PORT) as url:
         yield url
 
 

@@ -34,7 +34,7 @@ def free_port() -> int:
 
 
 def server_command(
-    target: str, data_dir: Path, port: int, model_url: str, database_url: str | None
+    target: str, data_dir: Path, port: int, model_url: str, database_url: str | None, metrics_port: int | None
 ) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}
     if target == "letta":
@@ -52,6 +52,8 @@ def server_command(
     )
     if database_url:
         env["DATABASE_URL"] = database_url
+    if metrics_port:
+        env["METRICS_PORT"] = str(metrics_port)
     return ["node", str(ROOT / "dist/src/main.js")], env
 
 
@@ -81,12 +83,17 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_server(target: str, model_url: str, database_url: str | None = None) -> Iterator[str]:
-    """The server's base URL once it answers its health check; stopped, and its state removed, after."""
+def running_server(
+    target: str, model_url: str, database_url: str | None = None, metrics_port: int | None = None
+) -> Iterator[str]:
+    """The server's base URL once it answers its health check; stopped, and its state removed, after.
+
+    With `metrics_port`, this server serves its Prometheus metrics there (Letta's has no such setting).
+    """
     data_dir = Path(tempfile.mkdtemp(prefix=f"letta-suite-{target}-"))
     data_dir.chmod(0o755)  # this server's sandbox uid (nobody, when run as root) reads the tools' venvs in it
     port = free_port()
-    command, env = server_command(target, data_dir, port, model_url, database_url)
+    command, env = server_command(target, data_dir, port, model_url, database_url, metrics_port)
     log = data_dir / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

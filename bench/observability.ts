@@ -23,7 +23,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { projectRoot } from '../src/paths';
 import { writeFormatted } from './report';
-import type { Percentiles } from './stats';
+import { percentiles, type Percentiles } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_OBSERVABILITY_ROUNDS ?? 3);
 const TARGET_MS = 1;
@@ -103,7 +103,6 @@ async function paired(env: Record<string, string>): Promise<Record<string, Trace
   };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main() {
@@ -135,7 +134,7 @@ async function main() {
     Object.fromEntries(
       Object.keys(FIGURES).map((name) => {
         const differences = rounds.map((r) => r[mode][name] - r.off[name]);
-        return [name, { per_round: differences.map(round2), median: round2(median(differences)) }];
+        return [name, { per_round: differences.map(round2), median: percentiles(differences).p50 }];
       }),
     );
   const results = {

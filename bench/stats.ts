@@ -41,17 +41,26 @@ export async function timeRuns(
   return times;
 }
 
-/** `reps` rounds of `works`, each run in turn, after `warmup` untimed rounds: a drift affects all alike. */
-export async function timeInTurn(
+/**
+ * `reps` rounds of `works`, each run in turn and measured by `measure`, after `warmup` unmeasured rounds:
+ * a drift affects all alike.
+ */
+export async function measureInTurn<T>(
   reps: number,
   works: (() => Promise<unknown>)[],
+  measure: (work: () => Promise<unknown>) => Promise<T>,
   warmup = WARMUP,
-): Promise<number[][]> {
+): Promise<T[][]> {
   for (let i = 0; i < warmup; i++) for (const work of works) await work();
-  const times = works.map((): number[] => []);
-  for (let i = 0; i < reps; i++) for (const [j, work] of works.entries()) times[j].push(await timed(work));
-  return times;
+  const samples = works.map((): T[] => []);
+  for (let i = 0; i < reps; i++)
+    for (const [j, work] of works.entries()) samples[j].push(await measure(work));
+  return samples;
 }
+
+/** measureInTurn by the time each run takes, in milliseconds. */
+export const timeInTurn = (reps: number, works: (() => Promise<unknown>)[], warmup = WARMUP) =>
+  measureInTurn(reps, works, timed, warmup);
 
 /** `reps` pairs of runs, `a` then `b`: each pair gives one sample of a difference or a ratio. */
 export async function timePairs(

@@ -29,6 +29,7 @@ import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { RunningDevServer } from '../src/temporal/dev-server';
 import {
   inParallel,
+  measureInTurn,
   percentiles,
   perUnit,
   ratios,
@@ -747,16 +748,11 @@ async function timedWithCpu(work: () => Promise<unknown>): Promise<{ ms: number;
 async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<Script, 'times'>) {
   const turn = (times: number, sampled: boolean) => () =>
     step(client, agentId, { ...script, times }, { traceparent: traceparent(sampled) });
-  const works = [
-    turn(CALLS_PER_STEP + 1, true),
-    turn(CALLS_PER_STEP + 1, false),
-    turn(1, true),
-    turn(1, false),
-  ];
-  for (let i = 0; i < WARMUP; i++) for (const work of works) await work();
-  const samples = works.map((): { ms: number; cpuMs: number }[] => []);
-  for (let i = 0; i < TRACING_REPS; i++)
-    for (const [j, work] of works.entries()) samples[j].push(await timedWithCpu(work));
+  const samples = await measureInTurn(
+    TRACING_REPS,
+    [turn(CALLS_PER_STEP + 1, true), turn(CALLS_PER_STEP + 1, false), turn(1, true), turn(1, false)],
+    timedWithCpu,
+  );
   const perCall = (of: 'ms' | 'cpuMs', many: number, one: number) =>
     perUnit({ a: samples[many].map((s) => s[of]), b: samples[one].map((s) => s[of]) }, CALLS_PER_STEP);
   const costOf = (of: 'ms' | 'cpuMs') => {

@@ -101,9 +101,10 @@ function workflowExporter(
 /** Where the workflows' spans go: the process's processors, or nowhere with tracing off. */
 const workflowSinks = (tracing: Tracing | undefined): InjectedSinks<never> =>
   ({
-    exporter: tracing
-      ? workflowExporter(tracing.processor, tracing.resource)
-      : workflowExporter(new NoopSpanProcessor(), Resource.empty()),
+    exporter: workflowExporter(
+      tracing?.processor ?? new NoopSpanProcessor(),
+      tracing?.resource ?? Resource.empty(),
+    ),
   }) as never;
 
 /**

@@ -30,7 +30,9 @@ def scrape() -> dict[str, dict[tuple, float]]:
     return families
 
 
-def value(families, family: str, sample: str, **labels) -> float:
+def value(families, where: tuple[str, str, dict]) -> float:
+    """The sample `where` names (its family, its name, its labels); 0 when it is not there yet."""
+    family, sample, labels = where
     return families.get(family, {}).get((sample, tuple(sorted(labels.items()))), 0.0)
 
 
@@ -57,10 +59,9 @@ def test_metrics_parse_and_count_a_turn(base_url, client, agent, model):
             {"method": "POST", "route": "/v1/agents/:agentId/messages", "status": "200"},
         ),
     }
-    assert {
-        what: value(after, *where[:2], **where[2]) - value(before, *where[:2], **where[2])
-        for what, where in moved.items()
-    } == {what: 1 for what in moved}
+    assert {what: value(after, where) - value(before, where) for what, where in moved.items()} == {
+        what: 1 for what in moved
+    }
     # A histogram as the format has it: cumulative buckets up to +Inf, which equals the count.
     latencies = after["letta_model_call_duration_seconds"]
     buckets = sorted(
@@ -69,6 +70,6 @@ def test_metrics_parse_and_count_a_turn(base_url, client, agent, model):
         if name.endswith("_bucket") and dict(labels)["provider"] == "openai"
     )
     assert [count for _, count in buckets] == sorted(count for _, count in buckets)
-    assert buckets[-1] == (float("inf"), value(after, *moved["model call latencies"][:2], **model_call))
+    assert buckets[-1] == (float("inf"), value(after, moved["model call latencies"]))
     # The Temporal SDK's own worker metrics come in the same scrape.
     assert any(name.startswith("temporal_") for name in after)

@@ -413,7 +413,15 @@ describe('signed links in approval notices', () => {
       body: '{}',
     });
     expect(acted.status).toBe(200);
-    expect(await acted.json()).toMatchObject({ run_id: expect.any(String) });
+    const continued = (await acted.json()) as { run_id: string };
+    expect(continued).toMatchObject({ run_id: expect.any(String) });
+    // The model stub's replies are one queue: the next test's reply waits until this one is taken.
+    expect(
+      await eventually(
+        () => admin().runs.retrieve(continued.run_id),
+        (found) => found.status === 'completed',
+      ),
+    ).toMatchObject({ status: 'completed' });
     const again = await fetch(links.approve, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -32,7 +32,7 @@ import type { Tracing } from './tracing';
 /** The workflow bundle's interceptor modules: ours first, so Temporal's sees the context ours sets. */
 export const WORKFLOW_INTERCEPTOR_MODULES = [
   require.resolve('./workflow-context'),
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+  require.resolve('./workflow-tracing'),
 ];
 
 /** The span attribute naming the tool a tool call's activity runs. */

@@ -6,7 +6,8 @@
  *   stored for Letta's trace API) and with an exporter too (spans also sent over OTLP/HTTP to a receiver
  *   in this process that takes each batch and answers at once; `/metrics` served). Turns traced and
  *   turns not (their trace context unsampled) alternate in the same process, so the machine's drift
- *   moves both alike; the target is at most 1 ms per tool call at p50 with the exporter on.
+ *   moves both alike; the target is at most 1 ms per tool call at p50 with the exporter on. Beside it,
+ *   the workflow sandbox's part alone: a traced and an untraced turn's histories replayed in turn.
  * - by process: the suite's built-in and MCP call figures in processes that take turns between off
  *   (`OTEL_SDK_DISABLED=true`: no tracer at all), the defaults and on, `BENCH_OBSERVABILITY_ROUNDS`
  *   times each (default 3). This also counts what an unsampled request costs (the tracer installed,
@@ -80,27 +81,43 @@ async function measure(env: Record<string, string>): Promise<Record<string, numb
   return Object.fromEntries(Object.entries(FIGURES).map(([name, of]) => [name, of(results)]));
 }
 
-/** bench/suite.ts's tracedOverUntraced: time and this process's CPU time per call. */
-interface TracedOverUntraced {
-  traced_per_call_ms: Percentiles;
-  untraced_per_call_ms: Percentiles;
-  cost_per_call_ms: Percentiles;
-  cpu_cost_per_call_ms: Percentiles;
+/** bench/suite.ts's tracedOverUntraced, in time or in this process's CPU time. */
+interface PairedCost {
+  cost_per_call: Percentiles;
+  /** Where the p50 lies, 95% of the time. */
+  cost_p50_interval_95: [number, number];
 }
 
-/** The suite's tracing_cost figure with `env`: a traced call over an untraced one, by call. */
-async function paired(env: Record<string, string>): Promise<Record<string, TracedOverUntraced>> {
+interface TracedOverUntraced {
+  calls_per_turn: number;
+  time_ms: PairedCost;
+  cpu_ms: PairedCost;
+}
+
+/**
+ * bench/suite.ts's tracedReplayOverUntraced: the workflow sandbox's part, per call, with the server's
+ * tracer in the sandbox (`sink_tracer`) and with the SDK's (`sdk_tracer`).
+ */
+type ReplayedTracedOverUntraced = Record<'sink_tracer' | 'sdk_tracer', { cost_per_call_ms: Percentiles }>;
+
+/**
+ * The suite's tracing_cost figure with `env`: a traced call over an untraced one, by call, and the
+ * workflow side's part of it.
+ */
+async function paired(env: Record<string, string>) {
   const { tracing_cost: cost } = await suite<{
     tracing_cost: {
       builtin: TracedOverUntraced;
+      workflow_replay: ReplayedTracedOverUntraced;
       mcp: { stdio: TracedOverUntraced; streamable_http: TracedOverUntraced };
     };
   }>('tracing_cost', env);
-  return {
+  const calls: Record<string, TracedOverUntraced> = {
     builtin_call: cost.builtin,
     mcp_stdio_call: cost.mcp.stdio,
     mcp_http_call: cost.mcp.streamable_http,
   };
+  return { calls, workflowSide: cost.workflow_replay };
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -116,10 +133,11 @@ async function main() {
   };
   const rounds: Record<string, Record<string, number>>[] = [];
   const pairedCosts: Record<string, Record<string, TracedOverUntraced>> = {};
+  const workflowSide: Record<string, ReplayedTracedOverUntraced> = {};
   try {
     for (const mode of ['stored', 'on']) {
       console.log(`paired, ${mode}…`);
-      pairedCosts[mode] = await paired(modes[mode]);
+      ({ calls: pairedCosts[mode], workflowSide: workflowSide[mode] } = await paired(modes[mode]));
     }
     for (let i = 0; i < ROUNDS; i++) {
       console.log(`round ${i + 1} of ${ROUNDS}: ${Object.keys(modes).join(', ')}…`);
@@ -139,13 +157,18 @@ async function main() {
     );
   const results = {
     paired: pairedCosts,
+    workflow_side_replayed: workflowSide,
     by_process: {
       rounds,
       cost_on_over_off_ms: costOver('on'),
       cost_stored_over_off_ms: costOver('stored'),
     },
     target_ms: TARGET_MS,
-    within_target: Object.values(pairedCosts.on).every((call) => call.cost_per_call_ms.p50 <= TARGET_MS),
+    within_target: Object.values(pairedCosts.on).every((call) => call.time_ms.cost_per_call.p50 <= TARGET_MS),
+    // The whole 95% interval of each p50 at or under the target: the measurement's noise cannot hide a miss.
+    within_target_beyond_noise: Object.values(pairedCosts.on).every(
+      (call) => call.time_ms.cost_p50_interval_95[1] <= TARGET_MS,
+    ),
     receiver: receiver.taken(),
   };
   console.log(JSON.stringify(results, null, 2));

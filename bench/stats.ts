@@ -22,6 +22,18 @@ export function percentiles(values: number[]): Percentiles {
   return { p50: round(at(50)), p95: round(at(95)), max: round(sorted[sorted.length - 1]), n: sorted.length };
 }
 
+/**
+ * Where the median of what `values` sample lies, 95% of the time: the order statistics n/2 ± 1.96·√n/2
+ * (distribution-free, the binomial's normal approximation).
+ */
+export function medianInterval(values: number[]): [number, number] {
+  const sorted = [...values].sort((a, b) => a - b);
+  const spread = (1.96 * Math.sqrt(sorted.length)) / 2;
+  const low = Math.max(0, Math.floor(sorted.length / 2 - spread));
+  const high = Math.min(sorted.length - 1, Math.ceil(sorted.length / 2 + spread));
+  return [round(sorted[low]), round(sorted[high])];
+}
+
 /** How long `work` takes, in milliseconds. */
 export async function timed(work: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

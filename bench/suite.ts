@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
+import { temporal } from '@temporalio/proto';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { startServer, type RunningServer, type ServerOptions } from '../src/server';
 import { projectRoot } from '../src/paths';
@@ -30,6 +31,7 @@ import type { RunningDevServer } from '../src/temporal/dev-server';
 import {
   inParallel,
   measureInTurn,
+  medianInterval,
   percentiles,
   perUnit,
   ratios,
@@ -616,12 +618,17 @@ async function throughput(bench: Bench) {
   };
 }
 
-/** A turn's history once its workflow has ended: events, encoded bytes, billable actions. */
-async function stepHistory(bench: Bench, runId: string): Promise<HistorySize> {
+/** A turn's workflow history, once the turn has ended. */
+async function turnHistory(bench: Bench, runId: string) {
   const run = await getRun(bench.server.db, runId);
   const handle = bench.server.turns.temporal.workflow.getHandle(run!.workflow_id);
   await handle.result();
-  return historySize((await handle.fetchHistory()).events ?? []);
+  return handle.fetchHistory();
+}
+
+/** A turn's history once its workflow has ended: events, encoded bytes, billable actions. */
+async function stepHistory(bench: Bench, runId: string): Promise<HistorySize> {
+  return historySize((await turnHistory(bench, runId)).events ?? []);
 }
 
 /** Each field's median over `sizes`. */
@@ -726,6 +733,12 @@ function machine() {
 /** Rounds of the tracing cost figure: its difference is a fraction of a millisecond. */
 const TRACING_REPS = Number(process.env.BENCH_TRACING_REPS ?? 100);
 
+/**
+ * Calls in each of its turns: the more, the less a turn's own noise weighs on a call. The turn's own
+ * spans (its request, workflow and model calls) are counted against its calls, so the figure errs high.
+ */
+const TRACING_CALLS = Number(process.env.BENCH_TRACING_CALLS ?? 30);
+
 /** A W3C trace context of a new trace, sampled or not: the default sampler follows the caller's. */
 const traceparent = (sampled: boolean) =>
   `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-0${sampled ? 1 : 0}`;
@@ -739,37 +752,53 @@ async function timedWithCpu(work: () => Promise<unknown>): Promise<{ ms: number;
 }
 
 /**
- * A tool call traced over one not, per call as per_call_ms counts it: turns that come with a sampled
- * trace context (every span made, stored and exported as the process is configured) alternate with
- * turns whose context is not sampled (no span recorded anywhere: HTTP, workflows, activities, calls).
- * Beside the time, the CPU time of this process (the server, its worker and workflow threads), which
- * varies less from turn to turn than the time does.
+ * A tool call traced over one not: turns of TRACING_CALLS calls that come with a sampled trace context
+ * (every span made, stored and exported as the process is configured) alternate with the same turns
+ * whose context is not sampled (no span recorded anywhere: HTTP, workflows, activities, calls); each
+ * pair's difference over its calls. Beside the time, the CPU time of this process (the server, its
+ * worker and workflow threads), which varies less from turn to turn than the time does.
  */
 async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<Script, 'times'>) {
-  const turn = (times: number, sampled: boolean) => () =>
-    step(client, agentId, { ...script, times }, { traceparent: traceparent(sampled) });
-  const samples = await measureInTurn(
-    TRACING_REPS,
-    [turn(CALLS_PER_STEP + 1, true), turn(CALLS_PER_STEP + 1, false), turn(1, true), turn(1, false)],
-    timedWithCpu,
-  );
-  const perCall = (of: 'ms' | 'cpuMs', many: number, one: number) =>
-    perUnit({ a: samples[many].map((s) => s[of]), b: samples[one].map((s) => s[of]) }, CALLS_PER_STEP);
-  const costOf = (of: 'ms' | 'cpuMs') => {
-    const traced = perCall(of, 0, 2);
-    const untraced = perCall(of, 1, 3);
-    return { traced, untraced, cost: traced.map((ms, i) => ms - untraced[i]) };
+  const turn = (sampled: boolean) => () =>
+    step(client, agentId, { ...script, times: TRACING_CALLS }, { traceparent: traceparent(sampled) });
+  const [traced, untraced] = await measureInTurn(TRACING_REPS, [turn(true), turn(false)], timedWithCpu);
+  const figures = (of: 'ms' | 'cpuMs') => {
+    const cost = perUnit({ a: traced.map((s) => s[of]), b: untraced.map((s) => s[of]) }, TRACING_CALLS);
+    return {
+      traced_turn: percentiles(traced.map((s) => s[of])),
+      untraced_turn: percentiles(untraced.map((s) => s[of])),
+      cost_per_call: percentiles(cost),
+      cost_p50_interval_95: medianInterval(cost),
+    };
   };
-  const time = costOf('ms');
-  const cpu = costOf('cpuMs');
-  return {
-    traced_per_call_ms: percentiles(time.traced),
-    untraced_per_call_ms: percentiles(time.untraced),
-    cost_per_call_ms: percentiles(time.cost),
-    cpu_traced_per_call_ms: percentiles(cpu.traced),
-    cpu_untraced_per_call_ms: percentiles(cpu.untraced),
-    cpu_cost_per_call_ms: percentiles(cpu.cost),
+  return { calls_per_turn: TRACING_CALLS, time_ms: figures('ms'), cpu_ms: figures('cpuMs') };
+}
+
+/**
+ * The workflow side of a traced call alone: a traced and an untraced turn of CALLS_PER_STEP built-in
+ * calls, replayed in turn by bench/replay-tracing.ts in a process of its own, per call.
+ */
+async function tracedReplayOverUntraced(bench: Bench, agentId: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-replay-'));
+  const historyFile = async (sampled: boolean) => {
+    const script = { ...MEMORY_INSERT, times: CALLS_PER_STEP };
+    const runId = await step(bench.client, agentId, script, { traceparent: traceparent(sampled) });
+    const file = path.join(dir, `${sampled ? 'traced' : 'untraced'}.binpb`);
+    fs.writeFileSync(file, temporal.api.history.v1.History.encode(await turnHistory(bench, runId)).finish());
+    return file;
   };
+  const files = [await historyFile(true), await historyFile(false)];
+  const out = path.join(dir, 'figures.json');
+  try {
+    execFileSync(
+      process.execPath,
+      [path.join(__dirname, 'replay-tracing.js'), ...files, String(CALLS_PER_STEP), String(TRACING_REPS)],
+      { env: { ...process.env, BENCH_OUT: out }, stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    return JSON.parse(fs.readFileSync(out, 'utf8'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -781,6 +810,7 @@ async function tracingCost(bench: Bench) {
   const agentId = await newAgent(bench.client, [], [MEMORY_INSERT.tool]);
   return {
     builtin: await tracedOverUntraced(bench.client, agentId, MEMORY_INSERT),
+    workflow_replay: await tracedReplayOverUntraced(bench, agentId),
     mcp: await withMcpEcho(bench, (echoAgentId) => tracedOverUntraced(bench.client, echoAgentId, ECHO)),
   };
 }

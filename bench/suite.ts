@@ -761,7 +761,13 @@ async function timedWithCpu(work: () => Promise<unknown>): Promise<{ ms: number;
 async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<Script, 'times'>) {
   const turn = (sampled: boolean) => () =>
     step(client, agentId, { ...script, times: TRACING_CALLS }, { traceparent: traceparent(sampled) });
-  const [traced, untraced] = await measureInTurn(TRACING_REPS, [turn(true), turn(false)], timedWithCpu);
+  // Each turn from an empty transcript: the same context either way, and no transcript growing over
+  // thousands of calls.
+  const fromEmpty = async (work: () => Promise<unknown>) => {
+    await client.agents.messages.reset(agentId, { add_default_initial_messages: false });
+    return timedWithCpu(work);
+  };
+  const [traced, untraced] = await measureInTurn(TRACING_REPS, [turn(true), turn(false)], fromEmpty);
   const figures = (of: 'ms' | 'cpuMs') => {
     const cost = perUnit({ a: traced.map((s) => s[of]), b: untraced.map((s) => s[of]) }, TRACING_CALLS);
     return {

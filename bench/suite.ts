@@ -700,8 +700,13 @@ async function slowModelCallHistory(bench: Bench) {
 
 /** bench/paused-runs.ts in a process of its own: its API and worker processes start from a clean slate. */
 function pausedRunsInChildProcess(counts: string[]) {
-  const out = path.join(os.tmpdir(), `bench-paused-${process.pid}.json`);
-  execFileSync(process.execPath, [path.join(__dirname, 'paused-runs.js'), ...counts], {
+  return figuresOfChild('paused-runs.js', counts);
+}
+
+/** bench/`script` run in a child process with `args`: the figures it writes to BENCH_OUT. */
+function figuresOfChild(script: string, args: string[]) {
+  const out = path.join(os.tmpdir(), `bench-${path.basename(script, '.js')}-${process.pid}.json`);
+  execFileSync(process.execPath, [path.join(__dirname, script), ...args], {
     env: { ...process.env, BENCH_OUT: out },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -793,15 +798,9 @@ async function tracedReplayOverUntraced(bench: Bench, agentId: string) {
     fs.writeFileSync(file, temporal.api.history.v1.History.encode(await turnHistory(bench, runId)).finish());
     return file;
   };
-  const files = [await historyFile(true), await historyFile(false)];
-  const out = path.join(dir, 'figures.json');
   try {
-    execFileSync(
-      process.execPath,
-      [path.join(__dirname, 'replay-tracing.js'), ...files, String(CALLS_PER_STEP), String(TRACING_REPS)],
-      { env: { ...process.env, BENCH_OUT: out }, stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    return JSON.parse(fs.readFileSync(out, 'utf8'));
+    const files = [await historyFile(true), await historyFile(false)];
+    return figuresOfChild('replay-tracing.js', [...files, String(CALLS_PER_STEP), String(TRACING_REPS)]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -46,6 +46,9 @@ def forward(listener, path):
                 selector.register(client, selectors.EVENT_READ)
                 selector.register(api, selectors.EVENT_READ)
                 continue
+            # Its peer may have closed it earlier in this same round of events.
+            if conn not in peers:
+                continue
             try:
                 data = conn.recv(CHUNK)
                 if data:

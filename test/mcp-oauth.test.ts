@@ -182,9 +182,11 @@ describe('OAuth-protected MCP servers', () => {
     // Its tokens live 30 s, within the default margin of 60 s: each use renews them first.
     const expiring = await oauthServer({ accessTokenSeconds: 30 });
     const short = await registerAuthorized('short', expiring.url);
-    const before = expiring.grants.length;
-    expect((await runTool(short.id!, 'whisper', { text: 'SOON' })).func_return).toBe('soon');
-    expect(expiring.grants.slice(before)).toContain('refresh_token');
+    const presented = [];
+    for (let use = 0; use < 2; use++)
+      presented.push(String((await runTool(short.id!, 'token_digest', {})).func_return));
+    expect(presented.map((digest) => expiring.grantOf(digest))).toEqual(['refresh_token', 'refresh_token']);
+    expect(new Set(presented).size).toBe(2);
   });
 
   it('client credentials: registered with no user, the secret encrypted and masked', async () => {

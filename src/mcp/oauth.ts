@@ -163,8 +163,8 @@ export class StoredOauthProvider implements OAuthClientProvider {
   authorizationUrl?: URL;
   /** The row as last read; none: read it on next use. */
   private cached?: Promise<McpOauthRecord | undefined>;
-  /** While refreshing ahead of expiry: the SDK reads the tokens itself meanwhile. */
-  private refreshing = false;
+  /** The renewal ahead of expiry under way: every request meanwhile waits for its tokens. */
+  private renewal?: Promise<OAuthTokens | undefined>;
   /**
    * Set for a code exchange, which redeems the code at the authorization server its flow began with.
    * Every other `auth()` discovers afresh, so a server that names a new authorization server
@@ -276,29 +276,44 @@ export class StoredOauthProvider implements OAuthClientProvider {
   }
 
   /**
-   * The stored tokens, refreshed first when they expire within the margin and can be renewed (unless
-   * the row, read again, has tokens another process renewed).
+   * The stored tokens, renewed first when they expire within the margin and can be renewed. Requests
+   * made while a renewal is under way wait for it and present what it brings.
    */
   async tokens(): Promise<OAuthTokens | undefined> {
-    let stored = await this.stored();
-    if (this.refreshing || !this.renewable(stored)) return this.presented(stored?.tokens);
-    this.cached = undefined;
-    stored = await this.stored();
+    const stored = await this.stored();
     if (!this.renewable(stored)) return this.presented(stored?.tokens);
-    this.refreshing = true;
+    this.renewal ??= this.renew().finally(() => (this.renewal = undefined));
+    return this.presented(await this.renewal);
+  }
+
+  /** Renews the tokens unless the row, read again, has tokens another process renewed. */
+  private async renew(): Promise<OAuthTokens | undefined> {
+    this.cached = undefined;
+    const stored = await this.stored();
+    if (!this.renewable(stored)) return stored?.tokens;
     const metadataUrl = stored?.discovery?.resourceMetadataUrl;
     try {
-      await auth(this, {
+      await auth(this.readingStoredTokens(), {
         serverUrl: this.server.config.server_url,
         resourceMetadataUrl: metadataUrl ? new URL(metadataUrl) : undefined,
         fetchFn: this.fetchFn,
       });
     } catch {
       // The stored tokens are tried as they are; a 401 then starts the SDK's own recovery.
-    } finally {
-      this.refreshing = false;
     }
-    return this.presented((await this.stored())?.tokens);
+    return (await this.stored())?.tokens;
+  }
+
+  /** This provider as a renewal's `auth()` uses it: the tokens it reads are the stored ones, as they are. */
+  private readingStoredTokens(): OAuthClientProvider {
+    const storedTokens = async () => this.presented((await this.stored())?.tokens);
+    return new Proxy(this, {
+      get: (target, name) => {
+        if (name === 'tokens') return storedTokens;
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
   }
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {

@@ -56,6 +56,8 @@ export interface OauthMcpServer {
   url: string;
   /** Every access token issued, and every refresh, as `grant_type`s, in order. */
   grants: string[];
+  /** The `grant_type` that issued the access token of this digest (tokenDigest). */
+  grantOf(digest: string): string | undefined;
   /** Refuses every access token issued so far (as a server that revoked them, or forgot them). */
   revokeAccessTokens(): void;
   /** With `dpop`: what its checks of the proofs saw. */
@@ -71,6 +73,8 @@ class GrantingProvider implements OAuthServerProvider {
   readonly refreshTokens = new Map<string, { client: string; scopes: string[] }>();
   readonly accessTokens = new Map<string, AuthInfo>();
   readonly grants: string[] = [];
+  /** The grant of each access token issued, by the token's digest. */
+  readonly grantsByDigest = new Map<string, string>();
 
   constructor(private readonly accessTokenSeconds: number) {}
 
@@ -121,6 +125,7 @@ class GrantingProvider implements OAuthServerProvider {
   issue(grant: string, clientId: string, scopes: string[], refreshable: boolean): OAuthTokens {
     this.grants.push(grant);
     const access_token = random();
+    this.grantsByDigest.set(tokenDigest(access_token), grant);
     const expiresAt = Math.floor(Date.now() / 1000) + this.accessTokenSeconds;
     this.accessTokens.set(access_token, { token: access_token, clientId, scopes, expiresAt });
     const refresh_token = refreshable ? random() : undefined;
@@ -255,6 +260,7 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
   return {
     url: mcpUrl.href,
     grants: provider.grants,
+    grantOf: (digest) => provider.grantsByDigest.get(digest),
     revokeAccessTokens: () => provider.accessTokens.clear(),
     dpop: dpop.record,
     close: () =>

@@ -10,13 +10,14 @@ import { insertApprovalRequest } from '../src/db/approval-requests';
 import {
   answerFor,
   CANCEL_DENIAL_REASON,
-  clientReturnText,
+  clientReturn,
   denialText,
   recordAnswer,
   type ApprovalAnswer,
 } from '../src/agent/approvals';
 import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
 import { packageFunctionResponse } from '../src/agent/tool-returns';
+import type { ReturnPart } from '../src/agent/return-parts';
 import { resolveTurnContext } from '../src/agent/turn-context';
 import type { ActivityDeps } from './deps';
 import { noUsage } from '../contracts/usage';
@@ -134,7 +135,13 @@ const recordResult = (
   q: Queryable,
   call: { id: string; name: string },
   ids: { agentId: string; runId: string; timezone: string },
-  result: { ok: boolean; text: string; stdout?: string[] | null; stderr?: string[] | null },
+  result: {
+    ok: boolean;
+    text: string;
+    parts?: ReturnPart[];
+    stdout?: string[] | null;
+    stderr?: string[] | null;
+  },
 ) =>
   recordToolExecution(q, {
     tool_call_id: call.id,
@@ -145,6 +152,7 @@ const recordResult = (
     func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
     stdout: result.stdout ?? null,
     stderr: result.stderr ?? null,
+    func_return_parts: result.parts ?? null,
   });
 
 /**
@@ -229,7 +237,7 @@ async function expireOrFindAnswer(
 /** The run type of the run under which an expired approval's calls are denied. */
 const APPROVAL_TIMEOUT_RUN = 'approval_timeout';
 
-export function approvalActivities({ db, startWebhook }: ActivityDeps) {
+export function approvalActivities({ db, startWebhook, imageMaxBytes }: ActivityDeps) {
   return {
     /**
      * The reminder delay of a pause's policy passed without an answer: the approval webhook is told
@@ -330,7 +338,7 @@ export function approvalActivities({ db, startWebhook }: ActivityDeps) {
         } else if (answer?.type === 'tool') {
           await recordResult(db, call, ids, {
             ok: answer.status === 'success',
-            text: clientReturnText(answer),
+            ...clientReturn(answer, imageMaxBytes),
             stdout: answer.stdout,
             stderr: answer.stderr,
           });

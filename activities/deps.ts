@@ -19,6 +19,8 @@ export interface ActivityDeps {
   laneReleased: (scope: ConversationRef) => Promise<void>;
   /** The file tools' limits (unset: Letta's). */
   files?: FileToolSettings;
+  /** The largest image a client tool's return gives the model (TOOL_RETURN_IMAGE_MAX_BYTES). */
+  imageMaxBytes?: number;
 }
 
 /** The run's callback: its delivery is a workflow of its own, started once however often this runs. */

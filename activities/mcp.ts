@@ -14,6 +14,7 @@ import { serverForAgent } from '../src/mcp/acting-identity';
 import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
 import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
+import { limitImages } from '../src/agent/return-parts';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 import type { McpActivities } from '../contracts/activities';
 import { traceMcpCall } from '../src/observability/genai';
@@ -23,6 +24,8 @@ export interface McpActivityDeps {
   pool: McpClientPool;
   /** How long one call may take unless the tool or its server sets its own timeout. */
   callTimeoutMs: number;
+  /** The largest image a result gives the model (TOOL_RETURN_IMAGE_MAX_BYTES). */
+  imageMaxBytes: number;
 }
 
 /**
@@ -67,7 +70,7 @@ function callHeartbeats(serverId: string) {
  * activity ends without a result; once the elicitation is answered the call runs again and gives the
  * answer to the call it paused.
  */
-export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolExecutor {
+export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActivityDeps): ToolExecutor {
   return {
     async execute({ input, tool, args, signal, mcpServer }) {
       if (!mcpServer) throw serverGone(tool);
@@ -88,7 +91,7 @@ export function mcpExecutor({ db, pool, callTimeoutMs }: McpActivityDeps): ToolE
         const outcome = asked?.answer
           ? await answerMcpElicitation(pool, server, tool, args, { ...asked, answer: asked.answer }, options)
           : await traceMcpCall(server.id, tool.name, () => callMcpTool(pool, server, tool, args, options));
-        if (!('pending' in outcome)) return outcome;
+        if (!('pending' in outcome)) return limitImages(outcome, imageMaxBytes);
         const { toolCallId } = input;
         await recordElicitation(db, { toolCallId, serverId: server.id, ...outcome.pending });
         return { pausedFor: 'elicitation' };

@@ -53,6 +53,7 @@ export async function flushToolReturns(
       tool_call_id: id,
       status: e.status,
       func_response: e.func_return,
+      ...('func_return_parts' in e && e.func_return_parts ? { parts: e.func_return_parts } : {}),
       stdout: e.stdout,
       stderr: e.stderr,
     };

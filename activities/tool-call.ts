@@ -27,6 +27,7 @@ import {
   unpackageFunctionResponse,
 } from '../src/agent/tool-returns';
 import { stripOptionalNulls } from '../src/tools/strict-mode';
+import type { ReturnPart } from '../src/agent/return-parts';
 import { ToolError } from '../src/tools/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from '../contracts/payloads';
 import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
@@ -55,6 +56,8 @@ export interface ToolCall {
 export interface ToolResult {
   status: 'success' | 'error';
   text: string;
+  /** The return as Letta's return parts, when it holds an image: `text` is then its text form. */
+  parts?: ReturnPart[];
   /** The whole return's length, when `text` is only its head (the sandbox cut it at the tool's limit). */
   length?: number;
   stdout?: string[] | null;
@@ -145,6 +148,14 @@ async function resultOf<T>(toolName: string, run: () => Promise<T>): Promise<T |
   }
 }
 
+/** Return parts as recorded: each text part cut at the tool's limit, the edit note first. */
+function returnedParts(parts: ReturnPart[], note: string, limit = DEFAULT_RETURN_CHAR_LIMIT): ReturnPart[] {
+  const cut = parts.map((part) =>
+    part.type === 'text' ? { ...part, text: truncateReturn(part.text, limit) } : part,
+  );
+  return note ? [{ type: 'text', text: note }, ...cut] : cut;
+}
+
 /**
  * Records a call's result once (a retry keeps the first), packaged as the model sees it: with an
  * `owner`, only while it holds the call's claim.
@@ -162,7 +173,8 @@ async function recordResult(
     result.status === 'success' && !result.untruncated
       ? truncateReturn(result.text, tool?.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT, result.length)
       : result.text;
-  const text = editedArguments ? `${editNote(editedArguments)}${returned}` : returned;
+  const note = editedArguments ? editNote(editedArguments) : '';
+  const text = `${note}${returned}`;
   const execution = await recordToolExecution(
     q,
     {
@@ -174,6 +186,7 @@ async function recordResult(
       func_return: packageFunctionResponse(result.status === 'success', text, agent.timezone),
       stdout: result.stdout ?? null,
       stderr: result.stderr ?? null,
+      func_return_parts: result.parts && returnedParts(result.parts, note, tool?.return_char_limit),
     },
     result.write,
     owner,

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_IMAGE_MAX_BYTES } from './agent/return-parts';
 import { parseAllowList } from './net/private-addresses';
 import { modalUnsupportedReason } from './sandbox/modal-support';
 import { parseSecretsKey } from './secrets';
@@ -470,6 +471,14 @@ export const ConfigSchema = z.object({
     .min(1)
     .default(3)
     .describe("attempts of a tool activity whose infrastructure failed (a tool's own error is a result)"),
+  TOOL_RETURN_IMAGE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(DEFAULT_IMAGE_MAX_BYTES)
+    .describe(
+      "largest image a tool's return gives the model (an MCP tool's image content, a client tool's image part); a larger one reaches it as a line saying what it was, since model APIs refuse larger images",
+    ),
   LOCAL_TOOL_CALLS: flag
     .default(false)
     .describe(

@@ -222,7 +222,12 @@ export async function startServer(
           timeoutMs: config.TOOL_TIMEOUT_MS,
         }),
       };
-      const mcpCalls = mcpActivities({ db, pool: mcp, callTimeoutMs: config.MCP_CALL_TIMEOUT_MS });
+      const mcpCalls = mcpActivities({
+        db,
+        pool: mcp,
+        callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
+        imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
+      });
       const swappedIn = options.activities?.({ db });
       const agentWorker = await createAgentWorker({
         connection,
@@ -239,6 +244,7 @@ export async function startServer(
             providers: measuredProviders(providerRegistry(config)),
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
+            imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
             startWebhook: (subject) => startWebhook(turns, subject),
             laneReleased: (scope) => signalLaneReleased(turns, scope),
           }),

@@ -287,6 +287,26 @@ describe('agent files (.af)', () => {
     expect(roles).toEqual(['system', 'user', 'assistant', 'tool', 'user', 'assistant']);
   });
 
+  it("keeps a return of Letta's text and image parts through import and export", async () => {
+    const file = JSON.parse(BASIC);
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const parts = [
+      { type: 'text', text: 'Sent, with a picture.' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+    ];
+    const tool = file.agents[0].messages.find((m: { id: string }) => m.id === 'message-6');
+    tool.tool_returns[0].func_response = parts;
+    const { agent_ids } = await h.client.agents.importFile({ file: await upload(JSON.stringify(file)) });
+    const shown = (await allMessages(agent_ids[0])).filter((m) => m.message_type === 'tool_return_message');
+    expect(shown.at(-1)).toMatchObject({
+      tool_return: 'Sent, with a picture. [Image omitted]',
+      tool_returns: [{ tool_return: parts }],
+    });
+    const exported = AgentFileSchema.parse(await h.client.agents.exportFile(agent_ids[0]));
+    const returned = exported.agents[0].messages.filter((m) => m.role === 'tool').at(-1);
+    expect(returned?.tool_returns?.[0].func_response).toEqual(parts);
+  });
+
   it('repairs a history that breaks the invariant, never storing it broken', () => {
     const call = (id: string) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } });
     const msg = (id: string, role: string, extra: Record<string, unknown> = {}) => ({ id, role, ...extra });

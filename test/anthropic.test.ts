@@ -77,4 +77,62 @@ describe('anthropic/<model> agents through @anthropic-ai/sdk', () => {
     });
     expect(h.stub.requests.length - before).toBe(1);
   });
+
+  it("passes a client tool's image return to the model as an image block, and shows it as Letta's return parts", async () => {
+    const agent = await createAgent();
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const screenshot = {
+      name: 'screenshot',
+      description: "Takes a screenshot of the user's screen.",
+      parameters: { type: 'object', properties: {} },
+    };
+    h.stub.enqueue({ toolCalls: [{ name: 'screenshot', arguments: {} }] });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'What is on my screen?' }],
+      client_tools: [screenshot],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+    const request = paused.messages.find((m) => m.message_type === 'approval_request_message')!;
+    const callId = (request as { tool_call: { tool_call_id: string } }).tool_call.tool_call_id;
+
+    const before = h.stub.requests.length;
+    h.stub.enqueue({ text: 'A terminal.' });
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } };
+    const answered = await h.client.agents.messages.create(agent.id, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            {
+              type: 'tool',
+              tool_call_id: callId,
+              tool_return: [{ type: 'text', text: 'The screen:' }, image] as never,
+              status: 'success',
+            },
+          ],
+        },
+      ],
+      client_tools: [screenshot],
+    });
+    expect(answered.stop_reason.stop_reason).toBe('end_turn');
+    const shown = answered.messages.find((m) => m.message_type === 'tool_return_message');
+    expect(shown).toMatchObject({
+      tool_return: 'The screen: [Image omitted]',
+      tool_returns: [
+        {
+          tool_call_id: callId,
+          status: 'success',
+          tool_return: [{ type: 'text', text: 'The screen:' }, image],
+        },
+      ],
+    });
+    const result = h.stub.requests[before].messages
+      .flatMap((m) => m.content)
+      .find((c) => c.type === 'tool_result');
+    expect(result).toEqual({
+      type: 'tool_result',
+      tool_use_id: callId,
+      content: [{ type: 'text', text: 'The screen:' }, image],
+    });
+  });
 });

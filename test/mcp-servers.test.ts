@@ -50,6 +50,8 @@ describe('MCP servers', () => {
     MCP_CONNECT_TIMEOUT_MS: '5000',
     MCP_RECONNECT_INITIAL_MS: '100',
     MCP_STDIO_READ_ONLY_PATHS: work,
+    // Small, so that a result's large image is described instead.
+    TOOL_RETURN_IMAGE_MAX_BYTES: '1000',
   });
   const children: ChildProcess[] = [];
   // Tool names are unique: a server left registered would keep the next one's tools out.
@@ -530,6 +532,7 @@ describe('MCP servers', () => {
     const countSchema = { type: 'object', properties: { n: { type: 'integer' } } };
     const unreadableSchema = { type: 'object', properties: { n: { type: 'banana' } } };
     const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
+    const large = Buffer.alloc(2000, 7).toString('base64');
     const richSchema = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
@@ -570,6 +573,8 @@ describe('MCP servers', () => {
       media: {
         content: [
           { type: 'image', data: png, mimeType: 'image/png' },
+          { type: 'image', data: large, mimeType: 'image/jpeg' },
+          { type: 'image', data: png, mimeType: 'image/svg+xml' },
           { type: 'audio', data: png, mimeType: 'audio/wav' },
           {
             type: 'resource',
@@ -579,6 +584,7 @@ describe('MCP servers', () => {
             type: 'resource',
             resource: { uri: 'file:///blob.bin', mimeType: 'application/octet-stream', blob: png },
           },
+          { type: 'resource', resource: { uri: 'file:///chart.png', mimeType: 'image/png', blob: png } },
           { type: 'resource_link', uri: 'file:///more.txt', name: 'more', mimeType: 'text/plain' },
         ],
       },
@@ -657,18 +663,36 @@ describe('MCP servers', () => {
       expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"n":3}' });
     });
 
-    it('describes images, audio and binary resources without their base64, and inlines text resources', async () => {
-      const { toolReturn, seenByModel } = await callThroughModel(serverId, 'media', {});
-      expect(toolReturn?.tool_return).toBe(
-        [
-          '[image image/png, 16 bytes, not shown]',
-          '[audio audio/wav, 16 bytes, not shown]',
-          'the notes',
-          '[resource file:///blob.bin application/octet-stream, 16 bytes, not shown]',
-          '[resource link file:///more.txt text/plain]',
-        ].join('\n'),
-      );
-      expect(String(seenByModel)).not.toContain(png);
+    it("gives images as Letta's return parts, describes audio, other binary resources and images no model takes, and inlines text resources", async () => {
+      const { toolReturn, response, seenByModel, agent } = await callThroughModel(serverId, 'media', {});
+      const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } };
+      const described = [
+        '[image image/jpeg, 2000 bytes, not shown]',
+        '[image image/svg+xml, 16 bytes, not shown]',
+        '[audio audio/wav, 16 bytes, not shown]',
+        'the notes',
+        '[resource file:///blob.bin application/octet-stream, 16 bytes, not shown]',
+      ];
+      const link = '[resource link file:///more.txt text/plain]';
+      const shown = response.messages.find((m) => m.message_type === 'tool_return_message') as unknown as {
+        tool_returns: { tool_return: unknown }[];
+      };
+      expect(shown.tool_returns[0].tool_return).toEqual([
+        image,
+        ...described.map((text) => ({ type: 'text', text })),
+        image,
+        { type: 'text', text: link },
+      ]);
+      // Letta's text form (Chat Completions reads it): the text parts, then a note of the images.
+      const text = `${[...described, link].join('\n')} [2 images omitted]`;
+      expect(toolReturn?.tool_return).toBe(text);
+      expect(modelRead(seenByModel)).toBe(text);
+      // As stored: listed again, the same parts.
+      const listed = (await h.client.agents.messages.list(agent.id)).getPaginatedItems();
+      expect(listed.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+        tool_return: text,
+        tool_returns: shown.tool_returns,
+      });
     });
 
     it('refuses a sampling request at once, with an error the tool result shows', async () => {

@@ -48,7 +48,12 @@ export function modelContext(
       }
       case 'tool':
         for (const ret of message.tool_returns ?? []) {
-          messages.push({ role: 'tool', toolCallId: ret.tool_call_id, content: ret.func_response });
+          messages.push({
+            role: 'tool',
+            toolCallId: ret.tool_call_id,
+            content: ret.func_response,
+            ...(ret.parts ? { parts: ret.parts } : {}),
+          });
         }
         break;
     }

@@ -368,7 +368,8 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
     case 'tool': {
       const returns = (row.tool_returns ?? []).map((r) => ({
         type: 'tool' as const,
-        tool_return: unpackageFunctionResponse(r.func_response),
+        // Letta's return parts where the return holds an image; the deprecated top-level field is text.
+        tool_return: r.parts ?? unpackageFunctionResponse(r.func_response),
         status: r.status,
         tool_call_id: r.tool_call_id,
         stdout: r.stdout,
@@ -376,7 +377,16 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
       }));
       if (returns.length === 0) return [];
       const { type: _type, ...first } = returns[0];
-      return [{ ...common(0), message_type: 'tool_return_message', ...first, tool_returns: returns }];
+      const text = unpackageFunctionResponse(row.tool_returns![0].func_response);
+      return [
+        {
+          ...common(0),
+          message_type: 'tool_return_message',
+          ...first,
+          tool_return: text,
+          tool_returns: returns,
+        },
+      ];
     }
     default:
       return [];

@@ -1,5 +1,6 @@
 /** Rows as the repositories return them: the stored shape, before the API turns it into Letta's. */
 import type { z } from 'zod';
+import type { ReturnPart } from '../agent/return-parts';
 import type { LlmConfigSchema } from '../schemas/agents';
 import type { ToolRule } from '../schemas/tool-rules';
 import type { ToolCall } from '../llm/types';
@@ -162,6 +163,8 @@ export interface StoredToolReturn {
   status: 'success' | 'error';
   /** The return as the model sees it: Letta's packaged JSON `{"status","message","time"}`. */
   func_response: string;
+  /** The return as Letta's return parts, when it holds an image: `func_response` is its text form. */
+  parts?: ReturnPart[];
   stdout: string[] | null;
   stderr: string[] | null;
 }

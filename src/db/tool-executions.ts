@@ -1,6 +1,7 @@
 import type { Queryable } from './database';
 import { json } from './sql';
 import { closeClaim } from './tool-claims';
+import type { ReturnPart } from '../agent/return-parts';
 
 export interface ToolExecution {
   tool_call_id: string;
@@ -12,6 +13,8 @@ export interface ToolExecution {
   func_return: string;
   stdout: string[] | null;
   stderr: string[] | null;
+  /** The return as Letta's return parts, when it holds an image; `func_return` is then its text form. */
+  func_return_parts?: ReturnPart[] | null;
 }
 
 export function findToolExecution(db: Queryable, toolCallId: string): Promise<ToolExecution | undefined> {
@@ -40,15 +43,15 @@ export class StaleBlockError extends Error {
 }
 
 const INSERT_EXECUTION = `INSERT INTO tool_executions
-    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr, func_return_parts)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
   ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
 
-/** The record, made only by the holder ($9) of the call's claim, which it closes. */
-const INSERT_CLAIMED_EXECUTION = `WITH claim AS (${closeClaim(9)})
+/** The record, made only by the holder ($10) of the call's claim, which it closes. */
+const INSERT_CLAIMED_EXECUTION = `WITH claim AS (${closeClaim(10)})
   INSERT INTO tool_executions
-    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM claim)
+    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr, func_return_parts)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM claim)
   ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
 
 /** The claim was taken over (its lease ran out while this attempt ran): it records nothing. */
@@ -66,16 +69,16 @@ export class ClaimLostError extends Error {
  */
 const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
     SELECT b.id FROM blocks b JOIN agent_blocks ab ON ab.block_id = b.id AND ab.agent_id = $3
-    WHERE b.id = $9 AND b.label = $11 AND b.value = $12 AND NOT b.read_only
+    WHERE b.id = $10 AND b.label = $12 AND b.value = $13 AND NOT b.read_only
     FOR UPDATE OF b),
-  claim AS (${closeClaim(13, 'EXISTS (SELECT 1 FROM unchanged)')}),
+  claim AS (${closeClaim(14, 'EXISTS (SELECT 1 FROM unchanged)')}),
   recorded AS (INSERT INTO tool_executions
-      (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM unchanged
-      WHERE $13::text IS NULL OR EXISTS (SELECT 1 FROM claim)
+      (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr, func_return_parts)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM unchanged
+      WHERE $14::text IS NULL OR EXISTS (SELECT 1 FROM claim)
     ON CONFLICT (tool_call_id) DO NOTHING RETURNING *),
-  written AS (UPDATE blocks SET value = $10, updated_at = now()
-    WHERE id = $9 AND EXISTS (SELECT 1 FROM recorded))
+  written AS (UPDATE blocks SET value = $11, updated_at = now()
+    WHERE id = $10 AND EXISTS (SELECT 1 FROM recorded))
   SELECT * FROM recorded`;
 
 /**
@@ -99,6 +102,7 @@ export async function recordToolExecution(
     execution.func_return,
     json(execution.stdout),
     json(execution.stderr),
+    json(execution.func_return_parts ?? null),
   ];
   const [row] = write
     ? await db.query<ToolExecution>(INSERT_EXECUTION_WRITING_BLOCK, [

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-ai/sdk/resources/messages';
+import type { ReturnPart } from '../agent/return-parts';
 import {
   isRetryableStatus,
   ModelApiError,
@@ -88,7 +89,16 @@ function toAnthropicMessage(message: Exclude<ChatMessage, { role: 'system' }>): 
     case 'tool':
       return {
         role: 'user',
-        content: [{ type: 'tool_result', tool_use_id: message.toolCallId, content: message.content }],
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: message.toolCallId,
+            // Anthropic refuses an empty text block.
+            content: message.parts
+              ? message.parts.filter((part) => part.type !== 'text' || part.text).map(toolResultBlock)
+              : message.content,
+          },
+        ],
       };
     case 'assistant':
       return {
@@ -104,6 +114,16 @@ function toAnthropicMessage(message: Exclude<ChatMessage, { role: 'system' }>): 
         ],
       };
   }
+}
+
+/** A return part as a block of a tool result: images as Letta sends them (base64 image blocks). */
+function toolResultBlock(part: ReturnPart): Anthropic.TextBlockParam | Anthropic.ImageBlockParam {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  const { media_type, data } = part.source;
+  return {
+    type: 'image',
+    source: { type: 'base64', media_type: media_type as Anthropic.Base64ImageSource['media_type'], data },
+  };
 }
 
 /** Anthropic wants user and assistant turns to alternate: parallel tool results share one user turn. */

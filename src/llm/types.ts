@@ -1,4 +1,5 @@
 /** Provider-neutral shapes: what the model activity hands a provider and gets back. */
+import type { ReturnPart } from '../agent/return-parts';
 
 export interface ToolCall {
   id: string;
@@ -11,7 +12,14 @@ export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string };
+  | {
+      role: 'tool';
+      toolCallId: string;
+      /** The return's text: all of it for a model whose API takes no image in a tool's result. */
+      content: string;
+      /** The return as parts, when it holds an image: for an API that takes them. */
+      parts?: ReturnPart[];
+    };
 
 export interface FunctionSchema {
   name: string;

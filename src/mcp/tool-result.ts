@@ -1,17 +1,21 @@
 /**
  * An MCP tool's result as the model reads it. The structured result (`structuredContent`) is the
  * result, as JSON, checked against the tool's output schema when it has one; the text content is its
- * backwards-compatible copy (MCP 2025-06-18 on). Images, audio and binary resources are described in a
- * line (type, MIME type, size), never pasted as base64: this server's messages carry tool returns as
- * text to every provider.
+ * backwards-compatible copy (MCP 2025-06-18 on). Images, and binary resources that are images, become
+ * Letta's image return parts (src/agent/return-parts.ts); audio, other binary resources and images no
+ * model takes are described in a line (type, MIME type, size), never pasted as base64: Letta's return
+ * parts have no other kind.
  */
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { imagePart, notShown, returnOfParts, type ReturnPart } from '../agent/return-parts';
 
 export interface McpToolResult {
   status: 'success' | 'error';
   text: string;
+  /** The result as Letta's return parts, when it holds an image. */
+  parts?: ReturnPart[];
 }
 
 /** How many compiled output schemas are kept: one per tool in use, dropped together past this. */
@@ -44,10 +48,6 @@ function validatorOf(schema: Record<string, unknown>): JsonSchemaValidator<unkno
   return validator;
 }
 
-/** Decoded bytes of base64 text. */
-const base64Bytes = (data: string) =>
-  Math.floor((data.length * 3) / 4) - (data.match(/=*$/)?.[0].length ?? 0);
-
 /** A content block as a line of text: text as it is, a text resource's text inline, the rest described. */
 function blockText(block: ContentBlock): string {
   switch (block.type) {
@@ -55,12 +55,11 @@ function blockText(block: ContentBlock): string {
       return block.text;
     case 'image':
     case 'audio':
-      return `[${block.type} ${block.mimeType}, ${base64Bytes(block.data)} bytes, not shown]`;
+      return notShown(block.type, block.mimeType, block.data);
     case 'resource': {
       const { resource } = block;
       if ('text' in resource) return resource.text;
-      const type = resource.mimeType ?? 'unknown type';
-      return `[resource ${resource.uri} ${type}, ${base64Bytes(resource.blob)} bytes, not shown]`;
+      return notShown(`resource ${resource.uri}`, resource.mimeType ?? 'unknown type', resource.blob);
     }
     case 'resource_link':
       return `[resource link ${block.uri}${block.mimeType ? ` ${block.mimeType}` : ''}]`;
@@ -69,17 +68,32 @@ function blockText(block: ContentBlock): string {
   }
 }
 
+/**
+ * A content block as a return part: an image (or a binary resource that is one) as an image part, of
+ * any size (the activity holds it to TOOL_RETURN_IMAGE_MAX_BYTES).
+ */
+function blockPart(block: ContentBlock): ReturnPart {
+  if (block.type === 'image') return imagePart(block.mimeType, block.data);
+  if (block.type === 'resource' && 'blob' in block.resource && block.resource.mimeType?.startsWith('image/'))
+    return imagePart(block.resource.mimeType, block.resource.blob);
+  return { type: 'text', text: blockText(block) };
+}
+
 /** The content blocks as text, one block a line. */
 export const mcpContentText = (content: ContentBlock[]) => content.map(blockText).join('\n');
 
 /**
- * The structured result as JSON, followed by the content that its text copy does not hold (images,
- * audio, resources); without one, the content.
+ * A successful result: the structured result as JSON, followed by the content that its text copy does
+ * not hold (images, audio, resources); without one, the content.
  */
-function successText(result: CallToolResult): string {
-  if (!result.structuredContent) return mcpContentText(result.content);
-  const others = result.content.filter((block) => block.type !== 'text');
-  return [JSON.stringify(result.structuredContent), ...others.map(blockText)].join('\n');
+function successReturn(result: CallToolResult) {
+  const blocks = result.structuredContent
+    ? result.content.filter((block) => block.type !== 'text')
+    : result.content;
+  const parts = blocks.map(blockPart);
+  if (result.structuredContent)
+    parts.unshift({ type: 'text', text: JSON.stringify(result.structuredContent) });
+  return returnOfParts(parts);
 }
 
 /** An error result's text: its content, or its structured content as JSON when it has no content. */
@@ -110,5 +124,5 @@ export function mcpToolResult(
   const mismatch = outputSchema && outputMismatch(result, outputSchema);
   if (mismatch)
     return { status: 'error', text: `Error executing function ${toolName}: ValidationError: ${mismatch}` };
-  return { status: 'success', text: successText(result) };
+  return { status: 'success', ...successReturn(result) };
 }

@@ -10,7 +10,7 @@ import { conversationContext, conversationMessages } from '../../db/messages';
 import type { AgentRecord, MessageRow, ToolRow } from '../../db/rows';
 import { notFound } from '../../errors';
 import { summaryText } from '../context';
-import { clientReturnText, type ApprovalAnswer } from '../approvals';
+import type { ApprovalAnswer } from '../approvals';
 
 export interface ExportOptions {
   /** Exports this conversation's history instead of the agent's own. */
@@ -105,7 +105,8 @@ function messageSchema(row: MessageRow, id: string, agentFileId: string, fileIdO
         status: r.status,
         stdout: r.stdout,
         stderr: r.stderr,
-        func_response: r.func_response,
+        // Letta's list of return parts where the return holds an image.
+        func_response: r.parts ?? r.func_response,
       }));
       return base;
     }
@@ -125,7 +126,7 @@ function messageSchema(row: MessageRow, id: string, agentFileId: string, fileIdO
               status: answer.status,
               stdout: answer.stdout ?? null,
               stderr: answer.stderr ?? null,
-              func_response: clientReturnText(answer),
+              func_response: answer.tool_return,
             },
       );
       const request = row.metadata?.request_message_id;

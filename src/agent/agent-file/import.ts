@@ -31,7 +31,8 @@ import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { insertNewAgent, compiledPrompt } from '../agents';
 import { newBlock } from '../blocks';
 import { contentText } from '../context';
-import { type ApprovalAnswer } from '../approvals';
+import { clientReturn, type ApprovalAnswer } from '../approvals';
+import type { ReturnPart } from '../return-parts';
 import { embeddingConfigForHandle } from '../embeddings';
 import { packageFunctionResponse, stringifyReturn } from '../tool-returns';
 
@@ -66,6 +67,23 @@ interface Draft {
 /** A tool return's text as the model reads it: strings as they are, anything else as JSON. */
 const returnText = (value: unknown, fallback: string) =>
   value === undefined || value === null ? fallback : stringifyReturn(value);
+
+/** Whether a return is Letta's list of return parts (text and images). */
+const isPartList = (value: unknown): value is { type: string; text?: string }[] =>
+  Array.isArray(value) &&
+  value.every((part) => part && typeof part === 'object' && typeof part.type === 'string');
+
+/** A stored return of a file's: Letta's list of return parts keeps its images, anything else is text. */
+function importedReturn(value: unknown, fallback: string): { func_response: string; parts?: ReturnPart[] } {
+  if (!isPartList(value)) return { func_response: returnText(value, fallback) };
+  const { text, parts } = clientReturn({
+    type: 'tool',
+    tool_call_id: '',
+    status: 'success',
+    tool_return: value,
+  });
+  return { func_response: text, ...(parts ? { parts } : {}) };
+}
 
 function parts(content: FileMessage['content']) {
   const list = typeof content === 'string' ? [{ type: 'text', text: content }] : (content ?? []);
@@ -151,7 +169,7 @@ export function historyOf(messages: FileMessage[]): { drafts: Draft[]; repairs: 
         pending.returns.set(id, {
           tool_call_id: id,
           status: ret.status ?? 'success',
-          func_response: returnText(ret.func_response, contentText(message.content) || 'None'),
+          ...importedReturn(ret.func_response, contentText(message.content) || 'None'),
           stdout: ret.stdout ?? null,
           stderr: ret.stderr ?? null,
         });
@@ -190,21 +208,22 @@ export function historyOf(messages: FileMessage[]): { drafts: Draft[]; repairs: 
               approve: item.approve,
               reason: item.reason ?? null,
             };
-          const text = returnText(
-            'tool_return' in item ? item.tool_return : undefined,
-            returnText('func_response' in item ? item.func_response : undefined, 'None'),
-          );
+          const given =
+            ('tool_return' in item ? item.tool_return : undefined) ??
+            ('func_response' in item ? item.func_response : undefined);
+          const returned = importedReturn(given, 'None');
           const status = ('status' in item && item.status) || 'success';
           const stdout = ('stdout' in item && item.stdout) || null;
           const stderr = ('stderr' in item && item.stderr) || null;
           current.fromClients.set(item.tool_call_id, {
             tool_call_id: item.tool_call_id,
             status,
-            func_response: text,
+            ...returned,
             stdout,
             stderr,
           });
-          return { type: 'tool', tool_call_id: item.tool_call_id, tool_return: text, status, stdout, stderr };
+          const tool_return = isPartList(given) ? given : returned.func_response;
+          return { type: 'tool', tool_call_id: item.tool_call_id, tool_return, status, stdout, stderr };
         });
       if (!answers.length) {
         repairs.push(`approval ${message.id} answers none of the waiting tool calls: left out`);

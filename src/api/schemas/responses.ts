@@ -164,9 +164,18 @@ const messageFields = {
 
 const ToolCallSchema = z.object({ name: z.string(), arguments: z.string(), tool_call_id: z.string() });
 
+/** Letta's return parts: text, and images with their bytes inline (src/agent/return-parts.ts). */
+const ReturnPartSchema = z.union([
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({
+    type: z.literal('image'),
+    source: z.object({ type: z.literal('base64'), media_type: z.string(), data: z.string() }),
+  }),
+]);
+
 const ToolReturnSchema = z.object({
   type: z.literal('tool'),
-  tool_return: z.string(),
+  tool_return: z.union([z.string(), z.array(ReturnPartSchema)]),
   status: z.enum(['success', 'error']),
   tool_call_id: z.string(),
   stdout: z.array(z.string()).nullable(),
@@ -197,6 +206,7 @@ export const ToolReturnMessageSchema = z.object({
   ...messageFields,
   message_type: z.literal('tool_return_message'),
   ...ToolReturnSchema.omit({ type: true }).shape,
+  tool_return: z.string().describe("the first return's text (Letta's deprecated field): images as a note"),
   tool_returns: z.array(ToolReturnSchema),
 });
 export type ToolReturnMessage = z.infer<typeof ToolReturnMessageSchema>;

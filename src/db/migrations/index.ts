@@ -34,6 +34,7 @@ import { mcpElicitations } from './0028-mcp-elicitations';
 import { mcpDpopKeys } from './0029-mcp-dpop-keys';
 import { mcpOauthIdentities } from './0030-mcp-oauth-identities';
 import { traceSpans } from './0031-trace-spans';
+import { toolReturnParts } from './0032-tool-return-parts';
 
 export const migrations: Migration[] = [
   initial,
@@ -67,4 +68,5 @@ export const migrations: Migration[] = [
   mcpDpopKeys,
   mcpOauthIdentities,
   traceSpans,
+  toolReturnParts,
 ];

@@ -1,0 +1,64 @@
+/**
+ * A tool's return as parts, where it holds images: Letta's return parts (`ToolReturn.tool_return` as a
+ * list of TextContent and ImageContent). An MCP tool's image content and a client tool's image parts
+ * become such parts; the model reads them where its API takes images in a tool's result (Anthropic),
+ * and their text form elsewhere (Chat Completions), as Letta does. A return without an image stays
+ * text.
+ */
+
+/** An image in a tool's return, its bytes inline: Letta's ImageContent with a base64 source. */
+export interface ReturnImage {
+  type: 'image';
+  source: { type: 'base64'; media_type: string; data: string };
+}
+
+export type ReturnPart = { type: 'text'; text: string } | ReturnImage;
+
+/** The largest image a return gives the model unless TOOL_RETURN_IMAGE_MAX_BYTES says otherwise. */
+export const DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
+
+/** The image types every model API here takes. */
+const MODEL_IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/** How many bytes base64 text decodes to. */
+export const base64Bytes = (data: string) =>
+  Math.floor((data.length * 3) / 4) - (data.match(/=*$/)?.[0].length ?? 0);
+
+/** A line standing for bytes the model is not shown. */
+export const notShown = (what: string, mediaType: string, data: string) =>
+  `[${what} ${mediaType}, ${base64Bytes(data)} bytes, not shown]`;
+
+/**
+ * An image as a part the model can read: of a type model APIs take, and no larger than `maxBytes`;
+ * otherwise a line saying what it was.
+ */
+export function imagePart(mediaType: string, data: string, maxBytes = Infinity): ReturnPart {
+  if (MODEL_IMAGE_TYPES.has(mediaType) && base64Bytes(data) <= maxBytes)
+    return { type: 'image', source: { type: 'base64', media_type: mediaType, data } };
+  return { type: 'text', text: notShown('image', mediaType, data) };
+}
+
+/** Letta's `tool_return_to_text`: the text parts, a line each, then a note of the images left out. */
+export function partsText(parts: ReturnPart[]): string {
+  const text = parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
+  const images = parts.filter((part) => part.type === 'image').length;
+  const note = images === 0 ? '' : images === 1 ? '[Image omitted]' : `[${images} images omitted]`;
+  return [text, note].filter(Boolean).join(' ');
+}
+
+/** A return's text, and its parts when it holds an image (else its text is all of it). */
+export function returnOfParts(parts: ReturnPart[]): { text: string; parts?: ReturnPart[] } {
+  if (!parts.some((part) => part.type === 'image'))
+    return { text: parts.map((part) => (part.type === 'text' ? part.text : '')).join('\n') };
+  return { text: partsText(parts), parts };
+}
+
+/** A return with its images held to `maxBytes`: a larger one becomes a line saying what it was. */
+export function limitImages<T extends { text: string; parts?: ReturnPart[] }>(ret: T, maxBytes: number): T {
+  if (!ret.parts) return ret;
+  const parts = ret.parts.map((part) =>
+    part.type === 'image' ? imagePart(part.source.media_type, part.source.data, maxBytes) : part,
+  );
+  const { parts: _parts, ...rest } = ret;
+  return { ...rest, ...returnOfParts(parts) } as T;
+}

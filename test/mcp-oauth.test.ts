@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
+import pino from 'pino';
 import { useAgentServer } from './helpers/agent-server';
 import { freePort } from './helpers/env';
 import {
@@ -47,7 +48,14 @@ async function startSdkExample(): Promise<{ url: string; child: ChildProcess }> 
  * once and redirect to this server's callback), their tools then run by the model (the stub).
  */
 describe('OAuth-protected MCP servers', () => {
-  const h = useAgentServer('openai', { MCP_CONNECT_TIMEOUT_MS: '10000', MCP_RECONNECT_INITIAL_MS: '100' });
+  // Every line the server logs, down to debug: no token or secret may be among them.
+  const logged: string[] = [];
+  const h = useAgentServer(
+    'openai',
+    { MCP_CONNECT_TIMEOUT_MS: '10000', MCP_RECONNECT_INITIAL_MS: '100' },
+    'postgres',
+    pino({ level: 'debug' }, { write: (line: string) => logged.push(line) }),
+  );
   const closers: (() => unknown)[] = [];
   afterEach(async () => {
     for (const server of await h.client.mcpServers.list()) await h.client.mcpServers.delete(server.id!);
@@ -60,10 +68,15 @@ describe('OAuth-protected MCP servers', () => {
     return server;
   };
 
-  const register = (server_name: string, server_url: string, oauth?: Record<string, string>) =>
+  const register = (
+    server_name: string,
+    server_url: string,
+    oauth?: Record<string, string>,
+    mcp_server_type = 'streamable_http',
+  ) =>
     h.client.mcpServers.create({
       server_name,
-      config: { mcp_server_type: 'streamable_http', server_url, ...(oauth ? { oauth } : {}) } as never,
+      config: { mcp_server_type, server_url, ...(oauth ? { oauth } : {}) } as never,
     });
 
   /** Follows the authorization URL to this server's callback; its answer. */
@@ -73,8 +86,8 @@ describe('OAuth-protected MCP servers', () => {
   };
 
   /** Registers the server and completes its authorization code flow. */
-  const registerAuthorized = async (name: string, url: string) => {
-    const server = await register(name, url);
+  const registerAuthorized = async (name: string, url: string, type?: string) => {
+    const server = await register(name, url, undefined, type);
     expect(await authorize(statusOf(server)!.authorization_url!)).toMatchObject({ status: 200 });
     return server;
   };
@@ -189,6 +202,23 @@ describe('OAuth-protected MCP servers', () => {
     expect(new Set(presented).size).toBe(2);
   });
 
+  it('an SSE server: authorized by code, refreshed on 401, its tokens never logged', async () => {
+    const target = await oauthServer({ sse: true });
+    const server = await registerAuthorized('sse', target.url, 'sse');
+    expect(statusOf(await h.client.mcpServers.retrieve(server.id!))).toMatchObject({ authorized: true });
+    expect((await runTool(server.id!, 'whisper', { text: 'OVER SSE' })).func_return).toBe('over sse');
+    target.revokeAccessTokens();
+    expect((await runTool(server.id!, 'whisper', { text: 'AGAIN' })).func_return).toBe('again');
+    expect(target.grants).toEqual(['authorization_code', 'refresh_token']);
+
+    const secrets = target.secrets();
+    // Two access tokens and two refresh tokens (the client registered itself as a public one: no secret).
+    expect(secrets).toHaveLength(4);
+    expect(logged.length).toBeGreaterThan(0);
+    const log = logged.join('');
+    expect(secrets.filter((secret) => log.includes(secret))).toEqual([]);
+  });
+
   it('client credentials: registered with no user, the secret encrypted and masked', async () => {
     const client = { client_id: 'letta-machine', client_secret: 'cc-secret-0123456789' };
     const target = await oauthServer({ clientCredentials: client });
@@ -205,6 +235,7 @@ describe('OAuth-protected MCP servers', () => {
     );
     const { access_token } = (await getMcpOauth(h.server.db, server.id!))!.tokens!;
     expect(JSON.stringify(row)).not.toMatch(new RegExp(`cc-secret|${access_token}`));
+    expect(logged.join('')).not.toMatch(new RegExp(`cc-secret|${access_token}`));
   });
 
   it('client credentials with private_key_jwt: the token request signed by the key, which is encrypted and masked', async () => {

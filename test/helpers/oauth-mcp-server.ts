@@ -23,6 +23,7 @@ import {
   getOAuthProtectedResourceMetadataUrl,
 } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { jwtVerify, type CryptoKey } from 'jose';
@@ -49,6 +50,8 @@ export interface OauthMcpServerOptions {
   dpop?: DpopOptions;
   /** Lets `initialize` (and notifications) in without a token, as servers that guard only their tools do. */
   openInitialize?: boolean;
+  /** Serves the deprecated HTTP+SSE transport (`/sse`, posts to `/messages`) instead of streamable HTTP. */
+  sse?: boolean;
 }
 
 export interface OauthMcpServer {
@@ -58,6 +61,8 @@ export interface OauthMcpServer {
   grants: string[];
   /** The `grant_type` that issued the access token of this digest (tokenDigest). */
   grantOf(digest: string): string | undefined;
+  /** Every access and refresh token issued, and the secret of every client registered. */
+  secrets(): string[];
   /** Refuses every access token issued so far (as a server that revoked them, or forgot them). */
   revokeAccessTokens(): void;
   /** With `dpop`: what its checks of the proofs saw. */
@@ -75,6 +80,8 @@ class GrantingProvider implements OAuthServerProvider {
   readonly grants: string[] = [];
   /** The grant of each access token issued, by the token's digest. */
   readonly grantsByDigest = new Map<string, string>();
+  /** Every access and refresh token issued. */
+  readonly issued: string[] = [];
 
   constructor(private readonly accessTokenSeconds: number) {}
 
@@ -129,6 +136,7 @@ class GrantingProvider implements OAuthServerProvider {
     const expiresAt = Math.floor(Date.now() / 1000) + this.accessTokenSeconds;
     this.accessTokens.set(access_token, { token: access_token, clientId, scopes, expiresAt });
     const refresh_token = refreshable ? random() : undefined;
+    this.issued.push(access_token, ...(refresh_token ? [refresh_token] : []));
     if (refresh_token) this.refreshTokens.set(refresh_token, { client: clientId, scopes });
     return {
       access_token,
@@ -190,11 +198,11 @@ function clientAuthenticated(req: Request, cc: NonNullable<OauthMcpServerOptions
 export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): Promise<OauthMcpServer> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const mcpUrl = new URL(`${origin}/mcp`);
+  const mcpUrl = new URL(`${origin}/${options.sse ? 'sse' : 'mcp'}`);
   const provider = new GrantingProvider(options.accessTokenSeconds ?? 3600);
   const app = express();
   if (options.authorizationServer) {
-    app.get('/.well-known/oauth-protected-resource/mcp', (_req, res) => {
+    app.get(`/.well-known/oauth-protected-resource${mcpUrl.pathname}`, (_req, res) => {
       res.json({ resource: mcpUrl.href, authorization_servers: [options.authorizationServer] });
     });
   }
@@ -254,6 +262,18 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
     await transport.handleRequest(req, res, req.body);
   });
   app.get('/mcp', (_req, res) => void res.status(405).end());
+  const sessions = new Map<string, SSEServerTransport>();
+  app.get('/sse', bearer, async (_req, res) => {
+    const transport = new SSEServerTransport('/messages', res);
+    sessions.set(transport.sessionId, transport);
+    res.on('close', () => sessions.delete(transport.sessionId));
+    await mcpServer().connect(transport);
+  });
+  app.post('/messages', bearer, async (req, res) => {
+    const transport = sessions.get(String(req.query.sessionId));
+    if (!transport) return void res.status(404).end();
+    await transport.handlePostMessage(req, res);
+  });
   const listener: http.Server = await new Promise((resolve) => {
     const started = app.listen(port, '127.0.0.1', () => resolve(started));
   });
@@ -261,6 +281,10 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
     url: mcpUrl.href,
     grants: provider.grants,
     grantOf: (digest) => provider.grantsByDigest.get(digest),
+    secrets: () => [
+      ...provider.issued,
+      ...[...provider.clients.values()].flatMap((client) => client.client_secret ?? []),
+    ],
     revokeAccessTokens: () => provider.accessTokens.clear(),
     dpop: dpop.record,
     close: () =>

@@ -1,21 +1,19 @@
 /**
  * What metrics and traces cost a tool call (`npm run bench:observability`), two ways, each in child
- * processes running the suite's figures (bench/suite.ts, `BENCH_ONLY`):
+ * processes running the suite's figures (bench/suite.ts, `BENCH_ONLY`); both report each call's cost at
+ * p50 with its 95% interval, from pairs of turns of 30 calls, so the machine's drift moves both sides
+ * of a pair alike:
  *
- * - paired, the target's measure: the suite's `tracing_cost` in one process, with the defaults (spans
- *   stored for Letta's trace API) and with an exporter too (spans also sent over OTLP/HTTP to a receiver
- *   in this process that takes each batch and answers at once; `/metrics` served). Turns traced and
- *   turns not (their trace context unsampled) alternate in the same process, so the machine's drift
- *   moves both alike; the target is at most 1 ms per tool call at p50 with the exporter on. Beside it,
- *   the workflow sandbox's part alone: a traced and an untraced turn's histories replayed in turn.
- * - by process: the suite's built-in and MCP call figures in processes that take turns between off
- *   (`OTEL_SDK_DISABLED=true`: no tracer at all), the defaults and on, `BENCH_OBSERVABILITY_ROUNDS`
- *   times each (default 3). This also counts what an unsampled request costs (the tracer installed,
- *   contexts propagated), but two processes of the same settings differ by more than the cost measured
- *   (the Temporal server, the JIT and the heap are each their own), so it bounds the cost rather than
- *   measures it.
+ * - on over off, the whole cost: two server processes as `npm start` runs them, one with
+ *   `OTEL_SDK_DISABLED=true` (no tracer at all) and one exporting every span over OTLP/HTTP to a
+ *   receiver in this process (which takes each batch and answers at once) with `/metrics` served,
+ *   take turns at the same turns (the suite's `tracing_on_over_off`).
+ * - traced over untraced, in one process: the suite's `tracing_cost`, with the defaults (spans stored
+ *   for Letta's trace API) and with the exporter too; turns with a sampled trace context alternate with
+ *   turns whose context is not sampled. Beside it, the workflow sandbox's part alone: a traced and an
+ *   untraced turn's histories replayed in turn.
  *
- * Writes bench/observability.json.
+ * The target: at most 1 ms per tool call at p50 with the exporter on. Writes bench/observability.json.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -24,24 +22,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { projectRoot } from '../src/paths';
 import { writeFormatted } from './report';
-import { percentiles, type Percentiles } from './stats';
+import type { Percentiles } from './stats';
 
-const ROUNDS = Number(process.env.BENCH_OBSERVABILITY_ROUNDS ?? 3);
 const TARGET_MS = 1;
 const OUT = path.join(projectRoot, 'bench', 'observability.json');
-
-/** The per-call medians this compares, by where they sit in the suite's results. */
-const FIGURES: Record<string, (results: Results) => number> = {
-  builtin_call_ms: (r) => r.orchestration_overhead.in_one_reply.per_call_ms.p50,
-  mcp_stdio_call_ms: (r) => r.mcp_tool_call.stdio.engine.per_call_ms.p50,
-  mcp_http_call_ms: (r) => r.mcp_tool_call.streamable_http.engine.per_call_ms.p50,
-};
-
-type PerCall = { per_call_ms: { p50: number } };
-interface Results {
-  orchestration_overhead: { in_one_reply: PerCall };
-  mcp_tool_call: { stdio: { engine: PerCall }; streamable_http: { engine: PerCall } };
-}
 
 /** An OTLP/HTTP receiver that takes every export and answers at once: what it took, in bytes. */
 async function startReceiver() {
@@ -73,12 +57,6 @@ async function suite<T>(figures: string, env: Record<string, string>): Promise<T
     maxBuffer: 64 * 1024 * 1024,
   });
   return JSON.parse(output.slice(output.indexOf('\n{') + 1)) as T;
-}
-
-/** One run of the suite's call figures: their per-call medians. */
-async function measure(env: Record<string, string>): Promise<Record<string, number>> {
-  const results = await suite<Results>('orchestration_overhead,mcp_tool_call', env);
-  return Object.fromEntries(Object.entries(FIGURES).map(([name, of]) => [name, of(results)]));
 }
 
 /** bench/suite.ts's tracedOverUntraced, in time or in this process's CPU time. */
@@ -120,55 +98,51 @@ async function paired(env: Record<string, string>) {
   return { calls, workflowSide: cost.workflow_replay };
 }
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
+/** The suite's on-over-off figure, exporting to `endpoint`: each call's cost, by call. */
+async function onOverOff(endpoint: string): Promise<Record<string, TracedOverUntraced>> {
+  const { tracing_on_over_off: cost } = await suite<{
+    tracing_on_over_off: {
+      builtin: TracedOverUntraced;
+      mcp: { stdio: TracedOverUntraced; streamable_http: TracedOverUntraced };
+    };
+  }>('tracing_on_over_off', { BENCH_OTLP_ENDPOINT: endpoint });
+  return {
+    builtin_call: cost.builtin,
+    mcp_stdio_call: cost.mcp.stdio,
+    mcp_http_call: cost.mcp.streamable_http,
+  };
+}
 
 async function main() {
   const receiver = await startReceiver();
-  // Each side's settings; `stored` (the defaults: spans kept for Letta's trace API, nothing exported,
-  // no /metrics) says how much of the cost is the spans themselves.
+  // `stored` (the defaults: spans kept for Letta's trace API, nothing exported, no /metrics) says how
+  // much of the cost is the spans themselves.
   const modes: Record<string, Record<string, string>> = {
-    off: { OTEL_SDK_DISABLED: 'true' },
     stored: {},
     on: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200', BENCH_METRICS: '1' },
   };
-  const rounds: Record<string, Record<string, number>>[] = [];
   const pairedCosts: Record<string, Record<string, TracedOverUntraced>> = {};
   const workflowSide: Record<string, ReplayedTracedOverUntraced> = {};
+  let onOverOffCosts: Record<string, TracedOverUntraced>;
   try {
+    console.log('on over off, in two processes…');
+    onOverOffCosts = await onOverOff(receiver.url);
     for (const mode of ['stored', 'on']) {
-      console.log(`paired, ${mode}…`);
+      console.log(`traced over untraced, ${mode}…`);
       ({ calls: pairedCosts[mode], workflowSide: workflowSide[mode] } = await paired(modes[mode]));
-    }
-    for (let i = 0; i < ROUNDS; i++) {
-      console.log(`round ${i + 1} of ${ROUNDS}: ${Object.keys(modes).join(', ')}…`);
-      const round: Record<string, Record<string, number>> = {};
-      for (const [mode, env] of Object.entries(modes)) round[mode] = await measure(env);
-      rounds.push(round);
     }
   } finally {
     await receiver.close();
   }
-  const costOver = (mode: string) =>
-    Object.fromEntries(
-      Object.keys(FIGURES).map((name) => {
-        const differences = rounds.map((r) => r[mode][name] - r.off[name]);
-        return [name, { per_round: differences.map(round2), median: percentiles(differences).p50 }];
-      }),
-    );
+  const costs = [...Object.values(onOverOffCosts), ...Object.values(pairedCosts.on)];
   const results = {
+    on_over_off: onOverOffCosts,
     paired: pairedCosts,
     workflow_side_replayed: workflowSide,
-    by_process: {
-      rounds,
-      cost_on_over_off_ms: costOver('on'),
-      cost_stored_over_off_ms: costOver('stored'),
-    },
     target_ms: TARGET_MS,
-    within_target: Object.values(pairedCosts.on).every((call) => call.time_ms.cost_per_call.p50 <= TARGET_MS),
+    within_target: costs.every((call) => call.time_ms.cost_per_call.p50 <= TARGET_MS),
     // The whole 95% interval of each p50 at or under the target: the measurement's noise cannot hide a miss.
-    within_target_beyond_noise: Object.values(pairedCosts.on).every(
-      (call) => call.time_ms.cost_p50_interval_95[1] <= TARGET_MS,
-    ),
+    within_target_beyond_noise: costs.every((call) => call.time_ms.cost_p50_interval_95[1] <= TARGET_MS),
     receiver: receiver.taken(),
   };
   console.log(JSON.stringify(results, null, 2));

@@ -26,6 +26,8 @@ import { freePort, silentLogger, testConfig, uniqueSuffix } from '../test/helper
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
 import type { ScriptedReply } from '../test/helpers/model-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
+import type { StartedProcess } from '../test/helpers/process';
+import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
 import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { RunningDevServer } from '../src/temporal/dev-server';
 import {
@@ -453,12 +455,13 @@ type McpTransport = 'stdio' | 'streamable_http';
 type McpConfig = Parameters<typeof connectMcp>[0];
 
 /**
- * Runs `work` for each transport with server-everything registered over it and an agent whose one
- * tool is its echo; what each gave, by transport.
+ * Runs `work` for each transport with server-everything registered over it and, on each of `clients`
+ * (servers on the same database), an agent whose one tool is its echo; what each gave, by transport.
  */
 async function withMcpEcho(
   bench: Bench,
-  work: (agentId: string, config: McpConfig) => Promise<unknown>,
+  work: (agentIds: string[], config: McpConfig) => Promise<unknown>,
+  clients = [bench.client],
 ): Promise<Record<McpTransport, unknown>> {
   const http = execHttpEverything();
   try {
@@ -468,10 +471,11 @@ async function withMcpEcho(
     };
     const out: Partial<Record<McpTransport, unknown>> = {};
     for (const [transport, config] of Object.entries(configs)) {
-      const server = await bench.client.mcpServers.create({ server_name: `bench-${transport}`, config });
-      const echo = (await bench.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
-      out[transport as McpTransport] = await work(await newAgent(bench.client, [echo.id!]), config);
-      await bench.client.mcpServers.delete(server.id!);
+      const server = await clients[0].mcpServers.create({ server_name: `bench-${transport}`, config });
+      const echo = (await clients[0].mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
+      const agentIds = await Promise.all(clients.map((client) => newAgent(client, [echo.id!])));
+      out[transport as McpTransport] = await work(agentIds, config);
+      await clients[0].mcpServers.delete(server.id!);
     }
     return out as Record<McpTransport, unknown>;
   } finally {
@@ -486,7 +490,7 @@ const ECHO = { tool: 'echo', args: { message: 'hi' } };
  * activity the call runs in) and straight from the SDK in this process.
  */
 const mcpCalls = (bench: Bench) =>
-  withMcpEcho(bench, async (agentId, config) => {
+  withMcpEcho(bench, async ([agentId], config) => {
     // Started as the engine starts it (MCP_STDIO's default, the sandbox).
     const stdio = mcpStdioLauncher(mcpStdioOptions(testConfig({})));
     const sdk: McpClient = await connectMcp(config, { connectMs: 10_000, listMs: 10_000 }, stdio);
@@ -773,7 +777,14 @@ async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<S
     return timedWithCpu(work);
   };
   const [traced, untraced] = await measureInTurn(TRACING_REPS, [turn(true), turn(false)], fromEmpty);
-  const figures = (of: 'ms' | 'cpuMs') => {
+  return costPerCall({ traced, untraced });
+}
+
+type TimeAndCpu = { ms: number; cpuMs: number };
+
+/** Turns of TRACING_CALLS calls, traced and not, in pairs: what tracing added to each call, in time and CPU. */
+function costPerCall({ traced, untraced }: { traced: TimeAndCpu[]; untraced: TimeAndCpu[] }) {
+  const figures = (of: keyof TimeAndCpu) => {
     const cost = perUnit({ a: traced.map((s) => s[of]), b: untraced.map((s) => s[of]) }, TRACING_CALLS);
     return {
       traced_turn: percentiles(traced.map((s) => s[of])),
@@ -783,6 +794,84 @@ async function tracedOverUntraced(client: Letta, agentId: string, script: Omit<S
     };
   };
   return { calls_per_turn: TRACING_CALLS, time_ms: figures('ms'), cpu_ms: figures('cpuMs') };
+}
+
+/** A server process as `npm start` runs it (`--role=all`), its client, and an agent of its own. */
+interface ServerSide {
+  client: Letta;
+  pid: number;
+  agentId?: string;
+}
+
+/**
+ * The same turn on two server processes, tracing on and off, in pairs whose order alternates: the
+ * on side's cost per call over the off side's, in time and in each process's CPU.
+ */
+async function onOverOff(sides: { on: ServerSide; off: ServerSide }, script: Omit<Script, 'times'>) {
+  const turn = async (side: ServerSide): Promise<TimeAndCpu> => {
+    await side.client.agents.messages.reset(side.agentId!, { add_default_initial_messages: false });
+    const cpu = cpuMs(side.pid);
+    const ms = await timed(() => step(side.client, side.agentId!, { ...script, times: TRACING_CALLS }));
+    return { ms, cpuMs: cpuMs(side.pid) - cpu };
+  };
+  for (let i = 0; i < WARMUP; i++) for (const side of [sides.on, sides.off]) await turn(side);
+  const on: TimeAndCpu[] = [];
+  const off: TimeAndCpu[] = [];
+  for (let i = 0; i < TRACING_REPS; i++) {
+    if (i % 2) on.push(await turn(sides.on));
+    off.push(await turn(sides.off));
+    if (!(i % 2)) on.push(await turn(sides.on));
+  }
+  return costPerCall({ traced: on, untraced: off });
+}
+
+/**
+ * What tracing costs with everything counted, the tracer's mere presence included: two server
+ * processes as `npm start` runs them on the suite's Temporal server, database and model stub, one with
+ * OTEL_SDK_DISABLED=true and one exporting its spans over OTLP to BENCH_OTLP_ENDPOINT (bench/
+ * observability.ts's receiver) with /metrics served; the same turns on each, in pairs.
+ */
+async function tracingOnOverOff(bench: Bench) {
+  const endpoint = process.env.BENCH_OTLP_ENDPOINT;
+  if (!endpoint)
+    throw new Error('tracing_on_over_off needs BENCH_OTLP_ENDPOINT: run it through bench:observability');
+  const start = async (extra: Record<string, string>): Promise<ServerSide & { process: StartedProcess }> => {
+    const env = await serverProcessEnv({
+      dataDir: bench.dataDir,
+      databaseUrl: bench.schema.url,
+      temporalAddress: bench.temporal.address,
+      openAiBaseUrl: bench.stub.baseURL,
+      extra: { LOG_LEVEL: 'warn', ...extra },
+    });
+    const started = await startApiProcess(env, 'all');
+    return {
+      process: started,
+      pid: started.child.pid!,
+      client: new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 }),
+    };
+  };
+  const off = await start({ OTEL_SDK_DISABLED: 'true' });
+  const on = await start({
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_BSP_SCHEDULE_DELAY: '200',
+    METRICS_PORT: '0',
+  });
+  try {
+    const agentOf = (side: ServerSide) => newAgent(side.client, [], [MEMORY_INSERT.tool]);
+    const builtin = await onOverOff(
+      { on: { ...on, agentId: await agentOf(on) }, off: { ...off, agentId: await agentOf(off) } },
+      MEMORY_INSERT,
+    );
+    const mcp = await withMcpEcho(
+      bench,
+      ([onAgent, offAgent]) =>
+        onOverOff({ on: { ...on, agentId: onAgent }, off: { ...off, agentId: offAgent } }, ECHO),
+      [on.client, off.client],
+    );
+    return { builtin, mcp };
+  } finally {
+    await Promise.all([on, off].map((side) => killProcess(side.process, 'SIGTERM')));
+  }
 }
 
 /**
@@ -816,12 +905,15 @@ async function tracingCost(bench: Bench) {
   return {
     builtin: await tracedOverUntraced(bench.client, agentId, MEMORY_INSERT),
     workflow_replay: await tracedReplayOverUntraced(bench, agentId),
-    mcp: await withMcpEcho(bench, (echoAgentId) => tracedOverUntraced(bench.client, echoAgentId, ECHO)),
+    mcp: await withMcpEcho(bench, ([echoAgentId]) => tracedOverUntraced(bench.client, echoAgentId, ECHO)),
   };
 }
 
 /** Figures measured only when BENCH_ONLY names them. */
-const NAMED_FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [['tracing_cost', tracingCost]];
+const NAMED_FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [
+  ['tracing_cost', tracingCost],
+  ['tracing_on_over_off', tracingOnOverOff],
+];
 
 /** The figures measured, in order: the paused runs, slow, come last and run in a process of their own. */
 const FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [

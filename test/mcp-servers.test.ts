@@ -532,7 +532,9 @@ describe('MCP servers', () => {
     const countSchema = { type: 'object', properties: { n: { type: 'integer' } } };
     const unreadableSchema = { type: 'object', properties: { n: { type: 'banana' } } };
     const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
-    const large = Buffer.alloc(2000, 7).toString('base64');
+    const large = Buffer.concat([Buffer.from('ffd8ffe0', 'hex'), Buffer.alloc(1996, 7)]).toString('base64');
+    const svg = Buffer.from('<svg/>').toString('base64');
+    const notAnImage = Buffer.from('plain text').toString('base64');
     const richSchema = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
@@ -574,7 +576,8 @@ describe('MCP servers', () => {
         content: [
           { type: 'image', data: png, mimeType: 'image/png' },
           { type: 'image', data: large, mimeType: 'image/jpeg' },
-          { type: 'image', data: png, mimeType: 'image/svg+xml' },
+          { type: 'image', data: svg, mimeType: 'image/svg+xml' },
+          { type: 'image', data: notAnImage, mimeType: 'image/png' },
           { type: 'audio', data: png, mimeType: 'audio/wav' },
           {
             type: 'resource',
@@ -663,12 +666,13 @@ describe('MCP servers', () => {
       expect(toolReturn).toMatchObject({ status: 'success', tool_return: '{"n":3}' });
     });
 
-    it("gives images as Letta's return parts, describes audio, other binary resources and images no model takes, and inlines text resources", async () => {
+    it("gives images as Letta's return parts, describes audio, other binary resources and images no model takes (by type, bytes or size), and inlines text resources", async () => {
       const { toolReturn, response, seenByModel, agent } = await callThroughModel(serverId, 'media', {});
       const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } };
       const described = [
         '[image image/jpeg, 2000 bytes, not shown]',
-        '[image image/svg+xml, 16 bytes, not shown]',
+        '[image image/svg+xml, 6 bytes, not shown]',
+        '[image image/png, 10 bytes, not shown]',
         '[audio audio/wav, 16 bytes, not shown]',
         'the notes',
         '[resource file:///blob.bin application/octet-stream, 16 bytes, not shown]',

@@ -17,8 +17,28 @@ export type ReturnPart = { type: 'text'; text: string } | ReturnImage;
 /** The largest image a return gives the model unless TOOL_RETURN_IMAGE_MAX_BYTES says otherwise. */
 export const DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
 
-/** The image types every model API here takes. */
-const MODEL_IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+/** The image types every model API here takes, by the bytes their files begin with. */
+const MODEL_IMAGE_TYPES: [string, (head: Buffer) => boolean][] = [
+  ['image/png', (head) => head.subarray(0, 8).equals(Buffer.from('89504e470d0a1a0a', 'hex'))],
+  ['image/jpeg', (head) => head.subarray(0, 3).equals(Buffer.from('ffd8ff', 'hex'))],
+  ['image/gif', (head) => /^GIF8[79]a/.test(head.subarray(0, 6).toString('latin1'))],
+  [
+    'image/webp',
+    (head) => head.toString('latin1', 0, 4) === 'RIFF' && head.toString('latin1', 8, 12) === 'WEBP',
+  ],
+];
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * The type of an image a model can read, from its bytes: a model's API refuses an image whose bytes
+ * are not of its type, at every later step whose transcript holds it.
+ */
+function readableType(data: string): string | undefined {
+  if (data.length % 4 !== 0 || !BASE64.test(data)) return undefined;
+  const head = Buffer.from(data.slice(0, 16), 'base64');
+  return MODEL_IMAGE_TYPES.find(([, starts]) => starts(head))?.[0];
+}
 
 /** How many bytes base64 text decodes to. */
 export const base64Bytes = (data: string) =>
@@ -29,12 +49,13 @@ export const notShown = (what: string, mediaType: string, data: string) =>
   `[${what} ${mediaType}, ${base64Bytes(data)} bytes, not shown]`;
 
 /**
- * An image as a part the model can read: of a type model APIs take, and no larger than `maxBytes`;
- * otherwise a line saying what it was.
+ * An image as a part the model can read: base64 of a type model APIs take (by its bytes, whatever
+ * `mediaType` says), and no larger than `maxBytes`; otherwise a line saying what it was.
  */
 export function imagePart(mediaType: string, data: string, maxBytes = Infinity): ReturnPart {
-  if (MODEL_IMAGE_TYPES.has(mediaType) && base64Bytes(data) <= maxBytes)
-    return { type: 'image', source: { type: 'base64', media_type: mediaType, data } };
+  const type = readableType(data);
+  if (type && base64Bytes(data) <= maxBytes)
+    return { type: 'image', source: { type: 'base64', media_type: type, data } };
   return { type: 'text', text: notShown('image', mediaType, data) };
 }
 

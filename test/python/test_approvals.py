@@ -6,6 +6,7 @@ A client-side tool is sent with each request (`client_tools`); when the model ca
 client answers `{"type": "approval", "approvals": [{"type": "approval", "tool_call_id", "approve", "reason"}]}`.
 """
 
+import base64
 import inspect
 import json
 import textwrap
@@ -134,6 +135,35 @@ def test_client_side_tool(client, agent, model):
     returns = by_type(history, "tool_return_message")
     assert [r.tool_call_id for r in returns] == [call_id]
     assert "sunny, 21C" in returns[0].tool_return
+
+
+def test_client_side_tool_returning_an_image(client, agent, model):
+    # A screenshot tool's return, as letta-code sends one: text and an image, both kept as parts.
+    model.enqueue(Reply(tool_calls=[call("get_weather", city="Oslo")]))
+    response = client.agents.messages.create(
+        agent.id, messages=[{"role": "user", "content": "Weather in Oslo?"}], client_tools=[WEATHER]
+    )
+    call_id = response.messages[-1].tool_call.tool_call_id
+    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452")).decode()
+    parts = [
+        {"type": "text", "text": "The radar:"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+    ]
+    model.enqueue(Reply(text="Rain is coming."))
+    response = client.agents.messages.create(
+        agent.id,
+        messages=[{"type": "approval", "approvals": [{"type": "tool", "tool_call_id": call_id, "tool_return": parts, "status": "success"}]}],
+        client_tools=[WEATHER],
+    )
+    assert response.stop_reason.stop_reason == "end_turn"
+    # Chat Completions takes no image in a tool message: the model reads Letta's text form.
+    [answered] = tool_messages(model.requests[-1])
+    assert "The radar: [Image omitted]" in str(answered["content"]) and png not in str(answered["content"])
+    [shown] = by_type(client.agents.messages.list(agent.id, limit=50), "tool_return_message")
+    assert shown.tool_return == "The radar: [Image omitted]"
+    [text, image] = shown.tool_returns[0].tool_return
+    assert text.text == "The radar:"
+    assert image.type == "image" and image.source.media_type == "image/png" and image.source.data == png
 
 
 def test_client_side_tool_streamed(client, agent, model):

@@ -338,7 +338,7 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         } else if (answer?.type === 'tool') {
           await recordResult(db, call, ids, {
             ok: answer.status === 'success',
-            ...clientReturn(answer, imageMaxBytes),
+            ...clientReturn(answer.tool_return, imageMaxBytes),
             stdout: answer.stdout,
             stderr: answer.stderr,
           });

@@ -28,6 +28,7 @@ const unfinished = () =>
     func_return: packageFunctionResponse(false, 'Error: the tool call did not finish: its run ended first'),
     stdout: null,
     stderr: null,
+    func_return_parts: null,
   }) as const;
 
 /**
@@ -53,7 +54,7 @@ export async function flushToolReturns(
       tool_call_id: id,
       status: e.status,
       func_response: e.func_return,
-      ...('func_return_parts' in e && e.func_return_parts ? { parts: e.func_return_parts } : {}),
+      ...(e.func_return_parts ? { parts: e.func_return_parts } : {}),
       stdout: e.stdout,
       stderr: e.stderr,
     };

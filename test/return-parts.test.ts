@@ -1,5 +1,5 @@
 /** Images in tool returns (src/agent/return-parts.ts): only what a model's API will read becomes an image part. */
-import { imagePart, limitImages, partsText, returnOfParts } from '../src/agent/return-parts';
+import { imagePart, limitImage, limitImages, partsText, returnOfParts } from '../src/agent/return-parts';
 
 const b64 = (hex: string, rest = 'rest of the file') =>
   Buffer.concat([Buffer.from(hex, 'hex'), Buffer.from(rest)]).toString('base64');
@@ -24,7 +24,7 @@ describe('imagePart', () => {
   });
 
   it('describes what no model reads: other types, bytes of no image, text that is not base64, and past the limit', () => {
-    const line = (type: string, data: string, max?: number) => imagePart(type, data, max);
+    const line = (type: string, data: string, max = Infinity) => limitImage(imagePart(type, data), max);
     expect(line('image/svg+xml', Buffer.from('<svg/>').toString('base64'))).toEqual({
       type: 'text',
       text: '[image image/svg+xml, 6 bytes, not shown]',

@@ -17,7 +17,13 @@ import { recordDecisions, type Answerer, type RecordedDecision } from '../db/app
 import type { RecordedAnswer, TurnContext } from '../../contracts/payloads';
 import type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './approval-answers';
 import { answerElicitations } from './elicitations';
-import { DEFAULT_IMAGE_MAX_BYTES, imagePart, returnOfParts, type ReturnPart } from './return-parts';
+import {
+  DEFAULT_IMAGE_MAX_BYTES,
+  imagePart,
+  limitImages,
+  returnOfParts,
+  type ReturnPart,
+} from './return-parts';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
@@ -230,20 +236,20 @@ export async function checkEditedArguments(
  * A client's tool return as the model gets it: its text, and its parts when it holds an image (Letta's
  * ImageContent with a base64 source; one by URL is named in a line, as no model here fetches it).
  */
-export function clientReturn(answer: ClientToolReturn, imageMaxBytes = DEFAULT_IMAGE_MAX_BYTES) {
-  if (typeof answer.tool_return === 'string') return { text: answer.tool_return };
-  return returnOfParts(answer.tool_return.map((part) => clientPart(part, imageMaxBytes)));
+export function clientReturn(
+  returned: ClientToolReturn['tool_return'],
+  imageMaxBytes = DEFAULT_IMAGE_MAX_BYTES,
+): { text: string; parts?: ReturnPart[] } {
+  if (typeof returned === 'string') return { text: returned };
+  return limitImages(returnOfParts(returned.map(clientPart)), imageMaxBytes);
 }
 
-function clientPart(
-  part: { type: string; text?: string; source?: unknown },
-  imageMaxBytes: number,
-): ReturnPart {
+function clientPart(part: { type: string; text?: string; source?: unknown }): ReturnPart {
   const source = part.source as
     { type?: string; data?: unknown; media_type?: unknown; url?: unknown } | undefined;
   if (part.type !== 'image' || !source) return { type: 'text', text: part.text ?? '' };
   if (source.type === 'base64' && typeof source.data === 'string')
-    return imagePart(String(source.media_type ?? 'image/png'), source.data, imageMaxBytes);
+    return imagePart(String(source.media_type ?? 'image/png'), source.data);
   return {
     type: 'text',
     text: `[image ${typeof source.url === 'string' ? source.url : source.type}, not shown]`,

@@ -50,12 +50,11 @@ export const notShown = (what: string, mediaType: string, data: string) =>
 
 /**
  * An image as a part the model can read: base64 of a type model APIs take (by its bytes, whatever
- * `mediaType` says), and no larger than `maxBytes`; otherwise a line saying what it was.
+ * `mediaType` says); otherwise a line saying what it was. Its size is held to a limit by `limitImages`.
  */
-export function imagePart(mediaType: string, data: string, maxBytes = Infinity): ReturnPart {
+export function imagePart(mediaType: string, data: string): ReturnPart {
   const type = readableType(data);
-  if (type && base64Bytes(data) <= maxBytes)
-    return { type: 'image', source: { type: 'base64', media_type: type, data } };
+  if (type) return { type: 'image', source: { type: 'base64', media_type: type, data } };
   return { type: 'text', text: notShown('image', mediaType, data) };
 }
 
@@ -74,12 +73,15 @@ export function returnOfParts(parts: ReturnPart[]): { text: string; parts?: Retu
   return { text: partsText(parts), parts };
 }
 
-/** A return with its images held to `maxBytes`: a larger one becomes a line saying what it was. */
+/** A part held to `maxBytes`: an image larger than that becomes a line saying what it was. */
+export const limitImage = (part: ReturnPart, maxBytes: number): ReturnPart =>
+  part.type === 'image' && base64Bytes(part.source.data) > maxBytes
+    ? { type: 'text', text: notShown('image', part.source.media_type, part.source.data) }
+    : part;
+
+/** A return with its images held to `maxBytes` (limitImage). */
 export function limitImages<T extends { text: string; parts?: ReturnPart[] }>(ret: T, maxBytes: number): T {
   if (!ret.parts) return ret;
-  const parts = ret.parts.map((part) =>
-    part.type === 'image' ? imagePart(part.source.media_type, part.source.data, maxBytes) : part,
-  );
-  const { parts: _parts, ...rest } = ret;
-  return { ...rest, ...returnOfParts(parts) } as T;
+  const { parts, ...rest } = ret;
+  return { ...rest, ...returnOfParts(parts.map((part) => limitImage(part, maxBytes))) } as T;
 }

@@ -70,7 +70,7 @@ function blockText(block: ContentBlock): string {
 
 /**
  * A content block as a return part: an image (or a binary resource that is one) as an image part, of
- * any size (the activity holds it to TOOL_RETURN_IMAGE_MAX_BYTES).
+ * any size (the activity holds it to TOOL_RETURN_IMAGE_MAX_BYTES with `limitImages`).
  */
 function blockPart(block: ContentBlock): ReturnPart {
   if (block.type === 'image') return imagePart(block.mimeType, block.data);

@@ -76,12 +76,7 @@ const isPartList = (value: unknown): value is { type: string; text?: string }[] 
 /** A stored return of a file's: Letta's list of return parts keeps its images, anything else is text. */
 function importedReturn(value: unknown, fallback: string): { func_response: string; parts?: ReturnPart[] } {
   if (!isPartList(value)) return { func_response: returnText(value, fallback) };
-  const { text, parts } = clientReturn({
-    type: 'tool',
-    tool_call_id: '',
-    status: 'success',
-    tool_return: value,
-  });
+  const { text, parts } = clientReturn(value);
   return { func_response: text, ...(parts ? { parts } : {}) };
 }
 

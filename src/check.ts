@@ -12,6 +12,7 @@ import OpenAI from 'openai';
 import type { Config } from './config';
 import { connectPostgres } from './db/database';
 import { sandboxFor } from './sandbox';
+import { environmentsReport } from './sandbox/install-process';
 import { modalUnsupportedReason } from './sandbox/modal-support';
 import { sandboxFix } from './banner';
 import { errorText } from './temporal/connection';
@@ -74,6 +75,14 @@ const sandbox: Check = async (config) => {
   } finally {
     configured.close();
   }
+};
+
+/** Where tools' pip and npm environments live, and whether the sandbox's user can reach them there. */
+const toolEnvironments: Check = async (config) => {
+  const name = 'tool environments';
+  if (config.SANDBOX_TYPE === 'e2b') return passed(name, 'built in E2B');
+  const { detail, problem, fix } = environmentsReport(config);
+  return problem ? failed(name, problem, fix!) : passed(name, detail);
 };
 
 const temporal: Check = async (config) => {
@@ -228,7 +237,7 @@ const modal: Check = async (config) => {
   }
 };
 
-const CHECKS = [node, python, sandbox, temporal, database, ports, models, modal];
+const CHECKS = [node, python, sandbox, toolEnvironments, temporal, database, ports, models, modal];
 
 export async function runChecks(config: Config): Promise<CheckResult[]> {
   const results = await Promise.all(

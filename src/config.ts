@@ -668,7 +668,7 @@ export const ConfigSchema = z.object({
       'largest result a tool may send back (its return, already cut at `return_char_limit` inside the sandbox, and its memory edits); past it the tool is stopped',
     ),
   SANDBOX_ENV_DIR: optional(z.string()).describe(
-    'where the venvs of tools with `pip_requirements` live (default `<DATA_DIR>/sandbox-envs`): one per set of requirements, built once and shared',
+    "where the venvs and npm sets of tools with requirements live, one per set of requirements, built once and shared (default `<DATA_DIR>/sandbox-envs`; when the server runs as root and the sandbox's user, nobody, cannot enter `DATA_DIR`, a folder of its own under `/var/cache/letta-temporal`); every folder on the way must be enterable by others, which `--check` checks",
   ),
   SANDBOX_PIP_PYTHON: optional(z.string()).describe(
     "the Python whose pip (≥ 22.3) installs tools' requirements into their venvs; unset: `/usr/bin/python3` or else `python3`, whichever has one",

@@ -50,6 +50,7 @@ import {
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { sandboxFor, toolSandboxesFor, type ConfiguredSandbox } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
+import { environmentsReport } from './sandbox/install-process';
 import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
@@ -448,6 +449,11 @@ async function reportSandbox(
       'custom tools run WITHOUT isolation (SANDBOX_TYPE=local-unsafe)',
     );
   else log.info({ sandbox: sandbox.describe() }, 'sandbox ready');
+  if (config.SANDBOX_TYPE !== 'e2b') {
+    const environments = environmentsReport(config);
+    if (environments.problem) log.error({ fix: environments.fix }, environments.problem);
+    else log.info({ toolEnvironments: environments.detail }, 'tool environments');
+  }
   return status;
 }
 

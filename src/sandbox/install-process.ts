@@ -6,13 +6,17 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config';
+import { blockedFolder, defaultEnvironmentsDir, modeOf } from './reach';
 
 /** How much of a process's output is kept for error messages: the end, where installers say what failed. */
 const OUTPUT_TAIL_BYTES = 64 * 1024;
 
-/** Where the environments live (SANDBOX_ENV_DIR): pip venvs by hash, npm sets as `node-<hash>`. */
+/**
+ * Where the environments live (SANDBOX_ENV_DIR, else in DATA_DIR where the sandbox can reach it): pip
+ * venvs by hash, npm sets as `node-<hash>`.
+ */
 export const environmentsDir = (config: Config) =>
-  path.resolve(config.SANDBOX_ENV_DIR ?? path.join(config.dataDir, 'sandbox-envs'));
+  path.resolve(config.SANDBOX_ENV_DIR ?? defaultEnvironmentsDir(config.dataDir));
 
 export async function exists(file: string): Promise<boolean> {
   try {
@@ -63,4 +67,25 @@ export function runProcess(command: string, args: string[], timeoutMs: number): 
       resolve({ code, output: output.toString('utf8'), timedOut });
     });
   });
+}
+
+/**
+ * Where the tools' environments live, and why there; with `problem` when the sandbox's user cannot
+ * reach them (SANDBOX_ENV_DIR behind a folder it cannot enter): every tool with requirements would fail.
+ */
+export function environmentsReport(config: Config): { detail: string; problem?: string; fix?: string } {
+  const dir = environmentsDir(config);
+  const blocked = blockedFolder(dir);
+  if (blocked && config.SANDBOX_ENV_DIR)
+    return {
+      detail: dir,
+      problem: `the sandbox's user (nobody) cannot enter ${blocked} (mode ${modeOf(blocked)}), on the way to SANDBOX_ENV_DIR=${dir}: tools with requirements cannot run`,
+      fix: `chmod o+x ${blocked}, or set SANDBOX_ENV_DIR to a folder every user can enter (unset, the server chooses one)`,
+    };
+  const closedData = blockedFolder(config.dataDir);
+  if (!config.SANDBOX_ENV_DIR && closedData)
+    return {
+      detail: `${dir} (the sandbox's user cannot enter ${closedData}, mode ${modeOf(closedData)}, so not in DATA_DIR)`,
+    };
+  return { detail: dir };
 }

@@ -33,6 +33,7 @@ import {
 import { ToolError } from '../tools/tool-error';
 import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
 import { bubblewrapCommand, NOBODY, unprivileged, WORK_DIR, type Command } from './bubblewrap';
+import { reachableFolder } from './reach';
 import {
   BRIDGED_API_PORT,
   SandboxUnavailableError,
@@ -42,7 +43,7 @@ import {
   type ToolRunResult,
 } from './types';
 
-const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'python');
+const RUNNER_DIR = reachableFolder(path.join(projectRoot, 'src', 'sandbox', 'python'));
 const BRIDGE_SCRIPT = path.join(RUNNER_DIR, 'api_bridge.py');
 
 export interface LocalSandboxOptions {

@@ -7,11 +7,12 @@ import path from 'node:path';
 import type { Config } from '../config';
 import { projectRoot } from '../paths';
 import { environmentsDir } from './install-process';
+import { reachableFolder } from './reach';
 import { nodeModulesFor, type NodeEnvOptions } from './node-env';
 import type { NpmRequirement, SandboxCommand, ToolJob } from './types';
 import { transpileTool } from './typescript';
 
-const RUNNER_DIR = path.join(projectRoot, 'src', 'sandbox', 'node');
+const RUNNER_DIR = reachableFolder(path.join(projectRoot, 'src', 'sandbox', 'node'));
 
 export interface NodeRuntimeOptions {
   node: string;

@@ -9,6 +9,7 @@
  * old histories stay, since they are what turns paused under older code look like.
  */
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -38,6 +39,7 @@ import {
   type HistoryEvent,
 } from './helpers/temporal';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
+import { agentLock } from '../src/db/agents';
 import { replayOptions } from '../src/observability/temporal';
 import { ingestionWorkflowId } from '../src/agent/folders';
 import { projectRoot } from '../src/paths';
@@ -526,6 +528,68 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  record('step-tool-call-failed', async () => {
+    const everything = await startHttpEverything('streamableHttp');
+    const server = await h.client.mcpServers.create({
+      server_name: 'stays-down',
+      config: { mcp_server_type: 'streamable_http', server_url: everything.url },
+    });
+    const echo = (await h.client.mcpServers.tools.list(server.id!)).find((t) => t.name === 'echo')!;
+    const agent = await createAgent({ tool_ids: [echo.id] });
+    // The server stops for good: every attempt of the call's activity fails to connect.
+    const exited = once(everything.child, 'exit');
+    everything.child.kill('SIGKILL');
+    await exited;
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'echo', arguments: { message: 'tea' } }] },
+      { text: 'The echo server is down.' },
+    );
+    const events = await finished(await asyncTurn(agent.id, 'Echo tea'));
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'runMcpTool', 'callModel']);
+    await save(
+      'step-tool-call-failed',
+      'completed (end_turn): model → MCP echo, whose server was down: the activity failed on every attempt (TOOL_MAX_ATTEMPTS), the call refused with the failure (rejectToolCall) → model',
+      events,
+      ['step-tool-call-failed', 'step-rejected-call', 'step-end-turn'],
+    );
+    await h.client.mcpServers.delete(server.id!);
+  });
+
+  record('step-run-code', async () => {
+    const agent = await createAgent({ tools: ['run_code'] });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'run_code', arguments: { code: 'print(6 * 7)', language: 'python' } }] },
+      { text: 'It printed 42.' },
+    );
+    const events = await finished(await asyncTurn(agent.id, 'Run some code'));
+    expect(scheduledActivities(events).map((a) => a.type)).toEqual(['callModel', 'runCode', 'callModel']);
+    await save(
+      'step-run-code',
+      'completed (end_turn): model → run_code (the runCode activity, on the sandbox queue) → model',
+      events,
+      ['step-run-code', 'step-end-turn'],
+    );
+  });
+
+  record('step-required-tool-alert', async () => {
+    const agent = await createAgent({
+      tool_rules: [{ type: 'required_before_exit', tool_name: 'memory_insert' }],
+    });
+    h.stub.enqueue(
+      { text: 'Bye.' },
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { text: 'Noted. Bye.' },
+    );
+    const events = await finished(await asyncTurn(agent.id, 'I like tea'));
+    expect(localActivityTypes(events)).toContain('appendUserMessage');
+    await save(
+      'step-required-tool-alert',
+      'completed (end_turn): a required_before_exit rule on memory_insert; the model replied without calls, the turn told it the tool is still to be called (appendUserMessage) → model → memory_insert → model',
+      events,
+      ['step-required-tool-alert', 'step-end-turn'],
+    );
+  });
+
   record('step-elicitation-answered', async () => {
     const elicit = await startElicitServer();
     try {
@@ -545,6 +609,7 @@ describe('recording the replay corpus', () => {
         'step-paused-elicitation',
         "running: an MCP tool call (book_table) paused for its server's elicitation",
         await historyWhen(workflowId, (e) => localActivityTypes(e).includes('pauseForElicitation')),
+        ['step-elicitation-pause'],
       );
       h.stub.enqueue({ text: 'Booked.' });
       const approval = { type: 'approval', tool_call_id: approvalCallOf(paused.messages), approve: true };
@@ -555,6 +620,7 @@ describe('recording the replay corpus', () => {
         'step-elicitation-answered',
         "completed (end_turn): an MCP tool call paused for its server's elicitation, accepted with the defaults, the call's result, then the model",
         await finished(workflowId),
+        ['step-elicitation-pause'],
       );
       await h.client.mcpServers.delete(server.id!);
     } finally {
@@ -656,6 +722,63 @@ describe('recording the replay corpus', () => {
       'completed (cancelled): paused for approval of memory_insert, then cancelled: the call denied, the run ended',
       await finished(workflowId),
       ['step-cancelled-while-paused'],
+    );
+  });
+
+  /** Whether a transaction of this database waits for a lock in a statement containing `statement`. */
+  const waitsForLock = async (statement: string) => {
+    const [{ waiting }] = await h.server.db.query<{ waiting: number }>(
+      `SELECT count(*)::int AS waiting FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock' AND position($1 in query) > 0`,
+      [statement],
+    );
+    return waiting > 0;
+  };
+  const untilWaiting = async (statement: string) => {
+    if (!(await eventually(() => waitsForLock(statement), Boolean, 30_000)))
+      throw new Error(`nothing waited for a lock in ${statement}`);
+  };
+
+  record('step-cancelled-with-answer', async () => {
+    const { agent, paused, workflowId } = await pausedForApproval();
+    // The agent's row held: the answer's transaction waits for it, then the cancel's denial
+    // (denyOnCancel), a local activity that holds the cancel's workflow task until the worker renews
+    // the task (at 80% of its timeout), which puts the cancel in a task of its own. Let go, the answer
+    // is stored before the denial looks, and its signal comes after the cancel.
+    let release!: () => void;
+    let taken!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (taken = resolve));
+    const holding = h.server.db.transaction(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+          taken();
+        }),
+      agentLock(agent.id),
+    );
+    await lockTaken;
+    const approval = { type: 'approval', tool_call_id: approvalCallOf(paused.messages), approve: true };
+    const body = { messages: [{ type: 'approval', approvals: [approval] }] };
+    const answered = h.client.agents.messages.create(agent.id, body as { messages: [] });
+    await untilWaiting(agentLock(agent.id));
+    const cancelled = h.client.agents.messages.cancel(agent.id);
+    await untilWaiting('SELECT pending_approval FROM agents');
+    const renewed = (events: Events) => {
+      const cancel = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
+      return cancel >= 0 && events.slice(cancel).some((e) => e.workflowTaskCompletedEventAttributes);
+    };
+    if (!renewed(await eventually(() => historyOf(workflowId), renewed, 30_000)))
+      throw new Error(`${workflowId} never renewed the cancel's workflow task`);
+    release();
+    await holding;
+    const events = await finished(workflowId);
+    expect((await answered).stop_reason.stop_reason).toBe('cancelled');
+    expect(Object.values(await cancelled)).toEqual(['cancelled']);
+    await save(
+      'step-cancelled-with-answer',
+      'completed (cancelled): paused for approval of memory_insert; cancelled while an answer was being stored: the denial (denyOnCancel) found the answer and returned its run, the answer’s signal came after the cancel, both runs ended cancelled',
+      events,
+      ['step-cancelled-with-answer', 'step-cancelled-while-paused'],
     );
   });
 
@@ -792,6 +915,33 @@ describe('recording the replay corpus', () => {
       'running: an agentSession whose turn waited for the lane a turn the API started held, then ran as its child; cancelled (the messages cancel route) while the child ran a custom Python tool, the cancelSteps update dropped the turn queued behind it (cancelQueuedRuns), cancelled the child and completed once the child had ended, its run cancelled',
       events,
       ['session-steps', 'session-waits-for-lane', 'session-cancelled-step'],
+    );
+  });
+
+  record('session-turn-cancelled-before-start', async () => {
+    const agent = await createAgent();
+    const send = (content: string) =>
+      h.client.agents.messages.createAsync(agent.id, { messages: [{ role: 'user', content }] });
+    // The first message's turn holds the lane (the API started it) while the model answers slowly: the
+    // second waits for the lane in the session, and is cancelled there, before its turn starts.
+    h.stub.enqueue({ text: 'Slow.', delayMs: 10_000 });
+    const holder = await (await holdingTheLane(() => send('Are you awake?'))).answer;
+    const waiting = await send('Then wake me');
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, agent.id, null);
+    await historyWhen(sessionId, (e) => localActivityTypes(e).includes('takeLaneTurn'));
+    expect(await h.client.agents.messages.cancel(agent.id)).toEqual({
+      [holder.id]: 'cancelled',
+      [waiting.id]: 'cancelled',
+    });
+    const events = await historyWhen(sessionId, (e) =>
+      shows('session-turn-cancelled-before-start', { events: e }),
+    );
+    expect(events.some((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toBe(false);
+    await save(
+      'session-turn-cancelled-before-start',
+      'running: an agentSession whose turn waited for the lane a turn the API started held; cancelled (the messages cancel route) before it started: the cancelSteps update cancelled it, its run ended (cancelQueuedRuns), its lane given back (giveLaneBack)',
+      events,
+      ['session-turn-cancelled-before-start', 'session-waits-for-lane'],
     );
   });
 

@@ -1,4 +1,4 @@
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
 
 /**
@@ -9,6 +9,8 @@ import { localActivityTypes, scheduledActivities, type HistoryEvent } from './te
  */
 
 type Events = HistoryEvent[];
+
+const { RetryState } = temporal.api.enums.v1;
 
 /** The activities that run tool calls (workflows/tool-calls.ts). */
 const TOOL_ACTIVITIES = new Set([
@@ -96,9 +98,12 @@ function heartbeatingCall(events: Events): boolean {
   });
 }
 
+/** The type of the local activity an event recorded (its marker), if it recorded one. */
+const localActivityTypeOf = (event: HistoryEvent): string | undefined => localActivityTypes([event])[0];
+
 /** The events that recorded a local activity of `type` (its markers). */
 const localActivityEvents = (events: Events, type: string) =>
-  events.filter((e) => e.markerRecordedEventAttributes && localActivityTypes([e])[0] === type);
+  events.filter((e) => localActivityTypeOf(e) === type);
 
 const idOf = (event: HistoryEvent) => Number(event.eventId);
 
@@ -146,6 +151,115 @@ function cancelledChildTurn(events: Events): boolean {
   return dropped && Boolean(updateCompleted);
 }
 
+/** The marker of the patch `patchId` (a `patched()` call that took the new path), if recorded. */
+const patchMarker = (events: Events, patchId: string) =>
+  events.find((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_patch' && marker.details?.['patch-data']?.payloads?.[0]?.data;
+    return data && (JSON.parse(Buffer.from(data).toString('utf8')) as { id?: string }).id === patchId;
+  });
+
+/** What a local activity's marker recorded it returned (null for nothing). */
+function localActivityResult(marker: HistoryEvent): unknown {
+  const data = marker.markerRecordedEventAttributes?.details?.result?.payloads?.[0]?.data;
+  return data?.length ? JSON.parse(Buffer.from(data).toString('utf8')) : null;
+}
+
+/** The first input of the workflow, as it was started. */
+function workflowInput(events: Events): Record<string, unknown> | undefined {
+  const data = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+  return data?.length
+    ? (JSON.parse(Buffer.from(data).toString('utf8')) as Record<string, unknown>)
+    : undefined;
+}
+
+/**
+ * A reply's calls of which one waits for its MCP server's elicitation: under the
+ * `mcp-elicitation-pause` patch, the turn enters the pause with the pauseForElicitation local activity.
+ */
+function elicitationPause(events: Events): boolean {
+  const patch = patchMarker(events, 'mcp-elicitation-pause');
+  if (!patch) return false;
+  return localActivityEvents(events, 'pauseForElicitation').some((e) => idOf(e) > idOf(patch));
+}
+
+/**
+ * A tool call whose activity failed after its last attempt: the turn refuses the call with the failure
+ * as its result (rejectToolCall, the next local activity after the failure) and goes on.
+ */
+function toolCallFailed(events: Events): boolean {
+  return toolCalls(events).some(({ eventId }) => {
+    const close = closeOf(events, eventId);
+    if (
+      close?.activityTaskFailedEventAttributes?.retryState !== RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
+    )
+      return false;
+    const next = firstAfter(events, close, (e) => localActivityTypeOf(e));
+    return next !== undefined && localActivityTypeOf(next) === 'rejectToolCall';
+  });
+}
+
+/**
+ * A session's turn cancelled while it waited for its lane, before its child started: the cancelTurns
+ * update cancelled it, and the turn ended its run (cancelQueuedRuns) and gave its lane back
+ * (giveLaneBack) before the update completed.
+ */
+function turnCancelledBeforeStart(events: Events): boolean {
+  const accepted = events.find(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
+  );
+  if (!accepted) return false;
+  const updateId = accepted.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.meta?.updateId;
+  const markers = events.filter((e) => idOf(e) > idOf(accepted) && localActivityTypeOf(e));
+  const givenBack = markers.find(
+    (e, i) =>
+      localActivityTypeOf(e) === 'giveLaneBack' &&
+      i > 0 &&
+      localActivityTypeOf(markers[i - 1]) === 'cancelQueuedRuns',
+  );
+  const completed = (e: HistoryEvent) =>
+    e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId;
+  return givenBack !== undefined && firstAfter(events, givenBack, completed) !== undefined;
+}
+
+/** A run_code call: the `code` mode's runCode activity, on the sandbox's task queue, completed. */
+function runCodeCall(events: Events): boolean {
+  const sandboxQueue = workflowInput(events)?.sandboxTaskQueue;
+  return events.some((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    return (
+      scheduled?.activityType?.name === 'runCode' &&
+      scheduled.taskQueue?.name === sandboxQueue &&
+      Boolean(closeOf(events, idOf(e))?.activityTaskCompletedEventAttributes)
+    );
+  });
+}
+
+/**
+ * A cancel of a paused turn that came with an answer: the answer was stored before the cancel's denial
+ * looked (denyOnCancel returned the answer's run), and both runs ended cancelled (finishRun twice).
+ */
+function cancelledWithAnswer(events: Events): boolean {
+  const denial = localActivityEvents(events, 'denyOnCancel').find(
+    (e) => typeof localActivityResult(e) === 'string',
+  );
+  if (!denial) return false;
+  const ends = localActivityEvents(events, 'finishRun').filter((e) => idOf(e) > idOf(denial));
+  return cancelRequested(events) && ends.length === 2 && stopReasonOf(events) === 'cancelled';
+}
+
+/**
+ * A reply without calls while required tools were uncalled: the turn told the model so
+ * (appendUserMessage, the requiredToolAlert) and called it again.
+ */
+function requiredToolAlerted(events: Events): boolean {
+  const alert = localActivityEvents(events, 'appendUserMessage')[0];
+  const modelCalled = (e: HistoryEvent) =>
+    e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel' ||
+    localActivityTypeOf(e) === 'callModel';
+  return alert !== undefined && firstAfter(events, alert, modelCalled) !== undefined;
+}
+
 /** The workflow types of the children a session started. */
 const childTypes = (events: Events) =>
   events.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name);
@@ -188,6 +302,11 @@ export const BRANCHES = {
     events.some((e) => e.activityTaskFailedEventAttributes) &&
     stopReasonOf(events) === 'llm_api_error',
   'step-max-steps': (events) => turn(events) && stopReasonOf(events) === 'max_steps',
+  'step-elicitation-pause': (events) => turn(events) && elicitationPause(events),
+  'step-tool-call-failed': (events) => turn(events) && toolCallFailed(events),
+  'step-run-code': (events) => turn(events) && runCodeCall(events),
+  'step-cancelled-with-answer': (events) => turn(events) && cancelledWithAnswer(events),
+  'step-required-tool-alert': (events) => turn(events) && requiredToolAlerted(events),
   'session-steps': (events) =>
     typeOf(events) === 'agentSession' && events.some((e) => e.childWorkflowExecutionCompletedEventAttributes),
   'session-waits-for-lane': (events) =>
@@ -196,6 +315,8 @@ export const BRANCHES = {
     typeOf(events) === 'agentSession' &&
     Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
   'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildTurn(events),
+  'session-turn-cancelled-before-start': (events) =>
+    typeOf(events) === 'agentSession' && turnCancelledBeforeStart(events),
   'session-starts-agent-turn': (events) =>
     typeOf(events) === 'agentSession' && childTypes(events).includes('agentTurn'),
   // Sessions recorded before turns had their name start them under the type `agentStep`.

@@ -52,6 +52,7 @@ import {
   type ToolCallRecord,
 } from '../contracts/tool-rules';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
+import { tellWaiter } from './agent-message-call';
 import { runsOnClient, withClientTools, type ToolCallRequest } from './tool-calls';
 
 /** What every part of one turn works with. */
@@ -65,6 +66,8 @@ interface Turn {
    * same activation as the model call that paused, before the turn has reached its wait.
    */
   answers: Map<string, ApprovalAnswered>;
+  /** The agent message's call waiting for the turn's first run, if another agent's message started it. */
+  replyTo?: AgentTurnInput['replyTo'];
 }
 
 /** One request's share of the turn: its run, and what it asked for. */
@@ -131,6 +134,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     limits: input.limits,
     acts: turnActivities(input.limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue }),
     answers: new Map(),
+    replyTo: input.replyTo,
   };
   setHandler(approvalAnsweredSignal, (received) => {
     if (!turn.answers.has(received.requestMessageId)) turn.answers.set(received.requestMessageId, received);
@@ -147,6 +151,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     const outcome = await runSteps(turn, request);
     if (!outcome.pause) return endRun(turn, request.runId, outcome);
     markPaused(outcome.pause);
+    await tellWaiter(turn.replyTo, request.runId);
     const answer = await waitForAnswer(turn, outcome.pause);
     if (!answer) return endOnCancel(turn, request.runId, outcome);
     request = resumedBy(answer, turn.limits);
@@ -434,7 +439,10 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
   const { stopReason, usage, error } = outcome;
   setCurrentDetails(`Stopped: ${stopReason}`);
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
-  if (outcome.runEnded) return { stopReason, usage };
+  if (outcome.runEnded) {
+    await tellWaiter(turn.replyTo, runId);
+    return { stopReason, usage };
+  }
   const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.run : turn.acts.runEndUnpatched;
   await CancellationScope.nonCancellable(() =>
     finisher.finishRun({
@@ -447,6 +455,7 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
       error,
     }),
   );
+  await tellWaiter(turn.replyTo, runId);
   return { stopReason, ...(error ? { error } : {}), usage };
 }
 

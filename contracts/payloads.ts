@@ -239,6 +239,12 @@ export interface AgentTurnInput {
   context: TurnContext;
   /** Set when the turn answers another agent's message that waits for the reply. */
   replyTo?: ReplyTo;
+  /**
+   * The turn's own workflow id, which the ids of its calls' child workflows extend. Not read from
+   * workflowInfo(): a replay (an upgrade's check, the corpus's) runs a history under another id.
+   * Turns started before it have none: their calls' ids name the agent and the run instead.
+   */
+  workflowId?: string;
 }
 
 /** The agent message's call that waits for a turn's run (workflows/agent-message-call.ts). */

@@ -132,7 +132,11 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const turn: Turn = {
     agentId: input.agentId,
     limits: input.limits,
-    acts: turnActivities(input.limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue }),
+    acts: turnActivities(
+      input.limits,
+      { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue },
+      input.workflowId,
+    ),
     answers: new Map(),
     replyTo: input.replyTo,
   };

@@ -16,7 +16,6 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
-  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type {
@@ -169,12 +168,14 @@ export type ToolCallRequest = Omit<ToolCallInput, 'toolId' | 'toolVersion'>;
  * tool and its mode. A call of a tool the turn does not have, or of a mode no activity runs, is
  * refused with the error the model sees (`refuse`, which records it). So is a call whose activity
  * failed after its retries (its MCP server died, its sandbox would not start): the model reads the
- * error and the turn goes on, as Letta's loop goes on after a tool's exception.
+ * error and the turn goes on, as Letta's loop goes on after a tool's exception. A mode whose calls run
+ * as child workflows names each `<turnId>/<tool call id>` (`turnId`: AgentTurnInput.workflowId).
  */
 export function toolCaller(
   limits: AgentTurnLimits,
   queues: ToolQueues,
   refuse: (call: ToolCallRequest, reason: string) => Promise<ToolOutcome>,
+  turnId?: string,
 ) {
   const base = toolOptions(limits, limits.toolTimeoutMs);
   const remote = proxyActivities<ToolActivities>(base);
@@ -196,10 +197,10 @@ export function toolCaller(
       input,
     ]);
   };
-  /** The call as a child workflow of the turn, listed with its agent and run, named by its call. */
+  /** The call as a child workflow of the turn (`<turn's id>/<tool call id>`), listed with its agent and run. */
   const runChild = (type: 'agentMessageCall', input: ToolCallInput, summary: string) =>
     executeChild<Workflows[typeof type]>(type, {
-      workflowId: `${workflowInfo().workflowId}/${input.toolCallId}`,
+      workflowId: `${turnId ?? `${input.agentId}/${input.runId}`}/${input.toolCallId}`,
       args: [{ call: input, limits }],
       staticSummary: summary,
       typedSearchAttributes: [
@@ -222,7 +223,8 @@ export function toolCaller(
     setCurrentDetails(`Running tool ${summary}`);
     const input = { ...call, toolId: tool.id, toolVersion: tool.version };
     try {
-      if (row.workflow && patched(row.workflow.patch)) return await runChild(row.workflow.type, input, summary);
+      if (row.workflow && patched(row.workflow.patch))
+        return await runChild(row.workflow.type, input, summary);
       return await schedule(row, tool, input, summary);
     } catch (error) {
       const failed =

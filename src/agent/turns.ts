@@ -262,6 +262,7 @@ export async function startAgentTurn(
       context,
       limits: turnLimits(config, request.maxSteps),
       ...(request.replyTo ? { replyTo: { workflowId: request.replyTo, runId } } : {}),
+      workflowId,
     },
   };
   try {

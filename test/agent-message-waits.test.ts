@@ -19,6 +19,9 @@ import {
 } from './helpers/server-processes';
 import { connectTemporalClient, scheduledActivities, workflowHistory } from './helpers/temporal';
 import { toolReturnsOf } from './helpers/tool-returns';
+import { agentWithRun, toolCallsOf } from './helpers/runs';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { agentMessageActivities } from '../activities/agent-messages';
 
 /**
  * An agent message waits as workflows wait (workflows/agent-message-call.ts): a child workflow of the
@@ -185,6 +188,27 @@ describe('an agent message waits as a workflow', () => {
     const handle = temporal.workflow.getHandle(recipientTurn.workflow_id);
     await handle.result();
     expect((await handle.describe()).status.name).toBe('COMPLETED');
+  });
+
+  it('still answers the polling activity of turns recorded before, which are in flight across the upgrade', async () => {
+    const answerer = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const [call] = await toolCallsOf(h.server.db, await agentWithRun(h.server.db), WAIT_TOOL, [
+      { message: 'are you there?', other_agent_id: answerer.id },
+    ]);
+    const { messageAgents } = agentMessageActivities(h.server.turns);
+    expect(await new MockActivityEnvironment().run(messageAgents, call)).toEqual({
+      status: 'success',
+      output: `{'agent_id': '${answerer.id}', 'response': ['Hello back.']}`,
+    });
+    // Its recipient's turn has no call to tell: the activity saw the run stop by itself.
+    const [recipientRun] = (await h.client.runs.list({ agent_id: answerer.id })).getPaginatedItems();
+    const [turn] = await h.server.db.query<{ workflow_id: string }>(
+      'SELECT workflow_id FROM runs WHERE id = $1',
+      [recipientRun.id],
+    );
+    await h.server.turns.temporal.workflow.getHandle(turn.workflow_id).result();
+    const events = await workflowHistory(h.server.turns.temporal, turn.workflow_id);
+    expect(events.some((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes)).toBe(false);
   });
 
   it('lets another agent answer as fast as alone while 250 agents wait on one', async () => {

@@ -59,12 +59,13 @@ export async function agentMessageCall({ call, limits }: AgentMessageCallInput):
 }
 
 /**
- * The recipient's side: tells the call waiting for `runId` (its turn's `replyTo`) that the run has
+ * The recipient's side: tells the call that waits for a run (its turn's `replyTo`) that the run has
  * stopped, once its end is stored. Sent even while the turn is being cancelled; a waiter that is gone
  * (its sender cancelled, its wait timed out) is no matter.
  */
-export async function tellWaiter(replyTo: ReplyTo | undefined, runId: string): Promise<void> {
-  if (replyTo?.runId !== runId) return;
+export async function tellWaiter(replyTo: ReplyTo | undefined): Promise<void> {
+  if (!replyTo) return;
+  const { runId } = replyTo;
   await CancellationScope.nonCancellable(() =>
     getExternalWorkflowHandle(replyTo.workflowId)
       .signal(messageRunStoppedSignal, { runId })

@@ -108,7 +108,7 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     queue.splice(0, queue.length, ...queue.filter((turn) => !chosen(turn)));
     if (dropped.length) {
       await cancelQueuedRuns({ runIds: dropped.map((turn) => turn.input.runId) });
-      await Promise.all(dropped.map(({ input }) => tellWaiter(input.replyTo, input.runId)));
+      await Promise.all(dropped.map(({ input }) => tellWaiter(input.replyTo)));
     }
     const current = running && chosen(running.turn) ? running : undefined;
     if (current) {
@@ -156,7 +156,7 @@ async function runTurn(turn: QueuedTurn, waitForLane: (turn: QueuedTurn) => Prom
     if (lanes && isCancellation(error))
       await CancellationScope.nonCancellable(async () => {
         await cancelQueuedRuns({ runIds: [turn.input.runId] });
-        await tellWaiter(turn.input.replyTo, turn.input.runId);
+        await tellWaiter(turn.input.replyTo);
         await giveLaneBack({
           agentId: turn.input.agentId,
           runId: turn.input.runId,

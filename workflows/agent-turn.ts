@@ -66,7 +66,10 @@ interface Turn {
    * same activation as the model call that paused, before the turn has reached its wait.
    */
   answers: Map<string, ApprovalAnswered>;
-  /** The agent message's call waiting for the turn's first run, if another agent's message started it. */
+  /**
+   * The agent message's call waiting for the turn's first run, if another agent's message started it;
+   * cleared once told.
+   */
   replyTo?: AgentTurnInput['replyTo'];
 }
 
@@ -155,7 +158,6 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     const outcome = await runSteps(turn, request);
     if (!outcome.pause) return endRun(turn, request.runId, outcome);
     markPaused(outcome.pause);
-    await tellWaiter(turn.replyTo, request.runId);
     const answer = await waitForAnswer(turn, outcome.pause);
     if (!answer) return endOnCancel(turn, request.runId, outcome);
     request = resumedBy(answer, turn.limits);
@@ -384,11 +386,13 @@ function markPaused(pause: Pause): void {
 }
 
 /**
- * Waits for the answer to a pause; when its policy's reminder delay passes first, a reminder notice
- * goes out, and when the approval timeout passes, the calls are denied. Both are durable timers. No
- * answer when the turn is cancelled while it waits.
+ * Waits for the answer to a pause, once an agent message waiting for the run knows it paused; when its
+ * policy's reminder delay passes first, a reminder notice goes out, and when the approval timeout
+ * passes, the calls are denied. Both are durable timers. No answer when the turn is cancelled while it
+ * waits.
  */
 async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered | undefined> {
+  await replied(turn);
   const { answers, acts, agentId } = turn;
   const answered = () => answers.has(pause.messageId);
   const waitStarted = Date.now(); // the workflow's clock: the time of this workflow task
@@ -444,7 +448,7 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
   setCurrentDetails(`Stopped: ${stopReason}`);
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
   if (outcome.runEnded) {
-    await tellWaiter(turn.replyTo, runId);
+    await replied(turn);
     return { stopReason, usage };
   }
   const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.run : turn.acts.runEndUnpatched;
@@ -459,8 +463,19 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
       error,
     }),
   );
-  await tellWaiter(turn.replyTo, runId);
+  await replied(turn);
   return { stopReason, ...(error ? { error } : {}), usage };
+}
+
+/**
+ * Tells the agent message's call waiting for the turn's first run that the run has stopped, its end
+ * stored: the turn's first pause or end is that run's, since every later request comes with an answer
+ * to a pause. Once.
+ */
+async function replied(turn: Turn): Promise<void> {
+  const waiter = turn.replyTo;
+  turn.replyTo = undefined;
+  await tellWaiter(waiter);
 }
 
 /**

@@ -1,26 +1,17 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import Letta from '@letta-ai/letta-client';
-import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
-import { useAgentServer } from './helpers/agent-server';
-import type { ChatRequest, OpenAiStub, StubReply } from './helpers/openai-stub';
-import { startOpenAiStub } from './helpers/openai-stub';
-import { eventually } from './helpers/eventually';
-import { testTemporalAddress } from './helpers/env';
-import { createTestSchema, type TestSchema } from './helpers/postgres';
-import type { StartedProcess } from './helpers/process';
-import {
-  apiUrl,
-  killProcess,
-  serverProcessEnv,
-  startApiProcess,
-  startWorkerProcess,
-} from './helpers/server-processes';
-import { connectTemporalClient, scheduledActivities, workflowHistory } from './helpers/temporal';
-import { toolReturnsOf } from './helpers/tool-returns';
-import { agentWithRun, toolCallsOf } from './helpers/runs';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+import { useAgentServer, type AgentServer } from './helpers/agent-server';
+import type { ChatRequest, OpenAiStub, StubReply } from './helpers/openai-stub';
+import { eventually } from './helpers/eventually';
+import { agentWithRun, toolCallsOf } from './helpers/runs';
+import {
+  callWaits,
+  scheduledActivities,
+  turnWorkflowId,
+  waitingMessageCall,
+  workflowHistory,
+} from './helpers/temporal';
+import { toolReturnsOf } from './helpers/tool-returns';
 import { agentMessageActivities } from '../activities/agent-messages';
 
 /**
@@ -69,36 +60,55 @@ function routeReplies(stub: OpenAiStub) {
 
 const multiAgent = { model: 'openai/gpt-4o-mini', include_multi_agent_tools: true } as object;
 
-/** The agent-message calls of a sender's run, as child workflows (their search attributes name the run). */
-async function callsOfRun(temporal: Client, runId: string): Promise<WorkflowExecutionDescription[]> {
-  const found: WorkflowExecutionDescription[] = [];
-  for await (const info of temporal.workflow.list({
-    query: `WorkflowType = "agentMessageCall" AND LettaRunId = "${runId}"`,
-  }))
-    found.push(await temporal.workflow.getHandle(info.workflowId).describe());
-  return found;
+/** The call of a sender's run, once it waits; fails the test when it never does. */
+async function waitingCall(temporal: Client, runId: string): Promise<WorkflowExecutionDescription> {
+  const calls = await waitingMessageCall(temporal, runId);
+  expect(calls.map(callWaits)).toEqual([true]);
+  return calls[0];
 }
 
-/** A call waits when its messages are sent and nothing of it runs: no activity is pending. */
-const waiting = (call: WorkflowExecutionDescription) =>
-  call.status.name === 'RUNNING' && (call.raw.pendingActivities ?? []).length === 0;
+type Expert = (marker: string) => { system: string; release: () => void };
 
-/** The call's workflow waits, its messages sent; fails the test when it never does. */
-async function waitingCall(temporal: Client, runId: string): Promise<WorkflowExecutionDescription> {
-  const calls = await eventually(
-    () => callsOfRun(temporal, runId),
-    (found) => found.length === 1 && waiting(found[0]),
+/** A sender that asks an expert whose reply is held: the sender's run, its agents and the release. */
+async function askHeldExpert(h: AgentServer<'openai'>, expert: Expert, marker: string) {
+  const { system, release } = expert(marker);
+  const [asker, answerer] = await Promise.all([
+    h.client.agents.create(multiAgent),
+    h.client.agents.create({ model: 'openai/gpt-4o-mini', system }),
+  ]);
+  const run = await h.client.agents.messages.createAsync(asker.id, {
+    messages: [{ role: 'user', content: `ask ${answerer.id}` }],
+  });
+  return { run, asker, answerer, release };
+}
+
+/** The one run of `agentId` once it has `status`, and its turn's workflow id. */
+async function onlyRunOf(h: AgentServer<'openai'>, agentId: string, status: string) {
+  const run = await eventually(
+    async () => (await h.client.runs.list({ agent_id: agentId })).getPaginatedItems()[0],
+    (r) => r?.status === status,
     30_000,
   );
-  expect(calls.map(waiting)).toEqual([true]);
-  return calls[0];
+  expect(run?.status).toBe(status);
+  return { run, turn: await turnWorkflowId(h.server.db, run.id) };
+}
+
+/** The tool return of a run's (one) call, once the run has completed. */
+async function toolReturnOfRun(h: AgentServer<'openai'>, runId: string) {
+  const done = await eventually(
+    () => h.client.runs.retrieve(runId),
+    (r) => r.status === 'completed',
+    30_000,
+  );
+  expect(done.status).toBe('completed');
+  return toolReturnsOf((await h.client.runs.messages.list(runId)).getPaginatedItems())[0];
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 describe('an agent message waits as a workflow', () => {
   const h = useAgentServer('openai', { AGENT_MAX_QUEUED_MESSAGES: '300' });
-  let expert: (marker: string) => { system: string; release: () => void };
+  let expert: Expert;
   beforeAll(() => {
     expert = routeReplies(h.stub);
   });
@@ -114,31 +124,14 @@ describe('an agent message waits as a workflow', () => {
   };
 
   it('is a child workflow of the sender’s turn, woken by the recipient’s turn, with no activity that waits', async () => {
-    const { system, release } = expert('the-child-expert');
-    const [asker, answerer] = await Promise.all([
-      h.client.agents.create(multiAgent),
-      h.client.agents.create({ model: 'openai/gpt-4o-mini', system }),
-    ]);
-    const run = await h.client.agents.messages.createAsync(asker.id, {
-      messages: [{ role: 'user', content: `ask ${answerer.id}` }],
-    });
+    const { run, answerer, release } = await askHeldExpert(h, expert, 'the-child-expert');
     const temporal = h.server.turns.temporal;
     const call = await waitingCall(temporal, run.id);
-    const [turn] = await h.server.db.query<{ workflow_id: string }>(
-      'SELECT workflow_id FROM runs WHERE id = $1',
-      [run.id],
-    );
-    expect(call.workflowId.startsWith(`${turn.workflow_id}/call_`)).toBe(true);
-    expect(call.parentExecution?.workflowId).toBe(turn.workflow_id);
+    const turn = await turnWorkflowId(h.server.db, run.id);
+    expect(call.workflowId.startsWith(`${turn}/call_`)).toBe(true);
+    expect(call.parentExecution?.workflowId).toBe(turn);
     release();
-    const done = await eventually(
-      () => h.client.runs.retrieve(run.id),
-      (r) => r.status === 'completed',
-      30_000,
-    );
-    expect(done.status).toBe('completed');
-    const messages = (await h.client.runs.messages.list(run.id)).getPaginatedItems();
-    expect(toolReturnsOf(messages)[0]).toMatchObject({
+    expect(await toolReturnOfRun(h, run.id)).toMatchObject({
       status: 'success',
       tool_return: `{'agent_id': '${answerer.id}', 'response': ['Four.']}`,
     });
@@ -150,19 +143,12 @@ describe('an agent message waits as a workflow', () => {
         (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'messageRunStopped',
       ),
     ).toHaveLength(1);
-    const turnEvents = await workflowHistory(temporal, turn.workflow_id);
+    const turnEvents = await workflowHistory(temporal, turn);
     expect(scheduledActivities(turnEvents).map((a) => a.type)).not.toContain('messageAgents');
   });
 
   it('ends at once when the sender’s run is cancelled while it waits, and the recipient’s turn still ends well', async () => {
-    const { system, release } = expert('the-cancelled-expert');
-    const [asker, answerer] = await Promise.all([
-      h.client.agents.create(multiAgent),
-      h.client.agents.create({ model: 'openai/gpt-4o-mini', system }),
-    ]);
-    const run = await h.client.agents.messages.createAsync(asker.id, {
-      messages: [{ role: 'user', content: `ask ${answerer.id}` }],
-    });
+    const { run, asker, answerer, release } = await askHeldExpert(h, expert, 'the-cancelled-expert');
     const temporal = h.server.turns.temporal;
     const call = await waitingCall(temporal, run.id);
     // The expert's reply is held: only a cancel of the wait itself lets the sender's run end.
@@ -173,19 +159,9 @@ describe('an agent message waits as a workflow', () => {
     expect(toolReturnsOf(messages)[0]).toMatchObject({ status: 'error' });
 
     // The recipient's turn goes on; its signal finds the call gone, which ends nothing but the signal.
-    const [recipientRun] = (await h.client.runs.list({ agent_id: answerer.id })).getPaginatedItems();
     release();
-    const recipientDone = await eventually(
-      () => h.client.runs.retrieve(recipientRun.id),
-      (r) => r.status === 'completed',
-      30_000,
-    );
-    expect(recipientDone.status).toBe('completed');
-    const [recipientTurn] = await h.server.db.query<{ workflow_id: string }>(
-      'SELECT workflow_id FROM runs WHERE id = $1',
-      [recipientRun.id],
-    );
-    const handle = temporal.workflow.getHandle(recipientTurn.workflow_id);
+    const { turn: recipientTurn } = await onlyRunOf(h, answerer.id, 'completed');
+    const handle = temporal.workflow.getHandle(recipientTurn);
     await handle.result();
     expect((await handle.describe()).status.name).toBe('COMPLETED');
   });
@@ -201,13 +177,9 @@ describe('an agent message waits as a workflow', () => {
       output: `{'agent_id': '${answerer.id}', 'response': ['Hello back.']}`,
     });
     // Its recipient's turn has no call to tell: the activity saw the run stop by itself.
-    const [recipientRun] = (await h.client.runs.list({ agent_id: answerer.id })).getPaginatedItems();
-    const [turn] = await h.server.db.query<{ workflow_id: string }>(
-      'SELECT workflow_id FROM runs WHERE id = $1',
-      [recipientRun.id],
-    );
-    await h.server.turns.temporal.workflow.getHandle(turn.workflow_id).result();
-    const events = await workflowHistory(h.server.turns.temporal, turn.workflow_id);
+    const { turn } = await onlyRunOf(h, answerer.id, 'completed');
+    await h.server.turns.temporal.workflow.getHandle(turn).result();
+    const events = await workflowHistory(h.server.turns.temporal, turn);
     expect(events.some((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes)).toBe(false);
   });
 
@@ -248,7 +220,7 @@ describe('an agent message waits as a workflow', () => {
       const descriptions: WorkflowExecutionDescription[] = [];
       for await (const info of temporal.workflow.list({ query }))
         descriptions.push(await temporal.workflow.getHandle(info.workflowId).describe());
-      return descriptions.filter(waiting).length;
+      return descriptions.filter(callWaits).length;
     };
     expect(await eventually(waitingCalls, (n) => n === 250, 240_000)).toBe(250);
     const waited = performance.now() - started;
@@ -285,55 +257,30 @@ describe('an agent message waits as a workflow', () => {
 
 describe('an agent message whose recipient does not answer', () => {
   const h = useAgentServer('openai', { AGENT_MESSAGE_TIMEOUT_MS: '4000', AGENT_MESSAGE_LOOK_MS: '500' });
-  let expert: (marker: string) => { system: string; release: () => void };
+  let expert: Expert;
   beforeAll(() => {
     expert = routeReplies(h.stub);
   });
 
-  /** A sender asking an expert whose reply is held; the sender's run once its turn has ended. */
-  async function askHeldExpert(marker: string) {
-    const { system, release } = expert(marker);
-    const [asker, answerer] = await Promise.all([
-      h.client.agents.create(multiAgent),
-      h.client.agents.create({ model: 'openai/gpt-4o-mini', system }),
-    ]);
-    const run = await h.client.agents.messages.createAsync(asker.id, {
-      messages: [{ role: 'user', content: `ask ${answerer.id}` }],
-    });
-    const recipientRun = await eventually(
-      async () => (await h.client.runs.list({ agent_id: answerer.id })).getPaginatedItems()[0],
-      (r) => r?.status === 'running',
-    );
-    expect(recipientRun?.status).toBe('running');
-    const [turn] = await h.server.db.query<{ workflow_id: string }>(
-      'SELECT workflow_id FROM runs WHERE id = $1',
-      [recipientRun.id],
-    );
-    return { run, answerer, release, recipientTurn: turn.workflow_id };
+  /** A sender waiting on an expert whose reply is held, once the expert's turn calls its model. */
+  async function waitOnHeldExpert(marker: string) {
+    const { run, answerer, release } = await askHeldExpert(h, expert, marker);
+    const { turn } = await onlyRunOf(h, answerer.id, 'running');
+    return { run, release, recipientTurn: turn };
   }
 
-  const toolReturnOfRun = async (runId: string) => {
-    const done = await eventually(
-      () => h.client.runs.retrieve(runId),
-      (r) => r.status === 'completed',
-      30_000,
-    );
-    expect(done.status).toBe('completed');
-    return toolReturnsOf((await h.client.runs.messages.list(runId)).getPaginatedItems())[0];
-  };
-
   it('ends the wait when the recipient’s turn is terminated without signalling (a look at its run)', async () => {
-    const { run, recipientTurn, release } = await askHeldExpert('the-terminated-expert');
+    const { run, recipientTurn, release } = await waitOnHeldExpert('the-terminated-expert');
     await h.server.turns.temporal.workflow.getHandle(recipientTurn).terminate('terminated by the test');
-    const answer = await toolReturnOfRun(run.id);
+    const answer = await toolReturnOfRun(h, run.id);
     expect(answer.status).toBe('error');
     expect(answer.tool_return).toContain('its turn ended without a reply');
     release();
   });
 
   it('gives up after AGENT_MESSAGE_TIMEOUT_MS with Letta’s error, and the late reply finds nobody waiting', async () => {
-    const { run, recipientTurn, release } = await askHeldExpert('the-slow-expert');
-    const answer = await toolReturnOfRun(run.id);
+    const { run, recipientTurn, release } = await waitOnHeldExpert('the-slow-expert');
+    const answer = await toolReturnOfRun(h, run.id);
     expect(answer.status).toBe('error');
     expect(answer.tool_return).toContain('no reply within 4 seconds');
     release();
@@ -341,71 +288,4 @@ describe('an agent message whose recipient does not answer', () => {
     await handle.result();
     expect((await handle.describe()).status.name).toBe('COMPLETED');
   });
-});
-
-describe('an agent message across a worker restart', () => {
-  let dataDir: string;
-  let schema: TestSchema;
-  let stub: OpenAiStub;
-  let api: StartedProcess;
-  let worker: StartedProcess;
-  let env: Record<string, string>;
-
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-agent-message-'));
-    schema = await createTestSchema();
-    stub = await startOpenAiStub();
-    env = await serverProcessEnv({
-      dataDir,
-      databaseUrl: schema.url,
-      temporalAddress: testTemporalAddress(),
-      openAiBaseUrl: stub.baseURL,
-      extra: { ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000' },
-    });
-    api = await startApiProcess(env);
-    worker = await startWorkerProcess(env);
-  });
-  afterAll(async () => {
-    if (api) await killProcess(api, 'SIGKILL');
-    if (worker) await killProcess(worker, 'SIGKILL');
-    await stub?.close();
-    await schema?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it('keeps waiting through kill -9 of the worker: the wait lives in the history', async () => {
-    const { system, release } = routeReplies(stub)('the-restarted-expert');
-    const client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
-    const [asker, answerer] = await Promise.all([
-      client.agents.create(multiAgent),
-      client.agents.create({ model: 'openai/gpt-4o-mini', system }),
-    ]);
-    const run = await client.agents.messages.createAsync(asker.id, {
-      messages: [{ role: 'user', content: `ask ${answerer.id}` }],
-    });
-    const temporal = await connectTemporalClient();
-    try {
-      const call = await waitingCall(temporal.client, run.id);
-      await killProcess(worker, 'SIGKILL');
-      worker = await startWorkerProcess(env);
-      release();
-      const done = await eventually(
-        () => client.runs.retrieve(run.id),
-        (r) => r.status === 'completed',
-        60_000,
-      );
-      expect(done.status).toBe('completed');
-      const messages = (await client.runs.messages.list(run.id)).getPaginatedItems();
-      expect(toolReturnsOf(messages)[0]).toMatchObject({
-        status: 'success',
-        tool_return: `{'agent_id': '${answerer.id}', 'response': ['Four.']}`,
-      });
-      // Sent once: the new worker took the wait up from the history.
-      const events = await workflowHistory(temporal.client, call.workflowId);
-      expect(scheduledActivities(events).map((a) => a.type)).toEqual(['sendAgentMessages']);
-      expect((await client.runs.list({ agent_id: answerer.id })).getPaginatedItems()).toHaveLength(1);
-    } finally {
-      await temporal.close();
-    }
-  }, 180_000);
 });

@@ -170,8 +170,8 @@ export async function awaitRuns(
 
 /**
  * The runs of `runIds` that will not go on: stopped (ended or paused), gone, or left open by a turn that
- * no longer runs to end them (terminated in the Temporal UI). A turn stores its run's end before its
- * workflow closes, so a run still open once its turn is seen closed is never ended by it.
+ * no longer runs to end them (terminated in the Temporal UI). A run read open whose turn is then seen
+ * closed has either just ended or never will: the turn stores its run's end before its workflow closes.
  */
 export async function stoppedRuns(services: TurnServices, runIds: string[]): Promise<string[]> {
   const stopped = await Promise.all(
@@ -188,7 +188,8 @@ export type AgentReply = { agent_id: string; response: string[] } | { agent_id: 
 
 /**
  * What the recipient of `delivery` answered: its run's reply once the run has stopped; an error while
- * it still runs (`timeoutMs` passed), or when its turn ended without ending it.
+ * it still runs (`timeoutMs` passed), or when its turn ended without ending it. A run still open after
+ * its turn is seen closed is never ended by it: the turn stores its run's end before it closes.
  */
 export async function replyOf(
   services: TurnServices,
@@ -197,14 +198,14 @@ export async function replyOf(
 ): Promise<AgentReply> {
   const agent_id = delivery.agentId;
   if ('error' in delivery) return { agent_id, error: delivery.error };
-  const run = await getRun(services.db, delivery.runId);
-  if (run && isActiveRun(run))
-    return {
-      agent_id,
-      error: (await runLiveness(services, run)())
-        ? `no reply within ${timeoutMs / 1000} seconds`
-        : `its turn ended without a reply (run ${run.id} was left ${run.status})`,
-    };
+  let run = await getRun(services.db, delivery.runId);
+  if (run && isActiveRun(run)) {
+    if (await runLiveness(services, run)())
+      return { agent_id, error: `no reply within ${timeoutMs / 1000} seconds` };
+    run = await getRun(services.db, delivery.runId);
+    if (run && isActiveRun(run))
+      return { agent_id, error: `its turn ended without a reply (run ${run.id} was left ${run.status})` };
+  }
   return { agent_id, response: await replyTexts(services, run) };
 }
 

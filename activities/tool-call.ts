@@ -114,7 +114,7 @@ export function outcomeOf(execution: ToolExecution): ToolOutcome {
 }
 
 /** The arguments the tool gets, from the model's JSON text. */
-function argumentsOf(read: ToolCallRead, input: ToolCallInput, agent: AgentRow, tool: ToolRow) {
+export function argumentsOf(read: ToolCallRead, input: ToolCallInput, agent: AgentRow, tool: ToolRow) {
   if (read.arguments === undefined)
     throw new Error(`tool call ${input.toolCallId} is not in message ${input.messageId}`);
   let args: Record<string, unknown>;

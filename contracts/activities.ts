@@ -3,6 +3,8 @@
  * (checked with `satisfies`), and workflows proxy these types, never the factories'.
  */
 import type {
+  AgentMessagesSent,
+  AgentRepliesInput,
   ApprovalAnswered,
   ApprovalWait,
   CallModelInput,
@@ -61,7 +63,20 @@ export interface BuiltinActivities {
   runBuiltinTool: ToolCallActivity;
 }
 export interface AgentMessageActivities {
+  /**
+   * Sends and waits in one activity, polling: turns recorded before agent messages waited in a child
+   * workflow (workflows/agent-message-call.ts) still call it.
+   */
   messageAgents: ToolCallActivity;
+}
+/** The steps of an agent message's call (workflows/agent-message-call.ts). */
+export interface AgentMessageCallActivities {
+  /** Sends the call's messages, each a turn of its recipient's, told to signal the calling workflow. */
+  sendAgentMessages(input: ToolCallInput): Promise<AgentMessagesSent>;
+  /** The runs of `runIds` that have stopped, or whose turn no longer runs to stop them. */
+  lookAtMessageRuns(input: { runIds: string[] }): Promise<string[]>;
+  /** Reads the replies and records the call's result, once per tool call id. */
+  recordAgentReplies(input: AgentRepliesInput): Promise<ToolOutcome>;
 }
 export interface RunCodeActivities {
   runCode: ToolCallActivity;

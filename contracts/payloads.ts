@@ -209,6 +209,11 @@ export interface AgentTurnLimits {
   /** How long a message to another agent may wait for its reply. */
   agentMessageTimeoutMs: number;
   /**
+   * How often a waiting agent message looks whether its recipients' turns still run
+   * (AGENT_MESSAGE_LOOK_MS); turns started before it have none: 30 s.
+   */
+  agentMessageLookMs?: number;
+  /**
    * Sandboxed, run_code and MCP calls run as local activities of the agent worker (LOCAL_TOOL_CALLS),
    * not on their modes' task queues.
    */
@@ -232,6 +237,52 @@ export interface AgentTurnInput {
   streamTokens?: boolean;
   /** The agent's tools and rules, resolved by the API as it started the turn. */
   context: TurnContext;
+  /** Set when the turn answers another agent's message that waits for the reply. */
+  replyTo?: ReplyTo;
+  /**
+   * The turn's own workflow id, which the ids of its calls' child workflows extend. Not read from
+   * workflowInfo(): a replay (an upgrade's check, the corpus's) runs a history under another id.
+   * Turns started before it have none: their calls' ids name the agent and the run instead.
+   */
+  workflowId?: string;
+}
+
+/** The agent message's call that waits for a turn's run (workflows/agent-message-call.ts). */
+export interface ReplyTo {
+  /** The waiting call's workflow: the turn signals it `messageRunStopped`. */
+  workflowId: string;
+  /** The run it waits for: the turn tells it when this run stops (its end or its pause). */
+  runId: string;
+}
+
+/** What `messageRunStopped` tells the waiting call: the run has stopped, its end stored. */
+export interface RunStopped {
+  runId: string;
+}
+
+/** A message to one recipient: the run it started there, or why it was not sent. */
+export type AgentMessageDelivery = { agentId: string; runId: string } | { agentId: string; error: string };
+
+/** What an agent message's call sent (activities/agent-messages.ts). */
+export interface AgentMessagesSent {
+  deliveries: AgentMessageDelivery[];
+  /** The runs the call waits for: its messages' runs, unless it does not wait (the async tool). */
+  awaited: string[];
+  /** The call's own error (its arguments, an unknown recipient): nothing was sent. */
+  error?: string;
+}
+
+/** An agent message's call, a child workflow of its turn (workflows/agent-message-call.ts). */
+export interface AgentMessageCallInput {
+  call: ToolCallInput;
+  limits: AgentTurnLimits;
+}
+
+/** The last step of an agent message's call: its replies read, its result recorded. */
+export interface AgentRepliesInput extends ToolCallInput {
+  sent: AgentMessagesSent;
+  /** How long the call waited at most: the error of a recipient still going names it. */
+  timeoutMs: number;
 }
 
 export interface AgentTurnResult {

@@ -4,11 +4,13 @@
  * workflows/index.ts checks that each workflow has its signature.
  */
 import type {
+  AgentMessageCallInput,
   AgentSessionInput,
   AgentTurnInput,
   AgentTurnResult,
   FileIngestionInput,
   FileIngestionResult,
+  ToolOutcome,
   WebhookDelivery,
 } from './payloads';
 
@@ -20,6 +22,11 @@ export interface Workflows {
    * pauses (workflows/agent-turn.ts).
    */
   agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>;
+  /**
+   * One call of an agent-message tool, a child of its turn: the messages sent, their replies awaited
+   * by signal (workflows/agent-message-call.ts).
+   */
+  agentMessageCall(input: AgentMessageCallInput): Promise<ToolOutcome>;
   /** One uploaded file, parsed and embedded (workflows/file-ingestion.ts). */
   fileIngestion(input: FileIngestionInput): Promise<FileIngestionResult>;
   /** One webhook, retried (workflows/webhook-delivery.ts). */

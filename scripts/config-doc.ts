@@ -105,6 +105,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'TOOL_MAX_ATTEMPTS',
       'TOOL_RETURN_IMAGE_MAX_BYTES',
       'AGENT_MESSAGE_TIMEOUT_MS',
+      'AGENT_MESSAGE_LOOK_MS',
       'AGENT_MESSAGE_MAX_DEPTH',
       'AGENT_MESSAGE_MAX_STEPS',
     ],

@@ -881,6 +881,12 @@ export const ConfigSchema = z.object({
   AGENT_MESSAGE_TIMEOUT_MS: milliseconds
     .default(600_000)
     .describe('how long a message to another agent waits for its reply'),
+  AGENT_MESSAGE_LOOK_MS: milliseconds
+    .min(100)
+    .default(30_000)
+    .describe(
+      "how often a message to another agent that waits for its reply looks whether the recipient's turn still runs (a turn signals the waiting call when its run stops; this finds one terminated in the Temporal UI)",
+    ),
   AGENT_MESSAGE_MAX_DEPTH: z.coerce
     .number()
     .int()

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
+import { Client, Connection } from '@temporalio/client';
 import { startDevServer, type DevServerOptions, type RunningDevServer } from '../src/temporal/dev-server';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
@@ -17,6 +18,8 @@ import {
   startWorkerProcess,
 } from './helpers/server-processes';
 import { startTemporalServer } from './helpers/temporal-server';
+import { callWaits, scheduledActivities, waitingMessageCall, workflowHistory } from './helpers/temporal';
+import { toolReturnsOf } from './helpers/tool-returns';
 
 /**
  * A paused turn survives every component: the API and the worker run as separate processes (as
@@ -211,5 +214,60 @@ describe('durable pauses across restarts of every component', () => {
     expect(messages.filter((m) => m.message_type === 'tool_return_message')).toEqual([
       expect.objectContaining({ status: 'success', tool_return: 'slow answer' }),
     ]);
+  });
+
+  it('keeps an agent message waiting through kill -9 of the worker: the wait lives in its history', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const [asker, expert] = await Promise.all([
+      client.agents.create({
+        model: 'openai/gpt-4o-mini',
+        ...({ include_multi_agent_tools: true } as object),
+      }),
+      client.agents.create({ model: 'openai/gpt-4o-mini' }),
+    ]);
+    const ask = { message: 'what is 2+2?', other_agent_id: expert.id };
+    // The expert's reply is held: for the attempt the kill cuts short, and for its retry.
+    const held = { text: 'Four.', heldUntil: released };
+    stub.enqueue(
+      { toolCalls: [{ name: 'send_message_to_agent_and_wait_for_reply', arguments: ask }] },
+      held,
+      held,
+      { text: 'The expert says four.' },
+    );
+    const asked = stub.requests.length;
+    const run = await client.agents.messages.createAsync(asker.id, {
+      messages: [{ role: 'user', content: 'ask the expert' }],
+    });
+    const connection = await Connection.connect({ address: temporal.address });
+    try {
+      const temporalClient = new Client({ connection });
+      const [call] = await waitingMessageCall(temporalClient, run.id);
+      expect(call && callWaits(call)).toBe(true);
+      await eventually(
+        async () => stub.requests.length,
+        (n) => n >= asked + 2, // the sender's model call, then the expert's
+      );
+      await killProcess(worker, 'SIGKILL');
+      worker = await startWorkerProcess(env);
+      release();
+      const done = await eventually(
+        () => client.runs.retrieve(run.id),
+        (r) => r.status === 'completed',
+        60_000,
+      );
+      expect(done.status).toBe('completed');
+      const messages = (await client.runs.messages.list(run.id)).getPaginatedItems();
+      expect(toolReturnsOf(messages)[0]).toMatchObject({
+        status: 'success',
+        tool_return: `{'agent_id': '${expert.id}', 'response': ['Four.']}`,
+      });
+      // Sent once: the new worker took the wait up from the call's history.
+      const events = await workflowHistory(temporalClient, call.workflowId);
+      expect(scheduledActivities(events).map((a) => a.type)).toEqual(['sendAgentMessages']);
+      expect((await client.runs.list({ agent_id: expert.id })).getPaginatedItems()).toHaveLength(1);
+    } finally {
+      await connection.close();
+    }
   });
 });

@@ -109,6 +109,8 @@ describe('recording the replay corpus', () => {
     MODEL_RETRY_INITIAL_MS: '100',
     // A call of a few seconds outlives it only by heartbeating.
     ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000',
+    // An agent message whose recipient's turn dies is found within a second.
+    AGENT_MESSAGE_LOOK_MS: '1000',
   });
   const temporalClient = (): Client => h.server.turns.temporal;
   const historyOf = async (workflowId: string, runId?: string): Promise<Events> =>
@@ -945,35 +947,161 @@ describe('recording the replay corpus', () => {
     );
   });
 
+  /** A reply the stub holds back until the scenario lets it go. */
+  const heldReply = (text: string) => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    return { reply: { text, heldUntil: released }, release };
+  };
+  const multiAgent = { include_multi_agent_tools: true };
+  const askWaiting = (other: string, message = 'what is 2+2?') => ({
+    toolCalls: [
+      { name: 'send_message_to_agent_and_wait_for_reply', arguments: { message, other_agent_id: other } },
+    ],
+  });
+  /** The agent-message call (a child workflow) a turn's history started. */
+  const messageCallOf = (events: Events) =>
+    events.find(
+      (e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name === 'agentMessageCall',
+    )?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId ?? undefined;
+  /** The turn of the one run of `agentId` (another agent's message to it). */
+  const onlyTurnOf = async (agentId: string) => {
+    const [run] = (await h.client.runs.list({ agent_id: agentId })).getPaginatedItems();
+    return turnWorkflowId(h.server.db, run.id);
+  };
+  /** The sender's agent-message call once it waits: its message sent, nothing of it running. */
+  const waitingCallOf = async (senderTurn: string) => {
+    const started = await historyWhen(senderTurn, (e) =>
+      e.some((event) => event.childWorkflowExecutionStartedEventAttributes),
+    );
+    const callId = messageCallOf(started)!;
+    await historyWhen(callId, (e) => e.some((event) => event.activityTaskCompletedEventAttributes));
+    return callId;
+  };
+
   record('step-agent-message', async () => {
-    const multiAgent = { include_multi_agent_tools: true };
     const [asker, expert] = await Promise.all([
       createAgent(multiAgent),
       createAgent({ ...multiAgent, name: 'expert' }),
     ]);
-    h.stub.enqueue(
-      {
-        toolCalls: [
-          {
-            name: 'send_message_to_agent_and_wait_for_reply',
-            arguments: { message: 'what is 2+2?', other_agent_id: expert.id },
-          },
-        ],
-      },
-      { text: 'Four.' },
-      { text: 'The expert says four.' },
-    );
+    h.stub.enqueue(askWaiting(expert.id), { text: 'Four.' }, { text: 'The expert says four.' });
     const response = await h.client.agents.messages.create(asker.id, {
       messages: [{ role: 'user', content: 'ask the expert' }],
     });
     expect(response.stop_reason.stop_reason).toBe('end_turn');
     const events = await finished(await turnWorkflowId(h.server.db, response.messages[0].run_id!));
-    expect(scheduledActivities(events).map((a) => a.type)).toContain('messageAgents');
     await save(
       'step-agent-message',
-      'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (the other agent’s turn) → model',
+      'completed (end_turn): model → send_message_to_agent_and_wait_for_reply (a child agentMessageCall that waited for the other agent’s turn) → model',
       events,
-      ['step-end-turn'],
+      ['step-end-turn', 'step-agent-message-call'],
+    );
+    await save(
+      'agent-message-call',
+      'completed: an agentMessageCall sent its message (sendAgentMessages), the recipient’s turn signalled messageRunStopped, the replies were recorded (recordAgentReplies)',
+      await finished(messageCallOf(events)!),
+      ['agent-message-call-signalled'],
+    );
+    await save(
+      'step-tells-waiter',
+      'completed (end_turn): the turn of another agent’s message, which signalled the waiting call (messageRunStopped) once its run had ended',
+      await finished(await onlyTurnOf(expert.id)),
+      ['step-end-turn', 'step-tells-waiter'],
+    );
+  });
+
+  record('step-paused-tells-waiter', async () => {
+    const [asker, expert] = await Promise.all([
+      createAgent(multiAgent),
+      createAgent({ tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }] }),
+    ]);
+    h.stub.enqueue(
+      askWaiting(expert.id, 'remember that I like tea'),
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes tea' } }] },
+      { text: 'The expert waits for an approval.' },
+    );
+    const response = await h.client.agents.messages.create(asker.id, {
+      messages: [{ role: 'user', content: 'tell the expert' }],
+    });
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const events = await historyWhen(await onlyTurnOf(expert.id), (e) =>
+      shows('step-paused-tells-waiter', { events: e }),
+    );
+    await save(
+      'step-paused-tells-waiter',
+      'running: the turn of another agent’s message paused for approval of memory_insert (a requires_approval rule) and signalled the waiting call (messageRunStopped) at the pause',
+      events,
+      ['step-paused', 'step-paused-tells-waiter'],
+    );
+  });
+
+  record('step-cancelled-mid-agent-message', async () => {
+    const [asker, expert] = await Promise.all([createAgent(multiAgent), createAgent()]);
+    const held = heldReply('Four.');
+    h.stub.enqueue(askWaiting(expert.id), held.reply);
+    const senderTurn = await asyncTurn(asker.id, 'ask the expert');
+    const callId = await waitingCallOf(senderTurn);
+    await h.client.agents.messages.cancel(asker.id);
+    await save(
+      'step-cancelled-mid-agent-message',
+      'completed (cancelled): send_message_to_agent_and_wait_for_reply waiting in its child agentMessageCall when the run was cancelled; the child cancelled, the run ended',
+      await finished(senderTurn),
+      ['step-cancelled-mid-agent-message'],
+    );
+    await save(
+      'agent-message-call-cancelled',
+      'cancelled: an agentMessageCall cancelled with its turn while it waited for the recipient’s turn',
+      await historyWhen(callId, (e) => shows('agent-message-call-cancelled', { events: e })),
+      ['agent-message-call-cancelled'],
+    );
+    held.release();
+    await save(
+      'step-waiter-gone',
+      'completed (end_turn): the turn of another agent’s message whose sender was cancelled while it waited: its signal found the call gone (SignalExternalWorkflowExecutionFailed), and the turn ended as usual',
+      await finished(await onlyTurnOf(expert.id)),
+      ['step-end-turn', 'step-tells-waiter', 'step-waiter-gone'],
+    );
+  });
+
+  record('agent-message-call-looked', async () => {
+    const [asker, expert] = await Promise.all([createAgent(multiAgent), createAgent()]);
+    const held = heldReply('Four.');
+    h.stub.enqueue(askWaiting(expert.id), held.reply, { text: 'The expert is gone.' });
+    const senderTurn = await asyncTurn(asker.id, 'ask the expert');
+    const callId = await waitingCallOf(senderTurn);
+    await temporalClient()
+      .workflow.getHandle(await onlyTurnOf(expert.id))
+      .terminate('the recipient’s turn dies without signalling');
+    held.release();
+    await save(
+      'agent-message-call-looked',
+      'completed: an agentMessageCall whose recipient’s turn was terminated without signalling: a look at the run (lookAtMessageRuns, every AGENT_MESSAGE_LOOK_MS) ended the wait, the error recorded',
+      await finished(callId),
+      ['agent-message-call-looked'],
+    );
+  });
+
+  record('session-tells-waiter', async () => {
+    const [asker, expert] = await Promise.all([createAgent(multiAgent), createAgent()]);
+    const held = heldReply('Still thinking.');
+    h.stub.enqueue(held.reply);
+    await holdingTheLane(() =>
+      h.client.agents.messages.createAsync(expert.id, {
+        messages: [{ role: 'user', content: 'Think hard' }],
+      }),
+    );
+    h.stub.enqueue(askWaiting(expert.id), { text: 'The expert did not answer.' });
+    const senderTurn = await asyncTurn(asker.id, 'ask the expert');
+    await waitingCallOf(senderTurn);
+    await h.client.agents.messages.cancel(expert.id);
+    held.release();
+    await finished(senderTurn);
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, expert.id, null);
+    await save(
+      'session-tells-waiter',
+      'running: a session whose queued turn (another agent’s message, waiting for the lane a turn the API started held) was cancelled before it started (the messages cancel route): its run cancelled, the waiting call signalled (messageRunStopped)',
+      await historyWhen(sessionId, (e) => shows('session-tells-waiter', { events: e })),
+      ['session-tells-waiter'],
     );
   });
 

@@ -38,6 +38,7 @@ import type { agentTurn } from './agent-turn';
 import type { AgentSessionInput, QueuedTurn } from '../contracts/payloads';
 import { cancelTurnsUpdate, enqueueTurnUpdate, laneReleasedSignal } from '../contracts/messages';
 import { turnWorkflowOptions } from '../contracts/turn-options';
+import { tellWaiter } from './agent-message-call';
 
 const { cancelQueuedRuns, takeLaneTurn, giveLaneBack } = proxyLocalActivities<RunActivities & LaneActivities>(
   {
@@ -105,7 +106,10 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     const chosen = (turn: QueuedTurn) => !workflowIds || workflowIds.includes(turn.workflowId);
     const dropped = queue.filter(chosen);
     queue.splice(0, queue.length, ...queue.filter((turn) => !chosen(turn)));
-    if (dropped.length) await cancelQueuedRuns({ runIds: dropped.map((turn) => turn.input.runId) });
+    if (dropped.length) {
+      await cancelQueuedRuns({ runIds: dropped.map((turn) => turn.input.runId) });
+      await Promise.all(dropped.map(({ input }) => tellWaiter(input.replyTo)));
+    }
     const current = running && chosen(running.turn) ? running : undefined;
     if (current) {
       current.scope.cancel();
@@ -152,6 +156,7 @@ async function runTurn(turn: QueuedTurn, waitForLane: (turn: QueuedTurn) => Prom
     if (lanes && isCancellation(error))
       await CancellationScope.nonCancellable(async () => {
         await cancelQueuedRuns({ runIds: [turn.input.runId] });
+        await tellWaiter(turn.input.replyTo);
         await giveLaneBack({
           agentId: turn.input.agentId,
           runId: turn.input.runId,

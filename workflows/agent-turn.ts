@@ -52,6 +52,7 @@ import {
   type ToolCallRecord,
 } from '../contracts/tool-rules';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
+import { tellWaiter } from './agent-message-call';
 import { runsOnClient, withClientTools, type ToolCallRequest } from './tool-calls';
 
 /** What every part of one turn works with. */
@@ -65,6 +66,11 @@ interface Turn {
    * same activation as the model call that paused, before the turn has reached its wait.
    */
   answers: Map<string, ApprovalAnswered>;
+  /**
+   * The agent message's call waiting for the turn's first run, if another agent's message started it;
+   * cleared once told.
+   */
+  replyTo?: AgentTurnInput['replyTo'];
 }
 
 /** One request's share of the turn: its run, and what it asked for. */
@@ -129,8 +135,13 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const turn: Turn = {
     agentId: input.agentId,
     limits: input.limits,
-    acts: turnActivities(input.limits, { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue }),
+    acts: turnActivities(
+      input.limits,
+      { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue },
+      input.workflowId,
+    ),
     answers: new Map(),
+    replyTo: input.replyTo,
   };
   setHandler(approvalAnsweredSignal, (received) => {
     if (!turn.answers.has(received.requestMessageId)) turn.answers.set(received.requestMessageId, received);
@@ -375,11 +386,13 @@ function markPaused(pause: Pause): void {
 }
 
 /**
- * Waits for the answer to a pause; when its policy's reminder delay passes first, a reminder notice
- * goes out, and when the approval timeout passes, the calls are denied. Both are durable timers. No
- * answer when the turn is cancelled while it waits.
+ * Waits for the answer to a pause, once an agent message waiting for the run knows it paused; when its
+ * policy's reminder delay passes first, a reminder notice goes out, and when the approval timeout
+ * passes, the calls are denied. Both are durable timers. No answer when the turn is cancelled while it
+ * waits.
  */
 async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered | undefined> {
+  await replied(turn);
   const { answers, acts, agentId } = turn;
   const answered = () => answers.has(pause.messageId);
   const waitStarted = Date.now(); // the workflow's clock: the time of this workflow task
@@ -434,7 +447,10 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
   const { stopReason, usage, error } = outcome;
   setCurrentDetails(`Stopped: ${stopReason}`);
   upsertSearchAttributes([{ key: stopReasonKey, value: stopReason }]);
-  if (outcome.runEnded) return { stopReason, usage };
+  if (outcome.runEnded) {
+    await replied(turn);
+    return { stopReason, usage };
+  }
   const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.run : turn.acts.runEndUnpatched;
   await CancellationScope.nonCancellable(() =>
     finisher.finishRun({
@@ -447,7 +463,19 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
       error,
     }),
   );
+  await replied(turn);
   return { stopReason, ...(error ? { error } : {}), usage };
+}
+
+/**
+ * Tells the agent message's call waiting for the turn's first run that the run has stopped, its end
+ * stored: the turn's first pause or end is that run's, since every later request comes with an answer
+ * to a pause. Once.
+ */
+async function replied(turn: Turn): Promise<void> {
+  const waiter = turn.replyTo;
+  turn.replyTo = undefined;
+  await tellWaiter(waiter);
 }
 
 /**

@@ -1,13 +1,14 @@
 // The workflows the `agent` worker runs. Workflow code is deterministic and bundled by the worker:
 // it imports no Node APIs and reaches activities only through proxyActivities.
 import type { Workflows } from '../contracts/workflows';
+import { agentMessageCall } from './agent-message-call';
 import { agentSession } from './agent-session';
 import { agentTurn } from './agent-turn';
 import { fileIngestion } from './file-ingestion';
 import { webhookDelivery } from './webhook-delivery';
 import { scheduledMessage } from './scheduled-message';
 
-export { agentSession, agentTurn, fileIngestion, webhookDelivery, scheduledMessage };
+export { agentSession, agentTurn, agentMessageCall, fileIngestion, webhookDelivery, scheduledMessage };
 
 /**
  * The type name turns had before they were called turns: workflows started under it (a pause waits for
@@ -19,6 +20,7 @@ export { agentTurn as agentStep };
 export type AgentWorkflows = Implements<{
   agentSession: typeof agentSession;
   agentTurn: typeof agentTurn;
+  agentMessageCall: typeof agentMessageCall;
   fileIngestion: typeof fileIngestion;
   webhookDelivery: typeof webhookDelivery;
   scheduledMessage: typeof scheduledMessage;

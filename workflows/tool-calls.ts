@@ -8,8 +8,11 @@ import {
   ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  ChildWorkflowFailure,
+  executeChild,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -30,6 +33,8 @@ import type {
   ToolMode,
   ToolOutcome,
 } from '../contracts/payloads';
+import type { Workflows } from '../contracts/workflows';
+import { agentIdKey, runIdKey } from '../contracts/search-attributes';
 
 type ToolActivities = BuiltinActivities &
   AgentMessageActivities &
@@ -49,6 +54,12 @@ interface ToolModeRow {
   /** The activity that runs the mode's calls; none when the client runs them: the turn pauses for their returns. */
   activity?: keyof ToolActivities;
   /**
+   * The child workflow that runs each call instead, when its calls wait on other workflows: it waits
+   * as a workflow does, holding no activity slot. Histories without its `patch` ran the activity, and
+   * replay so, as do turns in flight across the upgrade.
+   */
+  workflow?: { type: 'agentMessageCall'; patch: string };
+  /**
    * The task queue its calls run on, so a pool of its workers can live apart; the agent's own when
    * unset. With `localToolCalls` (the turn's limits, LOCAL_TOOL_CALLS) they run as local activities of
    * the agent worker instead, which every worker process has these modes' activities for.
@@ -67,6 +78,7 @@ export const TOOL_MODES: Partial<Record<ToolMode, ToolModeRow>> = {
   agent: {
     label: 'agent message',
     activity: 'messageAgents',
+    workflow: { type: 'agentMessageCall', patch: 'agent-message-call-workflow' },
     timeoutMs: (limits) => limits.agentMessageTimeoutMs,
   },
   sandbox: {
@@ -113,7 +125,7 @@ export function withClientTools(clientTools: ClientTool[], tools: TurnTool[]): T
 export const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
 /** A tool call's activity options: its timeout plus a margin, heartbeats, retries. */
-function toolOptions(limits: AgentTurnLimits, timeoutMs: number): ActivityOptions {
+export function toolOptions(limits: AgentTurnLimits, timeoutMs: number): ActivityOptions {
   return {
     cancellationType,
     startToCloseTimeout: timeoutMs + 10_000,
@@ -126,12 +138,16 @@ function toolOptions(limits: AgentTurnLimits, timeoutMs: number): ActivityOption
 /** Longest failure text the model is given (Letta's MAX_ERROR_MESSAGE_CHAR_LIMIT). */
 const MAX_FAILURE_CHARS = 1000;
 
+type CallFailure = ActivityFailure | ApplicationFailure | ChildWorkflowFailure;
+
 /**
- * A tool's activity that failed for good, as Letta words an exception for the model. A regular
- * activity's failure wraps its cause; a local activity's is the cause itself.
+ * A tool's activity (or child workflow) that failed for good, as Letta words an exception for the
+ * model. A regular activity's failure wraps its cause, a child's the failure of its activity; a local
+ * activity's is the cause itself.
  */
-function failureText(toolName: string, failure: ActivityFailure | ApplicationFailure): string {
-  const cause = failure instanceof ActivityFailure ? failure.cause : failure;
+function failureText(toolName: string, failure: CallFailure): string {
+  const child = failure instanceof ChildWorkflowFailure ? (failure.cause ?? failure) : failure;
+  const cause = child instanceof ActivityFailure ? child.cause : child;
   const kind = cause instanceof ApplicationFailure && cause.type ? cause.type : (cause?.name ?? 'Error');
   return `Error executing function ${toolName}: ${kind}: ${cause?.message ?? failure.message}`.slice(
     0,
@@ -152,12 +168,14 @@ export type ToolCallRequest = Omit<ToolCallInput, 'toolId' | 'toolVersion'>;
  * tool and its mode. A call of a tool the turn does not have, or of a mode no activity runs, is
  * refused with the error the model sees (`refuse`, which records it). So is a call whose activity
  * failed after its retries (its MCP server died, its sandbox would not start): the model reads the
- * error and the turn goes on, as Letta's loop goes on after a tool's exception.
+ * error and the turn goes on, as Letta's loop goes on after a tool's exception. A mode whose calls run
+ * as child workflows names each `<turnId>/<tool call id>` (`turnId`: AgentTurnInput.workflowId).
  */
 export function toolCaller(
   limits: AgentTurnLimits,
   queues: ToolQueues,
   refuse: (call: ToolCallRequest, reason: string) => Promise<ToolOutcome>,
+  turnId?: string,
 ) {
   const base = toolOptions(limits, limits.toolTimeoutMs);
   const remote = proxyActivities<ToolActivities>(base);
@@ -179,6 +197,17 @@ export function toolCaller(
       input,
     ]);
   };
+  /** The call as a child workflow of the turn (`<turn's id>/<tool call id>`), listed with its agent and run. */
+  const runChild = (type: 'agentMessageCall', input: ToolCallInput, summary: string) =>
+    executeChild<Workflows[typeof type]>(type, {
+      workflowId: `${turnId ?? `${input.agentId}/${input.runId}`}/${input.toolCallId}`,
+      args: [{ call: input, limits }],
+      staticSummary: summary,
+      typedSearchAttributes: [
+        { key: agentIdKey, value: input.agentId },
+        { key: runIdKey, value: input.runId },
+      ],
+    });
 
   return async function runToolCall(call: ToolCallRequest, tool: TurnTool | undefined): Promise<ToolOutcome> {
     const row = tool && TOOL_MODES[tool.mode];
@@ -192,10 +221,16 @@ export function toolCaller(
     }
     const summary = `${call.toolName} (${row.label})`;
     setCurrentDetails(`Running tool ${summary}`);
+    const input = { ...call, toolId: tool.id, toolVersion: tool.version };
     try {
-      return await schedule(row, tool, { ...call, toolId: tool.id, toolVersion: tool.version }, summary);
+      if (row.workflow && patched(row.workflow.patch))
+        return await runChild(row.workflow.type, input, summary);
+      return await schedule(row, tool, input, summary);
     } catch (error) {
-      const failed = error instanceof ActivityFailure || error instanceof ApplicationFailure;
+      const failed =
+        error instanceof ActivityFailure ||
+        error instanceof ApplicationFailure ||
+        error instanceof ChildWorkflowFailure;
       if (isCancellation(error) || !failed) throw error;
       const text = failureText(call.toolName, error);
       log.warn('a tool call failed after its retries', { tool: call.toolName, error: text });

@@ -26,7 +26,7 @@ const ERROR_MESSAGE_CHARS = 500;
  * Pending Activities while the provider answers (`localModelCalls`, LOCAL_MODEL_CALLS, makes it local).
  * Tool calls run through `runToolCall`, by their mode.
  */
-export function turnActivities(limits: AgentTurnLimits, queues: ToolQueues) {
+export function turnActivities(limits: AgentTurnLimits, queues: ToolQueues, turnId?: string) {
   const bookkeeping: ActivityOptions & LocalActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20 },
@@ -57,7 +57,7 @@ export function turnActivities(limits: AgentTurnLimits, queues: ToolQueues) {
       reason,
     });
   return {
-    runToolCall: toolCaller(limits, queues, refuse),
+    runToolCall: toolCaller(limits, queues, refuse, turnId),
     run,
     // Histories from before FINISH_RUN_LOCALLY (agent-turn.ts) ended their runs with a regular activity.
     runEndUnpatched: proxyActivities<AgentActivities>(bookkeeping),

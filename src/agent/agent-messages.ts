@@ -8,12 +8,13 @@
 import { createHash } from 'node:crypto';
 import { getAgentRow, agentsMatchingTags } from '../db/agents';
 import { runMessagesAfter } from '../db/messages';
-import { getRun } from '../db/runs';
+import { getRun, isActiveRun } from '../db/runs';
 import type { RunRow } from '../db/rows';
 import { conflict, DomainError, invalid } from '../errors';
 import type { Queryable } from '../db';
 import { contentText } from './context';
-import { startAgentTurn, type TurnServices } from './turns';
+import { runLiveness, startAgentTurn, type TurnServices } from './turns';
+import type { AgentMessageDelivery } from '../../contracts/payloads';
 
 /** Letta's limit on the agents one tag-matched message reaches (its `agents.list(limit=100)`). */
 const MAX_TAG_RECIPIENTS = 100;
@@ -27,6 +28,8 @@ export interface AgentMessage {
   text: string;
   /** Whether the sender waits for the reply. */
   wait: boolean;
+  /** The workflow that waits for the reply (an agent message's call), which the recipient's turn signals. */
+  replyTo?: string;
 }
 
 /** Letta's framing of the message, which tells the recipient who sent it. */
@@ -110,18 +113,16 @@ export async function callerMessageChain(
   return { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: sender.runId };
 }
 
-export type Delivery = { agentId: string; runId: string } | { agentId: string; error: string };
-
 /** Sends the message to each recipient as a turn of its own; what cannot be sent says why. */
 export async function sendAgentMessage(
   services: TurnServices,
   message: AgentMessage,
   recipients: string[],
-): Promise<Delivery[]> {
+): Promise<AgentMessageDelivery[]> {
   const sender = await getRun(services.db, message.runId);
   const chain = chainOf(sender, message);
   return Promise.all(
-    recipients.map(async (agentId): Promise<Delivery> => {
+    recipients.map(async (agentId): Promise<AgentMessageDelivery> => {
       const refused = refusal(chain, message, agentId, services.config.AGENT_MESSAGE_MAX_DEPTH);
       if (refused) return { agentId, error: refused };
       try {
@@ -136,6 +137,7 @@ export async function sendAgentMessage(
           runId: messageRunId(message.toolCallId, agentId),
           metadata: { agent_chain: chain.hops, waiting_chain: chain.waiting, sender_run_id: message.runId },
           origin: `agent ${message.senderId} (turn ${sender?.workflow_id})`,
+          replyTo: message.replyTo,
         });
         return { agentId, runId: run.id };
       } catch (error) {
@@ -146,7 +148,10 @@ export async function sendAgentMessage(
   );
 }
 
-/** Waits until each run has stopped (ended or paused), or until `deadline`; the runs as they are then. */
+/**
+ * Waits until each run has stopped (ended or paused), or until `deadline`, looking every 250 ms: the
+ * wait of turns recorded before agent messages waited in a workflow of their own.
+ */
 export async function awaitRuns(
   services: TurnServices,
   runIds: string[],
@@ -156,17 +161,56 @@ export async function awaitRuns(
   const runs = new Map<string, RunRow | undefined>();
   for (;;) {
     for (const id of runIds) runs.set(id, await getRun(services.db, id));
-    const open = [...runs.values()].some(
-      (run) => run && (run.status === 'created' || run.status === 'running'),
-    );
+    const open = [...runs.values()].some((run) => run && isActiveRun(run));
     if (!open || Date.now() >= deadline) return runs;
     signal?.throwIfAborted();
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
+/**
+ * The runs of `runIds` that will not go on: stopped (ended or paused), gone, or left open by a turn that
+ * no longer runs to end them (terminated in the Temporal UI). A run read open whose turn is then seen
+ * closed has either just ended or never will: the turn stores its run's end before its workflow closes.
+ */
+export async function stoppedRuns(services: TurnServices, runIds: string[]): Promise<string[]> {
+  const stopped = await Promise.all(
+    runIds.map(async (id) => {
+      const run = await getRun(services.db, id);
+      return !run || !isActiveRun(run) || !(await runLiveness(services, run)());
+    }),
+  );
+  return runIds.filter((_, i) => stopped[i]);
+}
+
+/** One recipient's answer, as Letta's tools give it: its reply, or why there is none. */
+export type AgentReply = { agent_id: string; response: string[] } | { agent_id: string; error: string };
+
+/**
+ * What the recipient of `delivery` answered: its run's reply once the run has stopped; an error while
+ * it still runs (`timeoutMs` passed), or when its turn ended without ending it. A run still open after
+ * its turn is seen closed is never ended by it: the turn stores its run's end before it closes.
+ */
+export async function replyOf(
+  services: TurnServices,
+  delivery: AgentMessageDelivery,
+  timeoutMs: number,
+): Promise<AgentReply> {
+  const agent_id = delivery.agentId;
+  if ('error' in delivery) return { agent_id, error: delivery.error };
+  let run = await getRun(services.db, delivery.runId);
+  if (run && isActiveRun(run)) {
+    if (await runLiveness(services, run)())
+      return { agent_id, error: `no reply within ${timeoutMs / 1000} seconds` };
+    run = await getRun(services.db, delivery.runId);
+    if (run && isActiveRun(run))
+      return { agent_id, error: `its turn ended without a reply (run ${run.id} was left ${run.status})` };
+  }
+  return { agent_id, response: await replyTexts(services, run) };
+}
+
 /** What the recipient answered in the run: its assistant messages' texts. */
-export async function replyTexts(services: TurnServices, run: RunRow | undefined): Promise<string[]> {
+async function replyTexts(services: TurnServices, run: RunRow | undefined): Promise<string[]> {
   if (!run) return ['<no response>'];
   const texts = (await runMessagesAfter(services.db, run.id, 0))
     .filter((m) => m.role === 'assistant')

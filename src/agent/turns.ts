@@ -86,6 +86,11 @@ export interface TurnRequest extends RequestOptions {
   callbackUrl?: string;
   /** Who sent it, for the Temporal UI, when not the API's caller (a schedule, another agent). */
   origin?: string;
+  /**
+   * The workflow that waits for the reply (an agent message's call): the turn signals it when the run
+   * stops.
+   */
+  replyTo?: string;
 }
 
 export interface AnswerRequest extends RequestOptions {
@@ -183,6 +188,7 @@ function turnLimits(config: TurnServices['config'], maxSteps: number): AgentTurn
     mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
     mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
     agentMessageTimeoutMs: config.AGENT_MESSAGE_TIMEOUT_MS,
+    agentMessageLookMs: config.AGENT_MESSAGE_LOOK_MS,
     localToolCalls: config.LOCAL_TOOL_CALLS,
     localModelCalls: config.LOCAL_MODEL_CALLS,
     taskTimeoutMs: config.STEP_TASK_TIMEOUT_MS,
@@ -255,6 +261,8 @@ export async function startAgentTurn(
       ...(request.streamTokens ? { streamTokens: true } : {}),
       context,
       limits: turnLimits(config, request.maxSteps),
+      ...(request.replyTo ? { replyTo: { workflowId: request.replyTo, runId } } : {}),
+      workflowId,
     },
   };
   try {

@@ -59,9 +59,11 @@ type ToolActivityName = keyof (BuiltinActivities &
   McpActivities);
 
 /** The execution mode (workflows/tool-calls.ts's TOOL_MODES) whose calls each activity runs. */
-const MODE_OF: Record<ToolActivityName, string> = {
+const MODE_OF: Record<ToolActivityName | 'recordAgentReplies', string> = {
   runBuiltinTool: 'builtin',
   messageAgents: 'agent',
+  // The step of an agent message's call that records it (workflows/agent-message-call.ts).
+  recordAgentReplies: 'agent',
   runCode: 'code',
   runSandboxTool: 'sandbox',
   runMcpTool: 'mcp',
@@ -77,7 +79,7 @@ export function measuredToolCall(
   run: (input: ToolCallInput) => Promise<ToolOutcome>,
 ): (input: ToolCallInput) => Promise<ToolOutcome> {
   return async (input) => {
-    const activity = Context.current().info.activityType as ToolActivityName;
+    const activity = Context.current().info.activityType as keyof typeof MODE_OF;
     const labels = { mode: MODE_OF[activity] ?? activity, tool: input.toolName };
     const started = process.hrtime.bigint();
     let outcome = 'failure';

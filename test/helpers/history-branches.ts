@@ -2,7 +2,7 @@ import { temporal } from '@temporalio/proto';
 import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
 
 /**
- * The branches of the turn and session workflows an upgrade must not strand: each one a shape a
+ * The branches of the turn, session and agent-message-call workflows an upgrade must not strand: each one a shape a
  * recorded history shows. The corpus's manifest names the branches each history covers
  * (`branches`), and test/replay.test.ts requires every branch here to be covered by a history that
  * has that shape, so a branch without a recording fails CI rather than an upgrade.
@@ -264,6 +264,19 @@ function requiredToolAlerted(events: Events): boolean {
 const childTypes = (events: Events) =>
   events.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name);
 
+/** The workflow sent a signal of `name` to another workflow: a turn or session telling a waiting call. */
+const signalledOut = (events: Events, name: string) =>
+  events.some((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === name);
+
+/** The turn cancelled the child running its agent-message call, and ended cancelled. */
+const cancelledMidAgentMessage = (events: Events) =>
+  cancelRequested(events) &&
+  childTypes(events).includes('agentMessageCall') &&
+  events.some((e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes?.childWorkflowOnly) &&
+  stopReasonOf(events) === 'cancelled';
+
+const messageCall = (events: Events) => typeOf(events) === 'agentMessageCall';
+
 /** A tool call scheduled and not ended when the history was taken. */
 const callRunning = (events: Events) =>
   !completed(events) && toolCalls(events).some((call) => !closeOf(events, call.eventId));
@@ -319,6 +332,34 @@ export const BRANCHES = {
     typeOf(events) === 'agentSession' && turnCancelledBeforeStart(events),
   'session-starts-agent-turn': (events) =>
     typeOf(events) === 'agentSession' && childTypes(events).includes('agentTurn'),
+  'session-tells-waiter': (events) =>
+    typeOf(events) === 'agentSession' && signalledOut(events, 'messageRunStopped'),
+  // Turns recorded before agent messages waited in a child workflow polled in this activity.
+  'step-agent-message-activity': (events) =>
+    turn(events) && scheduledActivities(events).some((a) => a.type === 'messageAgents'),
+  'step-agent-message-call': (events) =>
+    turn(events) && completed(events) && childTypes(events).includes('agentMessageCall'),
+  'step-cancelled-mid-agent-message': (events) => turn(events) && cancelledMidAgentMessage(events),
+  'step-tells-waiter': (events) =>
+    turn(events) && completed(events) && signalledOut(events, 'messageRunStopped'),
+  'step-paused-tells-waiter': (events) =>
+    turn(events) &&
+    !completed(events) &&
+    stopReasonOf(events) === 'requires_approval' &&
+    signalledOut(events, 'messageRunStopped'),
+  'step-waiter-gone': (events) =>
+    turn(events) && events.some((e) => e.signalExternalWorkflowExecutionFailedEventAttributes),
+  'agent-message-call-signalled': (events) =>
+    messageCall(events) && completed(events) && signalled(events, 'messageRunStopped'),
+  'agent-message-call-looked': (events) =>
+    messageCall(events) &&
+    completed(events) &&
+    !signalled(events, 'messageRunStopped') &&
+    localActivityTypes(events).includes('lookAtMessageRuns'),
+  'agent-message-call-cancelled': (events) =>
+    messageCall(events) &&
+    cancelRequested(events) &&
+    events.some((e) => e.workflowExecutionCanceledEventAttributes),
   // Sessions recorded before turns had their name start them under the type `agentStep`.
   'session-starts-agent-step': (events) =>
     typeOf(events) === 'agentSession' && childTypes(events).includes('agentStep'),

@@ -16,6 +16,8 @@ interface ReplyOptions {
   /** The model's reasoning (OpenAI-compatible `reasoning_content`, Anthropic's thinking block). */
   reasoning?: string;
   delayMs?: number;
+  /** Answer once this settles: the test holds the reply until it lets it go. */
+  heldUntil?: Promise<unknown>;
   /** Answer a streaming request with one JSON body, as some OpenAI-compatible servers do. */
   ignoresStream?: boolean;
 }
@@ -90,10 +92,11 @@ export async function startModelStub<Request>(protocol: WireProtocol<Request>): 
       const next = queue.shift() ?? fallback;
       const reply = typeof next === 'function' ? next(request) : next;
       if ('status' in reply) return sendJson(res, reply.status, reply.body ?? protocol.error(reply.status));
-      if (reply.delayMs) {
+      if (reply.delayMs || reply.heldUntil) {
         // A client that gives up (a cancelled run) ends the wait, so no timer outlives the test.
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, reply.delayMs);
+          const timer = reply.delayMs ? setTimeout(resolve, reply.delayMs) : undefined;
+          reply.heldUntil?.then(() => resolve());
           res.on('close', () => (clearTimeout(timer), resolve()));
         });
       }

@@ -1,6 +1,7 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowExecutionDescription } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { testTemporalAddress } from './env';
+import { eventually } from './eventually';
 import type { Queryable } from '../../src/db';
 
 /** The workflow of a run's turn, as the run row names it. */
@@ -71,4 +72,33 @@ export function payloadTexts(value: unknown, out: string[] = []): string[] {
   else if (Array.isArray(value)) value.forEach((v) => payloadTexts(v, out));
   else if (value && typeof value === 'object') Object.values(value).forEach((v) => payloadTexts(v, out));
   return out;
+}
+
+/** The agent-message calls of a sender's run: child workflows whose search attributes name the run. */
+export async function agentMessageCalls(
+  client: Client,
+  runId: string,
+): Promise<WorkflowExecutionDescription[]> {
+  const found: WorkflowExecutionDescription[] = [];
+  for await (const info of client.workflow.list({
+    query: `WorkflowType = "agentMessageCall" AND LettaRunId = "${runId}"`,
+  }))
+    found.push(await client.workflow.getHandle(info.workflowId).describe());
+  return found;
+}
+
+/** An agent-message call waits when its messages are sent and nothing of it runs: no activity is pending. */
+export const callWaits = (call: WorkflowExecutionDescription) =>
+  call.status.name === 'RUNNING' && (call.raw.pendingActivities ?? []).length === 0;
+
+/** The one agent-message call of a sender's run, once it waits (the last one read, if it never does). */
+export async function waitingMessageCall(
+  client: Client,
+  runId: string,
+): Promise<WorkflowExecutionDescription[]> {
+  return eventually(
+    () => agentMessageCalls(client, runId),
+    (calls) => calls.length === 1 && callWaits(calls[0]),
+    30_000,
+  );
 }

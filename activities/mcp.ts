@@ -16,6 +16,7 @@ import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { limitImages } from '../src/agent/return-parts';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
+import { cancelledByPerson } from './interruption';
 import type { McpActivities } from '../contracts/activities';
 import { traceMcpCall } from '../src/observability/genai';
 
@@ -72,6 +73,9 @@ function callHeartbeats(serverId: string) {
  */
 export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActivityDeps): ToolExecutor {
   return {
+    // A task an interrupted attempt started is followed on, never started again.
+    resumes: ({ mcpServer }) =>
+      mcpServer !== undefined && earlierTaskId(Context.current(), mcpServer.id) !== undefined,
     async execute({ input, tool, args, signal, mcpServer }) {
       if (!mcpServer) throw serverGone(tool);
       const server = await serverForAgent(db, input.agentId, mcpServer);
@@ -81,7 +85,9 @@ export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActiv
         signal,
         taskId: earlierTaskId(context, server.id),
         // Only the run's cancel ends the task: after a shutdown or a lost claim, a retry resumes it.
-        abortCancelsTask: () => context.cancellationDetails?.cancelRequested === true,
+        abortCancelsTask: () => cancelledByPerson(context),
+        // The idempotency key a server may use: the call's id, the same in every attempt.
+        callId: input.toolCallId,
         ...callHeartbeats(server.id),
         elicitation: { pauseAs: input.toolCallId },
       };

@@ -52,6 +52,7 @@ export function sandboxExecutor({
         args,
         defaultTimeoutMs: toolTimeoutMs,
         runId: input.runId,
+        toolCallId: input.toolCallId,
       };
       const { job, run } = await traceSandboxRun(tool.name, () =>
         runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api),

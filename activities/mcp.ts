@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Progress, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
-import { McpAuthError } from '../src/mcp/connection';
+import { McpAuthError, McpConnectionError } from '../src/mcp/connection';
 import { answerMcpElicitation, callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { serverForAgent } from '../src/mcp/acting-identity';
 import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
@@ -73,6 +73,8 @@ function callHeartbeats(serverId: string) {
  */
 export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActivityDeps): ToolExecutor {
   return {
+    // A server that could not be reached was never asked to run the tool.
+    failedWithoutEffect: (error) => error instanceof McpConnectionError,
     // A task an interrupted attempt started is followed on, never started again.
     resumes: ({ mcpServer }) =>
       mcpServer !== undefined && earlierTaskId(Context.current(), mcpServer.id) !== undefined,

@@ -110,6 +110,13 @@ export interface ToolExecutor {
    * retry policy.
    */
   resumes?(call: Omit<ToolCall, 'signal'>): boolean;
+  /**
+   * Whether a failure of `execute` is known to have left nothing behind (the tool never started: its
+   * sandbox or server could not be reached; or its work rolled back): its claim is given up and the
+   * retry runs the call as if for the first time. Any other failure after the call began may have
+   * followed an effect, so the next attempt takes the call over. Unset: none is known to.
+   */
+  failedWithoutEffect?(error: unknown): boolean;
 }
 
 /**
@@ -213,12 +220,13 @@ async function recordResult(
  * after it ran elsewhere (a sandboxed tool writing back its `agent_state`) opens that transaction,
  * under the agent's lock, and checks there that no other attempt recorded the call meanwhile.
  *
- * An attempt that fails before its tool could start (the sandbox would not start, the MCP server
- * could not be reached) gives its claim up, so that the next one need not wait for its lease and runs
- * the call as if for the first time. An attempt interrupted (its worker shut down past its grace, its
- * claim lost, the server no longer waiting for it) records nothing and lets go of its claim without
- * giving it up: the next attempt takes it over and knows the tool may have run (`takeOver`), as after
- * a crash, whose claim is left to its lease.
+ * An attempt that fails before its tool could start (before the executor ran, or a failure its
+ * executor knows left nothing behind: the sandbox would not start, the MCP server could not be
+ * reached) gives its claim up, so that the next one need not wait for its lease and runs the call as
+ * if for the first time. An attempt interrupted (its worker shut down past its grace, its claim lost,
+ * the server no longer waiting for it) records nothing, and it and any other failing after its tool
+ * began let go of the claim without giving it up: the next attempt takes it over and knows the tool
+ * may have run (`takeOver`), as after a crash, whose claim is left to its lease.
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   const read = (input: ToolCallInput, holder: ClaimHolder | undefined, { blocksChanged = false } = {}) =>
@@ -233,7 +241,8 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
       }, agentLockOnly(input.agentId));
-    const run = (read: ToolCallRead) => runAndRecord(db, input, holder, executor, locked, read);
+    const attempt = { began: false };
+    const run = (read: ToolCallRead) => runAndRecord(db, input, holder, executor, locked, read, attempt);
     try {
       try {
         return await run(await readClaimed(() => read(input, holder)));
@@ -245,7 +254,8 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
       const stopped = attemptInterrupted();
       if (holder) {
         // A claim lost to another attempt is no longer this one's to let go of: neither changes it.
-        const letGo = stopped ? abandonClaim : releaseClaim;
+        const mayHaveRun = stopped || (attempt.began && !executor.failedWithoutEffect?.(error));
+        const letGo = mayHaveRun ? abandonClaim : releaseClaim;
         await letGo(db, input.toolCallId, holder.owner).catch(() => undefined);
       }
       throw stopped ? interruption(`tool call ${input.toolCallId}`) : error;
@@ -279,7 +289,8 @@ function takeOver(executor: ToolExecutor, call: Omit<ToolCall, 'signal'>, takenF
 
 /**
  * Runs a call from what was read for it, holding its claim if it takes one, and records its result;
- * `locked` runs what records a memory write, under the lock.
+ * `locked` runs what records a memory write, under the lock. `attempt.began` turns true as the
+ * executor starts.
  */
 async function runAndRecord(
   q: Queryable,
@@ -288,6 +299,7 @@ async function runAndRecord(
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
   read: ToolCallRead,
+  attempt: { began: boolean },
 ): Promise<ToolOutcome> {
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
@@ -308,7 +320,10 @@ async function runAndRecord(
     };
     if (read.takenFrom && takeOver(executor, call, read.takenFrom) === 'refused')
       return { status: 'error', text: interruptedText(input.toolName) } satisfies ToolResult;
-    const execute = (signal: AbortSignal) => executor.execute({ ...call, signal });
+    const execute = (signal: AbortSignal) => {
+      attempt.began = true;
+      return executor.execute({ ...call, signal });
+    };
     return holder
       ? holdingClaim(q, input.toolCallId, holder, execute)
       : execute(Context.current().cancellationSignal);

@@ -88,6 +88,19 @@ const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
     WHERE id = $10 AND EXISTS (SELECT 1 FROM recorded))
   SELECT * FROM recorded`;
 
+/** $1 to $9 of the statements that record a call. */
+const executionParams = (execution: ToolExecution) => [
+  execution.tool_call_id,
+  execution.run_id,
+  execution.agent_id,
+  execution.tool_name,
+  execution.status,
+  execution.func_return,
+  json(execution.stdout),
+  json(execution.stderr),
+  json(execution.func_return_parts ?? null),
+];
+
 /**
  * Records a tool's result once, with its block write if it has one; a second record of the same call
  * keeps the first (and writes nothing). A write whose block changed since it was planned records
@@ -100,17 +113,7 @@ export async function recordToolExecution(
   write?: BlockValueWrite,
   owner?: string,
 ): Promise<ToolExecution> {
-  const params = [
-    execution.tool_call_id,
-    execution.run_id,
-    execution.agent_id,
-    execution.tool_name,
-    execution.status,
-    execution.func_return,
-    json(execution.stdout),
-    json(execution.stderr),
-    json(execution.func_return_parts ?? null),
-  ];
+  const params = executionParams(execution);
   const [row] = write
     ? await db.query<ToolExecution>(INSERT_EXECUTION_WRITING_BLOCK, [
         ...params,
@@ -151,18 +154,7 @@ export async function recordUnrunCall(
   execution: ToolExecution,
   owner: string,
 ): Promise<{ recorded: ToolExecution; made: boolean } | 'held'> {
-  const [row] = await db.query<ToolExecution>(INSERT_UNRUN_EXECUTION, [
-    execution.tool_call_id,
-    execution.run_id,
-    execution.agent_id,
-    execution.tool_name,
-    execution.status,
-    execution.func_return,
-    json(execution.stdout),
-    json(execution.stderr),
-    json(execution.func_return_parts ?? null),
-    owner,
-  ]);
+  const [row] = await db.query<ToolExecution>(INSERT_UNRUN_EXECUTION, [...executionParams(execution), owner]);
   if (row) return { recorded: row, made: true };
   const earlier = await findToolExecution(db, execution.tool_call_id);
   if (earlier) return { recorded: earlier, made: false };

@@ -1,5 +1,7 @@
 import { DomainError } from '../src/errors';
 import { MCP_TOOL_TYPE } from '../src/mcp/tool-sync';
+import { updatedConfig } from '../src/mcp/server-config';
+import { McpServerCreateSchema, McpServerUpdateSchema } from '../src/schemas/mcp-server';
 import { checkIdempotentFlag, runsAgainAfterInterruption } from '../src/tools/retry-policy';
 
 /** A stored tool as far as its retry policy reads it. */
@@ -69,5 +71,22 @@ describe('a tool’s retry policy after an interrupted attempt', () => {
       expect(error).toBeInstanceOf(DomainError);
       expect(error).toMatchObject({ kind: 'invalid', detail: 'metadata.idempotent must be true or false' });
     }
+  });
+
+  it("keeps an MCP server's tools_idempotent in its config: set at registration, changed by an update, kept when left out", () => {
+    const { config } = McpServerCreateSchema.parse({
+      server_name: 'counting',
+      config: {
+        mcp_server_type: 'streamable_http',
+        server_url: 'http://127.0.0.1:9/mcp',
+        tools_idempotent: true,
+      },
+    });
+    expect(config).toMatchObject({ tools_idempotent: true });
+    const update = (body: unknown) =>
+      updatedConfig(config, McpServerUpdateSchema.parse({ config: body }).config);
+    expect(update({})).toMatchObject({ tools_idempotent: true });
+    expect(update({ tools_idempotent: false })).toMatchObject({ tools_idempotent: false });
+    expect(() => McpServerUpdateSchema.parse({ config: { tools_idempotent: 'yes' } })).toThrow();
   });
 });

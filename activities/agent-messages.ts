@@ -90,8 +90,13 @@ async function answer(
   return pythonRepr(reply);
 }
 
-/** An executor whose result is `text`'s; a refusal of the core (a 4xx) is the tool's error. */
+/**
+ * An executor whose result is `text`'s; a refusal of the core (a 4xx) is the tool's error. An attempt
+ * that takes a call over follows on with what the interrupted one started: each message's run is named
+ * by the call (messageRunId), so sending again sends nothing twice, and the replies read are the same.
+ */
 const executor = (text: (call: ToolCall) => Promise<string>): ToolExecutor => ({
+  resumes: () => true,
   async execute(call) {
     try {
       return { status: 'success', text: await text(call) };

@@ -2,7 +2,7 @@
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { getMessage, latestApprovalRequest } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun, isActiveRun, lockRun } from '../src/db/runs';
-import { recordToolExecution } from '../src/db/tool-executions';
+import { recordUnrunCall } from '../src/db/tool-executions';
 import type { MessageRow, PendingApproval, RunRow } from '../src/db/rows';
 import type { Queryable } from '../src/db';
 import { newId } from '../src/ids';
@@ -130,8 +130,12 @@ export async function enterPause(
   return waitOf(pending, input.messageId);
 }
 
-/** Records a tool call's result that no tool produced: a client's return or a denial. */
-const recordResult = (
+/**
+ * Records a tool call's result that no tool produced: a client's return or a denial, under the call's
+ * claim (recordUnrunCall). A call waiting for its answer has no attempt running, so an attempt holding
+ * its claim is a fault the activity's retry waits out.
+ */
+async function recordResult(
   q: Queryable,
   call: { id: string; name: string },
   ids: { agentId: string; runId: string; timezone: string },
@@ -142,18 +146,25 @@ const recordResult = (
     stdout?: string[] | null;
     stderr?: string[] | null;
   },
-) =>
-  recordToolExecution(q, {
-    tool_call_id: call.id,
-    run_id: ids.runId,
-    agent_id: ids.agentId,
-    tool_name: call.name,
-    status: result.ok ? 'success' : 'error',
-    func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
-    stdout: result.stdout ?? null,
-    stderr: result.stderr ?? null,
-    func_return_parts: result.parts ?? null,
-  });
+): Promise<void> {
+  const recorded = await recordUnrunCall(
+    q,
+    {
+      tool_call_id: call.id,
+      run_id: ids.runId,
+      agent_id: ids.agentId,
+      tool_name: call.name,
+      status: result.ok ? 'success' : 'error',
+      func_return: packageFunctionResponse(result.ok, result.text, ids.timezone),
+      stdout: result.stdout ?? null,
+      stderr: result.stderr ?? null,
+      func_return_parts: result.parts ?? null,
+    },
+    `answer/${ids.runId}`,
+  );
+  if (recorded === 'held')
+    throw new Error(`tool call ${call.id}: an attempt of the call holds its claim; its answer waits`);
+}
 
 /**
  * Cancel while paused: denies every call `messageId` waits on with Letta's cancel text, under `runId`,

@@ -28,6 +28,8 @@ export function builtinExecutor({
 }: Pick<ActivityDeps, 'db' | 'web' | 'providers' | 'files'>): ToolExecutor {
   return {
     writesMemory: editsMemory,
+    // Their writes are one transaction each (what fails rolls back), and their web calls are reads.
+    failedWithoutEffect: () => true,
     async execute({ input, agent, args, signal, blocks }) {
       const name = input.toolName;
       if (!isBuiltinTool(name)) throw new ToolError(`Unknown function: ${name}`);

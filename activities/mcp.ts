@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Progress, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Database } from '../src/db';
 import type { McpClientPool } from '../src/mcp/client-pool';
-import { McpAuthError } from '../src/mcp/connection';
+import { McpAuthError, McpConnectionError } from '../src/mcp/connection';
 import { answerMcpElicitation, callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { serverForAgent } from '../src/mcp/acting-identity';
 import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
@@ -16,6 +16,7 @@ import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { limitImages } from '../src/agent/return-parts';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
+import { cancelledByPerson } from './interruption';
 import type { McpActivities } from '../contracts/activities';
 import { traceMcpCall } from '../src/observability/genai';
 
@@ -72,6 +73,11 @@ function callHeartbeats(serverId: string) {
  */
 export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActivityDeps): ToolExecutor {
   return {
+    // A server that could not be reached was never asked to run the tool.
+    failedWithoutEffect: (error) => error instanceof McpConnectionError,
+    // A task an interrupted attempt started is followed on, never started again.
+    resumes: ({ mcpServer }) =>
+      mcpServer !== undefined && earlierTaskId(Context.current(), mcpServer.id) !== undefined,
     async execute({ input, tool, args, signal, mcpServer }) {
       if (!mcpServer) throw serverGone(tool);
       const server = await serverForAgent(db, input.agentId, mcpServer);
@@ -81,7 +87,9 @@ export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActiv
         signal,
         taskId: earlierTaskId(context, server.id),
         // Only the run's cancel ends the task: after a shutdown or a lost claim, a retry resumes it.
-        abortCancelsTask: () => context.cancellationDetails?.cancelRequested === true,
+        abortCancelsTask: () => cancelledByPerson(context),
+        // The idempotency key a server may use: the call's id, the same in every attempt.
+        callId: input.toolCallId,
         ...callHeartbeats(server.id),
         elicitation: { pauseAs: input.toolCallId },
       };

@@ -26,6 +26,7 @@ import { canBeStrict, strictParameters } from '../src/tools/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
+import { attemptInterrupted, cancelledByPerson, interruption } from './interruption';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
 import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
@@ -319,8 +320,10 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
           ),
         );
       } catch (error) {
-        // Cancelled: so the workflow learns, rather than of a provider error.
-        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('the run was cancelled');
+        // Cancelled: so the workflow learns, rather than of a provider error. Stopped otherwise (a
+        // shutdown past its grace): retried, the reply not stored.
+        if (cancelledByPerson()) throw new CancelledFailure('the run was cancelled');
+        if (attemptInterrupted()) throw interruption('the model call');
         throw modelFailure(error);
       } finally {
         // Every delta is out before the reply is stored: a stream then sees the reply as complete.

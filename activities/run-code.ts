@@ -4,7 +4,7 @@
  * E2B when a key is set.
  */
 import type { Database } from '../src/db';
-import type { Sandbox } from '../src/sandbox';
+import { SandboxUnavailableError, type Sandbox } from '../src/sandbox';
 import type { CodeInterpreter } from '../src/sandbox/e2b-code';
 import { codeAnswer, codeArguments, localCodeJob, localExecution } from '../src/tools/run-code';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
@@ -22,6 +22,7 @@ export interface RunCodeDeps {
 /** The code's failure is in its answer, for the model to read; a sandbox that cannot run it fails the activity. */
 export function runCodeExecutor({ sandbox, interpreter, timeoutMs }: RunCodeDeps): ToolExecutor {
   return {
+    failedWithoutEffect: (error) => error instanceof SandboxUnavailableError,
     async execute({ tool, args, signal }) {
       const { code, language } = codeArguments(args);
       const execution = interpreter

@@ -3,9 +3,8 @@ import { newId } from '../src/ids';
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
 import { cancelUnstartedRuns, finishRun as storeRunOutcome } from '../src/db/runs';
-import { recordToolExecution } from '../src/db/tool-executions';
 import type { RunStatus } from '../src/db/rows';
-import { packageFunctionResponse } from '../src/agent/tool-returns';
+import { packageFunctionResponse, unpackageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import { startRunCallback, type ActivityDeps } from './deps';
 import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from '../contracts/payloads';
@@ -14,6 +13,8 @@ import { flushToolReturns, usageRecord } from './run-records';
 import { releaseLane } from '../src/db/lanes';
 import type { RunActivities } from '../contracts/activities';
 import { observeRunEnd } from '../src/observability/metrics';
+import { recordUnrunClaimed } from './tool-claim';
+import { outcomeOf } from './tool-call';
 
 /** Letta's run status for a stop reason (StopReasonType.run_status). */
 export function runStatusFor(stopReason: string): RunStatus {
@@ -52,10 +53,14 @@ export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) 
       await cancelUnstartedRuns(db, { ids: runIds });
     },
 
-    /** A tool call that does not run (a broken rule, an unknown tool): the model gets `reason` as an error. */
+    /**
+     * A tool call that does not run (a broken rule, an unknown tool, an activity that failed after its
+     * retries): the model gets `reason` as an error. Recorded under the call's claim, so an attempt
+     * still holding it (a hung worker's) is waited for, and whichever records first is the result.
+     */
     async rejectToolCall(input: RejectToolCallInput): Promise<ToolOutcome> {
       const agent = await getAgentRow(db, input.agentId);
-      await recordToolExecution(db, {
+      const { recorded } = await recordUnrunClaimed(db, {
         tool_call_id: input.toolCallId,
         run_id: input.runId,
         agent_id: input.agentId,
@@ -65,7 +70,10 @@ export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) 
         stdout: null,
         stderr: null,
       });
-      return { status: 'error' };
+      // An attempt that recorded first: the turn goes on with its result.
+      const refused =
+        recorded.status === 'error' && unpackageFunctionResponse(recorded.func_return) === input.reason;
+      return refused ? { status: 'error' } : outcomeOf(recorded);
     },
 
     /** A message from the system to the model, in the user's turn (Letta's heartbeat alerts). */

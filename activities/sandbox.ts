@@ -4,7 +4,7 @@
  */
 import type { Database } from '../src/db';
 import { stringifyReturn } from '../src/agent/tool-returns';
-import type { ToolRunResult, ToolSandboxes } from '../src/sandbox';
+import { SandboxUnavailableError, type ToolRunResult, type ToolSandboxes } from '../src/sandbox';
 import { changedBlocks, environmentsOf, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
 import { ToolError } from '../src/tools/tool-error';
 import type { ToolApiAccess } from '../src/tools/tool-api-access';
@@ -42,6 +42,8 @@ export function sandboxExecutor({
 }: Omit<SandboxActivityDeps, 'db'>): ToolExecutor {
   return {
     readsSandboxContext: true,
+    // A sandbox that could not run the tool: it did not start.
+    failedWithoutEffect: (error) => error instanceof SandboxUnavailableError,
     async execute({ input, agent, tool, args, signal, blocks, sandbox }) {
       if (!tool.source_code) throw new ToolError(`Tool ${tool.name} has no source code to run`);
       if (!blocks || !sandbox) throw new Error('a sandboxed call runs with its sandbox context');
@@ -52,6 +54,7 @@ export function sandboxExecutor({
         args,
         defaultTimeoutMs: toolTimeoutMs,
         runId: input.runId,
+        toolCallId: input.toolCallId,
       };
       const { job, run } = await traceSandboxRun(tool.name, () =>
         runCustomTool(choices, environmentsOf(sandbox, choices), call, signal, api),

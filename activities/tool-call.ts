@@ -10,7 +10,7 @@ import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
 import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
-import { releaseClaim, type ClaimHolder } from '../src/db/tool-claims';
+import { abandonClaim, releaseClaim, type ClaimHolder } from '../src/db/tool-claims';
 import {
   findToolExecution,
   recordToolExecution,
@@ -31,7 +31,9 @@ import type { ReturnPart } from '../src/agent/return-parts';
 import { ToolError } from '../src/tools/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from '../contracts/payloads';
 import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
-import { measuredToolCall } from '../src/observability/measured';
+import { attemptInterrupted, interruption } from './interruption';
+import { runsAgainAfterInterruption } from '../src/tools/retry-policy';
+import { measuredToolCall, observeTakeover, type TakeoverAction } from '../src/observability/measured';
 
 /** A call as its executor gets it. */
 export interface ToolCall {
@@ -102,6 +104,19 @@ export interface ToolExecutor {
   writesMemory?(toolName: string): boolean;
   /** Whether its calls need the agent's blocks, secrets and sandbox configs (`ToolCall.sandbox`). */
   readsSandboxContext?: boolean;
+  /**
+   * Whether an attempt that took the call over follows on with what the interrupted attempt started
+   * (an MCP call's task) rather than running the tool again: it then goes on whatever the tool's
+   * retry policy.
+   */
+  resumes?(call: Omit<ToolCall, 'signal'>): boolean;
+  /**
+   * Whether a failure of `execute` is known to have left nothing behind (the tool never started: its
+   * sandbox or server could not be reached; or its work rolled back): its claim is given up and the
+   * retry runs the call as if for the first time. Any other failure after the call began may have
+   * followed an effect, so the next attempt takes the call over. Unset: none is known to.
+   */
+  failedWithoutEffect?(error: unknown): boolean;
 }
 
 /**
@@ -203,8 +218,15 @@ async function recordResult(
  * call, and written only if they still hold what was read; if not, the call runs again with no blocks
  * read, and plans its edit in the transaction below, with the blocks locked. A call that writes memory
  * after it ran elsewhere (a sandboxed tool writing back its `agent_state`) opens that transaction,
- * under the agent's lock, and checks there that no other attempt recorded the call meanwhile. An
- * attempt that fails gives its claim up, so that the next one need not wait for its lease.
+ * under the agent's lock, and checks there that no other attempt recorded the call meanwhile.
+ *
+ * An attempt that fails before its tool could start (before the executor ran, or a failure its
+ * executor knows left nothing behind: the sandbox would not start, the MCP server could not be
+ * reached) gives its claim up, so that the next one need not wait for its lease and runs the call as
+ * if for the first time. An attempt interrupted (its worker shut down past its grace, its claim lost,
+ * the server no longer waiting for it) records nothing, and it and any other failing after its tool
+ * began let go of the claim without giving it up: the next attempt takes it over and knows the tool
+ * may have run (`takeOver`), as after a crash, whose claim is left to its lease.
  */
 export function toolCallActivity(db: Database, executor: ToolExecutor) {
   const read = (input: ToolCallInput, holder: ClaimHolder | undefined, { blocksChanged = false } = {}) =>
@@ -219,7 +241,8 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
         const recorded = await findToolExecution(tx, input.toolCallId);
         return recorded ? outcomeOf(recorded) : record(tx);
       }, agentLockOnly(input.agentId));
-    const run = (read: ToolCallRead) => runAndRecord(db, input, holder, executor, locked, read);
+    const attempt = { began: false };
+    const run = (read: ToolCallRead) => runAndRecord(db, input, holder, executor, locked, read, attempt);
     try {
       try {
         return await run(await readClaimed(() => read(input, holder)));
@@ -228,15 +251,46 @@ export function toolCallActivity(db: Database, executor: ToolExecutor) {
         return await run(await read(input, holder, { blocksChanged: true }));
       }
     } catch (error) {
-      if (holder) await releaseClaim(db, input.toolCallId, holder.owner).catch(() => undefined);
-      throw error;
+      const stopped = attemptInterrupted();
+      if (holder) {
+        // A claim lost to another attempt is no longer this one's to let go of: neither changes it.
+        const mayHaveRun = stopped || (attempt.began && !executor.failedWithoutEffect?.(error));
+        const letGo = mayHaveRun ? abandonClaim : releaseClaim;
+        await letGo(db, input.toolCallId, holder.owner).catch(() => undefined);
+      }
+      throw stopped ? interruption(`tool call ${input.toolCallId}`) : error;
     }
   });
 }
 
 /**
+ * What the interrupted attempt of a call this attempt took over is answered with, when the tool may
+ * not run again: the model reads that it may have taken effect.
+ */
+export const interruptedText = (toolName: string) =>
+  `Error executing function ${toolName}: ToolCallInterrupted: an earlier attempt of this call was ` +
+  'interrupted before it recorded a result, and may have taken effect; it was not run again, since ' +
+  'running it twice could repeat what it does. Check its effect before calling it again.';
+
+/**
+ * What an attempt that took a call over from an interrupted one does: run it again if the tool may
+ * run twice (src/tools/retry-policy.ts), follow on with what the earlier attempt started if its
+ * executor can, or else refuse it. Counted, and marked on the call's span.
+ */
+function takeOver(executor: ToolExecutor, call: Omit<ToolCall, 'signal'>, takenFrom: string): TakeoverAction {
+  const action: TakeoverAction = executor.resumes?.(call)
+    ? 'resumed'
+    : runsAgainAfterInterruption(call.tool, call.mcpServer)
+      ? 'rerun'
+      : 'refused';
+  observeTakeover(action, takenFrom);
+  return action;
+}
+
+/**
  * Runs a call from what was read for it, holding its claim if it takes one, and records its result;
- * `locked` runs what records a memory write, under the lock.
+ * `locked` runs what records a memory write, under the lock. `attempt.began` turns true as the
+ * executor starts.
  */
 async function runAndRecord(
   q: Queryable,
@@ -245,6 +299,7 @@ async function runAndRecord(
   executor: ToolExecutor,
   locked: (record: (tx: Queryable) => Promise<ToolOutcome>) => Promise<ToolOutcome>,
   read: ToolCallRead,
+  attempt: { began: boolean },
 ): Promise<ToolOutcome> {
   if (read.done) return outcomeOf(read.done);
   const { agent, tool } = read;
@@ -253,22 +308,28 @@ async function runAndRecord(
   const record = (tx: Queryable, result: ToolResult) =>
     recordResult(tx, input, holder?.owner, agent, tool, result, edited);
   if (!tool) return record(q, { status: 'error', text: 'Tool not found' });
-  const execute = (signal: AbortSignal) =>
-    executor.execute({
+  const ran = await resultOf(input.toolName, async () => {
+    const call = {
       input,
       agent,
       tool,
       args: argumentsOf(read, input, agent, tool),
-      signal,
       mcpServer: read.mcpServer,
       blocks: read.blocks,
       sandbox: read.sandbox,
-    });
-  const ran = await resultOf(input.toolName, () =>
-    holder
+    };
+    if (read.takenFrom && takeOver(executor, call, read.takenFrom) === 'refused')
+      return { status: 'error', text: interruptedText(input.toolName) } satisfies ToolResult;
+    const execute = (signal: AbortSignal) => {
+      attempt.began = true;
+      return executor.execute({ ...call, signal });
+    };
+    return holder
       ? holdingClaim(q, input.toolCallId, holder, execute)
-      : execute(Context.current().cancellationSignal),
-  );
+      : execute(Context.current().cancellationSignal);
+  });
+  // What a tool gives when it is stopped by anything but a person's cancel is not its answer.
+  if (attemptInterrupted()) throw interruption(`tool call ${input.toolCallId}`);
   if ('pausedFor' in ran) {
     // Its next run, with the answer, takes the claim again.
     if (holder) await releaseClaim(q, input.toolCallId, holder.owner);

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { Queryable } from '../src/db';
 import { renewClaim, type ClaimHolder } from '../src/db/tool-claims';
-import { ClaimLostError } from '../src/db/tool-executions';
+import { ClaimLostError, recordUnrunCall, type ToolExecution } from '../src/db/tool-executions';
 import { lastDetails, withHeartbeats } from './heartbeat';
 
 /**
@@ -44,6 +44,24 @@ export async function readClaimed<R extends { claimed: boolean; done?: unknown; 
   for (;;) {
     const result = await read();
     if (result.claimed || result.done || !result.agent) return result;
+    if (!context.info.isLocal) context.heartbeat(lastDetails(context));
+    await context.sleep(WAIT_INTERVAL_MS);
+  }
+}
+
+/**
+ * Records a result no tool run made (a refusal) under the call's claim (recordUnrunCall), waiting as
+ * an attempt waits while another attempt holds it: a hung holder and the refusal never both record.
+ */
+export async function recordUnrunClaimed(
+  db: Queryable,
+  execution: ToolExecution,
+): Promise<{ recorded: ToolExecution; made: boolean }> {
+  const context = Context.current();
+  const { owner } = claimHolder();
+  for (;;) {
+    const result = await recordUnrunCall(db, execution, owner);
+    if (result !== 'held') return result;
     if (!context.info.isLocal) context.heartbeat(lastDetails(context));
     await context.sleep(WAIT_INTERVAL_MS);
   }

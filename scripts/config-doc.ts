@@ -34,6 +34,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'MAX_JSON_DEPTH',
       'AGENT_FILE_MAX_BYTES',
       'HEALTH_CHECK_TIMEOUT_MS',
+      'SHUTDOWN_GRACE_MS',
       'SHUTDOWN_TIMEOUT_MS',
       'HTTP_KEEP_ALIVE_TIMEOUT_MS',
       'STREAM_POLL_INTERVAL_MS',

@@ -385,9 +385,16 @@ export const ConfigSchema = z.object({
   HEALTH_CHECK_TIMEOUT_MS: milliseconds
     .default(3_000)
     .describe('how long `/v1/health/` waits for the database and Temporal'),
+  SHUTDOWN_GRACE_MS: milliseconds
+    .default(30_000)
+    .describe(
+      "on SIGTERM, SIGINT or SIGHUP, how long the model and tool calls running here may take to finish (the API refuses new turns at once); a call still running then is cut short, recorded nowhere, and retried on another worker or after the restart. Kubernetes' `terminationGracePeriodSeconds` (30 s by default) and `docker stop -t` (10 s by default) must cover `SHUTDOWN_TIMEOUT_MS`, or the process is killed first (see [Stopping and deploying](operations.md#stopping-and-deploying))",
+    ),
   SHUTDOWN_TIMEOUT_MS: milliseconds
-    .default(15_000)
-    .describe('how long a graceful shutdown may take before the process exits anyway'),
+    .default(45_000)
+    .describe(
+      'how long a graceful shutdown may take in all before the process exits anyway: at least `SHUTDOWN_GRACE_MS` plus 10000 (calls cut short stop, then the API, the database and the embedded Temporal server close)',
+    ),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: milliseconds
     .default(65_000)
     .describe(
@@ -929,6 +936,13 @@ export type Config = z.infer<typeof ConfigSchema> & {
   temporal?: TemporalTarget;
 };
 
+/**
+ * What a graceful stop needs past its grace: the calls cut short stop and let go of their claims (the
+ * workers' own margin, src/temporal/worker.ts), then the API, the database and the embedded Temporal
+ * server close.
+ */
+export const SHUTDOWN_MARGIN_MS = 10_000;
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -944,6 +958,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     });
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
+  if (parsed.data.SHUTDOWN_TIMEOUT_MS < parsed.data.SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS)
+    throw new ConfigError(
+      `Invalid configuration: SHUTDOWN_TIMEOUT_MS=${parsed.data.SHUTDOWN_TIMEOUT_MS}: must be at least SHUTDOWN_GRACE_MS (${parsed.data.SHUTDOWN_GRACE_MS}) + ${SHUTDOWN_MARGIN_MS}, so that the calls cut short when the grace ends can stop and the server close before the process exits anyway`,
+    );
   // E2B runs only when chosen, and then it needs its key (the key alone never selects it).
   if (parsed.data.SANDBOX_TYPE === 'e2b' && !parsed.data.E2B_API_KEY)
     throw new ConfigError('Invalid configuration: E2B_API_KEY="": required with SANDBOX_TYPE=e2b');

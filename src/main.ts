@@ -53,18 +53,23 @@ async function main(): Promise<void> {
   void announce(server, config, log);
 
   let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return void log.info({ signal }, 'already stopping');
     stopping = true;
-    log.info({ signal }, 'shutting down');
+    // A closed terminal (SIGHUP) fails every later write to it: the stop goes on without its log.
+    if (signal === 'SIGHUP')
+      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+    log.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping: no new turns; calls in flight finish');
     setTimeout(() => {
       log.error({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'shutdown took too long; exiting');
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS).unref();
     server.stop().then(() => log.info('stopped'));
   };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // The same ordered stop for each: a deploy (SIGTERM), Ctrl-C (SIGINT), a closed terminal (SIGHUP). A
+  // signal left unhandled would end the process at once, its 'exit' handlers unrun, and leave the
+  // embedded Temporal server (its own session, so no terminal signal reaches it) running.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
 
   await server.finished.catch(async (error) => {
     log.fatal({ error: errorText(error) }, 'a component failed; stopping');

@@ -22,6 +22,7 @@ import { McpOauth } from './mcp/oauth';
 import { createApp } from './api/app';
 import { forwardingToApi, lateApi, openApiSocket } from './api/api-socket';
 import { closeServer, listen } from './api/http-server';
+import { ServerStopping } from './api/stopping';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
 import { ApprovalWakes } from './api/approval-events';
@@ -122,10 +123,21 @@ export async function startServer(
   });
   // Last on the way down: what the OTLP exporter still holds is sent.
   const undo: (() => Promise<void>)[] = [flushTracing];
+  // First on the way down, together: the workers, once the API takes no new turns.
+  const stopWorkers: (() => Promise<void>)[] = [];
+  const stopping = new ServerStopping(config.SHUTDOWN_GRACE_MS);
+  const logged = (step: () => Promise<void>) => () =>
+    step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
+  /**
+   * The drain, then the steps undone in reverse: the API refuses new turns at once (health says
+   * `stopping`); the workers stop polling and let the calls they run finish within SHUTDOWN_GRACE_MS
+   * (the rest are cut short and retried elsewhere); then the API closes (requests in flight get what
+   * is left of the grace), the database, and the embedded Temporal server last.
+   */
   const stop = async () => {
-    for (const step of undo.reverse().splice(0)) {
-      await step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
-    }
+    stopping.begin();
+    await Promise.all(stopWorkers.splice(0).map((step) => logged(step)()));
+    for (const step of undo.reverse().splice(0)) await logged(step)();
   };
   let failed: (error: Error) => void = () => {};
   const componentFailure = new Promise<never>((_, reject) => (failed = reject));
@@ -238,6 +250,7 @@ export async function startServer(
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
         deployment,
         tracing,
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
         activities: swappedIn ?? {
           ...createActivities({
             db,
@@ -271,6 +284,7 @@ export async function startServer(
         taskQueue: queues.sandbox,
         deployment,
         tracing,
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
         activities: swappedIn ?? sandboxed,
       });
       const mcpWorker = await createToolWorker({
@@ -279,14 +293,22 @@ export async function startServer(
         taskQueue: queues.mcp,
         deployment,
         tracing,
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
         activities: swappedIn ?? mcpCalls,
       });
       for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
+        const { taskQueue } = worker.options;
         const running = worker.run().catch((error) => {
-          log.fatal({ error: errorText(error), taskQueue: worker.options.taskQueue }, 'worker failed');
-          failed(error);
+          if (!stopping.stopping) {
+            log.fatal({ error: errorText(error), taskQueue }, 'worker failed');
+            return failed(error);
+          }
+          log.warn(
+            { error: errorText(error), taskQueue },
+            'the worker stopped before every call it cut short had ended: those calls are retried elsewhere',
+          );
         });
-        undo.push(async () => {
+        stopWorkers.push(async () => {
           if (worker.getState() === 'RUNNING') worker.shutdown();
           await running;
         });
@@ -352,11 +374,14 @@ export async function startServer(
         mcp,
         runEvents,
         approvalWakes,
+        stopping,
         log,
       });
       const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
       const server = await listen(app, { port: config.PORT, host: config.HOST }, keepAliveMs);
-      undo.push(() => closeServer(server));
+      // Requests in flight get what is left of the grace; any still open then are cut (a stream's
+      // client resumes it from the run).
+      undo.push(() => closeServer(server, stopping.graceLeftMs()));
       // Before the server closes, which waits for them: the approval streams end.
       undo.push(() => approvalWakes.close());
       const { port } = server.address() as AddressInfo;

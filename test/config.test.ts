@@ -60,6 +60,19 @@ describe('loadConfig', () => {
     expect(message).not.toContain('\n');
   });
 
+  it('refuses a shutdown timeout that leaves no time past the grace, naming both', () => {
+    expect(loadConfig({})).toMatchObject({ SHUTDOWN_GRACE_MS: 30_000, SHUTDOWN_TIMEOUT_MS: 45_000 });
+    expect(loadConfig({ SHUTDOWN_GRACE_MS: '5000', SHUTDOWN_TIMEOUT_MS: '15000' }).SHUTDOWN_GRACE_MS).toBe(
+      5_000,
+    );
+    for (const env of [{ SHUTDOWN_GRACE_MS: '60000' }, { SHUTDOWN_TIMEOUT_MS: '35000' }]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env)).toThrow(
+        /SHUTDOWN_TIMEOUT_MS=\d+: must be at least SHUTDOWN_GRACE_MS \(\d+\) \+ 10000/,
+      );
+    }
+  });
+
   it.each([
     ['DATABASE_URL', 'hunter2 is not a url'],
     ['OPENAI_BASE_URL', 'http//no-scheme'],

@@ -181,6 +181,8 @@ describe('durable pauses across restarts of every component', () => {
       source_code:
         'import time\n\ndef slow_answer() -> str:\n    """Answers slowly."""\n    time.sleep(3)\n    return "slow answer"\n',
     });
+    // It may run again: the retry takes the killed attempt's call over and runs it.
+    await client.tools.update(tool.id, { metadata_: { idempotent: true } });
     const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
     stub.enqueue({ toolCalls: [{ name: 'slow_answer', arguments: {} }] }, { text: 'Answered.' });
     const run = await client.agents.messages.createAsync(agent.id, {

@@ -77,6 +77,7 @@ export function createApp(deps: ApiDependencies): express.Express {
     db: deps.db,
     temporal: deps.connection,
     timeoutMs: config.HEALTH_CHECK_TIMEOUT_MS,
+    stopping: deps.stopping,
   });
   const routers = ROUTERS.map((routes) => routes(deps));
   app.use(traceRequests(deps.log));

@@ -5,6 +5,7 @@ import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
 import type { ApprovalWakes } from './approval-events';
 import type { ToolApiAccess } from '../tools/tool-api-access';
+import type { ServerStopping } from './stopping';
 
 /** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */
 export interface ApiContext extends TurnServices {
@@ -20,5 +21,7 @@ export interface ApiContext extends TurnServices {
   runEvents: RunEvents;
   /** Wakes the approval inbox's streams when a pause is recorded or answered. */
   approvalWakes: ApprovalWakes;
+  /** Whether the server is stopping: new turns are refused. */
+  stopping: ServerStopping;
   log: Logger;
 }

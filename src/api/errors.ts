@@ -13,6 +13,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly detail: unknown,
+    /** Headers the answer carries (a 503's Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(typeof detail === 'string' ? detail : JSON.stringify(detail));
   }
@@ -59,7 +61,7 @@ function temporalUnavailable(error: unknown): HttpError | undefined {
 /** Last handler: known errors keep their status; body-parser's get theirs; anything else is a logged 500. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
-    if (error instanceof HttpError) return sendError(res, error.status, error.detail);
+    if (error instanceof HttpError) return sendError(res.set(error.headers), error.status, error.detail);
     if (error instanceof DomainError) return sendError(res, DOMAIN_STATUS[error.kind], error.detail);
     if (error?.type === 'entity.parse.failed') {
       return sendError(res, 422, [

@@ -23,10 +23,18 @@ export function listen(
   });
 }
 
-/** Stops accepting, ends idle keep-alive connections, and waits for requests in flight. */
-export function closeServer(server: http.Server): Promise<void> {
+/**
+ * Stops accepting, ends idle keep-alive connections, and waits for requests in flight: with `cutAfterMs`,
+ * at most that long, then their connections are closed.
+ */
+export function closeServer(server: http.Server, cutAfterMs?: number): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    const cut =
+      cutAfterMs === undefined ? undefined : setTimeout(() => server.closeAllConnections(), cutAfterMs);
+    server.close(() => {
+      clearTimeout(cut);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

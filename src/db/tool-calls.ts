@@ -23,6 +23,11 @@ export interface ToolCallRead {
   done?: ToolExecution;
   /** Whether this attempt holds the call's claim (always, when it takes none): only then may it run the tool. */
   claimed: boolean;
+  /**
+   * The attempt this one took the claim over from, when it did: that attempt started the call and
+   * never recorded it (its worker died, or it was cut short at a shutdown), so the tool may have run.
+   */
+  takenFrom?: string;
   agent?: AgentRow;
   tool?: ToolRow;
   /**
@@ -67,6 +72,7 @@ function sandboxContextOf(stored: StoredSandboxContext): SandboxContext {
 type Row = Partial<AgentRow> & {
   call_done: ToolExecution | null;
   call_claimed: boolean;
+  call_taken_from: string | null;
   call_tool: ToolRow | null;
   call_arguments: string | null;
   call_edited: string | null;
@@ -103,6 +109,7 @@ const readStatement = (
    SELECT a.*,
      (SELECT to_jsonb(e) FROM tool_executions e WHERE e.tool_call_id = $1) AS call_done,
      ${claim ? 'EXISTS (SELECT 1 FROM claim)' : 'true'} AS call_claimed,
+     ${claim ? '(SELECT taken_from FROM claim)' : 'NULL'} AS call_taken_from,
      t.tool AS call_tool,
      (SELECT c->>'arguments' FROM messages m CROSS JOIN jsonb_array_elements(m.tool_calls) c
        WHERE m.id = $5 AND c->>'id' = $1) AS call_arguments,
@@ -146,6 +153,7 @@ export async function readToolCall(
   const {
     call_done,
     call_claimed,
+    call_taken_from,
     call_tool,
     call_arguments,
     call_edited,
@@ -157,6 +165,7 @@ export async function readToolCall(
   return {
     done: call_done ?? undefined,
     claimed: call_claimed,
+    takenFrom: call_taken_from ?? undefined,
     agent: agent.id ? (agent as AgentRow) : undefined,
     tool: call_tool ?? undefined,
     arguments: call_arguments === null ? undefined : (call_edited ?? call_arguments),

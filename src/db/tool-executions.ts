@@ -1,6 +1,6 @@
 import type { Queryable } from './database';
 import { json } from './sql';
-import { closeClaim } from './tool-claims';
+import { closeClaim, takeClosedClaim } from './tool-claims';
 import type { ReturnPart } from '../agent/return-parts';
 
 export interface ToolExecution {
@@ -54,6 +54,13 @@ const INSERT_CLAIMED_EXECUTION = `WITH claim AS (${closeClaim(10)})
   SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM claim)
   ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
 
+/** A record no tool run makes, under the claim it takes and closes as owner $10 (takeClosedClaim). */
+const INSERT_UNRUN_EXECUTION = `WITH claim AS (${takeClosedClaim(3, 10)})
+  INSERT INTO tool_executions
+    (tool_call_id, run_id, agent_id, tool_name, status, func_return, stdout, stderr, func_return_parts)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM claim)
+  ON CONFLICT (tool_call_id) DO NOTHING RETURNING *`;
+
 /** The claim was taken over (its lease ran out while this attempt ran): it records nothing. */
 export class ClaimLostError extends Error {
   constructor(toolCallId: string) {
@@ -81,6 +88,19 @@ const INSERT_EXECUTION_WRITING_BLOCK = `WITH unchanged AS (
     WHERE id = $10 AND EXISTS (SELECT 1 FROM recorded))
   SELECT * FROM recorded`;
 
+/** $1 to $9 of the statements that record a call. */
+const executionParams = (execution: ToolExecution) => [
+  execution.tool_call_id,
+  execution.run_id,
+  execution.agent_id,
+  execution.tool_name,
+  execution.status,
+  execution.func_return,
+  json(execution.stdout),
+  json(execution.stderr),
+  json(execution.func_return_parts ?? null),
+];
+
 /**
  * Records a tool's result once, with its block write if it has one; a second record of the same call
  * keeps the first (and writes nothing). A write whose block changed since it was planned records
@@ -93,17 +113,7 @@ export async function recordToolExecution(
   write?: BlockValueWrite,
   owner?: string,
 ): Promise<ToolExecution> {
-  const params = [
-    execution.tool_call_id,
-    execution.run_id,
-    execution.agent_id,
-    execution.tool_name,
-    execution.status,
-    execution.func_return,
-    json(execution.stdout),
-    json(execution.stderr),
-    json(execution.func_return_parts ?? null),
-  ];
+  const params = executionParams(execution);
   const [row] = write
     ? await db.query<ToolExecution>(INSERT_EXECUTION_WRITING_BLOCK, [
         ...params,
@@ -130,6 +140,30 @@ async function holdsClaim(db: Queryable, toolCallId: string, owner: string): Pro
     owner,
   ]);
   return rows.length > 0;
+}
+
+/**
+ * Records a result no tool run made (a refusal, a client's return, a denial) as `owner`, which takes
+ * the call's claim and closes it in the same statement: the record that stands is the first (`made`:
+ * whether it is this one), and never one made while an attempt that may still record holds the claim.
+ * `held` when one does: the caller waits for it to record, give the claim up or let its lease run out,
+ * as an attempt does.
+ */
+export async function recordUnrunCall(
+  db: Queryable,
+  execution: ToolExecution,
+  owner: string,
+): Promise<{ recorded: ToolExecution; made: boolean } | 'held'> {
+  const [row] = await db.query<ToolExecution>(INSERT_UNRUN_EXECUTION, [...executionParams(execution), owner]);
+  if (row) return { recorded: row, made: true };
+  const earlier = await findToolExecution(db, execution.tool_call_id);
+  if (earlier) return { recorded: earlier, made: false };
+  const held = await db.query(
+    `SELECT 1 FROM tool_call_claims WHERE tool_call_id = $1 AND lease_until <> 'infinity'`,
+    [execution.tool_call_id],
+  );
+  if (held.length) return 'held';
+  throw new Error(`tool call ${execution.tool_call_id}: agent ${execution.agent_id} no longer exists`);
 }
 
 export function toolExecutions(db: Queryable, toolCallIds: string[]): Promise<ToolExecution[]> {

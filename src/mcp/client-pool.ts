@@ -29,6 +29,7 @@ import {
 import { McpStdioRefusedError, type McpStdioLauncher } from './stdio-sandbox';
 import type { ToolSchemas } from './request-headers';
 import { callToolAsTask, runsAsTask, type TaskSupport } from './tasks';
+import { callIdMeta } from './call-id';
 import type { Logger } from '../logger';
 import type { McpOauth } from './oauth';
 import type { ElicitationSession, InputRetry } from '../db/mcp-elicitations';
@@ -96,6 +97,8 @@ export interface McpCallOptions {
   onTask?: (task: Task) => void;
   /** How the server's elicitations are answered; without it, declined. */
   elicitation?: ElicitationHandling;
+  /** The tool call's id, in the request's `_meta` (call-id.ts). */
+  callId?: string;
 }
 
 interface Entry {
@@ -118,8 +121,12 @@ function canonical(value: unknown): unknown {
   );
 }
 
-/** What the connection is made from: a changed timeout keeps the client (and the calls on it). */
-function configKey({ tool_timeout_seconds: _timeout, ...connection }: McpServerConfig): string {
+/** What the connection is made from: a changed timeout or retry policy keeps the client (and the calls on it). */
+function configKey({
+  tool_timeout_seconds: _timeout,
+  tools_idempotent: _idempotent,
+  ...connection
+}: McpServerConfig): string {
   return crypto
     .createHash('sha256')
     .update(JSON.stringify(canonical(connection)))
@@ -203,7 +210,7 @@ export class McpClientPool {
       const abort = new AbortController();
       const pauses = options.elicitation && 'pauseAs' in options.elicitation;
       const call = client.request(
-        { method: 'tools/call', params: { name, arguments: args } },
+        { method: 'tools/call', params: { name, arguments: args, ...callIdMeta(options.callId) } },
         CallToolResultSchema,
         {
           // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
@@ -240,7 +247,8 @@ export class McpClientPool {
   private callThroughInputs(client: Client, first: ToolCallParams, options: McpCallOptions) {
     const send = (params: ToolCallParams) => {
       const abort = new AbortController();
-      const call = client.request({ method: 'tools/call', params }, ToolCallAnswerSchema, {
+      const withId = { ...params, ...callIdMeta(options.callId) };
+      const call = client.request({ method: 'tools/call', params: withId }, ToolCallAnswerSchema, {
         timeout: options.timeoutMs,
         signal: abort.signal,
         onprogress: options.onProgress,

@@ -31,10 +31,12 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
     );
   }
   const tool_timeout_seconds = update.tool_timeout_seconds ?? stored.tool_timeout_seconds;
+  const tools_idempotent = update.tools_idempotent ?? stored.tools_idempotent;
   if (stored.mcp_server_type === 'stdio') {
     return {
       ...stored,
       tool_timeout_seconds,
+      tools_idempotent,
       command: update.command ?? stored.command,
       args: update.args ?? stored.args,
       env: update.env ? unmaskValues(update.env, stored.env) : stored.env,
@@ -43,6 +45,7 @@ export function updatedConfig(stored: McpServerConfig, update: McpServerUpdate['
   return {
     ...stored,
     tool_timeout_seconds,
+    tools_idempotent,
     server_url: update.server_url ?? stored.server_url,
     auth_header: update.auth_header ?? stored.auth_header,
     auth_token: update.auth_token ? unmaskSecret(update.auth_token, stored.auth_token) : stored.auth_token,

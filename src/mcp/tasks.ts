@@ -16,6 +16,7 @@ import {
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import { McpTimeoutError } from './connection';
+import { callIdMeta } from './call-id';
 
 /** A tool's `execution.taskSupport`, when it may run as a task. */
 export type TaskSupport = 'required' | 'optional';
@@ -39,6 +40,8 @@ export interface McpTaskOptions {
   pollMs: number;
   /** The longest a `tasks/cancel` may take. */
   cancelTimeoutMs: number;
+  /** The tool call's id, in the request's `_meta` (call-id.ts). */
+  callId?: string;
 }
 
 /** 'required' always; 'optional' when the server says it runs tool calls as tasks. */
@@ -112,7 +115,7 @@ async function startTask(
   options: McpTaskOptions & { signal: AbortSignal },
 ): Promise<{ task: Task } | { result: CallToolResult }> {
   const answer = await client.request(
-    { method: 'tools/call', params: { name, arguments: args } },
+    { method: 'tools/call', params: { name, arguments: args, ...callIdMeta(options.callId) } },
     CreateTaskResultSchema.or(CallToolResultSchema),
     // The signal bounds it (the deadline is in it); the request's own timeout is no shorter.
     { task: {}, signal: options.signal, timeout: options.timeoutMs, onprogress: options.onProgress },

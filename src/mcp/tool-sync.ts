@@ -40,6 +40,13 @@ export interface McpToolMetadata {
   output_schema?: Record<string, unknown>;
   /** The tool's `execution.taskSupport` when it may run as a task (src/mcp/tasks.ts). */
   task_support?: TaskSupport;
+  /**
+   * What the server's annotations hint of running the tool again: `readOnlyHint` (it changes
+   * nothing), `idempotentHint` (a second call with the same arguments has no further effect). Hints
+   * of the server, which its config's `tools_idempotent` or the tool's `metadata_.idempotent` overrule
+   * (src/tools/retry-policy.ts).
+   */
+  hints?: { read_only?: true; idempotent?: true };
 }
 
 export interface SyncSummary {
@@ -60,6 +67,17 @@ export const mcpOutputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadat
 
 export const mcpInputSchemaOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.input_schema;
 export const mcpTaskSupportOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.task_support;
+export const mcpHintsOf = (tool: Pick<ToolRow, 'metadata'>) => mcpMetadataOf(tool)?.hints;
+
+/** The annotations that say whether a call may run again, as stored; none when they say nothing. */
+function hintsOf(tool: Tool): McpToolMetadata['hints'] {
+  const { readOnlyHint, idempotentHint } = tool.annotations ?? {};
+  if (readOnlyHint !== true && idempotentHint !== true) return undefined;
+  return {
+    ...(readOnlyHint === true && { read_only: true }),
+    ...(idempotentHint === true && { idempotent: true }),
+  };
+}
 
 /** 'required' or 'optional'; 'forbidden', or none, is a plain call. */
 function taskSupportOf(tool: Tool): TaskSupport | undefined {
@@ -106,6 +124,7 @@ function fieldsOf(server: McpServerRow, tool: Tool, schema: Record<string, unkno
     input_schema: tool.inputSchema,
     ...(tool.outputSchema ? { output_schema: tool.outputSchema } : {}),
     ...(taskSupportOf(tool) ? { task_support: taskSupportOf(tool) } : {}),
+    ...(hintsOf(tool) ? { hints: hintsOf(tool) } : {}),
   };
   const tag = mcpToolTag(server.server_name);
   return {

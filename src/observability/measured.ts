@@ -15,12 +15,26 @@ import {
   modelTokens,
   secondsSince,
   toolCallDuration,
+  toolCallTakeovers,
   toolCalls,
 } from './metrics';
+import { trace } from '@opentelemetry/api';
 
-/** Letta's error type of a failed model call, or `cancelled` when its run was cancelled. */
+/** Whether the model call running now was stopped by a person's cancel of its run. */
+function cancelledByPerson(): boolean {
+  try {
+    return Context.current().cancellationDetails?.cancelRequested === true;
+  } catch {
+    return true; // outside an activity, only its caller aborts it
+  }
+}
+
+/**
+ * Letta's error type of a failed model call; `cancelled` when its run was cancelled, `interrupted` when
+ * stopped otherwise (its worker shut down past its grace: it is retried).
+ */
 function modelOutcome(error: unknown, signal?: AbortSignal): string {
-  if (signal?.aborted) return 'cancelled';
+  if (signal?.aborted) return cancelledByPerson() ? 'cancelled' : 'interrupted';
   return error instanceof ModelApiError ? llmErrorType(error) : 'llm_error';
 }
 
@@ -69,6 +83,29 @@ const MODE_OF: Record<ToolActivityName | 'recordAgentReplies', string> = {
   runMcpTool: 'mcp',
 };
 
+/** The execution mode of the tool call activity running now. */
+const currentMode = () => {
+  const activity = Context.current().info.activityType as keyof typeof MODE_OF;
+  return MODE_OF[activity] ?? activity;
+};
+
+/** What a call that took over an interrupted attempt did (activities/tool-call.ts). */
+export type TakeoverAction = 'rerun' | 'resumed' | 'refused';
+
+/**
+ * A takeover, counted by mode and action, and marked on the call's span (the activity's, in the run's
+ * trace) with the attempt it took over from.
+ */
+export function observeTakeover(action: TakeoverAction, takenFrom: string): void {
+  toolCallTakeovers.inc({ mode: currentMode(), action });
+  const span = trace.getActiveSpan();
+  span?.setAttribute('letta.tool_call.takeover', action);
+  span?.addEvent('tool call taken over', {
+    'letta.tool_call.takeover': action,
+    'letta.tool_call.taken_from': takenFrom,
+  });
+}
+
 const outcomeOf = (outcome: ToolOutcome) => (outcome.waitsFor ? 'paused' : outcome.status);
 
 /**
@@ -79,8 +116,7 @@ export function measuredToolCall(
   run: (input: ToolCallInput) => Promise<ToolOutcome>,
 ): (input: ToolCallInput) => Promise<ToolOutcome> {
   return async (input) => {
-    const activity = Context.current().info.activityType as keyof typeof MODE_OF;
-    const labels = { mode: MODE_OF[activity] ?? activity, tool: input.toolName };
+    const labels = { mode: currentMode(), tool: input.toolName };
     const started = process.hrtime.bigint();
     let outcome = 'failure';
     try {

@@ -44,7 +44,7 @@ export const runDuration = new Histogram({
 
 export const modelCalls = new Counter({
   name: 'letta_model_calls_total',
-  help: 'Calls to model providers, by provider, model and outcome (ok, cancelled, or Letta’s error type)',
+  help: 'Calls to model providers, by provider, model and outcome (ok, cancelled, interrupted: its worker stopped past its grace, or Letta’s error type)',
   labelNames: ['provider', 'model', 'outcome'],
   registers,
 });
@@ -68,6 +68,13 @@ export const toolCalls = new Counter({
   name: 'letta_tool_calls_total',
   help: 'Tool call attempts, by execution mode, tool and outcome (success, error: the tool’s; failure: the attempt’s, retried; paused)',
   labelNames: ['mode', 'tool', 'outcome'],
+  registers,
+});
+
+export const toolCallTakeovers = new Counter({
+  name: 'letta_tool_call_takeovers_total',
+  help: 'Tool calls taken over from an attempt that started them and never recorded a result (its worker died, or stopped past its grace), by execution mode and what was done: rerun (the tool may run again), resumed (the earlier attempt’s MCP task followed on), refused (the model is told it may have run)',
+  labelNames: ['mode', 'action'],
   registers,
 });
 

@@ -1,8 +1,8 @@
 /**
  * The environment a custom tool runs with, as Letta gathers it (`tool_sandbox/base.py`
  * `_gather_env_vars`), lowest precedence first: the sandbox config's variables, the agent's secrets,
- * then `LETTA_AGENT_ID` / `LETTA_TOOL_ID`. Unlike Letta's local sandbox, never the server's own
- * environment: it holds the server's keys and DATABASE_URL.
+ * then `LETTA_AGENT_ID` / `LETTA_TOOL_ID`, and ours, `LETTA_TOOL_CALL_ID`. Unlike Letta's local sandbox,
+ * never the server's own environment: it holds the server's keys and DATABASE_URL.
  */
 import type { Queryable } from '../db';
 import type { SandboxConfigRow } from '../db/rows';
@@ -30,6 +30,11 @@ export interface ToolEnvironmentSources {
   agentId?: string;
   /** Left out when there is no stored tool (source run as is). */
   toolId?: string;
+  /**
+   * The call's id, the same in every attempt of it: a key the tool may make its effect idempotent
+   * with (a retry after an interrupted attempt runs with the same). Left out outside a turn.
+   */
+  toolCallId?: string;
 }
 
 /** The tool's whole environment: an agent secret overrides a sandbox variable of the same key. */
@@ -38,11 +43,13 @@ export function toolEnvironment({
   agentSecrets,
   agentId,
   toolId,
+  toolCallId,
 }: ToolEnvironmentSources): Record<string, string> {
   return {
     ...sandboxVars,
     ...agentSecrets,
     ...(agentId === undefined ? {} : { LETTA_AGENT_ID: agentId }),
     ...(toolId === undefined ? {} : { LETTA_TOOL_ID: toolId }),
+    ...(toolCallId === undefined ? {} : { LETTA_TOOL_CALL_ID: toolCallId }),
   };
 }

@@ -9,12 +9,20 @@ const StringMap = z.record(z.string(), z.string());
 /** Ours (Letta has none): the longest one call of the server's tools may take, unless the tool sets its own. */
 const toolTimeoutSeconds = z.number().positive().nullish();
 
+/**
+ * Ours: whether a call of the server's tools runs again after an attempt interrupted before it recorded
+ * its result (true), or is answered that it may have run (false); unset, each tool's annotations say
+ * (`idempotentHint`, `readOnlyHint`). A tool's own `metadata_.idempotent` overrules it.
+ */
+const toolsIdempotent = z.boolean().nullish();
+
 export const StdioConfigSchema = z.object({
   mcp_server_type: z.literal('stdio'),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: StringMap.nullish(),
   tool_timeout_seconds: toolTimeoutSeconds,
+  tools_idempotent: toolsIdempotent,
 });
 
 /**
@@ -59,6 +67,7 @@ const httpFields = {
   custom_headers: StringMap.nullish(),
   oauth: McpOauthConfigSchema.nullish(),
   tool_timeout_seconds: toolTimeoutSeconds,
+  tools_idempotent: toolsIdempotent,
 };
 export const SseConfigSchema = z.object({ mcp_server_type: z.literal('sse'), ...httpFields });
 export const StreamableHttpConfigSchema = z.object({

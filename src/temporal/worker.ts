@@ -23,6 +23,11 @@ export interface AgentWorkerOptions {
   deployment?: WorkerDeploymentOptions;
   /** The process's tracing: workflows and activities run in spans, exported with the process's. */
   tracing?: Tracing;
+  /**
+   * How long the activities running when the worker shuts down may take to finish (SHUTDOWN_GRACE_MS);
+   * unset: none, they are cut short at once.
+   */
+  shutdownGraceMs?: number;
 }
 
 /**
@@ -32,10 +37,17 @@ export interface AgentWorkerOptions {
  */
 const HEARTBEAT_THROTTLE = '1 second';
 
+/**
+ * How long the activities cut short when a worker's grace ends may take to stop and let go of their
+ * claims (activities/tool-call.ts) before the worker stops without them: they are retried either way.
+ */
+export const STOPPING_MS = 5_000;
+
 /** What every worker of the server shares: its connection, namespace, queue and deployment version. */
 function commonOptions(
   options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows' | 'tracing'>,
 ) {
+  const graceMs = options.shutdownGraceMs ?? 0;
   return {
     connection: options.connection,
     namespace: options.namespace,
@@ -43,6 +55,9 @@ function commonOptions(
     activities: options.activities,
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     workerDeploymentOptions: options.deployment,
+    // A stop lets running calls finish, then cuts the rest short (cancelled as `workerShutdown`).
+    shutdownGraceTime: graceMs,
+    shutdownForceTime: graceMs + STOPPING_MS,
   } satisfies WorkerOptions;
 }
 

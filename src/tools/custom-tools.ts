@@ -55,6 +55,8 @@ export interface CustomToolCall {
   defaultTimeoutMs: number;
   /** The run of the turn that makes the call; none for a call the API makes outside a turn. */
   runId?: string;
+  /** The call's id (LETTA_TOOL_CALL_ID); none for a call the API makes outside a turn. */
+  toolCallId?: string;
 }
 
 /** The sandbox configs (and their variables) of the places a tool may run, in `choices`' order. */
@@ -75,13 +77,14 @@ export const environmentsOf = (context: SandboxContext, choices: SandboxChoice[]
 export async function runCustomTool(
   choices: SandboxChoice[],
   environments: SandboxEnvironment[],
-  { agent, tool, args, defaultTimeoutMs, runId }: CustomToolCall,
+  call: CustomToolCall,
   signal?: AbortSignal,
   api?: ToolApiAccess,
 ): Promise<{ job: ToolJob; run: ToolRunResult }> {
+  const { agent, runId } = call;
   let granted: ReturnType<ToolApiAccess['grant']> | undefined;
   const jobFor = async (choice: SandboxChoice) => {
-    const job = customToolJob(environments[choices.indexOf(choice)], agent, tool, args, defaultTimeoutMs);
+    const job = customToolJob(environments[choices.indexOf(choice)], call);
     const route = await api?.routeFor(choice.configType, Boolean(job.network));
     // A key the sandbox config or the agent's secrets set is the operator's choice, and kept.
     if (!api || !route || job.env.LETTA_API_KEY) return job;
@@ -133,22 +136,21 @@ const configTimeoutMs = (sandbox: SandboxEnvironment) =>
 
 /**
  * A custom tool's job. It sees only its sandbox config's variables, overlaid by the agent's secrets,
- * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment),
+ * then LETTA_AGENT_ID and LETTA_TOOL_ID (Letta's precedence, without the server's own environment)
+ * and, in a turn, LETTA_TOOL_CALL_ID,
  * and the network only when its local sandbox config allows it. Where its sandbox reaches the API,
  * runCustomTool adds LETTA_BASE_URL and LETTA_API_KEY, a token for this call, unless they set a key.
  */
 export function customToolJob(
   sandbox: SandboxEnvironment,
-  agent: ToolAgent,
-  tool: ToolRow,
-  args: Record<string, unknown>,
-  defaultTimeoutMs: number,
+  { agent, tool, args, defaultTimeoutMs, toolCallId }: CustomToolCall,
 ): ToolJob {
   const env = toolEnvironment({
     sandboxVars: sandbox.env,
     agentSecrets: Object.fromEntries(agent.secrets.map((s) => [s.key, s.value])),
     agentId: agent.id,
     toolId: tool.id,
+    toolCallId,
   });
   const runtime = runtimeFields(tool);
   const requirements = configRequirements(sandbox);

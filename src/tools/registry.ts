@@ -9,6 +9,7 @@ import { getToolByName, insertTool, updateTool, type ToolFields } from '../db/to
 import type { ToolRow } from '../db/rows';
 import { conflict, invalid } from '../errors';
 import { checkToolTimeout } from './tool-timeout';
+import { checkIdempotentFlag } from './retry-policy';
 import type { ToolCreate, ToolUpdate } from '../schemas/tools';
 import { newId } from '../ids';
 import {
@@ -117,6 +118,12 @@ const sameTool = (tool: ToolRow, fields: ToolFields) =>
   tool.source_type === fields.source_type &&
   isDeepStrictEqual(tool.json_schema, fields.json_schema);
 
+/** Our settings in a tool's `metadata_`: its timeout and its retry policy. */
+function checkMetadata(metadata: Record<string, unknown> | null | undefined): void {
+  checkToolTimeout(metadata);
+  checkIdempotentFlag(metadata);
+}
+
 /** A tool checked and ready to store: its name and fields. */
 export interface PreparedTool {
   name: string;
@@ -128,7 +135,7 @@ export async function prepareTool(body: ToolCreate, options: PythonSchemaOptions
   const schema = await deriveSchema(body, options);
   const { name } = checkSchema(schema);
   checkTypeScript(body, name);
-  checkToolTimeout(body.metadata_);
+  checkMetadata(body.metadata_);
   return { name, fields: fieldsOf(body, schema, name) };
 }
 
@@ -203,7 +210,7 @@ export async function modifyTool(
       : (tool.json_schema as JsonSchema);
   const { name } = checkSchema(schema);
   checkTypeScript(body, name);
-  checkToolTimeout(body.metadata_);
+  checkMetadata(body.metadata_);
   if (name !== tool.name && (await getToolByName(db, name))) {
     throw conflict(`A tool named '${name}' already exists`);
   }
@@ -228,7 +235,7 @@ function modifyMcpTool(db: Database, tool: ToolRow, patch: ToolUpdate): Promise<
       `Tool '${tool.name}' comes from an MCP server, which sets its ${fixed.join(', ')}; only ${MCP_TOOL_SETTINGS.join(', ')} can change`,
     );
   }
-  checkToolTimeout(patch.metadata_);
+  checkMetadata(patch.metadata_);
   return updateTool(db, tool.id, {
     ...tool,
     return_char_limit: patch.return_char_limit ?? tool.return_char_limit,

@@ -1,6 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
+import express from 'express';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import { CALL_ID_META_KEY } from '../../src/mcp/call-id';
 import { projectRoot } from '../../src/paths';
 import { freePort } from './env';
 import { eventually } from './eventually';
@@ -146,4 +151,73 @@ export async function startInputRequiredServer(
   if (!(await eventually(listening, Boolean)))
     throw new Error(`the input-required server did not start:\n${started.output()}`);
   return { url: `${origin}/mcp`, port: listenOn, process: started, calls };
+}
+
+/** Streamable HTTP without sessions: each POST (its body parsed) answered by a server of its own. */
+export const statelessMcp =
+  (mcpServer: () => McpServer): express.RequestHandler =>
+  async (req, res) => {
+    const server = mcpServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close().then(() => server.close()));
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  };
+
+/** A tools/call a counting MCP server got: its tool, the call id its `_meta` carried, when it ran. */
+export interface CountedMcpCall {
+  tool: string;
+  callId: unknown;
+  start: number;
+  end?: number;
+}
+
+/**
+ * An MCP server (streamable HTTP, stateless) whose tools take `ms` and count every start: `slow_write`,
+ * annotated as nothing (a write, for all the client knows), and `slow_read` (`readOnlyHint`). A call
+ * runs to its end whatever the client does meanwhile, as a real side effect would. `calls` lists each
+ * start with the tool call id of its `_meta` (src/mcp/call-id.ts).
+ */
+export async function startCountingMcpServer(): Promise<{
+  url: string;
+  calls: CountedMcpCall[];
+  close(): Promise<void>;
+}> {
+  const calls: CountedMcpCall[] = [];
+  const tool =
+    (name: string) =>
+    async ({ ms }: { ms: number }, extra: { _meta?: Record<string, unknown> }) => {
+      const call: CountedMcpCall = { tool: name, callId: extra._meta?.[CALL_ID_META_KEY], start: Date.now() };
+      calls.push(call);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      call.end = Date.now();
+      return { content: [{ type: 'text' as const, text: `${name} done` }] };
+    };
+  const mcpServer = () => {
+    const server = new McpServer({ name: 'counting-test', version: '1.0.0' });
+    const inputSchema = { ms: z.number().int().min(0) };
+    server.registerTool('slow_write', { description: 'Writes slowly.', inputSchema }, tool('slow_write'));
+    server.registerTool(
+      'slow_read',
+      { description: 'Reads slowly.', inputSchema, annotations: { readOnlyHint: true } },
+      tool('slow_read'),
+    );
+    return server;
+  };
+  const app = express();
+  app.post('/mcp', express.json(), statelessMcp(mcpServer));
+  app.get('/mcp', (_req, res) => void res.status(405).end());
+  const port = await freePort();
+  const listening = await new Promise<http.Server>((resolve) => {
+    const server = app.listen(port, '127.0.0.1', () => resolve(server));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    close: () =>
+      new Promise((resolve) => {
+        listening.closeAllConnections();
+        listening.close(() => resolve());
+      }),
+  };
 }

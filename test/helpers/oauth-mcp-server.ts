@@ -24,11 +24,11 @@ import {
 } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { jwtVerify, type CryptoKey } from 'jose';
 import { z } from 'zod';
 import { freePort } from './env';
+import { statelessMcp } from './mcp-servers';
 import { dpopGuard, type DpopOptions, type DpopRecord } from './dpop-guard';
 
 export interface OauthMcpServerOptions {
@@ -254,13 +254,7 @@ export async function startOauthMcpServer(options: OauthMcpServerOptions = {}): 
   };
   const guard: express.RequestHandler = (req, res, next) =>
     options.openInitialize && open(req) ? next() : bearer(req, res, next);
-  app.post('/mcp', express.json(), guard, async (req, res) => {
-    const server = mcpServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
-  });
+  app.post('/mcp', express.json(), guard, statelessMcp(mcpServer));
   app.get('/mcp', (_req, res) => void res.status(405).end());
   const sessions = new Map<string, SSEServerTransport>();
   app.get('/sse', bearer, async (_req, res) => {

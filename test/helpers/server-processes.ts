@@ -50,7 +50,7 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<S
 
 /** Signals the process's whole group (it was started detached) and waits for it to exit. */
 export async function killProcess(proc: StartedProcess, signal: NodeJS.Signals): Promise<void> {
-  if (proc.child.exitCode !== null) return;
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   process.kill(-proc.child.pid!, signal);
   await proc.exited;
 }

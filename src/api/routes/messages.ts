@@ -95,6 +95,9 @@ export function messageHandlers(ctx: ApiContext) {
     };
     if (answers)
       return answerPausedTurn(ctx, { ...options, answers, followUps: messages, answeredBy: answererOf(res) });
+    // An answer goes on with a run in flight, and so does a message a running tool call sends.
+    const metadata = turnChainOf(res);
+    if (!metadata) ctx.stopping.refuseNewTurns();
     const callbackUrl = body.callback_url
       ? checkWebhookUrl(body.callback_url, ctx.config.OUTBOUND_ALLOW_PRIVATE)
       : undefined;
@@ -102,7 +105,7 @@ export function messageHandlers(ctx: ApiContext) {
       ...options,
       userMessages: messages,
       callbackUrl,
-      metadata: turnChainOf(res),
+      metadata,
     });
   };
 

@@ -37,6 +37,8 @@ const ServerFields = {
   server_name: z.string(),
   /** Ours: the longest one call of its tools may take, unless the tool sets its own. */
   tool_timeout_seconds: z.number().nullish(),
+  /** Ours: whether its tools' calls run again after an interrupted attempt; unset: their annotations say. */
+  tools_idempotent: z.boolean().nullish(),
 };
 const HttpFields = {
   server_url: z.string(),

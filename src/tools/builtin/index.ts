@@ -49,6 +49,12 @@ interface BuiltinTool {
   /** Works on the database alone, in milliseconds: the turn runs it as a local activity. */
   local: boolean;
   /**
+   * Running it again has no further effect (a read): a call whose earlier attempt was interrupted
+   * before it recorded its result runs again, where any other is answered that it may have run
+   * (activities/tool-call.ts). The memory tools take no claim: their record is their whole effect.
+   */
+  idempotent?: true;
+  /**
    * The execution mode that runs it when not this process's (`builtin`): `code` for model-written code
    * (in a sandbox), `agent` for messages to other agents (their own turns).
    */
@@ -63,20 +69,20 @@ const MULTI_AGENT: BuiltinTool = {
 };
 
 const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
-  conversation_search: { toolType: 'letta_core', parallel: true, local: true },
+  conversation_search: { toolType: 'letta_core', parallel: true, local: true, idempotent: true },
   memory_insert: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
   memory_replace: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
   memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
   core_memory_append: { toolType: 'letta_memory_core', parallel: false, local: true },
   core_memory_replace: { toolType: 'letta_memory_core', parallel: false, local: true },
-  fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false },
-  web_search: { toolType: 'letta_builtin', parallel: true, local: false },
+  fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false, idempotent: true },
+  web_search: { toolType: 'letta_builtin', parallel: true, local: false, idempotent: true },
   run_code: { toolType: 'letta_builtin', parallel: true, local: false, mode: 'code' },
   archival_memory_insert: { toolType: 'letta_core', parallel: false, local: false },
-  archival_memory_search: { toolType: 'letta_core', parallel: true, local: false },
-  open_files: { toolType: 'letta_files_core', parallel: false, local: true },
-  grep_files: { toolType: 'letta_files_core', parallel: true, local: true },
-  semantic_search_files: { toolType: 'letta_files_core', parallel: true, local: false },
+  archival_memory_search: { toolType: 'letta_core', parallel: true, local: false, idempotent: true },
+  open_files: { toolType: 'letta_files_core', parallel: false, local: true, idempotent: true },
+  grep_files: { toolType: 'letta_files_core', parallel: true, local: true, idempotent: true },
+  semantic_search_files: { toolType: 'letta_files_core', parallel: true, local: false, idempotent: true },
   send_message_to_agent_and_wait_for_reply: { ...MULTI_AGENT },
   send_message_to_agents_matching_tags: { ...MULTI_AGENT },
   send_message_to_agent_async: { ...MULTI_AGENT },
@@ -90,6 +96,10 @@ export const builtinToolNames = () => Object.keys(BUILTIN_TOOLS) as BuiltinToolN
 export const isBuiltinTool = (name: string): name is BuiltinToolName => name in BUILTIN_TOOLS;
 
 export const runsLocally = (name: string) => isBuiltinTool(name) && BUILTIN_TOOLS[name].local;
+
+/** Whether a built-in tool's call may run again after an interrupted attempt (src/tools/retry-policy.ts). */
+export const builtinIdempotent = (name: string) =>
+  isBuiltinTool(name) && BUILTIN_TOOLS[name].idempotent === true;
 
 /** The execution mode of a built-in tool (src/agent/turn-context.ts). */
 export const builtinMode = (name: string) => (isBuiltinTool(name) && BUILTIN_TOOLS[name].mode) || 'builtin';

@@ -194,6 +194,12 @@ describe('a tool call claimed before it runs', () => {
     expect(await take('c')).toMatchObject({ claimed: true, takenFrom: 'b' }); // read again by its holder
     await releaseClaim(db, input.toolCallId, 'c'); // a takeover that fails is still one for the next
     expect(await take('d')).toMatchObject({ claimed: true, takenFrom: 'c' });
+    // Each takeover counted (b's from a and c's read again are none): every time the tool may have run again.
+    const [claim] = await db.query<{ takeovers: number }>(
+      'SELECT takeovers FROM tool_call_claims WHERE tool_call_id = $1',
+      [input.toolCallId],
+    );
+    expect(claim.takeovers).toBe(2);
   });
 
   describe('at a worker’s shutdown', () => {
@@ -272,6 +278,11 @@ describe('a tool call claimed before it runs', () => {
       const hung = { owner: 'hung', leaseMs: 1_000 };
       expect((await readToolCall(db, input, hung)).claimed).toBe(true);
       expect(await refuse(input)).toEqual({ status: 'error' });
+      const [claim] = await db.query<{ takeovers: number }>(
+        'SELECT takeovers FROM tool_call_claims WHERE tool_call_id = $1',
+        [input.toolCallId],
+      );
+      expect(claim.takeovers).toBe(1);
       // The holder, back from its pause: its record finds the refusal's, and changes nothing.
       const late = await recordToolExecution(db, recordedBy(input, 'the holder’s'), undefined, hung.owner);
       expect(unpackageFunctionResponse(late.func_return)).toBe('refused by the test');

@@ -19,15 +19,17 @@ export interface ClaimHolder {
  * this owner holds it already, or when its holder's lease ran out. Never once the call is recorded
  * (its lease is then infinite), nor for an agent that no longer exists. Two attempts taking it at once
  * are ordered by the row: the second sees the first's claim and takes nothing. Taken from another
- * owner, the claim keeps that owner as `taken_from`: an attempt started the call and never recorded
- * it, so the tool may have run (a claim given up, `releaseClaim`, leaves no row to take over).
+ * owner, the claim keeps that owner as `taken_from` and counts the takeover: an attempt started the
+ * call and never recorded it, so the tool may have run (a claim given up, `releaseClaim`, leaves no row
+ * to take over).
  */
 export const TAKE_CLAIM = `INSERT INTO tool_call_claims AS c (tool_call_id, agent_id, owner, lease_until)
     SELECT $1, $2, $6, now() + $7::int * interval '1 millisecond'
     WHERE EXISTS (SELECT 1 FROM agents WHERE id = $2)
       AND NOT EXISTS (SELECT 1 FROM tool_executions WHERE tool_call_id = $1)
     ON CONFLICT (tool_call_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
-        taken_from = CASE WHEN c.owner = excluded.owner THEN c.taken_from ELSE c.owner END
+        taken_from = CASE WHEN c.owner = excluded.owner THEN c.taken_from ELSE c.owner END,
+        takeovers = c.takeovers + CASE WHEN c.owner = excluded.owner THEN 0 ELSE 1 END
       WHERE c.lease_until <> 'infinity' AND (c.owner = excluded.owner OR c.lease_until < now())
     RETURNING owner, taken_from`;
 
@@ -42,7 +44,7 @@ export const takeClosedClaim = (agentParam: number, ownerParam: number) => `INSE
     WHERE EXISTS (SELECT 1 FROM agents WHERE id = $${agentParam})
       AND NOT EXISTS (SELECT 1 FROM tool_executions WHERE tool_call_id = $1)
     ON CONFLICT (tool_call_id) DO UPDATE SET owner = excluded.owner, lease_until = 'infinity',
-        taken_from = c.owner
+        taken_from = c.owner, takeovers = c.takeovers + 1
       WHERE c.lease_until <> 'infinity' AND c.lease_until < now()
     RETURNING 1`;
 

@@ -347,7 +347,7 @@ export const ConfigSchema = z.object({
     .number()
     .int()
     .min(1)
-    .default(1000)
+    .default(500)
     .describe(
       'open (running and paused) executions of each long-lived workflow type a build replays before it becomes current: all of them up to this many, else the oldest this many (`npm run upgrade:replay` too)',
     ),

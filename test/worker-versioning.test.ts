@@ -139,6 +139,13 @@ function recordingLogger() {
   return { log, lines };
 }
 
+/** Answers the paused run `workflowId` through `server`; its result: the build that finished it. */
+async function answeredOn(server: RunningServer, workflowId: string): Promise<string> {
+  const handle = new Client({ connection: server.connection }).workflow.getHandle(workflowId);
+  await handle.signal(answerSignal);
+  return handle.result();
+}
+
 /** Runs a command the start-up log printed for an operator, with the CLI, confirming its prompt. */
 async function runLoggedCommand(command: string): Promise<void> {
   const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, silentLogger());
@@ -234,10 +241,9 @@ describe('worker versioning on the real Temporal server', () => {
     await stop(first);
     const second = await start({ WORKER_BUILD_ID: 'v2' });
     expect(await currentBuildId(second)).toBe('v2');
-    const resumed = new Client({ connection: second.connection }).workflow.getHandle(handle.workflowId);
-    await resumed.signal(answerSignal);
-    expect(await resumed.result()).toBe('v2');
-    expect(await taskBuildIds(resumed)).toEqual(['v1', 'v2']);
+    expect(await answeredOn(second, handle.workflowId)).toBe('v2');
+    const answered = new Client({ connection: second.connection }).workflow.getHandle(handle.workflowId);
+    expect(await taskBuildIds(answered)).toEqual(['v1', 'v2']);
 
     // An old replica that restarts meanwhile does not take the deployment back.
     const { log, lines } = recordingLogger();
@@ -309,9 +315,7 @@ describe('worker versioning on the real Temporal server', () => {
 
     const fixed = await start({ WORKER_BUILD_ID: 'r3', WORKER_REPLAY_OPEN_MAX: '10' });
     expect(await currentBuildId(fixed)).toBe('r3');
-    const resumed = new Client({ connection: fixed.connection }).workflow.getHandle(oldest.workflowId);
-    await resumed.signal(answerSignal);
-    expect(await resumed.result()).toBe('r3');
+    expect(await answeredOn(fixed, oldest.workflowId)).toBe('r3');
     // The newer turns would only lengthen the next tests' replays.
     const terminate = new Client({ connection: fixed.connection }).workflow;
     await Promise.all(newer.map((handle) => terminate.getHandle(handle.workflowId).terminate()));
@@ -334,9 +338,7 @@ describe('worker versioning on the real Temporal server', () => {
 
     const fixed = await start({ WORKER_BUILD_ID: 'd3' });
     expect(await currentBuildId(fixed)).toBe('d3');
-    const resumed = new Client({ connection: fixed.connection }).workflow.getHandle(delivery.workflowId);
-    await resumed.signal(answerSignal);
-    expect(await resumed.result()).toBe('d3');
+    expect(await answeredOn(fixed, delivery.workflowId)).toBe('d3');
     await stop(fixed);
   });
 

@@ -169,17 +169,18 @@ const HELD_BACK: Record<'older' | 'rolled-back' | 'ramping' | 'awaiting-operator
     ramping:
       'this build was not made current: a version is ramping, a roll-out an operator runs by hand (`temporal worker deployment describe` shows it). The setCurrent and ramp commands logged promote this one',
     'awaiting-operator':
-      'this build waits for an operator (WORKER_VERSIONING=manual, the default with --role=worker): check it against the cluster with `npm run upgrade:replay` from its checkout, then run the setCurrent command logged, or ramp it first',
+      'this build waits for an operator (WORKER_VERSIONING=manual, the default with --role=worker): from its checkout, check it with `npm run upgrade:check` and against the cluster with `npm run upgrade:replay`, then run the setCurrent command logged, or ramp it first',
     'not-replayed':
-      'this build was not made current: it does not replay the open histories of the deployment (promote it, or ramp it, by hand with the commands logged, once the workflows named replay)',
+      'this build was not made current: it does not replay the open histories named in `reason`, whose next task would fail on it. Keep the old path of the change behind patched() in a new build (docs/upgrades.md); the setCurrent command logged promotes this one regardless',
   };
 
 /**
- * Settles this process's version at start-up: records the build in the deployment's database, waits
- * until the server has seen its pollers on every one of `taskQueues` (the agent queue's workflow poller
- * and all activity pollers), and makes it current when `standingOf` allows and `mode` leaves it to the
- * build, once `vet` (the replay of the open histories) finds no reason against it. Until a version is
- * current, a versioned deployment's tasks go nowhere, so start-up waits for this.
+ * Settles this process's version at start-up: records the build in the deployment's database, takes
+ * its standing, and when `standingOf` allows and `mode` leaves it to the build, makes it current once
+ * the server has seen its pollers on every one of `taskQueues` (the agent queue's workflow poller and
+ * all activity pollers) and `vet` (the replay of the open histories) finds no reason against it. A
+ * held-back build logs why and returns at once. Until a version is current, a versioned deployment's
+ * tasks go nowhere, so start-up waits for this.
  */
 export async function makeVersionCurrent(options: {
   connection: NativeConnection;

@@ -291,13 +291,14 @@ export async function startServer(
           await running;
         });
       }
+      const versioning = versioningMode(config.WORKER_VERSIONING, role);
       log.info(
         {
           taskQueues: [queues.agent, queues.sandbox, queues.mcp],
           namespace: config.TEMPORAL_NAMESPACE,
           deployment: workerVersion.deploymentName,
           buildId: workerVersion.buildId,
-          versioning: versioningMode(config.WORKER_VERSIONING, role),
+          versioning,
         },
         'worker polling',
       );
@@ -309,7 +310,7 @@ export async function startServer(
         db,
         namespace: config.TEMPORAL_NAMESPACE,
         version: workerVersion,
-        mode: versioningMode(config.WORKER_VERSIONING, role),
+        mode: versioning,
         taskQueues: [queues.agent, queues.sandbox, queues.mcp],
         timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
         log,

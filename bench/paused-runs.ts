@@ -24,12 +24,12 @@ import { startTemporalServer } from '../test/helpers/temporal-server';
 import type { MemorySample } from './memory-probe';
 import { inParallel, percentiles } from './stats';
 
-const CLIENT_TOOL = {
+export const CLIENT_TOOL = {
   name: 'ask_user',
   description: 'Asks the user',
   parameters: { type: 'object', properties: {} },
 };
-const CONCURRENCY = 16;
+export const CONCURRENCY = 16;
 
 /**
  * The memory of process `pid` after a full garbage collection, which bench/memory-probe.ts (preloaded
@@ -48,7 +48,7 @@ async function memoryAfterGc(pid: number, file: string): Promise<MemorySample> {
  * POSTs JSON to the API over one keep-alive agent: node:http, since fetch (undici) spent about three
  * times the CPU per request, and this process shares the machine's two cores with what it measures.
  */
-function postJson(base: string) {
+export function postJson(base: string) {
   const agent = new http.Agent({ keepAlive: true });
   return (route: string, body: unknown) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {

@@ -71,7 +71,8 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'WORKER_MAX_CACHED_WORKFLOWS',
       'WORKER_BUILD_ID',
       'WORKER_VERSIONING',
-      'WORKER_REPLAY_SAMPLE',
+      'WORKER_REPLAY_OPEN_MAX',
+      'WORKER_REPLAY_CLOSED',
     ],
   },
   {

@@ -11,16 +11,17 @@
  * Then, on one PostgreSQL schema, one Temporal dev server, one DATA_DIR and one environment: the old
  * build's server (`--role=all`) takes a message the model (a local OpenAI-compatible stub) answers with
  * a memory_insert call that needs approval, and the turn pauses; the old server is killed (SIGKILL);
- * before the current build's server starts, the current build's workflows replay a sample of the
- * cluster's histories (src/temporal/replay-sample.ts: the paused turn among them), as a server with
- * WORKER_VERSIONING=replay does before it makes itself current; then the current build's server
+ * before the current build's server starts, the current build's workflows replay the check agent's
+ * histories from the cluster (src/temporal/replay-sample.ts: the paused turn among them), as a server
+ * does before it makes itself current; then the current build's server
  * starts, the approval is answered through the official client, and the turn must finish with the
  * tool run and the memory block changed. The last line says PASS or FAIL.
  *
- * `npm run upgrade:check -- --replay-only [--limit=N] [--where='<visibility filter>']` (or `npm run
- * upgrade:replay`) does the replay alone, against the cluster the TEMPORAL_* settings name as they
- * name the server's (address, namespace, TLS, API key, temporal.toml profile): the check of a build
- * before an operator makes it current.
+ * `npm run upgrade:check -- --replay-only [--open=N] [--closed=N] [--where='<visibility filter>']` (or
+ * `npm run upgrade:replay`) does the replay alone, against the cluster the TEMPORAL_* settings name as
+ * they name the server's (address, namespace, TLS, API key, temporal.toml profile), with the sample a
+ * server takes at start-up (WORKER_REPLAY_OPEN_MAX, WORKER_REPLAY_CLOSED unless told): the check of a
+ * build before an operator makes it current (WORKER_VERSIONING=manual, the default with --role=worker).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,15 +30,16 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Letta from '@letta-ai/letta-client';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from '../src/config';
+import { loadConfig, type Config } from '../src/config';
 import { projectRoot } from '../src/paths';
 import { connectTemporal } from '../src/temporal/connection';
 import {
-  DEFAULT_REPLAY_SAMPLE,
+  describeCounts,
   describeFailures,
   replaySample,
   sampleExecutions,
   type ReplaySampleResult,
+  type SampleLimits,
 } from '../src/temporal/replay-sample';
 import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
 import { createTestSchema, type TestSchema } from '../test/helpers/postgres';
@@ -273,7 +275,7 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
 
     log('killing the previous release (SIGKILL)');
     await killProcess(server, 'SIGKILL');
-    await replayBeforeStart(temporalAddress, agent.id, log);
+    await replayBeforeStart(temporalAddress, agent.id, sampleLimits(loadConfig(env)), log);
     which = 'current';
     log(`starting the current code's server (${projectRoot}/dist/src/main.js --role=all)`);
     server = await startServer(projectRoot, env);
@@ -330,31 +332,37 @@ export async function runUpgradeCheck(options: UpgradeCheckOptions = {}): Promis
 /** The current build's workflows, as its worker bundles them. */
 const currentWorkflows = () => require.resolve('../workflows');
 
+/** The sample a server with `config` replays before it becomes current. */
+const sampleLimits = (config: Config): SampleLimits => ({
+  openPerType: config.WORKER_REPLAY_OPEN_MAX,
+  closedPerType: config.WORKER_REPLAY_CLOSED,
+});
+
 /**
- * The current build replays the check's agent's histories (the paused turn's) from the cluster before
- * it starts: on a shared cluster, the other histories are not the check's to judge.
+ * The current build replays the check's agent's histories from the cluster before it starts: on a
+ * shared cluster, the other histories are not the check's to judge.
  */
 async function replayBeforeStart(
   address: string,
   agentId: string,
+  limits: SampleLimits,
   log: (line: string) => void,
 ): Promise<void> {
   const connection = await Connection.connect({ address });
   try {
-    const sample = {
-      client: new Client({ connection }),
-      limit: DEFAULT_REPLAY_SAMPLE,
-      where: `LettaAgentId = "${agentId}"`,
-    };
+    const sample = { client: new Client({ connection }), ...limits, where: `LettaAgentId = "${agentId}"` };
     // Visibility lists a workflow a moment after it starts (up to a second with Elasticsearch).
-    for (let tries = 0; tries < 20 && !(await sampleExecutions(sample)).length; tries++) await sleep(500);
+    for (let tries = 0; tries < 20; tries++) {
+      if ((await sampleExecutions(sample)).executions.length) break;
+      await sleep(500);
+    }
     const { replayed, failures } = await replaySample({ ...sample, workflowsPath: currentWorkflows() });
     check(
       failures.length === 0,
       `the current code cannot replay ${failures.length} of ${replayed} histories:\n${describeFailures(failures)}`,
     );
     check(replayed > 0, 'no history to replay: the paused turn was not listed');
-    log(`the current code replays the agent's ${replayed} turn and session histories from the cluster`);
+    log(`the current code replays the agent's ${replayed} histories from the cluster`);
   } finally {
     await connection.close();
   }
@@ -363,13 +371,17 @@ async function replayBeforeStart(
 export interface ReplayOnlyOptions {
   /** Where the cluster's settings come from: TEMPORAL_* (and a temporal.toml profile) as the server reads them. */
   env: NodeJS.ProcessEnv;
-  limit?: number;
+  /** The sample's limits; unset: the server's (WORKER_REPLAY_OPEN_MAX, WORKER_REPLAY_CLOSED of `env`). */
+  limits?: Partial<SampleLimits>;
   /** A visibility filter narrowing the sample, e.g. one deployment's `TaskQueue = "…"`. */
   where?: string;
   workflowsPath?: string;
 }
 
-/** Replays a sample of the configured cluster's turn and session histories with the current build. */
+/**
+ * Replays the open and recent histories of every long-lived workflow type of the configured cluster
+ * with the current build, as a server does before it becomes current.
+ */
 export async function runReplayOnly(options: ReplayOnlyOptions): Promise<ReplaySampleResult> {
   const config = loadConfig(options.env);
   if (!config.temporal)
@@ -381,7 +393,8 @@ export async function runReplayOnly(options: ReplayOnlyOptions): Promise<ReplayS
     return await replaySample({
       client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
       workflowsPath: options.workflowsPath ?? currentWorkflows(),
-      limit: options.limit ?? DEFAULT_REPLAY_SAMPLE,
+      ...sampleLimits(config),
+      ...options.limits,
       where: options.where,
     });
   } finally {
@@ -393,16 +406,30 @@ export async function runReplayOnly(options: ReplayOnlyOptions): Promise<ReplayS
 const flag = (args: string[], name: string) =>
   args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 
+/** `--name=N` of the command line, a whole number at least `min`, or undefined. */
+function countFlag(args: string[], name: string, min: number): number | undefined {
+  const text = flag(args, name);
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min)
+    throw new Error(`--${name} must be an integer of at least ${min}`);
+  return value;
+}
+
 async function replayOnly(args: string[], say: (line: string) => void): Promise<void> {
-  const limit = Number(flag(args, 'limit') ?? DEFAULT_REPLAY_SAMPLE);
-  if (!Number.isInteger(limit) || limit < 1) throw new Error(`--limit must be a positive integer`);
-  const { replayed, failures } = await runReplayOnly({ env: process.env, limit, where: flag(args, 'where') });
+  const limits = { openPerType: countFlag(args, 'open', 1), closedPerType: countFlag(args, 'closed', 0) };
+  const { replayed, failures, counts, ms } = await runReplayOnly({
+    env: process.env,
+    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    where: flag(args, 'where'),
+  });
+  say(`sample: ${describeCounts(counts)} (${replayed} replayed in ${(ms / 1000).toFixed(1)} s)`);
   if (failures.length) {
     process.stdout.write(`${describeFailures(failures)}\n`);
     say(`FAIL: this build cannot replay ${failures.length} of the ${replayed} histories sampled`);
     process.exit(1);
   }
-  say(`PASS: this build replays the ${replayed} turn and session histories sampled`);
+  say(`PASS: this build replays the ${replayed} histories sampled`);
   process.exit(0);
 }
 

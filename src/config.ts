@@ -109,6 +109,7 @@ export const shownDefaults: Partial<Record<string, string>> = {
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: 'unset: system CAs',
   TEMPORAL_TLS_SERVER_NAME: 'unset: the host',
   WORKER_BUILD_ID: 'unset: the release',
+  WORKER_VERSIONING: 'unset: by role',
   OPENAI_BASE_URL: 'OpenAI',
   ANTHROPIC_BASE_URL: 'Anthropic',
   STEP_TASK_TIMEOUT_MS: "unset: Temporal's 10 s",
@@ -338,18 +339,24 @@ export const ConfigSchema = z.object({
   ),
   WORKER_VERSIONING: z
     .enum(['replay', 'manual'], { error: 'expected replay or manual' })
-    .default('replay')
+    .optional()
     .describe(
-      "`replay`: at start-up the workers make their version current when the deployment has none, or when this build replays a sample of the deployment's running and recent turn and session histories; otherwise it stays non-current and logs the commands that promote or ramp it. `manual`: never; an operator does (`temporal worker deployment set-current-version`)",
+      'who replaces the current worker deployment version with a new build: `replay`, the build itself at start-up, once it replays the open histories of every long-lived workflow type; `manual`, an operator (`npm run upgrade:replay`, then the `temporal worker deployment set-current-version` the start-up log prints). Either way a first version becomes current by itself, and a build older than the current one never does: see [Upgrades](upgrades.md#worker-versioning)',
     ),
-  WORKER_REPLAY_SAMPLE: z.coerce
+  WORKER_REPLAY_OPEN_MAX: z.coerce
     .number()
     .int()
     .min(1)
-    .default(50)
+    .default(500)
     .describe(
-      'How many running and recent `agentTurn` and `agentSession` histories a build replays before it replaces the current version (`WORKER_VERSIONING=replay`, `npm run upgrade:replay`)',
+      'open (running and paused) executions of each long-lived workflow type a build replays before it becomes current: all of them up to this many, else the oldest this many (`npm run upgrade:replay` too)',
     ),
+  WORKER_REPLAY_CLOSED: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10)
+    .describe('the most recently closed executions of each long-lived workflow type it replays besides'),
 
   MAX_REQUEST_BODY_BYTES: z.coerce
     .number()

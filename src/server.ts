@@ -45,6 +45,7 @@ import {
   gitCommit,
   makeVersionCurrent,
   promotionCommands,
+  versioningMode,
   workerBuildId,
   workerDeploymentOptions,
 } from './temporal/versioning';
@@ -313,40 +314,43 @@ export async function startServer(
           await running;
         });
       }
+      const versioning = versioningMode(config.WORKER_VERSIONING, role);
       log.info(
         {
           taskQueues: [queues.agent, queues.sandbox, queues.mcp],
           namespace: config.TEMPORAL_NAMESPACE,
           deployment: workerVersion.deploymentName,
           buildId: workerVersion.buildId,
-          versioning: config.WORKER_VERSIONING,
+          versioning,
         },
         'worker polling',
       );
       // A versioned deployment routes tasks only to its current version: before the API takes a
-      // message, this version becomes current when nothing can be stranded by it (see
+      // message, this version becomes current when nothing can be stranded or rolled back by it (see
       // src/temporal/versioning.ts).
-      if (config.WORKER_VERSIONING === 'replay')
-        await makeVersionCurrent({
-          connection,
-          namespace: config.TEMPORAL_NAMESPACE,
-          version: workerVersion,
-          taskQueues: [queues.agent, queues.sandbox, queues.mcp],
-          timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
-          log,
-          vet: () =>
-            vetBuild({
-              client: turns.temporal,
-              workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
-              limit: config.WORKER_REPLAY_SAMPLE,
-              where: `TaskQueue = "${queues.agent}"`,
-              log,
-            }),
-          commands: promotionCommands(
-            { address: temporal.address, namespace: config.TEMPORAL_NAMESPACE },
-            workerVersion,
-          ),
-        });
+      await makeVersionCurrent({
+        connection,
+        db,
+        namespace: config.TEMPORAL_NAMESPACE,
+        version: workerVersion,
+        mode: versioning,
+        taskQueues: [queues.agent, queues.sandbox, queues.mcp],
+        timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
+        log,
+        vet: () =>
+          vetBuild({
+            client: turns.temporal,
+            workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
+            openPerType: config.WORKER_REPLAY_OPEN_MAX,
+            closedPerType: config.WORKER_REPLAY_CLOSED,
+            where: `TaskQueue = "${queues.agent}"`,
+            log,
+          }),
+        commands: promotionCommands(
+          { address: temporal.address, namespace: config.TEMPORAL_NAMESPACE },
+          workerVersion,
+        ),
+      });
       const collecting = collectUnusedEnvironments(config, log);
       undo.push(async () => clearInterval(collecting));
     }

@@ -59,9 +59,11 @@ const SQLITE_PRAGMAS = [
   'mmap_size=268435456',
 ];
 
+const dynamicConfigArgs = (values: string[]) => values.flatMap((value) => ['--dynamic-config-value', value]);
+
 /** The flags of `temporal server start-dev` that tune it for the agent turn, whichever way it is started. */
 export const devServerTuningArgs = () => [
-  ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
+  ...dynamicConfigArgs(DEV_SERVER_DYNAMIC_CONFIG),
   ...SQLITE_PRAGMAS.flatMap((pragma) => ['--sqlite-pragma', pragma]),
 ];
 
@@ -84,6 +86,8 @@ export interface DevServerOptions {
   namespace: string;
   startTimeoutMs: number;
   log: Logger;
+  /** `key=value` settings of the server's dynamic config besides the tuning (a test's). */
+  dynamicConfig?: string[];
 }
 
 export interface RunningDevServer {
@@ -114,6 +118,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     '--namespace', namespace,
     '--log-level', 'warn',
     ...devServerTuningArgs(),
+    ...dynamicConfigArgs(options.dynamicConfig ?? []),
     ...searchAttributeArgs(),
   ]; // prettier-ignore
   const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,4 +1,5 @@
 /** The pause of an agent turn for approvals or client tools: entering it, its timeout, its answer. */
+import { ApplicationFailure } from '@temporalio/activity';
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { getMessage, latestApprovalRequest } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun, isActiveRun, lockRun } from '../src/db/runs';
@@ -30,7 +31,9 @@ import type {
   EnterPauseInput,
   RecordedAnswer,
   ResumePlan,
+  TurnContext,
 } from '../contracts/payloads';
+import { readRequestPart } from '../src/db/request-parts';
 import { flushToolReturns, usageRecord } from './run-records';
 import { startRunCallback } from './deps';
 import { markApprovalRequest } from '../src/db/messages';
@@ -347,15 +350,36 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         }
       }
       const config = (await getRun(db, input.runId))?.request_config ?? {};
+      // A client tool's call approved rather than answered with its return: the turn refuses it, as a
+      // client tool runs only on the client.
+      const clientNames = ((config.client_tools as ClientTool[] | undefined) ?? []).map((tool) => tool.name);
+      const approvedClientTools = [...new Set(toRun.map((call) => call.name))].filter((name) =>
+        clientNames.includes(name),
+      );
       return {
         messageId: request.id,
         stepId: request.step_id ?? request.id,
         callIds: calls.map((c) => c.id),
         toRun,
-        clientTools: (config.client_tools as ClientTool[] | undefined) ?? [],
+        ...(approvedClientTools.length ? { clientTools: approvedClientTools.map((name) => ({ name })) } : {}),
         maxSteps: (config.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS,
         streamTokens: config.stream_tokens === true,
       };
+    },
+
+    /**
+     * The agent's tools and rules as an answer came with them, stored under their digest before its
+     * signal was sent (src/agent/turn-context.ts): the part's name is its content, so this is exactly
+     * what the answer saw, whenever it is read.
+     */
+    async loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext> {
+      const context = await readRequestPart<TurnContext>(db, input.digest);
+      if (!context)
+        throw ApplicationFailure.nonRetryable(
+          `the tools and rules of agent ${input.agentId} stored as ${input.digest} do not exist`,
+          'TurnContextGone',
+        );
+      return context;
     },
   } satisfies ApprovalActivities;
 }

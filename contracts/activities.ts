@@ -15,6 +15,7 @@ import type {
   RejectToolCallInput,
   ResumePlan,
   ToolCallInput,
+  TurnContext,
   ToolOutcome,
   WebhookSubject,
 } from './payloads';
@@ -46,6 +47,8 @@ export interface ApprovalActivities {
     runId: string;
     approvalMessageId: string;
   }): Promise<ResumePlan>;
+  /** The agent's tools and rules an answer came with, by their digest (ApprovalAnswered.contextDigest). */
+  loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext>;
 }
 
 /** activities/file-ingestion.ts */

@@ -22,6 +22,7 @@ import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { resolveTurnContext } from './turn-context';
+import { requestPart, storeRequestPart } from '../db/request-parts';
 import type { AgentTurnInput, ClientTool, QueuedTurn } from '../../contracts/payloads';
 import { QUEUE_FULL } from '../../contracts/errors';
 import type { Workflows } from '../../contracts/workflows';
@@ -127,13 +128,21 @@ const DEFAULT_MAX_STEPS = 50;
 /** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_TURNS_PER_RUN = 500;
 
-/** A run's own settings, read by the workflow when the run continues a paused turn. */
-const requestConfig = (request: RequestOptions) => ({
-  max_steps: request.maxSteps,
-  client_tools: request.clientTools,
-  approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
-  ...(request.streamTokens ? { stream_tokens: true } : {}),
-});
+/**
+ * A run's own settings, read by the workflow when the run continues a paused turn. Its client tools
+ * by name; their schemas a request part (src/db/request-parts.ts), stored once however many requests
+ * send them, which the run's model calls read by `client_tools_digest`.
+ */
+async function requestConfig(tx: Queryable, request: RequestOptions) {
+  const { clientTools } = request;
+  return {
+    max_steps: request.maxSteps,
+    client_tools: clientTools.map(({ name }) => ({ name })),
+    ...(clientTools.length ? { client_tools_digest: await storeRequestPart(tx, clientTools) } : {}),
+    approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
+    ...(request.streamTokens ? { stream_tokens: true } : {}),
+  };
+}
 
 /**
  * The pending approval of the request's conversation, once its agent's row is locked (and read): the
@@ -222,7 +231,7 @@ export async function startAgentTurn(
         agent_id: request.agentId,
         background: request.background,
         metadata: { ...request.metadata, run_type: request.runType },
-        request_config: requestConfig(request),
+        request_config: await requestConfig(tx, request),
         workflow_id: workflowId,
         input: request.userMessages,
         conversation_id: request.conversationId,
@@ -251,9 +260,9 @@ export async function startAgentTurn(
       runId,
       sandboxTaskQueue: ctx.taskQueues.sandbox,
       mcpTaskQueue: ctx.taskQueues.mcp,
-      clientTools: request.clientTools,
       ...(request.streamTokens ? { streamTokens: true } : {}),
       context,
+      contextDigest: requestPart(context).digest,
       limits: turnLimits(config, request.maxSteps),
     },
   };
@@ -384,7 +393,8 @@ export async function answerPausedTurn(
         if (!earlier) throw invalid(NOTHING_PENDING);
         if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
         const run = await getRun(tx, earlier.answered.runId);
-        const answered = { ...earlier.answered, context: await resolveTurnContext(tx, agent) };
+        const context = await resolveTurnContext(tx, agent);
+        const answered = { ...earlier.answered, contextDigest: await storeRequestPart(tx, context) };
         return { answered, workflowId: run!.workflow_id, repeated: true };
       }
       const answers = withLegacyIds(pending, request.answers);
@@ -402,11 +412,13 @@ export async function answerPausedTurn(
         newRun: {
           background: request.background,
           metadata: { run_type: request.runType },
-          request_config: requestConfig(request),
+          request_config: await requestConfig(tx, request),
         },
         answeredBy: request.answeredBy,
       });
-      return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
+      // The turn loads the context by its digest, and only when it differs from the one it has.
+      const answered = { ...recorded, contextDigest: await storeRequestPart(tx, context) };
+      return { answered, workflowId: pending.workflow_id, repeated: false };
     },
     agentLock(agentId),
   );

@@ -1,11 +1,13 @@
 /**
  * What a model call reads before it calls the provider: its agent with the blocks and tools the request
- * is built from, the reply an earlier attempt stored, and the run's context window, in one statement;
+ * is built from, the client tools its run's request sent, the reply an earlier attempt stored, and the
+ * run's context window, in one statement;
  * the transcript in a second, which finds the window itself, so that the two go at once: every
  * statement is a round trip and the pg client's work.
  */
 import type { Queryable } from './database';
 import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow } from './rows';
+import type { ClientTool } from '../../contracts/payloads';
 import { agentDirectories } from './file-agents';
 
 export interface ModelCallAgent extends AgentRow {
@@ -22,6 +24,8 @@ export interface ModelCallRead {
   conversationId: string | null;
   summary: string | null;
   transcript: MessageRow[];
+  /** The client tools the run's request sent, with their schemas. */
+  clientTools: ClientTool[];
 }
 
 type Row = Partial<AgentRow> & {
@@ -32,6 +36,7 @@ type Row = Partial<AgentRow> & {
   call_run_found: boolean;
   call_conversation_id: string | null;
   call_summary: string | null;
+  call_client_tools: string | null;
 };
 
 /** A row as JSON gives it: its times as text. */
@@ -58,7 +63,10 @@ const CONTEXT = `SELECT a.*,
     EXISTS (SELECT 1 FROM agents_folders f WHERE f.agent_id = $2) AS call_has_folders,
     w.agent_id IS NOT NULL AS call_run_found,
     w.conversation_id AS call_conversation_id,
-    w.summary AS call_summary
+    w.summary AS call_summary,
+    (SELECT coalesce(p.body, (r.request_config->'client_tools')::text)
+      FROM runs r LEFT JOIN request_parts p ON p.digest = r.request_config->>'client_tools_digest'
+      WHERE r.id = $1) AS call_client_tools
   FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2 LEFT JOIN (${WINDOW}) w ON true`;
 
 /**
@@ -89,6 +97,7 @@ export async function readModelCall(
     call_run_found,
     call_conversation_id,
     call_summary,
+    call_client_tools,
     ...agentRow
   } = row;
   if (!call_run_found) throw new Error(`run ${key.runId} does not exist`);
@@ -106,5 +115,6 @@ export async function readModelCall(
     conversationId: call_conversation_id,
     summary: call_summary,
     transcript,
+    clientTools: call_client_tools ? (JSON.parse(call_client_tools) as ClientTool[]) : [],
   };
 }

@@ -35,6 +35,7 @@ import { mcpDpopKeys } from './0029-mcp-dpop-keys';
 import { mcpOauthIdentities } from './0030-mcp-oauth-identities';
 import { traceSpans } from './0031-trace-spans';
 import { toolReturnParts } from './0032-tool-return-parts';
+import { requestParts } from './0034-request-parts';
 
 export const migrations: Migration[] = [
   initial,
@@ -69,4 +70,5 @@ export const migrations: Migration[] = [
   mcpOauthIdentities,
   traceSpans,
   toolReturnParts,
+  requestParts,
 ];

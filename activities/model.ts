@@ -6,7 +6,7 @@ import { newId } from '../src/ids';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { readModelCall } from '../src/db/model-calls';
-import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
+import type { InputMessage, MessageRow, ToolRow, TranscriptRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
 import { modelContext } from '../src/agent/context';
@@ -123,7 +123,7 @@ function modelFailure(error: unknown): ApplicationFailure {
  * broken history invariant fails the model call, never retried.
  */
 function requestMessages(
-  context: { system: string; summary: string | null; transcript: MessageRow[] },
+  context: { system: string; summary: string | null; transcript: TranscriptRow[] },
   requestInput: InputMessage[],
 ): ChatMessage[] {
   try {

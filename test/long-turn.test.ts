@@ -1,7 +1,5 @@
-import { temporal } from '@temporalio/proto';
-import type { HistoryEvent } from './helpers/temporal';
 import { useAgentServer } from './helpers/agent-server';
-import { turnWorkflowId } from './helpers/temporal';
+import { continueAsNewChain, turnWorkflowId } from './helpers/temporal';
 
 /**
  * A letta-code session's turn: one message, then client-tool calls answered one by one, the client
@@ -33,26 +31,6 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 describe('a turn of any length', () => {
   const h = useAgentServer('openai');
-
-  /** Every run of the turn's continue-as-new chain, first to last, with its history's size in bytes. */
-  async function chainOf(workflowId: string): Promise<{ runId: string; bytes: number; events: number }[]> {
-    const client = h.server.turns.temporal;
-    const first = await client.workflow.getHandle(workflowId).describe();
-    const runs = [];
-    for (let runId: string | undefined = first.raw.workflowExecutionInfo!.firstRunId!; runId;) {
-      const history: temporal.api.history.v1.IHistory = await client.workflow
-        .getHandle(workflowId, runId)
-        .fetchHistory();
-      const events: HistoryEvent[] = history.events ?? [];
-      runs.push({
-        runId,
-        bytes: temporal.api.history.v1.History.encode(history).finish().length,
-        events: events.length,
-      });
-      runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-    }
-    return runs;
-  }
 
   it(`answers ${CYCLES} client-tool cycles of 80 KB of tools with a bounded history, as fast at the end as at the start`, async () => {
     expect(JSON.stringify(CLIENT_TOOLS.map((t) => t.description)).length).toBeGreaterThan(80_000);
@@ -108,15 +86,7 @@ describe('a turn of any length', () => {
 
     const workflowId = await turnWorkflowId(h.server.db, firstRunId);
     await h.server.turns.temporal.workflow.getHandle(workflowId).result();
-    const chain = await chainOf(workflowId);
-    if (process.env.LONG_TURN_DEBUG) {
-      const events = (await h.server.turns.temporal.workflow.getHandle(workflowId).fetchHistory()).events!;
-      for (const e of events.slice(-40)) {
-        const kind = Object.keys(e).find((k) => k.endsWith('Attributes') && (e as never)[k]);
-        const one = temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
-        console.log(one, kind, JSON.stringify((e as never)[kind!]).slice(0, 1500));
-      }
-    }
+    const chain = await continueAsNewChain(h.server.turns.temporal, workflowId);
     const totalBytes = chain.reduce((sum, run) => sum + run.bytes, 0);
     const first100 = median(cycleMs.slice(0, 100));
     const last100 = median(cycleMs.slice(-100));
@@ -125,7 +95,7 @@ describe('a turn of any length', () => {
         cycles: CYCLES,
         runs: chain.length,
         largestHistoryBytes: Math.max(...chain.map((r) => r.bytes)),
-        largestHistoryEvents: Math.max(...chain.map((r) => r.events)),
+        largestHistoryEvents: Math.max(...chain.map((r) => r.events.length)),
         bytesPerCycle: Math.round(totalBytes / CYCLES),
         p50FirstMs: Math.round(first100),
         p50LastMs: Math.round(last100),

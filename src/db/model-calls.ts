@@ -6,7 +6,7 @@
  * statement is a round trip and the pg client's work.
  */
 import type { Queryable } from './database';
-import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow } from './rows';
+import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow, TranscriptRow } from './rows';
 import type { ClientTool } from '../../contracts/payloads';
 import { agentDirectories } from './file-agents';
 
@@ -23,7 +23,7 @@ export interface ModelCallRead {
   stored?: MessageRow;
   conversationId: string | null;
   summary: string | null;
-  transcript: MessageRow[];
+  transcript: TranscriptRow[];
   /** The client tools the run's request sent, with their schemas. */
   clientTools: ClientTool[];
 }
@@ -75,9 +75,10 @@ const CONTEXT = `SELECT a.*,
  * filter over every message of the agent.
  */
 const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW})
-  SELECT m.* FROM messages m WHERE m.agent_id = (SELECT agent_id FROM w)
+  SELECT m.role, m.content, m.tool_calls, m.tool_returns FROM messages m
+  WHERE m.agent_id = (SELECT agent_id FROM w)
     AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
-    AND m.seq >= (SELECT start_seq FROM w)
+    AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')
   ORDER BY m.seq`;
 
 /** Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`. */
@@ -87,7 +88,7 @@ export async function readModelCall(
 ): Promise<ModelCallRead> {
   const [[row], transcript] = await Promise.all([
     db.query<Row>(CONTEXT, [key.runId, key.agentId, key.idempotencyKey]),
-    db.query<MessageRow>(TRANSCRIPT, [key.runId]),
+    db.query<TranscriptRow>(TRANSCRIPT, [key.runId]),
   ]);
   const {
     call_stored,

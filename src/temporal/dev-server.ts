@@ -84,6 +84,8 @@ export interface DevServerOptions {
   namespace: string;
   startTimeoutMs: number;
   log: Logger;
+  /** More `--dynamic-config-value` settings (`key=value`), after the tuning's. */
+  dynamicConfig?: string[];
 }
 
 export interface RunningDevServer {
@@ -114,6 +116,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     '--namespace', namespace,
     '--log-level', 'warn',
     ...devServerTuningArgs(),
+    ...(options.dynamicConfig ?? []).flatMap((value) => ['--dynamic-config-value', value]),
     ...searchAttributeArgs(),
   ]; // prettier-ignore
   const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

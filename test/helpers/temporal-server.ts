@@ -6,10 +6,12 @@ import { freePort, silentLogger } from './env';
 
 /**
  * A Temporal dev server of the test's own, started the way the server starts its embedded one, with
- * the project's search attributes. `options` start it again on the same ports and db file.
+ * the project's search attributes (and `dynamicConfig`, `key=value` settings of its own). `options`
+ * start it again on the same ports and db file.
  */
 export async function startTemporalServer(
   dataDir: string,
+  dynamicConfig: string[] = [],
 ): Promise<{ server: RunningDevServer; options: DevServerOptions }> {
   const log = silentLogger();
   const binary = await resolveTemporalBinary(process.env.TEMPORAL_CLI_PATH, log);
@@ -23,6 +25,7 @@ export async function startTemporalServer(
     namespace: 'default',
     startTimeoutMs: 60_000,
     log,
+    dynamicConfig,
   };
   const server = await startDevServer(options);
   const connection = await connectTemporal(server.address, 10_000);

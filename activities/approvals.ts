@@ -1,5 +1,4 @@
 /** The pause of an agent turn for approvals or client tools: entering it, its timeout, its answer. */
-import { ApplicationFailure } from '@temporalio/activity';
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { getMessage, latestApprovalRequest } from '../src/db/messages';
 import { finishRun as storeRunOutcome, getRun, isActiveRun, lockRun } from '../src/db/runs';
@@ -20,6 +19,7 @@ import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } fr
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ReturnPart } from '../src/agent/return-parts';
 import { resolveTurnContext } from '../src/agent/turn-context';
+import { storeRequestPart } from '../src/db/request-parts';
 import type { ActivityDeps } from './deps';
 import { noUsage } from '../contracts/usage';
 import { observeRunEnd } from '../src/observability/metrics';
@@ -31,9 +31,7 @@ import type {
   EnterPauseInput,
   RecordedAnswer,
   ResumePlan,
-  TurnContext,
 } from '../contracts/payloads';
-import { readRequestPart } from '../src/db/request-parts';
 import { flushToolReturns, usageRecord } from './run-records';
 import { startRunCallback } from './deps';
 import { markApprovalRequest } from '../src/db/messages';
@@ -262,8 +260,12 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         const answered = await expireOrFindAnswer(tx, input);
         const agent = await getAgentRow(tx, input.agentId);
         if (!answered || !agent) return null;
-        // The request it continues the turn with works with the agent's tools and rules as they are now.
-        return { ...answered, context: await resolveTurnContext(tx, agent) };
+        // The request it continues the turn with works with the agent's tools and rules as they are now,
+        // by digest as an answer's signal carries them.
+        return {
+          ...answered,
+          contextDigest: await storeRequestPart(tx, await resolveTurnContext(tx, agent)),
+        };
       });
       const expiry = answered && (await getRun(db, answered.runId));
       if (expiry && expiry.metadata?.run_type === APPROVAL_TIMEOUT_RUN)
@@ -365,21 +367,6 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         maxSteps: (config.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS,
         streamTokens: config.stream_tokens === true,
       };
-    },
-
-    /**
-     * The agent's tools and rules as an answer came with them, stored under their digest before its
-     * signal was sent (src/agent/turn-context.ts): the part's name is its content, so this is exactly
-     * what the answer saw, whenever it is read.
-     */
-    async loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext> {
-      const context = await readRequestPart<TurnContext>(db, input.digest);
-      if (!context)
-        throw ApplicationFailure.nonRetryable(
-          `the tools and rules of agent ${input.agentId} stored as ${input.digest} do not exist`,
-          'TurnContextGone',
-        );
-      return context;
     },
   } satisfies ApprovalActivities;
 }

@@ -29,6 +29,11 @@ export interface RunActivities {
   rejectToolCall(input: RejectToolCallInput): Promise<ToolOutcome>;
   appendUserMessage(input: { agentId: string; runId: string; step: number; text: string }): Promise<void>;
   finishRun(input: FinishRunInput): Promise<void>;
+  /**
+   * The agent's tools and rules a request works with, by the digest they are stored under
+   * (AgentTurnInput.contextDigest, ApprovalAnswered.contextDigest).
+   */
+  loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext>;
 }
 
 /** activities/model.ts */
@@ -47,8 +52,6 @@ export interface ApprovalActivities {
     runId: string;
     approvalMessageId: string;
   }): Promise<ResumePlan>;
-  /** The agent's tools and rules an answer came with, by their digest (ApprovalAnswered.contextDigest). */
-  loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext>;
 }
 
 /** activities/file-ingestion.ts */

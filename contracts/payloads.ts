@@ -243,9 +243,13 @@ export interface AgentTurnInput {
   limits: AgentTurnLimits;
   /** The request streams tokens (`stream_tokens`). */
   streamTokens?: boolean;
-  /** The agent's tools and rules, resolved by the API as it started the turn. */
-  context: TurnContext;
-  /** The digest `context` is stored under (src/db/request-parts.ts); none from older releases. */
+  /**
+   * The agent's tools and rules, resolved by the API as it started the turn: given in full when the API
+   * starts the turn itself; otherwise (a turn queued in its session, a turn that continued as new) the
+   * turn loads them by `contextDigest`, so that a session's queue stays small.
+   */
+  context?: TurnContext;
+  /** The digest the context is stored under (src/db/request-parts.ts); none from older releases. */
   contextDigest?: string;
   /** Set when the turn continued as new: where its request picks up. */
   continued?: ContinuedTurn;
@@ -314,7 +318,7 @@ export interface ApprovalAnswered extends RecordedAnswer {
    * has.
    */
   contextDigest?: string;
-  /** The same in full: from an expired approval's activity, and in signals older releases sent. */
+  /** The same in full, in signals older releases sent. */
   context?: TurnContext;
 }
 

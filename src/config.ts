@@ -303,6 +303,15 @@ export const ConfigSchema = z.object({
     .positive()
     .default(100)
     .describe('messages one agent holds queued behind the turn it runs; one more is a 409'),
+  TURN_CONTEXT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(256 * 1024)
+    .describe(
+      "largest an agent's tools and tool rules may be as a turn carries them (JSON bytes): a message or an answer to an agent past it is a 400 that says so, rather than a turn Temporal fails (it refuses a payload past 2 MB; see [Temporal's limits](operations.md#temporals-limits))",
+    ),
   AGENT_SESSION_IDLE_MS: milliseconds
     .default(600_000)
     .describe(

@@ -167,7 +167,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     if (!turn.answers.has(received.requestMessageId)) turn.answers.set(received.requestMessageId, received);
   });
 
-  let request = requestOf(input);
+  let request = await requestOf(turn, input);
   let outcome = await resumeOrStart(turn, request, input.continued);
   for (;;) {
     if (outcome.continuesAt !== undefined) return continueTurn(turn, request, outcome);
@@ -181,13 +181,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   }
 }
 
-/** The request a turn starts with: the input's own, or the one it carried as it continued as new. */
-const requestOf = (input: AgentTurnInput): Request => ({
+/**
+ * The request a turn starts with: the input's own, or the one it carried as it continued as new, with
+ * its tools and rules (loaded by their digest when the input does not hold them).
+ */
+const requestOf = async (turn: Turn, input: AgentTurnInput): Promise<Request> => ({
   runId: input.runId,
   maxSteps: input.continued?.maxSteps ?? input.limits.maxSteps,
   clientTools: input.clientTools ?? [],
   streamTokens: input.streamTokens,
-  context: input.context,
+  context:
+    input.context ??
+    (await turn.acts.run.loadTurnContext({ agentId: input.agentId, digest: input.contextDigest! })),
   contextDigest: input.contextDigest,
 });
 
@@ -522,7 +527,8 @@ function continueTurn(turn: Turn, request: Request, outcome: RequestOutcome): Pr
     // The model calls read the request's client tools from its run.
     clientTools: undefined,
     streamTokens: request.streamTokens,
-    context: request.context,
+    // By digest, when the request has one: the next run loads it.
+    context: request.contextDigest ? undefined : request.context,
     contextDigest: request.contextDigest,
     continued,
   });

@@ -1,5 +1,6 @@
 import type { temporal } from '@temporalio/proto';
 import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
+import type { AgentTurnInput, ContinuedTurn } from '../../contracts/payloads';
 
 /**
  * The branches of the turn and session workflows an upgrade must not strand: each one a shape a
@@ -113,24 +114,50 @@ const firstAfter = (events: Events, after: HistoryEvent, has: (e: HistoryEvent) 
  * (ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED). The child ends completed when it ends
  * its run cancelled, as turns do; canceled, had it not caught the cancel.
  */
-function cancelledChildTurn(events: Events): boolean {
+const cancelledChildTurn = (events: Events) =>
+  cancelledTurn(events, (cancel) => Boolean(cancel.childWorkflowOnly) && queuedTurnDropped(events));
+
+/**
+ * A session's cancel of its running turn by the turn's workflow id (not a child-only cancel of the run
+ * it started), which reaches the turn in whichever run of its continue-as-new chain it is, completed
+ * once the turn had ended.
+ */
+const cancelledTurnById = (events: Events) =>
+  cancelledTurn(events, (cancel) => !cancel.childWorkflowOnly && !cancel.workflowExecution?.runId);
+
+type CancelInitiated = NonNullable<
+  HistoryEvent['requestCancelExternalWorkflowExecutionInitiatedEventAttributes']
+>;
+
+/** Whether a cancelSteps update dropped a queued turn (cancelQueuedRuns) before anything else. */
+const queuedTurnDropped = (events: Events) => {
+  const accepted = events.find(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
+  );
+  return (
+    accepted !== undefined &&
+    localActivityEvents(events, 'cancelQueuedRuns').some((e) => idOf(e) > idOf(accepted))
+  );
+};
+
+/**
+ * A cancelSteps update that cancelled a child turn with a cancel `as` expects, and completed only once
+ * that turn had ended.
+ */
+function cancelledTurn(events: Events, as: (cancel: CancelInitiated) => boolean): boolean {
   const accepted = events.find(
     (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
   );
   const cancel =
     accepted &&
-    firstAfter(
-      events,
-      accepted,
-      (e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes?.childWorkflowOnly,
-    );
+    firstAfter(events, accepted, (e) => {
+      const initiated = e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes;
+      return initiated && as(initiated);
+    });
   if (!accepted || !cancel) return false;
   const updateId = accepted.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.meta?.updateId;
   const child =
     cancel.requestCancelExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution?.workflowId;
-  const dropped = localActivityEvents(events, 'cancelQueuedRuns').some(
-    (e) => idOf(e) > idOf(accepted) && idOf(e) < idOf(cancel),
-  );
   const childEnded = firstAfter(events, cancel, (e) =>
     [e.childWorkflowExecutionCanceledEventAttributes, e.childWorkflowExecutionCompletedEventAttributes].some(
       (closed) => closed?.workflowExecution?.workflowId === child,
@@ -143,12 +170,18 @@ function cancelledChildTurn(events: Events): boolean {
       childEnded,
       (e) => e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId,
     );
-  return dropped && Boolean(updateCompleted);
+  return Boolean(updateCompleted);
 }
 
 /** The workflow types of the children a session started. */
 const childTypes = (events: Events) =>
   events.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name);
+
+/** Where a turn that continued as new (or was taken up after its workflow ended) picked up, if it did. */
+function continuedOf(events: Events): ContinuedTurn | undefined {
+  const data = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+  return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as AgentTurnInput).continued : undefined;
+}
 
 /** A tool call scheduled and not ended when the history was taken. */
 const callRunning = (events: Events) =>
@@ -188,6 +221,11 @@ export const BRANCHES = {
     events.some((e) => e.activityTaskFailedEventAttributes) &&
     stopReasonOf(events) === 'llm_api_error',
   'step-max-steps': (events) => turn(events) && stopReasonOf(events) === 'max_steps',
+  'step-continued-as-new': (events) =>
+    turn(events) && Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
+  // The runs after it: taking up the pause, or the steps, of the request the turn was working on.
+  'step-resumed-at-pause': (events) => turn(events) && continuedOf(events)?.pause !== undefined,
+  'step-resumed-at-step': (events) => turn(events) && continuedOf(events)?.steps !== undefined,
   'session-steps': (events) =>
     typeOf(events) === 'agentSession' && events.some((e) => e.childWorkflowExecutionCompletedEventAttributes),
   'session-waits-for-lane': (events) =>
@@ -196,6 +234,8 @@ export const BRANCHES = {
     typeOf(events) === 'agentSession' &&
     Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
   'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildTurn(events),
+  'session-cancels-turn-by-workflow-id': (events) =>
+    typeOf(events) === 'agentSession' && cancelledTurnById(events),
   'session-starts-agent-turn': (events) =>
     typeOf(events) === 'agentSession' && childTypes(events).includes('agentTurn'),
   // Sessions recorded before turns had their name start them under the type `agentStep`.

@@ -6,6 +6,7 @@ import { newId } from '../src/ids';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { readModelCall } from '../src/db/model-calls';
+import { TranscriptCache } from '../src/db/transcripts';
 import type { InputMessage, MessageRow, ToolRow, TranscriptRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
@@ -202,7 +203,15 @@ function tokenStream(
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({ db, providers, log, startWebhook, laneReleased }: ActivityDeps) {
+export function modelActivities({
+  db,
+  providers,
+  log,
+  startWebhook,
+  laneReleased,
+  transcriptCacheMessages = 0,
+}: ActivityDeps) {
+  const transcripts = new TranscriptCache(transcriptCacheMessages);
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -271,7 +280,9 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         input.runId,
         input.pendingToolCallIds,
         input.followUpsFrom,
-      ).then(() => readModelCall(db, { agentId: input.agentId, runId: input.runId, idempotencyKey }));
+      ).then(() =>
+        readModelCall(db, transcripts, { agentId: input.agentId, runId: input.runId, idempotencyKey }),
+      );
       const [started, { stored, agent, conversationId, summary, transcript, clientTools }] =
         await Promise.all([input.step === 0 ? startRunWithInput(db, input.runId) : undefined, reads]);
       const requestInput = started ?? [];

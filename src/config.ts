@@ -493,6 +493,14 @@ export const ConfigSchema = z.object({
     .describe(
       '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the turn\'s workflow task ("Where calls run")',
     ),
+  MODEL_TRANSCRIPT_CACHE_MESSAGES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(50_000)
+    .describe(
+      "messages of agents' transcripts a worker keeps between model calls, so that a step reads only the messages since the last (`0`: every step reads the whole transcript; see [A model call's transcript](design.md#a-model-calls-transcript))",
+    ),
   LOCAL_MODEL_CALLS: flag
     .default(false)
     .describe(

@@ -9,6 +9,7 @@ import type { Queryable } from './database';
 import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow, TranscriptRow } from './rows';
 import type { ClientTool } from '../../contracts/payloads';
 import { agentDirectories } from './file-agents';
+import { readTranscript, WINDOW, type TranscriptCache } from './transcripts';
 
 export interface ModelCallAgent extends AgentRow {
   blocks: BlockRow[];
@@ -47,13 +48,6 @@ function withDates<T extends { created_at: Date }>(row: Dated<T>): T {
   return { ...row, created_at: new Date(row.created_at), ...updated } as unknown as T;
 }
 
-/** The run's conversation and the start and summary of its context window (a conversation's or the agent's own). */
-const WINDOW = `SELECT r.agent_id, r.conversation_id,
-    CASE WHEN r.conversation_id IS NULL THEN a.context_start_seq ELSE c.context_start_seq END AS start_seq,
-    CASE WHEN r.conversation_id IS NULL THEN a.context_summary ELSE c.context_summary END AS summary
-  FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
-  WHERE r.id = $1`;
-
 const CONTEXT = `SELECT a.*,
     (SELECT to_jsonb(m) FROM messages m WHERE m.idempotency_key = $3) AS call_stored,
     (SELECT json_agg(b ORDER BY ab.position, b.created_at)
@@ -70,25 +64,17 @@ const CONTEXT = `SELECT a.*,
   FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2 LEFT JOIN (${WINDOW}) w ON true`;
 
 /**
- * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
- * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
- * filter over every message of the agent.
+ * Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`; the
+ * transcript after what `transcripts` holds of it.
  */
-const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW})
-  SELECT m.role, m.content, m.tool_calls, m.tool_returns FROM messages m
-  WHERE m.agent_id = (SELECT agent_id FROM w)
-    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
-    AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')
-  ORDER BY m.seq`;
-
-/** Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`. */
 export async function readModelCall(
   db: Queryable,
+  transcripts: TranscriptCache,
   key: { agentId: string; runId: string; idempotencyKey: string },
 ): Promise<ModelCallRead> {
   const [[row], transcript] = await Promise.all([
     db.query<Row>(CONTEXT, [key.runId, key.agentId, key.idempotencyKey]),
-    db.query<TranscriptRow>(TRANSCRIPT, [key.runId]),
+    readTranscript(db, transcripts, key),
   ]);
   const {
     call_stored,

@@ -171,6 +171,15 @@ describe('a turn that continues as new', () => {
   it('is cancelled in whichever run it waits, whether the API or its session started it', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     const paused = await continuedPause(agent.id);
+    // Queries by the workflow id reach the run that waits: its stack shows the wait.
+    const workflowId = await turnWorkflowId(h.server.db, paused.runId);
+    const handle = temporalClient().workflow.getHandle(workflowId);
+    expect((await handle.describe()).runId).toBe((await chainOfRun(paused.runId)).at(-1)!.runId);
+    const trace = await eventually(
+      () => handle.query<string>('__stack_trace'),
+      (stack) => stack.includes('waitForAnswer'),
+    );
+    expect(trace).toContain('waitForAnswer');
     expect(await h.client.agents.messages.cancel(agent.id)).toEqual({ [paused.runId]: 'cancelled' });
 
     // Queued behind a slow turn, the turn is its session's child.

@@ -11,7 +11,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { toFile } from '@letta-ai/letta-client';
@@ -19,7 +18,8 @@ import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/mess
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { useAgentServer } from './helpers/agent-server';
+import { useAgentServer, useContinuingAgentServer } from './helpers/agent-server';
+import { insertsUnderCountRule } from './helpers/long-requests';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import {
@@ -41,8 +41,6 @@ import {
   type ChainRun,
   type HistoryEvent,
 } from './helpers/temporal';
-import { startTemporalServer } from './helpers/temporal-server';
-import type { RunningDevServer } from '../src/temporal/dev-server';
 import type { AgentTurnInput } from '../contracts/payloads';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
 import { replayOptions } from '../src/observability/temporal';
@@ -890,21 +888,7 @@ describe('recording the replay corpus', () => {
  */
 const CONTINUING = ['step-continued-as-new', 'step-continued-mid-request', 'session-cancels-continued-turn'];
 (CONTINUING.some(wanted) ? describe : describe.skip)('recording turns that continue as new', () => {
-  const env: Record<string, string> = {};
-  let temporalServer: RunningDevServer | undefined;
-  let dataDir: string;
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-record-can-'));
-    ({ server: temporalServer } = await startTemporalServer(dataDir, [
-      'limit.historyCount.suggestContinueAsNew=30',
-    ]));
-    env.TEMPORAL_ADDRESS = temporalServer.address;
-  }, 120_000);
-  const h = useAgentServer('openai', env);
-  afterAll(async () => {
-    await temporalServer?.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  const h = useContinuingAgentServer(30);
   const ASK_USER = { name: 'ask_user', parameters: { type: 'object', properties: {} } };
   const chainOf = async (runId: string) =>
     continueAsNewChain(h.server.turns.temporal, await turnWorkflowId(h.server.db, runId));
@@ -948,20 +932,7 @@ const CONTINUING = ['step-continued-as-new', 'step-continued-mid-request', 'sess
   });
 
   record('step-continued-mid-request', async () => {
-    const agent = await h.client.agents.create({
-      model: 'openai/gpt-4o-mini',
-      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
-      tool_rules: [{ type: 'max_count_per_step', tool_name: 'memory_insert', max_count_limit: 3 }],
-    });
-    let step = 0;
-    h.stub.setDefault(() =>
-      ++step <= 6
-        ? { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: `fact ${step}` } }] }
-        : { text: 'Remembered what I could.' },
-    );
-    const response = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember six facts' }],
-    });
+    const response = await insertsUnderCountRule(h, 6);
     expect(response.stop_reason.stop_reason).toBe('end_turn');
     const runId = response.messages[0].run_id!;
     await h.server.turns.temporal.workflow.getHandle(await turnWorkflowId(h.server.db, runId)).result();

@@ -1,10 +1,8 @@
-import { openDatabase, type Database } from '../src/db';
+import type { Queryable } from '../src/db';
 import { insertMessage, resetHistory, setContextWindow } from '../src/db/messages';
 import { readTranscript, TranscriptCache } from '../src/db/transcripts';
 import { newId } from '../src/ids';
-import { ensureBuiltinTools } from '../src/tools/builtin';
-import { silentLogger, testConfig } from './helpers/env';
-import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { useTestDatabase } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
 
 /**
@@ -13,20 +11,16 @@ import { agentWithRun } from './helpers/runs';
  * committed late under an older seq, a compaction, a reset. The invariant is checked at every step.
  */
 describe('the transcripts model calls keep between steps', () => {
-  let schema: TestSchema;
-  let db: Database;
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    db = await openDatabase(testConfig({ DATABASE_URL: schema.url }), silentLogger());
-    await ensureBuiltinTools(db);
-  });
-  afterAll(async () => {
-    await db?.close();
-    await schema?.drop();
-  });
+  const database = useTestDatabase();
 
-  const say = (agentId: string, runId: string, text: string, role: 'user' | 'assistant' = 'user') =>
-    insertMessage(db, {
+  const say = (
+    agentId: string,
+    runId: string,
+    text: string,
+    role: 'user' | 'assistant' = 'user',
+    q: Queryable = database.db,
+  ) =>
+    insertMessage(q, {
       id: newId('message'),
       agent_id: agentId,
       run_id: runId,
@@ -36,14 +30,14 @@ describe('the transcripts model calls keep between steps', () => {
 
   /** Reads with `cache` and afresh, and requires the two to be the same; returns the texts read. */
   const readBoth = async (cache: TranscriptCache, key: { agentId: string; runId: string }) => {
-    const kept = await readTranscript(db, cache, key);
-    const afresh = await readTranscript(db, new TranscriptCache(0), key);
+    const kept = await readTranscript(database.db, cache, key);
+    const afresh = await readTranscript(database.db, new TranscriptCache(0), key);
     expect(kept).toEqual(afresh);
     return kept.map((row) => (row.content as { text: string }[])[0].text);
   };
 
   it('reads what came since, and reads afresh when what it kept is no longer so', async () => {
-    const { agentId, runId } = await agentWithRun(db);
+    const { agentId, runId } = await agentWithRun(database.db);
     const cache = new TranscriptCache(1_000);
     await say(agentId, runId, 'one');
     expect(await readBoth(cache, { agentId, runId })).toEqual(['one']);
@@ -54,14 +48,8 @@ describe('the transcripts model calls keep between steps', () => {
     // A message committed after a later one: its seq is older than what the cache knows.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const late = db.transaction(async (tx) => {
-      await insertMessage(tx, {
-        id: newId('message'),
-        agent_id: agentId,
-        run_id: runId,
-        role: 'assistant',
-        content: [{ type: 'text', text: 'late' }],
-      });
+    const late = database.db.transaction(async (tx) => {
+      await say(agentId, runId, 'late', 'assistant', tx);
       await held;
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -81,13 +69,13 @@ describe('the transcripts model calls keep between steps', () => {
     ]);
 
     // A reset deletes the messages, in the same window; a compaction moves the window's start.
-    await resetHistory(db, { agentId, conversationId: null });
+    await resetHistory(database.db, { agentId, conversationId: null });
     await say(agentId, runId, 'five');
     expect(await readBoth(cache, { agentId, runId })).toEqual(['five']);
     await say(agentId, runId, 'six', 'assistant');
     const seven = await say(agentId, runId, 'seven');
     expect(await readBoth(cache, { agentId, runId })).toEqual(['five', 'six', 'seven']);
-    await setContextWindow(db, { agentId, conversationId: null }, seven.seq, 'a summary');
+    await setContextWindow(database.db, { agentId, conversationId: null }, seven.seq, 'a summary');
     expect(await readBoth(cache, { agentId, runId })).toEqual(['seven']);
     await say(agentId, runId, 'eight', 'assistant');
     expect(await readBoth(cache, { agentId, runId })).toEqual(['seven', 'eight']);
@@ -95,8 +83,8 @@ describe('the transcripts model calls keep between steps', () => {
 
   it('keeps the last transcript of each agent, the least recently read dropped past its size', async () => {
     const cache = new TranscriptCache(3);
-    const a = await agentWithRun(db);
-    const b = await agentWithRun(db);
+    const a = await agentWithRun(database.db);
+    const b = await agentWithRun(database.db);
     await say(a.agentId, a.runId, 'a1');
     await say(a.agentId, a.runId, 'a2', 'assistant');
     await say(b.agentId, b.runId, 'b1');
@@ -109,13 +97,16 @@ describe('the transcripts model calls keep between steps', () => {
   });
 
   it('may keep what it read: the database refuses to change what a model reads of a stored message', async () => {
-    const { agentId, runId } = await agentWithRun(db);
+    const { agentId, runId } = await agentWithRun(database.db);
     const message = await say(agentId, runId, 'as said');
     await expect(
-      db.query(`UPDATE messages SET content = '[{"type":"text","text":"rewritten"}]' WHERE id = $1`, [
-        message.id,
-      ]),
+      database.db.query(
+        `UPDATE messages SET content = '[{"type":"text","text":"rewritten"}]' WHERE id = $1`,
+        [message.id],
+      ),
     ).rejects.toThrow(`message ${message.id}: only its metadata may change once stored`);
-    await db.query(`UPDATE messages SET metadata = '{"feedback":"positive"}' WHERE id = $1`, [message.id]);
+    await database.db.query(`UPDATE messages SET metadata = '{"feedback":"positive"}' WHERE id = $1`, [
+      message.id,
+    ]);
   });
 });

@@ -1,13 +1,9 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { RunningDevServer } from '../src/temporal/dev-server';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
 import type { AgentTurnInput, AgentTurnResult } from '../contracts/payloads';
-import { useAgentServer } from './helpers/agent-server';
+import { useContinuingAgentServer } from './helpers/agent-server';
+import { insertsUnderCountRule } from './helpers/long-requests';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
-import { startTemporalServer } from './helpers/temporal-server';
 import { continueAsNewChain, startInput, turnWorkflowId, type ChainRun } from './helpers/temporal';
 
 /** A history event's time, in milliseconds. */
@@ -22,21 +18,7 @@ const millis = (time: { seconds?: unknown; nanos?: number | null } | null | unde
  * cancel, and its place in its conversation.
  */
 describe('a turn that continues as new', () => {
-  const env: Record<string, string> = {};
-  let temporal: RunningDevServer;
-  let dataDir: string;
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-can-temporal-'));
-    ({ server: temporal } = await startTemporalServer(dataDir, [
-      'limit.historyCount.suggestContinueAsNew=30',
-    ]));
-    env.TEMPORAL_ADDRESS = temporal.address;
-  }, 120_000);
-  const h = useAgentServer('openai', env);
-  afterAll(async () => {
-    await temporal?.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  const h = useContinuingAgentServer(30);
   afterEach(() => h.stub.setDefault(() => ({ text: 'ok' })));
 
   const temporalClient = () => h.server.turns.temporal;
@@ -108,21 +90,8 @@ describe('a turn that continues as new', () => {
   }, 120_000);
 
   it("carries a long request's steps over: its tool rules' history and its usage", async () => {
-    const agent = await h.client.agents.create({
-      model: 'openai/gpt-4o-mini',
-      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
-      tool_rules: [{ type: 'max_count_per_step', tool_name: 'memory_insert', max_count_limit: 3 }],
-    });
     const inserts = 6;
-    let step = 0;
-    h.stub.setDefault(() =>
-      ++step <= inserts
-        ? { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: `fact ${step}` } }] }
-        : { text: 'Remembered what I could.' },
-    );
-    const response = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Remember six facts' }],
-    });
+    const response = await insertsUnderCountRule(h, inserts);
     expect(response.stop_reason.stop_reason).toBe('end_turn');
     const runId = response.messages[0].run_id!;
     const chain = await chainOfRun(runId);

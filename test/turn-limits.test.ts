@@ -20,6 +20,23 @@ describe("a turn within Temporal's limits", () => {
     prompt_template: 'Keep going. '.repeat(400),
   };
 
+  /** An agent whose turn is paused on ask_user, the model to reply `then` once answered. */
+  const pausedAgent = async (then: string) => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: then });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask me' }],
+      client_tools: [ASK_USER],
+    });
+    const call = (paused.messages.at(-1) as { tool_call: { tool_call_id: string } }).tool_call;
+    const answer = () =>
+      h.client.agents.messages.create(agent.id, {
+        messages: [clientToolReturn(call.tool_call_id, 'yes')],
+        client_tools: [ASK_USER],
+      });
+    return { agent, runId: paused.messages[0].run_id!, call, answer };
+  };
+
   const refusal = async (request: Promise<unknown>) => {
     const error = await request.then(
       () => undefined,
@@ -48,19 +65,8 @@ describe("a turn within Temporal's limits", () => {
   });
 
   it('refuses an answer when the agent grew past the limit while paused (400), and takes it once it fits', async () => {
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
-    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'Thanks.' });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Ask me' }],
-      client_tools: [ASK_USER],
-    });
-    const call = (paused.messages.at(-1) as { tool_call: { tool_call_id: string } }).tool_call;
+    const { agent, answer } = await pausedAgent('Thanks.');
     await h.client.agents.update(agent.id, { tool_rules: [longRule] });
-    const answer = () =>
-      h.client.agents.messages.create(agent.id, {
-        messages: [clientToolReturn(call.tool_call_id, 'yes')],
-        client_tools: [ASK_USER],
-      });
     const error = await refusal(answer());
     expect(error.status).toBe(400);
     expect((error.error as { detail: string }).detail).toContain('TURN_CONTEXT_MAX_BYTES (4096)');
@@ -71,13 +77,7 @@ describe("a turn within Temporal's limits", () => {
   });
 
   it('takes a paused turn whose workflow was terminated up from its pause when its answer comes', async () => {
-    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
-    h.stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'Back again.' });
-    const paused = await h.client.agents.messages.create(agent.id, {
-      messages: [{ role: 'user', content: 'Ask me' }],
-      client_tools: [ASK_USER],
-    });
-    const runId = paused.messages[0].run_id!;
+    const { agent, runId, call, answer } = await pausedAgent('Back again.');
     const workflowId = await turnWorkflowId(h.server.db, runId);
     const handle = h.server.turns.temporal.workflow.getHandle(workflowId);
     await eventually(
@@ -86,11 +86,7 @@ describe("a turn within Temporal's limits", () => {
     );
     await handle.terminate('an operator ended it in the Temporal UI');
 
-    const call = (paused.messages.at(-1) as { tool_call: { tool_call_id: string } }).tool_call;
-    const answered = await h.client.agents.messages.create(agent.id, {
-      messages: [clientToolReturn(call.tool_call_id, 'yes')],
-      client_tools: [ASK_USER],
-    });
+    const answered = await answer();
     expect(answered.stop_reason.stop_reason).toBe('end_turn');
     expect(answered.messages.at(-1)).toMatchObject({ content: 'Back again.' });
     const chain = await continueAsNewChain(h.server.turns.temporal, workflowId);

@@ -19,6 +19,7 @@ import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } fr
 import { packageFunctionResponse } from '../src/agent/tool-returns';
 import type { ReturnPart } from '../src/agent/return-parts';
 import { resolveTurnContext } from '../src/agent/turn-context';
+import { storeRequestPart } from '../src/db/request-parts';
 import type { ActivityDeps } from './deps';
 import { noUsage } from '../contracts/usage';
 import { observeRunEnd } from '../src/observability/metrics';
@@ -270,8 +271,12 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         const answered = await expireOrFindAnswer(tx, input);
         const agent = await getAgentRow(tx, input.agentId);
         if (!answered || !agent) return null;
-        // The request it continues the turn with works with the agent's tools and rules as they are now.
-        return { ...answered, context: await resolveTurnContext(tx, agent) };
+        // The request it continues the turn with works with the agent's tools and rules as they are now,
+        // by digest as an answer's signal carries them.
+        return {
+          ...answered,
+          contextDigest: await storeRequestPart(tx, await resolveTurnContext(tx, agent)),
+        };
       });
       const expiry = answered && (await getRun(db, answered.runId));
       if (expiry && expiry.metadata?.run_type === APPROVAL_TIMEOUT_RUN)
@@ -358,12 +363,18 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
         }
       }
       const config = (await getRun(db, input.runId))?.request_config ?? {};
+      // A client tool's call approved rather than answered with its return: the turn refuses it, as a
+      // client tool runs only on the client.
+      const clientNames = ((config.client_tools as ClientTool[] | undefined) ?? []).map((tool) => tool.name);
+      const approvedClientTools = [...new Set(toRun.map((call) => call.name))].filter((name) =>
+        clientNames.includes(name),
+      );
       return {
         messageId: request.id,
         stepId: request.step_id ?? request.id,
         callIds: calls.map((c) => c.id),
         toRun,
-        clientTools: (config.client_tools as ClientTool[] | undefined) ?? [],
+        ...(approvedClientTools.length ? { clientTools: approvedClientTools.map((name) => ({ name })) } : {}),
         maxSteps: (config.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS,
         streamTokens: config.stream_tokens === true,
       };

@@ -21,6 +21,8 @@ export interface ActivityDeps {
   files?: FileToolSettings;
   /** The largest image a client tool's return gives the model (TOOL_RETURN_IMAGE_MAX_BYTES). */
   imageMaxBytes?: number;
+  /** Transcript messages the model calls keep between steps (MODEL_TRANSCRIPT_CACHE_MESSAGES; none unset). */
+  transcriptCacheMessages?: number;
 }
 
 /** The run's callback: its delivery is a workflow of its own, started once however often this runs. */

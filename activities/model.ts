@@ -6,7 +6,8 @@ import { newId } from '../src/ids';
 import { getRun, isActiveRun, lockRun, startRunWithInput } from '../src/db/runs';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { readModelCall } from '../src/db/model-calls';
-import type { InputMessage, MessageRow, ToolRow } from '../src/db/rows';
+import { TranscriptCache } from '../src/db/transcripts';
+import type { InputMessage, MessageRow, ToolRow, TranscriptRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
 import { modelContext } from '../src/agent/context';
@@ -124,7 +125,7 @@ function modelFailure(error: unknown): ApplicationFailure {
  * broken history invariant fails the model call, never retried.
  */
 function requestMessages(
-  context: { system: string; summary: string | null; transcript: MessageRow[] },
+  context: { system: string; summary: string | null; transcript: TranscriptRow[] },
   requestInput: InputMessage[],
 ): ChatMessage[] {
   try {
@@ -148,10 +149,8 @@ function requestMessages(
 const ownToolCallId = () => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
 
 /** Whether a waiting call is the client's to run, or a server tool's waiting for a person. */
-const kindOf = (call: { name: string }, input: CallModelInput) =>
-  input.clientTools.some((tool) => tool.name === call.name)
-    ? ('client_tool' as const)
-    : ('approval' as const);
+const kindOf = (call: { name: string }, clientTools: ClientTool[]) =>
+  clientTools.some((tool) => tool.name === call.name) ? ('client_tool' as const) : ('approval' as const);
 
 /**
  * A streamed reply's deltas handed on, each one a heartbeat that counts them: the Temporal UI shows the
@@ -174,6 +173,7 @@ function streamedWithHeartbeats(onDelta: (delta: ModelDelta) => void) {
 function tokenStream(
   db: Queryable,
   input: CallModelInput,
+  clientTools: ClientTool[],
   reply: { id: string; stepId: string; callIds: string[] },
   onError: (error: unknown) => void,
 ) {
@@ -183,8 +183,10 @@ function tokenStream(
     onError,
   );
   const names: string[] = [];
+  const waitsByName = (name: string) =>
+    input.approvalTools.includes(name) || clientTools.some((tool) => tool.name === name);
   const decidedByArguments = (name: string | undefined) =>
-    !input.clientTools.some((tool) => tool.name === name) &&
+    !clientTools.some((tool) => tool.name === name) &&
     (input.approvalRules ?? []).some((rule) => rule.tool_name === name && rule.when?.length);
   const onDelta = (delta: ModelDelta) => {
     if (delta.kind !== 'tool_call') return publisher.push({ part: delta.kind, text: delta.text });
@@ -196,13 +198,21 @@ function tokenStream(
       tool_call_id: (reply.callIds[delta.index] ??= ownToolCallId()),
       ...(delta.name ? { name: delta.name } : {}),
       arguments: delta.arguments,
-      approval: input.approvalTools.includes(names[delta.index] ?? ''),
+      approval: waitsByName(names[delta.index] ?? ''),
     });
   };
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({ db, providers, log, startWebhook, laneReleased }: ActivityDeps) {
+export function modelActivities({
+  db,
+  providers,
+  log,
+  startWebhook,
+  laneReleased,
+  transcriptCacheMessages = 0,
+}: ActivityDeps) {
+  const transcripts = new TranscriptCache(transcriptCacheMessages);
   /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
   const pausedBy = async (
     q: Queryable,
@@ -271,11 +281,11 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         input.runId,
         input.pendingToolCallIds,
         input.followUpsFrom,
-      ).then(() => readModelCall(db, { agentId: input.agentId, runId: input.runId, idempotencyKey }));
-      const [started, { stored, agent, conversationId, summary, transcript }] = await Promise.all([
-        input.step === 0 ? startRunWithInput(db, input.runId) : undefined,
-        reads,
-      ]);
+      ).then(() =>
+        readModelCall(db, transcripts, { agentId: input.agentId, runId: input.runId, idempotencyKey }),
+      );
+      const [started, { stored, agent, conversationId, summary, transcript, clientTools }] =
+        await Promise.all([input.step === 0 ? startRunWithInput(db, input.runId) : undefined, reads]);
       const requestInput = started ?? [];
       if (stored) return { ...replyOf(stored, input), ...(await pausedBy(db, stored, input)) };
       if (!agent)
@@ -289,7 +299,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
       // Chosen before the call: a token stream names the reply and its calls as they will be stored.
       const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
       const tokens = input.streamTokens
-        ? tokenStream(db, input, reply, (error) =>
+        ? tokenStream(db, input, clientTools, reply, (error) =>
             log.warn({ error: errorText(error), runId: input.runId }, 'could not publish token deltas'),
           )
         : undefined;
@@ -306,7 +316,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
               tools: offeredTools(
                 agent.tools,
                 input.allowedTools,
-                input.clientTools,
+                clientTools,
                 Boolean(agent.llm_config.strict),
               ),
               toolChoice: input.toolChoice,
@@ -340,7 +350,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
         reasoningTokens: answer.usage.reasoningTokens ?? 0,
       };
       // The calls that wait make the reply Letta's approval request.
-      const waiting = waitingCallIds(toolCalls, { ...input, rules: input.approvalRules ?? [] });
+      const waiting = waitingCallIds(toolCalls, { ...input, clientTools, rules: input.approvalRules ?? [] });
       const replyMessage: NewMessage = {
         id: reply.id,
         agent_id: agent.id,
@@ -385,7 +395,7 @@ export function modelActivities({ db, providers, log, startWebhook, laneReleased
             input.approvalRules ?? [],
             asked.map((call) => call.name),
           ),
-          calls: asked.map((call) => ({ ...call, kind: kindOf(call, input) })),
+          calls: asked.map((call) => ({ ...call, kind: kindOf(call, clientTools) })),
         };
         return {
           ...replyOf(message, input),

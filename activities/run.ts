@@ -1,4 +1,8 @@
-/** Bookkeeping of a run: its end, queued runs cancelled, and the calls that do not run. */
+/**
+ * Bookkeeping of a run: its end, queued runs cancelled, the calls that do not run, and the agent's
+ * tools and rules it works with.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
 import { newId } from '../src/ids';
 import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
@@ -7,7 +11,8 @@ import type { RunStatus } from '../src/db/rows';
 import { packageFunctionResponse, unpackageFunctionResponse } from '../src/agent/tool-returns';
 import type { Queryable } from '../src/db';
 import { startRunCallback, type ActivityDeps } from './deps';
-import type { FinishRunInput, RejectToolCallInput, ToolOutcome } from '../contracts/payloads';
+import type { FinishRunInput, RejectToolCallInput, ToolOutcome, TurnContext } from '../contracts/payloads';
+import { readRequestPart } from '../src/db/request-parts';
 import { releaseCancelledPause } from './approvals';
 import { flushToolReturns, usageRecord } from './run-records';
 import { releaseLane } from '../src/db/lanes';
@@ -103,6 +108,21 @@ export function runActivities({ db, startWebhook, laneReleased }: ActivityDeps) 
       const { callbackUrl, laneWaited } = await db.transaction((tx) => storeRunEnd(tx, input));
       if (laneWaited) await laneReleased(laneWaited);
       if (callbackUrl) await startRunCallback(startWebhook, input);
+    },
+
+    /**
+     * The agent's tools and rules as stored under `digest` when a request came (src/agent/turns.ts): a
+     * request part's name is its content, so this is exactly what the request was given, whenever it
+     * is read.
+     */
+    async loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext> {
+      const context = await readRequestPart<TurnContext>(db, input.digest);
+      if (!context)
+        throw ApplicationFailure.nonRetryable(
+          `the tools and rules of agent ${input.agentId} stored as ${input.digest} do not exist`,
+          'TurnContextGone',
+        );
+      return context;
     },
   } satisfies RunActivities;
 }

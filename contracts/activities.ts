@@ -17,6 +17,7 @@ import type {
   RejectToolCallInput,
   ResumePlan,
   ToolCallInput,
+  TurnContext,
   ToolOutcome,
   WebhookSubject,
 } from './payloads';
@@ -30,6 +31,11 @@ export interface RunActivities {
   rejectToolCall(input: RejectToolCallInput): Promise<ToolOutcome>;
   appendUserMessage(input: { agentId: string; runId: string; step: number; text: string }): Promise<void>;
   finishRun(input: FinishRunInput): Promise<void>;
+  /**
+   * The agent's tools and rules a request works with, by the digest they are stored under
+   * (AgentTurnInput.contextDigest, ApprovalAnswered.contextDigest).
+   */
+  loadTurnContext(input: { agentId: string; digest: string }): Promise<TurnContext>;
 }
 
 /** activities/model.ts */

@@ -4,6 +4,7 @@
  * the database (small histories; the Temporal UI shows ids and summaries).
  */
 import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
+import type { ToolCallRecord } from './tool-rules';
 
 /**
  * A tool the client runs, sent with a request (Letta's `client_tools`): the turn pauses for its return.
@@ -59,8 +60,10 @@ export interface CallModelInput {
   allowedTools: string[];
   toolChoice: 'auto' | 'required' | { name: string };
   parallelToolCalls: boolean;
-  clientTools: ClientTool[];
-  /** Tools whose calls wait for an answer (client tools, requires_approval rules). */
+  /**
+   * Tools whose calls wait for an answer (client tools, requires_approval rules). The request's client
+   * tools themselves the call reads from its run (older releases passed them here as `clientTools`).
+   */
   approvalTools: string[];
   /**
    * The requires_approval rules: which calls of `approvalTools` wait, by their arguments, and for how
@@ -189,7 +192,11 @@ export interface ResumePlan {
   /** Every call of the paused reply, in order: their returns make up one tool message. */
   callIds: string[];
   toRun: StepCall[];
-  clientTools: ClientTool[];
+  /**
+   * Client tools of calls in `toRun` (a client tool's call approved instead of answered with its
+   * return), which the turn refuses to run; older releases' plans held all of the request's.
+   */
+  clientTools?: ClientTool[];
   maxSteps: number;
   streamTokens?: boolean;
 }
@@ -231,12 +238,26 @@ export interface AgentTurnInput {
   sandboxTaskQueue: string;
   /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
   mcpTaskQueue: string;
-  clientTools: ClientTool[];
+  /**
+   * The request's client tools: in inputs older releases started turns with. A client tool's schema
+   * stays with the run of the request that sent it (`request_config`, the schemas a request part:
+   * src/db/request-parts.ts), and the model call, which reads it there, also decides that its calls
+   * wait; so no payload of the turn carries the tools, however many a client sends with every request.
+   */
+  clientTools?: ClientTool[];
   limits: AgentTurnLimits;
   /** The request streams tokens (`stream_tokens`). */
   streamTokens?: boolean;
-  /** The agent's tools and rules, resolved by the API as it started the turn. */
-  context: TurnContext;
+  /**
+   * The agent's tools and rules, resolved by the API as it started the turn: given in full when the API
+   * starts the turn itself; otherwise (a turn queued in its session, a turn that continued as new) the
+   * turn loads them by `contextDigest`, so that a session's queue stays small.
+   */
+  context?: TurnContext;
+  /** The digest the context is stored under (src/db/request-parts.ts); none from older releases. */
+  contextDigest?: string;
+  /** Set when the turn continued as new: where its request picks up. */
+  continued?: ContinuedTurn;
   /** Set when the turn answers another agent's message that waits for the reply. */
   replyTo?: ReplyTo;
   /**
@@ -285,6 +306,41 @@ export interface AgentRepliesInput extends ToolCallInput {
   timeoutMs: number;
 }
 
+/**
+ * Where a turn that continued as new picks up, with the request it works on (AgentTurnInput's run,
+ * client tools, stream and context are that request's): waiting for the answer to its pause, or going
+ * on with its steps. An answer that came before the turn continued is used, never carried: the turn
+ * continues as new only at a pause no answer has reached, and later answers reach the new run.
+ */
+export interface ContinuedTurn {
+  /** The request's `max_steps` (limits.maxSteps is the first request's). */
+  maxSteps: number;
+  /** What the request's model calls used so far. */
+  usage: RunUsage;
+  /** The pause the request waits on. */
+  pause?: ContinuedPause;
+  /** The step the request goes on with, and what it needs of the steps before. */
+  steps?: ContinuedSteps;
+}
+
+export interface ContinuedPause {
+  messageId: string;
+  calls: StepCall[];
+  wait: ApprovalWait;
+  /** When the wait began (workflow time, ms since the epoch): its reminder and timeout count from it. */
+  waitStartedAt: number;
+}
+
+export interface ContinuedSteps {
+  /** The index of the next step (its model call's idempotency key). */
+  next: number;
+  /** Tool calls of the last reply whose returns the next model call stores first. */
+  pendingToolCallIds: string[];
+  followUpsFrom?: string;
+  /** The request's calls as the tool rules read them (carriedHistory in contracts/tool-rules.ts). */
+  history: ToolCallRecord[];
+}
+
 export interface AgentTurnResult {
   stopReason: string;
   error?: AgentTurnError;
@@ -306,8 +362,15 @@ export interface RecordedAnswer {
  * ids only (the tool returns live in the database), so the history shows which calls were answered.
  */
 export interface ApprovalAnswered extends RecordedAnswer {
-  /** The agent's tools and rules as the answer came, for the request it continues the turn with. */
-  context: TurnContext;
+  /**
+   * The agent's tools and rules as the answer came, for the request it continues the turn with, by the
+   * digest they are stored under (src/db/request-parts.ts): the turn loads them only when they differ
+   * from the ones it has, so an answer's signal stays a few hundred bytes however many tools the agent
+   * has.
+   */
+  contextDigest?: string;
+  /** The same in full, in signals older releases sent. */
+  context?: TurnContext;
 }
 
 /** A turn queued in its conversation's session. */

@@ -78,6 +78,35 @@ export function allowedTools(rules: ToolRule[], available: string[], history: To
   return allowed.size ? available.filter((name) => allowed.has(name)) : available;
 }
 
+/**
+ * What a turn that continues as new carries of a request's calls: the rules read only whether there
+ * were any, the last one (its name and output), and how often each tool was called, up to the most
+ * any `max_count_per_step` rule of it counts (at least once, for `required_before_exit`). So each tool
+ * keeps that many records, without outputs, and the last call stays last: every function of this
+ * module answers the same for the carried history as for the whole one (test/tool-rules.test.ts),
+ * and a request of thousands of steps carries a few records per tool.
+ */
+export function carriedHistory(rules: ToolRule[], history: ToolCallRecord[]): ToolCallRecord[] {
+  const last = lastCall(history);
+  if (!last) return [];
+  const counted = (name: string) =>
+    Math.max(
+      1,
+      ...rulesOf(rules, 'max_count_per_step')
+        .filter((r) => r.tool_name === name)
+        .map((r) => r.max_count_limit),
+    );
+  const kept = new Map<string, number>([[last.name, 1]]);
+  const earlier: ToolCallRecord[] = [];
+  for (const { name } of history.slice(0, -1)) {
+    const count = kept.get(name) ?? 0;
+    if (count >= counted(name)) continue;
+    kept.set(name, count + 1);
+    earlier.push({ name });
+  }
+  return [...earlier, last];
+}
+
 /** Init rules at the start, or a child / conditional / parent rule on the tool just called. */
 export function mustCallTool(rules: ToolRule[], history: ToolCallRecord[]): boolean {
   if (history.length === 0) return rulesOf(rules, 'run_first').length > 0;

@@ -95,6 +95,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
     title: 'Agents, turns and calls',
     names: [
       'AGENT_MAX_QUEUED_MESSAGES',
+      'TURN_CONTEXT_MAX_BYTES',
       'AGENT_SESSION_IDLE_MS',
       'AGENT_LANE_LOOK_MS',
       'AGENT_LANE_START_GRACE_MS',
@@ -123,6 +124,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'MODEL_TIMEOUT_MS',
       'MODEL_MAX_ATTEMPTS',
       'MODEL_RETRY_INITIAL_MS',
+      'MODEL_TRANSCRIPT_CACHE_MESSAGES',
     ],
   },
   {

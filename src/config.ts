@@ -304,6 +304,15 @@ export const ConfigSchema = z.object({
     .positive()
     .default(100)
     .describe('messages one agent holds queued behind the turn it runs; one more is a 409'),
+  TURN_CONTEXT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(256 * 1024)
+    .describe(
+      "largest an agent's tools and tool rules may be as a turn carries them (JSON bytes): a message or an answer to an agent past it is a 400 that says so, rather than a turn Temporal fails (it refuses a payload past 2 MB; see [Temporal's limits](operations.md#temporals-limits))",
+    ),
   AGENT_SESSION_IDLE_MS: milliseconds
     .default(600_000)
     .describe(
@@ -497,6 +506,14 @@ export const ConfigSchema = z.object({
     .default(false)
     .describe(
       '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the turn\'s workflow task ("Where calls run")',
+    ),
+  MODEL_TRANSCRIPT_CACHE_MESSAGES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(50_000)
+    .describe(
+      "messages of agents' transcripts a worker keeps between model calls, so that a step reads only the messages since the last (`0`: every step reads the whole transcript; see [A model call's transcript](design.md#a-model-calls-transcript))",
     ),
   LOCAL_MODEL_CALLS: flag
     .default(false)

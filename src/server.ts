@@ -260,6 +260,7 @@ export async function startServer(
             web: webSettings(config),
             files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
             imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
+            transcriptCacheMessages: config.MODEL_TRANSCRIPT_CACHE_MESSAGES,
             startWebhook: (subject) => startWebhook(turns, subject),
             laneReleased: (scope) => signalLaneReleased(turns, scope),
           }),

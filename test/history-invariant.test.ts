@@ -1,11 +1,8 @@
 import { assertToolCallsPaired } from '../src/agent/history-invariant';
-import { openDatabase, type Database } from '../src/db';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { newId } from '../src/ids';
-import { ensureBuiltinTools } from '../src/tools/builtin';
 import type { ChatMessage } from '../src/llm/types';
-import { silentLogger, testConfig } from './helpers/env';
-import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { useTestDatabase } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
 
 const call = (id: string) => ({ id, name: 'echo', arguments: '{}' });
@@ -36,23 +33,12 @@ describe('the history invariant where a model request is built', () => {
 });
 
 describe('the history invariant where messages are stored', () => {
-  let schema: TestSchema;
-  let db: Database;
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    db = await openDatabase(testConfig({ DATABASE_URL: schema.url }), silentLogger());
-    await ensureBuiltinTools(db);
-  });
-  afterAll(async () => {
-    await db?.close();
-    await schema?.drop();
-  });
+  const database = useTestDatabase();
 
   async function agentAfterCalls(...ids: string[]) {
-    const { agentId, runId } = await agentWithRun(db);
+    const { agentId, runId } = await agentWithRun(database.db);
     const store = (message: Omit<NewMessage, 'id' | 'agent_id' | 'run_id'>) =>
-      insertMessage(db, { id: newId('message'), agent_id: agentId, run_id: runId, ...message });
+      insertMessage(database.db, { id: newId('message'), agent_id: agentId, run_id: runId, ...message });
     await store({ role: 'user', content: [{ type: 'text', text: 'go' }] });
     await store({ role: 'assistant', tool_calls: ids.map(call) });
     return store;
@@ -91,9 +77,9 @@ describe('the history invariant where messages are stored', () => {
   });
 
   it('refuses results that no call waits for', async () => {
-    const { agentId, runId } = await agentWithRun(db);
+    const { agentId, runId } = await agentWithRun(database.db);
     await expect(
-      insertMessage(db, {
+      insertMessage(database.db, {
         id: newId('message'),
         agent_id: agentId,
         run_id: runId,

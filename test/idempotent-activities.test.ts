@@ -99,7 +99,6 @@ describe('activities retried after doing their work', () => {
       allowedTools: ['memory_insert'],
       toolChoice: 'auto',
       parallelToolCalls: false,
-      clientTools: [],
       approvalTools: [],
       pendingToolCallIds,
       requestUsage: noUsage(),
@@ -144,7 +143,10 @@ describe('activities retried after doing their work', () => {
     expect(await count('tool_executions WHERE run_id = $1', [runId])).toBe(1);
   });
 
-  /** A model call offering the client tool ask_user. */
+  /** The request of a run that sent the client tool ask_user. */
+  const askingUser = { client_tools: [{ name: 'ask_user' }] };
+
+  /** A model call of a run whose request sent the client tool ask_user. */
   const clientToolModelCall = (agentId: string, runId: string, step: number): CallModelInput => ({
     agentId,
     runId,
@@ -152,14 +154,13 @@ describe('activities retried after doing their work', () => {
     allowedTools: [],
     toolChoice: 'auto',
     parallelToolCalls: false,
-    clientTools: [{ name: 'ask_user' }],
     approvalTools: ['ask_user'],
     pendingToolCallIds: [],
     requestUsage: noUsage(),
   });
 
   it('enter the pause once as they store a reply that waits, and report the same wait again', async () => {
-    const { agentId, runId } = await agentWithRun(db, { approval_timeout_seconds: 600 });
+    const { agentId, runId } = await agentWithRun(db, { approval_timeout_seconds: 600 }, askingUser);
     const input: CallModelInput = {
       ...clientToolModelCall(agentId, runId, 1),
       requestUsage: { ...noUsage(), promptTokens: 100, stepCount: 1 },
@@ -196,7 +197,7 @@ describe('activities retried after doing their work', () => {
 
   describe('racing a cancel, which does not stop a running model call at once', () => {
     const pausedRun = async () => {
-      const ids = await agentWithRun(db);
+      const ids = await agentWithRun(db, {}, askingUser);
       stub.enqueue({ toolCalls: [{ name: 'ask_user', arguments: {} }] });
       const input = clientToolModelCall(ids.agentId, ids.runId, 0);
       return { ...ids, input };

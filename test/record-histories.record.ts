@@ -19,7 +19,8 @@ import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/mess
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { useAgentServer } from './helpers/agent-server';
+import { useAgentServer, useContinuingAgentServer } from './helpers/agent-server';
+import { insertsUnderCountRule } from './helpers/long-requests';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import {
@@ -33,11 +34,15 @@ import { shows, type Branch } from './helpers/history-branches';
 import { startElicitServer, startHttpEverything } from './helpers/mcp-servers';
 import { killProcess } from './helpers/server-processes';
 import {
+  continueAsNewChain,
   localActivityTypes,
   scheduledActivities,
+  startInput,
   turnWorkflowId,
+  type ChainRun,
   type HistoryEvent,
 } from './helpers/temporal';
+import type { AgentTurnInput } from '../contracts/payloads';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
 import { agentLock } from '../src/db/agents';
 import { replayOptions } from '../src/observability/temporal';
@@ -1152,5 +1157,105 @@ describe('recording the replay corpus', () => {
     } finally {
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
     }
+  });
+});
+
+/**
+ * Turns that continue as new, on a Temporal server of their own that suggests it after 30 events
+ * (Temporal's default, 4,096 events or 4 MiB, takes hundreds of cycles: test/long-turn.test.ts).
+ */
+const CONTINUING = ['step-continued-as-new', 'step-continued-mid-request', 'session-cancels-continued-turn'];
+(CONTINUING.some(wanted) ? describe : describe.skip)('recording turns that continue as new', () => {
+  const h = useContinuingAgentServer(30);
+  const ASK_USER = { name: 'ask_user', parameters: { type: 'object', properties: {} } };
+  const chainOf = async (runId: string) =>
+    continueAsNewChain(h.server.turns.temporal, await turnWorkflowId(h.server.db, runId));
+  const inputOf = (run: ChainRun) => startInput<AgentTurnInput>(run.events);
+
+  /** Answers the agent's ask_user calls until its turn ends; the run of its first request. */
+  const answeredUntilTheEnd = async (agentId: string) => {
+    const send = (messages: unknown[]) =>
+      h.client.agents.messages.create(agentId, { messages: messages as never, client_tools: [ASK_USER] });
+    let response = await send([{ role: 'user', content: 'Ask me, many times' }]);
+    const firstRunId = response.messages[0].run_id!;
+    while (response.stop_reason.stop_reason === 'requires_approval') {
+      const pending = response.messages.at(-1) as { tool_call: { tool_call_id: string } };
+      response = await send([clientToolReturn(pending.tool_call.tool_call_id, 'yes')]);
+    }
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    await h.server.turns.temporal.workflow.getHandle(await turnWorkflowId(h.server.db, firstRunId)).result();
+    return firstRunId;
+  };
+
+  record('step-continued-as-new', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    let asked = 0;
+    h.stub.setDefault(() =>
+      ++asked <= 8 ? { toolCalls: [{ name: 'ask_user', arguments: {} }] } : { text: 'Done.' },
+    );
+    const chain = await chainOf(await answeredUntilTheEnd(agent.id));
+    await save(
+      'step-continued-as-new',
+      'continued as new: an agentTurn answered client-tool call after client-tool call until Temporal suggested continuing (30 events on this server), at a pause or before a model call',
+      chain[0].events,
+      ['step-continued-as-new'],
+    );
+    const atPause = chain.slice(1).find((run) => inputOf(run).continued?.pause)!;
+    await save(
+      'step-continued-as-new',
+      `${atPause === chain.at(-1) ? 'completed (end_turn)' : 'continued as new'}: a run of a continued agentTurn that took up its request's pause (its tools and rules loaded by digest), was answered and went on`,
+      atPause.events,
+      ['step-resumed-at-pause'],
+    );
+  });
+
+  record('step-continued-mid-request', async () => {
+    const response = await insertsUnderCountRule(h, 6);
+    expect(response.stop_reason.stop_reason).toBe('end_turn');
+    const runId = response.messages[0].run_id!;
+    await h.server.turns.temporal.workflow.getHandle(await turnWorkflowId(h.server.db, runId)).result();
+    const chain = await chainOf(runId);
+    await save(
+      'step-continued-mid-request',
+      'continued as new: an agentTurn running one request of memory_insert steps (a max_count_per_step rule), continued before a model call',
+      chain[0].events,
+      ['step-continued-as-new'],
+    );
+    await save(
+      'step-continued-mid-request',
+      'completed (end_turn): the last run of that turn, which took up the request at its next step with the rule’s history',
+      chain.at(-1)!.events,
+      ['step-resumed-at-step', 'step-end-turn'],
+    );
+  });
+
+  record('session-cancels-continued-turn', async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    // A slow first turn the API starts: the next message queues, and the session runs it as its child.
+    h.stub.enqueue({ text: 'slow', delayMs: 1_500 });
+    await h.client.agents.messages.createAsync(agent.id, {
+      messages: [{ role: 'user', content: 'Take your time' }],
+    });
+    h.stub.setDefault(() => ({ toolCalls: [{ name: 'ask_user', arguments: {} }] }));
+    const send = (messages: unknown[]) =>
+      h.client.agents.messages.create(agent.id, { messages: messages as never, client_tools: [ASK_USER] });
+    let paused = await send([{ role: 'user', content: 'Ask me' }]);
+    const firstRunId = paused.messages[0].run_id!;
+    while ((await chainOf(firstRunId)).length < 2) {
+      const pending = paused.messages.at(-1) as { tool_call: { tool_call_id: string } };
+      paused = await send([clientToolReturn(pending.tool_call.tool_call_id, 'again')]);
+    }
+    expect(await h.client.agents.messages.cancel(agent.id)).toEqual({
+      [paused.messages[0].run_id!]: 'cancelled',
+    });
+    const sessionId = sessionWorkflowIdFor(h.server.turns.deploymentId, agent.id, null);
+    const sessionRuns = await continueAsNewChain(h.server.turns.temporal, sessionId);
+    const cancelling = sessionRuns.find((run) => shows('session-cancels-turn-by-workflow-id', run))!;
+    await save(
+      'session-cancels-continued-turn',
+      'running: an agentSession whose child turn (queued behind one the API started) continued as new while paused, then was cancelled by its workflow id (the messages cancel route), the cancelSteps update completing once the turn had ended',
+      cancelling.events,
+      ['session-cancels-turn-by-workflow-id', 'session-steps'],
+    );
   });
 });

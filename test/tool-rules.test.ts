@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import {
   allowedTools,
+  carriedHistory,
   compileRulePrompts,
   constraintViolation,
   isTerminal,
@@ -10,6 +12,7 @@ import {
   uncalledRequiredTools,
 } from '../contracts/tool-rules';
 import type { ToolRule } from '../src/schemas/tool-rules';
+import type { ToolCallRecord } from '../contracts/tool-rules';
 
 const tools = ['a', 'b', 'c', 'd'];
 const calls = (...names: string[]) => names.map((name) => ({ name }));
@@ -157,6 +160,64 @@ describe('tool rules, rule by rule', () => {
       "[ToolConstraintError] Cannot call c, valid tools include: ['b'].\n** Hint: Possible rules that were violated:\n" +
         '\t- <tool_rule>\na requires continuing your response when called\n</tool_rule>\n' +
         '\t- <tool_rule>\nAfter using a, you must use one of these tools: b\n</tool_rule>',
+    );
+  });
+});
+
+describe('the history a continued turn carries (carriedHistory)', () => {
+  const name = fc.constantFrom(...tools);
+  const rule: fc.Arbitrary<ToolRule> = fc.oneof(
+    fc.record({ type: fc.constant('run_first' as const), tool_name: name }),
+    fc.record({ type: fc.constant('exit_loop' as const), tool_name: name }),
+    fc.record({ type: fc.constant('required_before_exit' as const), tool_name: name }),
+    fc.record({
+      type: fc.constant('max_count_per_step' as const),
+      tool_name: name,
+      max_count_limit: fc.integer({ min: 1, max: 4 }),
+    }),
+    fc.record({
+      type: fc.constant('constrain_child_tools' as const),
+      tool_name: name,
+      children: fc.subarray(tools, { minLength: 1 }),
+      child_arg_nodes: fc.constant<{ name: string; args: Record<string, unknown> }[]>([
+        { name: 'b', args: { x: 1 } },
+      ]),
+    }),
+    fc.record({
+      type: fc.constant('parent_last_tool' as const),
+      tool_name: name,
+      children: fc.subarray(tools),
+    }),
+    fc.record({
+      type: fc.constant('conditional' as const),
+      tool_name: name,
+      child_output_mapping: fc.constant({ true: 'b', '2': 'c' }),
+      require_output_mapping: fc.boolean(),
+      default_child: fc.option(name, { nil: undefined }),
+    }),
+  );
+  const record: fc.Arbitrary<ToolCallRecord> = fc.record(
+    { name, output: fc.constantFrom('true', 'false', '2', 'other') },
+    { requiredKeys: ['name'] },
+  );
+
+  it('answers every rule function as the whole history does, and keeps a few records per tool', () => {
+    fc.assert(
+      fc.property(fc.array(rule, { maxLength: 5 }), fc.array(record, { maxLength: 60 }), (rules, history) => {
+        const carried = carriedHistory(rules, history);
+        const answers = (h: ToolCallRecord[]) => ({
+          allowed: allowedTools(rules, tools, h),
+          forced: mustCallTool(rules, h),
+          uncalled: uncalledRequiredTools(rules, tools, h),
+          prefilled: tools.map((t) => prefilledArgs(rules, t, h)),
+          violations: tools.map((t) => constraintViolation(rules, t, ['a'], h)),
+        });
+        expect(answers(carried)).toEqual(answers(history));
+        // Carried again, nothing changes: a turn that continues twice carries the same.
+        expect(carriedHistory(rules, carried)).toEqual(carried);
+        expect(carried.length).toBeLessThanOrEqual(tools.length * 4 + 1);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -230,7 +230,7 @@ describe('what the Temporal Web UI shows of an agent turn', () => {
     const events = await finishedTurnHistory(temporalClient, workflowId);
     const started = events[0].workflowExecutionStartedEventAttributes!;
     const input = decodePayload(started.input!.payloads![0].data) as AgentTurnInput;
-    expect(input.context.tools.map((t) => t.name)).toContain('memory_insert');
+    expect(input.context!.tools.map((t) => t.name)).toContain('memory_insert');
     // One patch: histories from before it end their runs with an activity after the last model call.
     const patchMarkers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
     expect(patchMarkers).toHaveLength(1);

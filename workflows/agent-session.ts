@@ -23,6 +23,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
   patched,
   proxyLocalActivities,
@@ -56,13 +57,21 @@ const LANES = 'conversation-lanes';
  */
 const TURN_TYPE = 'agent-turn-type';
 
+/**
+ * A running turn is cancelled by its workflow id, which reaches whichever run of it waits: a turn
+ * continues as new, and a cancel of the child its session started (by that first run) would find it
+ * closed. Histories recorded before cancelled the child itself, and replay so.
+ */
+const CANCEL_BY_WORKFLOW_ID = 'cancel-turn-by-workflow-id';
+
 /** How often a session started without `laneLookMs` looks whether its lane's holder is still alive. */
 const LANE_LOOK_MS = 10_000;
 
 export async function agentSession(input: AgentSessionInput): Promise<void> {
   const queue: QueuedTurn[] = [...(input.queue ?? [])];
-  /** The turn running now, and how to cancel it. */
-  let running: { turn: QueuedTurn; scope: CancellationScope; ended: Promise<unknown> } | undefined;
+  /** The turn running now, and how to cancel it: its scope, or once its workflow has started, that. */
+  let running:
+    { turn: QueuedTurn; scope: CancellationScope; ended: Promise<unknown>; started: boolean } | undefined;
   let laneReleased = false;
   /** Whether the turn taken off the queue still waits for its lane: it counts as queued. */
   let awaitingLane = false;
@@ -112,7 +121,9 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     }
     const current = running && chosen(running.turn) ? running : undefined;
     if (current) {
-      current.scope.cancel();
+      if (current.started && patched(CANCEL_BY_WORKFLOW_ID))
+        await getExternalWorkflowHandle(current.turn.workflowId).cancel();
+      else current.scope.cancel();
       await current.ended.catch(() => undefined);
     }
     return { cancelled: [...dropped, ...(current ? [current.turn] : [])].map((turn) => turn.workflowId) };
@@ -126,8 +137,8 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
     const turn = queue.shift()!;
     setCurrentDetails(`Running ${turn.input.runId} (${queue.length} waiting)`);
     const scope = new CancellationScope();
-    const ended = scope.run(() => runTurn(turn, waitForLane));
-    running = { turn, scope, ended };
+    const ended = scope.run(() => runTurn(turn, waitForLane, () => (running!.started = true)));
+    running = { turn, scope, ended, started: false };
     await ended.catch(() => undefined); // the turn records its own outcome; a failure ends only it
     running = undefined;
     if (workflowInfo().continueAsNewSuggested || ++turns >= input.maxStepsPerRun) {
@@ -141,7 +152,11 @@ export async function agentSession(input: AgentSessionInput): Promise<void> {
  * One turn as a child workflow of its own, with the run's id and search attributes, once it holds its
  * lane. Cancelled before it started, its run ends cancelled and the lane goes back.
  */
-async function runTurn(turn: QueuedTurn, waitForLane: (turn: QueuedTurn) => Promise<void>): Promise<void> {
+async function runTurn(
+  turn: QueuedTurn,
+  waitForLane: (turn: QueuedTurn) => Promise<void>,
+  onStarted: () => void,
+): Promise<void> {
   const lanes = patched(LANES);
   let child;
   try {
@@ -165,6 +180,8 @@ async function runTurn(turn: QueuedTurn, waitForLane: (turn: QueuedTurn) => Prom
       });
     throw error;
   }
+  onStarted();
+  // Completes with the last run of the turn's continue-as-new chain.
   await child.result();
 }
 

@@ -14,11 +14,13 @@ import {
   condition,
   isCancellation,
   log,
+  makeContinueAsNewFunc,
   patched,
   setCurrentDetails,
   setHandler,
   setWorkflowOptions,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type {
   AgentTurnError,
@@ -28,6 +30,8 @@ import type {
   ApprovalAnswered,
   ApprovalWait,
   ClientTool,
+  ContinuedSteps,
+  ContinuedTurn,
   RunUsage,
   StepCall,
   StepReply,
@@ -49,6 +53,7 @@ import {
   prefilledArgs,
   requiredToolAlert,
   uncalledRequiredTools,
+  carriedHistory,
   type ToolCallRecord,
 } from '../contracts/tool-rules';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
@@ -60,6 +65,8 @@ interface Turn {
   agentId: string;
   limits: AgentTurnLimits;
   acts: TurnActivities;
+  /** What the turn started with: continuing as new starts the next run with it. */
+  input: AgentTurnInput;
   /**
    * Answers to the turn's pauses, by the reply they answer; the first one counts (a client's retry
    * repeats it). Kept whenever they come: after a worker crash, the signal can be delivered in the
@@ -71,12 +78,18 @@ interface Turn {
    * cleared once told.
    */
   replyTo?: AgentTurnInput['replyTo'];
+  /**
+   * Whether this run of the turn has called the model: only then may it continue as new, so a server
+   * that suggests it at once cannot make a turn continue forever without going on.
+   */
+  calledModel: boolean;
 }
 
 /** One request's share of the turn: its run, and what it asked for. */
 interface Request {
   runId: string;
   maxSteps: number;
+  /** Its client tools, when an older release's input or plan carried them (AgentTurnInput.clientTools). */
   clientTools: ClientTool[];
   /** Whether the request streams tokens (`stream_tokens`). */
   streamTokens?: boolean;
@@ -84,6 +97,8 @@ interface Request {
   answer?: ApprovalAnswered;
   /** Its tools and rules, as they came with it (AgentTurnInput.context, ApprovalAnswered.context). */
   context: TurnContext;
+  /** The digest `context` is stored under, when known: an answer with the same one keeps it. */
+  contextDigest?: string;
 }
 
 /** How a request's steps ended, and what is still to be stored for its run. */
@@ -101,12 +116,19 @@ interface RequestOutcome {
    * call entered (none when a cancel ended the run first: the cancel is on its way).
    */
   pause?: Pause;
+  /**
+   * Set when Temporal suggested continuing as new before this step: the request goes on from it, with
+   * its calls so far as the tool rules read them.
+   */
+  continuesAt?: { step: number; history: ToolCallRecord[] };
 }
 
 interface Pause {
   messageId: string;
   calls: StepCall[];
   wait?: ApprovalWait;
+  /** When the wait began, for a pause the turn carried over as it continued as new (workflow time). */
+  waitStartedAt?: number;
 }
 
 /** The calls of one request so far, for the tool rules that depend on what was called. */
@@ -131,6 +153,13 @@ const FINISH_RUN_LOCALLY = 'finish-run-as-local-activity';
  */
 const ELICITATION_PAUSE = 'mcp-elicitation-pause';
 
+/**
+ * A turn continues as new when Temporal suggests it (its history's size or length past the server's
+ * thresholds), at a pause before it waits and before a model call: a turn of any number of steps and
+ * answers keeps a bounded history. Histories recorded before never did, and replay so.
+ */
+const CONTINUES_AS_NEW = 'turn-continues-as-new';
+
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   const turn: Turn = {
     agentId: input.agentId,
@@ -140,35 +169,85 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       { sandbox: input.sandboxTaskQueue, mcp: input.mcpTaskQueue },
       input.workflowId,
     ),
+    input,
     answers: new Map(),
     replyTo: input.replyTo,
+    calledModel: false,
   };
   setHandler(approvalAnsweredSignal, (received) => {
     if (!turn.answers.has(received.requestMessageId)) turn.answers.set(received.requestMessageId, received);
   });
 
-  let request: Request = {
-    runId: input.runId,
-    maxSteps: input.limits.maxSteps,
-    clientTools: input.clientTools,
-    streamTokens: input.streamTokens,
-    context: input.context,
-  };
+  let request = await requestOf(turn, input);
+  let outcome = await resumeOrStart(turn, request, input.continued);
   for (;;) {
-    const outcome = await runSteps(turn, request);
+    if (outcome.continuesAt !== undefined) return continueTurn(turn, request, outcome);
     if (!outcome.pause) return endRun(turn, request.runId, outcome);
     markPaused(outcome.pause);
+    if (continuesWhilePaused(turn, outcome.pause)) return continueTurn(turn, request, outcome);
     const answer = await waitForAnswer(turn, outcome.pause);
     if (!answer) return endOnCancel(turn, request.runId, outcome);
-    request = resumedBy(answer, turn.limits);
+    request = await resumedBy(turn, request, answer);
+    outcome = await runSteps(turn, request);
   }
 }
 
-/** A request's steps: an answer to a pause first runs the calls it allows, then model → tools. */
-async function runSteps(turn: Turn, request: Request): Promise<RequestOutcome> {
+/**
+ * The request a turn starts with: the input's own, or the one it carried as it continued as new, with
+ * its tools and rules (loaded by their digest when the input does not hold them).
+ */
+const requestOf = async (turn: Turn, input: AgentTurnInput): Promise<Request> => ({
+  runId: input.runId,
+  maxSteps: input.continued?.maxSteps ?? input.limits.maxSteps,
+  clientTools: input.clientTools ?? [],
+  streamTokens: input.streamTokens,
+  context:
+    input.context ??
+    (await turn.acts.run.loadTurnContext({ agentId: input.agentId, digest: input.contextDigest! })),
+  contextDigest: input.contextDigest,
+});
+
+/** A new turn runs its request's steps; a continued one takes up its pause or its next step. */
+function resumeOrStart(
+  turn: Turn,
+  request: Request,
+  continued: ContinuedTurn | undefined,
+): Promise<RequestOutcome> | RequestOutcome {
+  if (!continued) return runSteps(turn, request);
+  const { usage, pause, steps } = continued;
+  if (pause) return { stopReason: 'requires_approval', usage, pendingToolCallIds: [], pause };
+  return runSteps(turn, request, { ...steps!, usage });
+}
+
+/** Whether Temporal suggests continuing as new, and this run has gone on enough to. */
+const continueAsNewSuggested = (turn: Turn) =>
+  turn.calledModel && workflowInfo().continueAsNewSuggested && patched(CONTINUES_AS_NEW);
+
+/**
+ * Whether the turn continues as new at a pause, before it waits: not once its answer has come (the
+ * turn goes on with it), nor without a wait (its run ended by a cancel, which is on its way here).
+ */
+const continuesWhilePaused = (turn: Turn, pause: Pause) =>
+  pause.wait !== undefined && !turn.answers.has(pause.messageId) && continueAsNewSuggested(turn);
+
+/**
+ * A request's steps: an answer to a pause first runs the calls it allows, then model → tools. `from`
+ * takes up the steps of a request the turn carried as it continued as new. Before each model call the
+ * request may stop to continue as new (`continuesAt`), its state plain data between two steps.
+ */
+async function runSteps(
+  turn: Turn,
+  request: Request,
+  from?: ContinuedSteps & { usage: RunUsage },
+): Promise<RequestOutcome> {
   const progress: Progress = {
-    outcome: { stopReason: 'end_turn', usage: noUsage(), pendingToolCallIds: [] },
-    history: [],
+    outcome: {
+      stopReason: 'end_turn',
+      usage: from?.usage ?? noUsage(),
+      pendingToolCallIds: from?.pendingToolCallIds ?? [],
+      followUpsFrom: from?.followUpsFrom,
+    },
+    history: from?.history ?? [],
   };
   const { outcome } = progress;
   try {
@@ -176,7 +255,9 @@ async function runSteps(turn: Turn, request: Request): Promise<RequestOutcome> {
       const stopped = await runAnsweredCalls(turn, request, request.answer, progress);
       if (stopped) return stopped;
     }
-    for (let step = 0; step < request.maxSteps; step++) {
+    for (let step = from?.next ?? 0; step < request.maxSteps; step++) {
+      if (continueAsNewSuggested(turn))
+        return { ...outcome, continuesAt: { step, history: progress.history } };
       const stopped = await runStep(turn, request, step, progress);
       if (stopped) return stopped;
     }
@@ -223,7 +304,6 @@ async function runStep(
         allowedTools: allowed,
         toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
         parallelToolCalls: context.parallelToolCalls,
-        clientTools: request.clientTools,
         approvalTools: pausing,
         approvalRules: approvalRules(rules),
         pendingToolCallIds: outcome.pendingToolCallIds,
@@ -234,6 +314,7 @@ async function runStep(
       },
     ],
   );
+  turn.calledModel = true;
   outcome.usage = addUsage(outcome.usage, reply.usage);
   outcome.pendingToolCallIds = [];
   outcome.followUpsFrom = undefined;
@@ -316,7 +397,7 @@ async function runAnsweredCalls(
     approvalMessageId: answer.approvalMessageId,
   });
   request.maxSteps = plan.maxSteps;
-  request.clientTools = plan.clientTools;
+  request.clientTools = plan.clientTools ?? [];
   request.streamTokens = plan.streamTokens;
   // Set before the calls run: should they fail or be cancelled, the run's end still stores a return
   // for each call of the reply.
@@ -395,16 +476,18 @@ async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered
   await replied(turn);
   const { answers, acts, agentId } = turn;
   const answered = () => answers.has(pause.messageId);
-  const waitStarted = Date.now(); // the workflow's clock: the time of this workflow task
+  // The workflow's clock: the time of this workflow task, or of the one that paused before the turn
+  // continued as new.
+  const waitStarted = pause.waitStartedAt ?? Date.now();
+  const left = (ms: number) => Math.max(ms - (Date.now() - waitStarted), 1);
   const reminderMs = pause.wait?.reminderMs;
-  let timeoutMs = pause.wait?.timeoutMs ?? null;
+  const timeoutMs = pause.wait?.timeoutMs ?? null;
   try {
     const reminds = reminderMs !== undefined && (timeoutMs === null || reminderMs < timeoutMs);
-    if (reminds && !(await condition(answered, Math.max(reminderMs, 1)))) {
+    if (reminds && !(await condition(answered, left(reminderMs)))) {
       await acts.run.remindApproval({ agentId, messageId: pause.messageId });
-      if (timeoutMs !== null) timeoutMs -= Date.now() - waitStarted;
     }
-    if (timeoutMs !== null && !(await condition(answered, Math.max(timeoutMs, 1)))) {
+    if (timeoutMs !== null && !(await condition(answered, left(timeoutMs)))) {
       const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
       if (expired && !answered()) answers.set(pause.messageId, expired);
     }
@@ -416,14 +499,55 @@ async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered
   }
 }
 
-/** The answer's request goes on with the turn, under its own run, with the tools it came with. */
-const resumedBy = (answer: ApprovalAnswered, limits: AgentTurnLimits): Request => ({
-  runId: answer.runId,
-  maxSteps: limits.maxSteps,
-  clientTools: [],
-  answer,
-  context: answer.context,
-});
+/**
+ * The answer's request goes on with the turn, under its own run, with the tools it came with: those the
+ * turn has when their digest is the same, else loaded once by it (signals carry the digest alone).
+ */
+async function resumedBy(turn: Turn, current: Request, answer: ApprovalAnswered): Promise<Request> {
+  const { context, contextDigest } = answer;
+  const request = { runId: answer.runId, maxSteps: turn.limits.maxSteps, clientTools: [], answer };
+  if (context) return { ...request, context, contextDigest };
+  if (contextDigest === current.contextDigest) return { ...request, context: current.context, contextDigest };
+  const loaded = await turn.acts.run.loadTurnContext({ agentId: turn.agentId, digest: contextDigest! });
+  return { ...request, context: loaded, contextDigest };
+}
+
+/**
+ * The turn goes on in a new run of its workflow (same workflow id, so the API's signals, cancels and
+ * queries, the session's wait for it and the conversation's lane follow it) with its request as plain
+ * data: the pause it waits on, or the step it goes on with.
+ */
+function continueTurn(turn: Turn, request: Request, outcome: RequestOutcome): Promise<never> {
+  const { pause, continuesAt, usage } = outcome;
+  const continued: ContinuedTurn = {
+    maxSteps: request.maxSteps,
+    usage,
+    ...(pause
+      ? { pause: { ...pause, wait: pause.wait!, waitStartedAt: pause.waitStartedAt ?? Date.now() } }
+      : {
+          steps: {
+            next: continuesAt!.step,
+            pendingToolCallIds: outcome.pendingToolCallIds,
+            followUpsFrom: outcome.followUpsFrom,
+            history: carriedHistory(request.context.toolRules, continuesAt!.history),
+          },
+        }),
+  };
+  const next = makeContinueAsNewFunc<typeof agentTurn>({ workflowTaskTimeout: turn.limits.taskTimeoutMs });
+  return next({
+    ...turn.input,
+    runId: request.runId,
+    // The model calls read the request's client tools from its run.
+    clientTools: undefined,
+    streamTokens: request.streamTokens,
+    // By digest, when the request has one: the next run loads it.
+    context: request.contextDigest ? undefined : request.context,
+    contextDigest: request.contextDigest,
+    // Still to be told, when the first run has not stopped yet (a pause tells as its wait begins).
+    replyTo: turn.replyTo,
+    continued,
+  });
+}
 
 /**
  * A cancel while the run waits: as Letta does, every pending call is denied and the run ends

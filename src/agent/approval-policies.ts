@@ -124,16 +124,17 @@ interface ReplyCall {
 }
 
 /**
- * The ids of the calls that wait: a client tool's always, a call of one of `approvalTools` when a rule
- * of its tool says so (or when it has none: a turn that passes no rules pauses by name).
+ * The ids of the calls that wait: a client tool's always (the request's, from its run), a call of one
+ * of `approvalTools` when a rule of its tool says so (or when it has none: a turn that passes no rules
+ * pauses by name).
  */
 export function waitingCallIds(
   calls: ReplyCall[],
   pausing: { approvalTools: string[]; clientTools: { name: string }[]; rules: ApprovalRule[] },
 ): string[] {
   const waits = (call: ReplyCall) => {
-    if (!pausing.approvalTools.includes(call.name)) return false;
     if (pausing.clientTools.some((tool) => tool.name === call.name)) return true;
+    if (!pausing.approvalTools.includes(call.name)) return false;
     const rules = pausing.rules.filter((rule) => rule.tool_name === call.name);
     return rules.length === 0 || rules.some((rule) => waitsUnder(rule, call.arguments));
   };

@@ -1,4 +1,4 @@
-import type { MessageRow } from '../db/rows';
+import type { TranscriptRow } from '../db/rows';
 import type { ChatMessage } from '../llm/types';
 import { assertToolCallsPaired } from './history-invariant';
 
@@ -29,7 +29,7 @@ export const summaryText = (summary: string) =>
  */
 export function modelContext(
   systemPrompt: string,
-  transcript: MessageRow[],
+  transcript: TranscriptRow[],
   summary: string | null = null,
 ): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt }];

@@ -7,6 +7,8 @@ import { mcpToolTimeoutMs, toolTimeoutMs } from '../tools/tool-timeout';
 import { mcpToolTimeouts } from '../db/mcp-servers';
 import { mcpServerIdOf } from '../mcp/tool-sync';
 import type { TurnContext, ToolMode } from '../../contracts/payloads';
+import { requestPart, storeRequestPart } from '../db/request-parts';
+import { invalid } from '../errors';
 
 /** Letta's executor selection by tool type (tool_execution_manager.py). */
 export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
@@ -57,4 +59,25 @@ export async function resolveTurnContext(db: Queryable, agent: AgentRow): Promis
     parallelToolCalls: Boolean(agent.llm_config.parallel_tool_calls) && onlyApprovalRules,
     model: agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`,
   };
+}
+
+/**
+ * The agent's tools and rules for a request, stored as a request part (src/db/request-parts.ts) under
+ * the digest the turn and its signals carry. A turn carries them in its input, continues as new with
+ * them, and loads them in one activity result, each a payload Temporal refuses past 2 MB: an agent whose
+ * tools and rules come to more than `maxBytes` as JSON is refused here (400), before anything is
+ * stored, instead of failing the turn.
+ */
+export async function storedTurnContext(
+  tx: Queryable,
+  agent: AgentRow,
+  maxBytes: number,
+): Promise<{ context: TurnContext; digest: string }> {
+  const context = await resolveTurnContext(tx, agent);
+  const bytes = Buffer.byteLength(requestPart(context).body);
+  if (bytes > maxBytes)
+    throw invalid(
+      `The agent's tools and tool rules come to ${bytes} bytes as a turn carries them, more than TURN_CONTEXT_MAX_BYTES (${maxBytes}): detach tools or shorten tool rules`,
+    );
+  return { context, digest: await storeRequestPart(tx, context) };
 }

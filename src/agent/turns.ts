@@ -17,12 +17,19 @@ import { conflict, invalid, notFound } from '../errors';
 import { agentLock } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
 import { runsStarted } from '../observability/metrics';
-import { cancelUnstartedRuns, deleteRun, getRun, insertRun } from '../db/runs';
+import { cancelUnstartedRuns, deleteRun, firstRunOf, getRun, insertRun } from '../db/runs';
 import { laneHolder, releaseLane, takeIdleLane } from '../db/lanes';
 import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
-import { resolveTurnContext } from './turn-context';
-import type { AgentTurnInput, ClientTool, QueuedTurn } from '../../contracts/payloads';
+import { storedTurnContext } from './turn-context';
+import { storeRequestPart } from '../db/request-parts';
+import type {
+  AgentTurnInput,
+  ApprovalAnswered,
+  ClientTool,
+  QueuedTurn,
+  RunUsage,
+} from '../../contracts/payloads';
 import { QUEUE_FULL } from '../../contracts/errors';
 import type { Workflows } from '../../contracts/workflows';
 import {
@@ -31,7 +38,8 @@ import {
   enqueueTurnUpdate,
   laneReleasedSignal,
 } from '../../contracts/messages';
-import { agentIdKey } from '../../contracts/search-attributes';
+import { agentIdKey, runIdKey } from '../../contracts/search-attributes';
+import { getMessage } from '../db/messages';
 import { turnWorkflowOptions } from '../../contracts/turn-options';
 import {
   ALREADY_ANSWERED,
@@ -132,13 +140,21 @@ const DEFAULT_MAX_STEPS = 50;
 /** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_TURNS_PER_RUN = 500;
 
-/** A run's own settings, read by the workflow when the run continues a paused turn. */
-const requestConfig = (request: RequestOptions) => ({
-  max_steps: request.maxSteps,
-  client_tools: request.clientTools,
-  approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
-  ...(request.streamTokens ? { stream_tokens: true } : {}),
-});
+/**
+ * A run's own settings, read by the workflow when the run continues a paused turn. Its client tools
+ * by name; their schemas a request part (src/db/request-parts.ts), stored once however many requests
+ * send them, which the run's model calls read by `client_tools_digest`.
+ */
+async function requestConfig(tx: Queryable, request: RequestOptions) {
+  const { clientTools } = request;
+  return {
+    max_steps: request.maxSteps,
+    client_tools: clientTools.map(({ name }) => ({ name })),
+    ...(clientTools.length ? { client_tools_digest: await storeRequestPart(tx, clientTools) } : {}),
+    approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
+    ...(request.streamTokens ? { stream_tokens: true } : {}),
+  };
+}
 
 /**
  * The pending approval of the request's conversation, once its agent's row is locked (and read): the
@@ -210,12 +226,13 @@ export async function startAgentTurn(
   const { run, context, queued, agentName, laneTaken } = await ctx.db.transaction(
     async (tx, [agent]: (AgentRow | undefined)[]) => {
       if (!agent) throw notFound(`Agent ${request.agentId}`);
+      const context = await storedTurnContext(tx, agent, ctx.config.TURN_CONTEXT_MAX_BYTES);
       const earlier = request.runId ? await getRun(tx, runId) : undefined;
       // Started already: queued again, it would run twice (its session may have ended since).
       if (earlier)
         return {
           run: earlier,
-          context: await resolveTurnContext(tx, agent),
+          context,
           queued: earlier.status !== 'created',
           agentName: agent.name,
           // The first request took the lane for it: its turn starts (at most once) outside the session.
@@ -228,7 +245,7 @@ export async function startAgentTurn(
         agent_id: request.agentId,
         background: request.background,
         metadata: { ...request.metadata, run_type: request.runType },
-        request_config: requestConfig(request),
+        request_config: await requestConfig(tx, request),
         workflow_id: workflowId,
         input: request.userMessages,
         conversation_id: request.conversationId,
@@ -236,7 +253,7 @@ export async function startAgentTurn(
       });
       return {
         run: row,
-        context: await resolveTurnContext(tx, agent),
+        context,
         queued: false,
         agentName: agent.name,
         laneTaken: await takeIdleLane(tx, request, row),
@@ -257,16 +274,17 @@ export async function startAgentTurn(
       runId,
       sandboxTaskQueue: ctx.taskQueues.sandbox,
       mcpTaskQueue: ctx.taskQueues.mcp,
-      clientTools: request.clientTools,
       ...(request.streamTokens ? { streamTokens: true } : {}),
-      context,
+      contextDigest: context.digest,
       limits: turnLimits(config, request.maxSteps),
       ...(request.replyTo ? { replyTo: { workflowId: request.replyTo, runId } } : {}),
       workflowId,
     },
   };
   try {
-    if (laneTaken) await startTurn(ctx, turn);
+    // Started here, the turn gets its tools and rules in its input (no activity to load them first);
+    // queued, by their digest: the session's queue, which it carries as it continues as new, stays small.
+    if (laneTaken) await startTurn(ctx, { ...turn, input: { ...turn.input, context: context.context } });
     else await enqueueTurn(ctx, sessionId, turn);
   } catch (error) {
     if (laneTaken) await releaseLane(ctx.db, request, workflowId);
@@ -383,7 +401,7 @@ export async function answerPausedTurn(
   request: AnswerRequest,
 ): Promise<{ run: RunRow; alive: TurnLiveness }> {
   const { agentId } = request;
-  const { answered, workflowId, repeated } = await ctx.db.transaction(
+  const { answered, workflowId, lost } = await ctx.db.transaction(
     async (tx, [agent]: (AgentRow | undefined)[]) => {
       if (!agent) throw notFound(`Agent ${agentId}`);
       const pending = await pendingApprovalOfLocked(tx, request, agent);
@@ -392,13 +410,14 @@ export async function answerPausedTurn(
         if (!earlier) throw invalid(NOTHING_PENDING);
         if (!earlier.repeats) throw conflict(ALREADY_ANSWERED);
         const run = await getRun(tx, earlier.answered.runId);
-        const answered = { ...earlier.answered, context: await resolveTurnContext(tx, agent) };
-        return { answered, workflowId: run!.workflow_id, repeated: true };
+        const context = await storedTurnContext(tx, agent, ctx.config.TURN_CONTEXT_MAX_BYTES);
+        const answered = { ...earlier.answered, contextDigest: context.digest };
+        return { answered, workflowId: run!.workflow_id, lost: undefined };
       }
       const answers = withLegacyIds(pending, request.answers);
       const mismatch = answersMismatch(pending, answers);
       if (mismatch) throw invalid(mismatch);
-      const context = await resolveTurnContext(tx, agent);
+      const { context, digest } = await storedTurnContext(tx, agent, ctx.config.TURN_CONTEXT_MAX_BYTES);
       await checkEditedArguments(tx, pending, answers, context);
       await request.within?.(tx);
       const recorded = await recordAnswer(tx, {
@@ -410,11 +429,13 @@ export async function answerPausedTurn(
         newRun: {
           background: request.background,
           metadata: { run_type: request.runType },
-          request_config: requestConfig(request),
+          request_config: await requestConfig(tx, request),
         },
         answeredBy: request.answeredBy,
       });
-      return { answered: { ...recorded, context }, workflowId: pending.workflow_id, repeated: false };
+      // The turn loads the context by its digest, and only when it differs from the one it has.
+      const answered = { ...recorded, contextDigest: digest };
+      return { answered, workflowId: pending.workflow_id, lost: { pending, agent } };
     },
     agentLock(agentId),
   );
@@ -423,13 +444,79 @@ export async function answerPausedTurn(
   try {
     await handle.signal(approvalAnsweredSignal, answered);
   } catch (error) {
-    // A repeated answer may find the turn long finished: its run tells the outcome.
-    if (!(repeated && error instanceof WorkflowNotFoundError)) throw error;
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    // The paused turn's workflow is gone (terminated, failed): it goes on from its pause, in the
+    // database, with this answer. A repeated answer may find the turn long finished: its run tells.
+    if (lost) await resumeLostTurn(ctx, { ...lost, answered });
   }
   const run = (await getRun(ctx.db, answered.runId))!;
   const sessionId = sessionWorkflowIdFor(ctx.deploymentId, agentId, run.conversation_id);
   return { run, alive: turnLiveness(ctx, sessionId, workflowId) };
 }
+
+/**
+ * A paused turn whose workflow is gone (terminated in the Temporal UI, failed) is taken up from its
+ * pause, which the database holds whole, as a turn that continued as new takes up its own: a new run
+ * of its workflow id, with the answer that found it gone. So the answer is never a 500, and the
+ * conversation is never left waiting on a turn that cannot answer.
+ */
+async function resumeLostTurn(
+  ctx: TurnServices,
+  lost: { pending: PendingApproval; agent: AgentRow; answered: ApprovalAnswered },
+): Promise<void> {
+  const { pending, agent, answered } = lost;
+  const [paused, request, firstRunId] = await Promise.all([
+    getRun(ctx.db, pending.run_id),
+    getMessage(ctx.db, pending.message_id),
+    firstRunOf(ctx.db, pending.workflow_id),
+  ]);
+  const maxSteps = (paused?.request_config?.max_steps as number | undefined) ?? DEFAULT_MAX_STEPS;
+  const calls = (request?.tool_calls ?? [])
+    .filter((call) => pending.tool_call_ids.includes(call.id))
+    .map(({ id, name }) => ({ id, name }));
+  const turn: QueuedTurn = {
+    workflowId: pending.workflow_id,
+    summary: `${agent.name}: taken up again at its pause`,
+    details: `**Agent** ${agent.name} (\`${agent.id}\`)\n\n**Run** \`${pending.run_id}\`, paused; its workflow had ended`,
+    maxQueued: ctx.config.AGENT_MAX_QUEUED_MESSAGES,
+    input: {
+      agentId: agent.id,
+      runId: pending.run_id,
+      sandboxTaskQueue: ctx.taskQueues.sandbox,
+      mcpTaskQueue: ctx.taskQueues.mcp,
+      ...(paused?.request_config?.stream_tokens === true ? { streamTokens: true } : {}),
+      contextDigest: answered.contextDigest,
+      limits: turnLimits(ctx.config, maxSteps),
+      continued: {
+        maxSteps,
+        usage: runUsageOf(paused?.usage),
+        // Its answer comes with it, so the wait ends at once.
+        pause: { messageId: pending.message_id, calls, wait: { timeoutMs: null }, waitStartedAt: Date.now() },
+      },
+    },
+  };
+  const options = turnWorkflowOptions(turn);
+  await ctx.temporal.workflow.signalWithStart<Workflows['agentTurn'], [ApprovalAnswered]>('agentTurn', {
+    ...options,
+    typedSearchAttributes: [
+      { key: agentIdKey, value: agent.id },
+      { key: runIdKey, value: firstRunId ?? pending.run_id },
+    ],
+    taskQueue: ctx.taskQueues.agent,
+    args: [turn.input],
+    signal: approvalAnsweredSignal,
+    signalArgs: [answered],
+  });
+}
+
+/** A run's usage as the turn counts it, from the record the run stores (run-records usageRecord). */
+const runUsageOf = (usage: Record<string, number> | null | undefined): RunUsage => ({
+  promptTokens: usage?.prompt_tokens ?? 0,
+  completionTokens: usage?.completion_tokens ?? 0,
+  cachedInputTokens: usage?.cached_input_tokens ?? 0,
+  reasoningTokens: usage?.reasoning_tokens ?? 0,
+  stepCount: usage?.step_count ?? 0,
+});
 
 /**
  * Answers a recorded pause by its id (the approval inbox, a signed link): in the background, under a

@@ -1,12 +1,15 @@
 /**
  * What a model call reads before it calls the provider: its agent with the blocks and tools the request
- * is built from, the reply an earlier attempt stored, and the run's context window, in one statement;
+ * is built from, the client tools its run's request sent, the reply an earlier attempt stored, and the
+ * run's context window, in one statement;
  * the transcript in a second, which finds the window itself, so that the two go at once: every
  * statement is a round trip and the pg client's work.
  */
 import type { Queryable } from './database';
-import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow } from './rows';
+import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow, TranscriptRow } from './rows';
+import type { ClientTool } from '../../contracts/payloads';
 import { agentDirectories } from './file-agents';
+import { readTranscript, WINDOW, type TranscriptCache } from './transcripts';
 
 export interface ModelCallAgent extends AgentRow {
   blocks: BlockRow[];
@@ -21,7 +24,9 @@ export interface ModelCallRead {
   stored?: MessageRow;
   conversationId: string | null;
   summary: string | null;
-  transcript: MessageRow[];
+  transcript: TranscriptRow[];
+  /** The client tools the run's request sent, with their schemas. */
+  clientTools: ClientTool[];
 }
 
 type Row = Partial<AgentRow> & {
@@ -32,6 +37,7 @@ type Row = Partial<AgentRow> & {
   call_run_found: boolean;
   call_conversation_id: string | null;
   call_summary: string | null;
+  call_client_tools: string | null;
 };
 
 /** A row as JSON gives it: its times as text. */
@@ -42,13 +48,6 @@ function withDates<T extends { created_at: Date }>(row: Dated<T>): T {
   return { ...row, created_at: new Date(row.created_at), ...updated } as unknown as T;
 }
 
-/** The run's conversation and the start and summary of its context window (a conversation's or the agent's own). */
-const WINDOW = `SELECT r.agent_id, r.conversation_id,
-    CASE WHEN r.conversation_id IS NULL THEN a.context_start_seq ELSE c.context_start_seq END AS start_seq,
-    CASE WHEN r.conversation_id IS NULL THEN a.context_summary ELSE c.context_summary END AS summary
-  FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
-  WHERE r.id = $1`;
-
 const CONTEXT = `SELECT a.*,
     (SELECT to_jsonb(m) FROM messages m WHERE m.idempotency_key = $3) AS call_stored,
     (SELECT json_agg(b ORDER BY ab.position, b.created_at)
@@ -58,28 +57,24 @@ const CONTEXT = `SELECT a.*,
     EXISTS (SELECT 1 FROM agents_folders f WHERE f.agent_id = $2) AS call_has_folders,
     w.agent_id IS NOT NULL AS call_run_found,
     w.conversation_id AS call_conversation_id,
-    w.summary AS call_summary
+    w.summary AS call_summary,
+    (SELECT coalesce(p.body, (r.request_config->'client_tools')::text)
+      FROM runs r LEFT JOIN request_parts p ON p.digest = r.request_config->>'client_tools_digest'
+      WHERE r.id = $1) AS call_client_tools
   FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2 LEFT JOIN (${WINDOW}) w ON true`;
 
 /**
- * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
- * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
- * filter over every message of the agent.
+ * Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`; the
+ * transcript after what `transcripts` holds of it.
  */
-const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW})
-  SELECT m.* FROM messages m WHERE m.agent_id = (SELECT agent_id FROM w)
-    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
-    AND m.seq >= (SELECT start_seq FROM w)
-  ORDER BY m.seq`;
-
-/** Everything `callModel` reads for the call of `runId` whose reply is stored under `idempotencyKey`. */
 export async function readModelCall(
   db: Queryable,
+  transcripts: TranscriptCache,
   key: { agentId: string; runId: string; idempotencyKey: string },
 ): Promise<ModelCallRead> {
   const [[row], transcript] = await Promise.all([
     db.query<Row>(CONTEXT, [key.runId, key.agentId, key.idempotencyKey]),
-    db.query<MessageRow>(TRANSCRIPT, [key.runId]),
+    readTranscript(db, transcripts, key),
   ]);
   const {
     call_stored,
@@ -89,6 +84,7 @@ export async function readModelCall(
     call_run_found,
     call_conversation_id,
     call_summary,
+    call_client_tools,
     ...agentRow
   } = row;
   if (!call_run_found) throw new Error(`run ${key.runId} does not exist`);
@@ -106,5 +102,6 @@ export async function readModelCall(
     conversationId: call_conversation_id,
     summary: call_summary,
     transcript,
+    clientTools: call_client_tools ? (JSON.parse(call_client_tools) as ClientTool[]) : [],
   };
 }

@@ -190,6 +190,12 @@ export interface MessageRow {
   created_at: Date;
 }
 
+/**
+ * A message as the model's context reads it (src/agent/context.ts): a model call reads the messages of
+ * its window that way, those the model sees and the fields it reads, however long the conversation.
+ */
+export type TranscriptRow = Pick<MessageRow, 'role' | 'content' | 'tool_calls' | 'tool_returns'>;
+
 export type RunStatus = 'created' | 'running' | 'completed' | 'failed' | 'cancelled';
 
 export interface RunRow {

@@ -174,6 +174,15 @@ export async function failAbandonedRuns(db: Queryable, workflowId: string): Prom
   );
 }
 
+/** The run that started a turn's workflow; undefined when it has none. */
+export async function firstRunOf(db: Queryable, workflowId: string): Promise<string | undefined> {
+  const [run] = await db.query<{ id: string }>(
+    'SELECT id FROM runs WHERE workflow_id = $1 ORDER BY created_at LIMIT 1',
+    [workflowId],
+  );
+  return run?.id;
+}
+
 /** How long ago the first run of a turn's workflow was created; undefined when it has none. */
 export async function workflowRunAgeMs(db: Queryable, workflowId: string): Promise<number | undefined> {
   const [run] = await db.query<{ age_ms: number }>(

@@ -1,4 +1,9 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
+import type { RunningDevServer } from '../../src/temporal/dev-server';
+import { startTemporalServer } from './temporal-server';
 import type { Logger } from '../../src/logger';
 import { startAnthropicStub, type AnthropicStub } from './anthropic-stub';
 import { startOpenAiStub, type OpenAiStub } from './openai-stub';
@@ -46,6 +51,30 @@ export function useAgentServer<P extends keyof Stubs>(
   afterAll(async () => {
     await harness.server?.stopAll();
     await harness.stub?.close();
+  });
+  return harness;
+}
+
+/**
+ * useAgentServer (OpenAI) on a Temporal dev server of the describe block's own that suggests continuing
+ * as new after `events` history events (Temporal's default is 4,096 events or 4 MiB): a turn or a
+ * session of a few steps crosses several runs. The same signal on the same path as the default's.
+ */
+export function useContinuingAgentServer(events: number): AgentServer<'openai'> {
+  const env: Record<string, string> = {};
+  let temporal: RunningDevServer | undefined;
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-continuing-'));
+    ({ server: temporal } = await startTemporalServer(dataDir, [
+      `limit.historyCount.suggestContinueAsNew=${events}`,
+    ]));
+    env.TEMPORAL_ADDRESS = temporal.address;
+  }, 120_000);
+  const harness = useAgentServer('openai', env);
+  afterAll(async () => {
+    await temporal?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
   return harness;
 }

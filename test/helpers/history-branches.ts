@@ -1,5 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { localActivityTypes, scheduledActivities, type HistoryEvent } from './temporal';
+import type { AgentTurnInput, ContinuedTurn } from '../../contracts/payloads';
 
 /**
  * The branches of the turn, session and agent-message-call workflows an upgrade must not strand: each one a shape a
@@ -118,24 +119,50 @@ const firstAfter = (events: Events, after: HistoryEvent, has: (e: HistoryEvent) 
  * (ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED). The child ends completed when it ends
  * its run cancelled, as turns do; canceled, had it not caught the cancel.
  */
-function cancelledChildTurn(events: Events): boolean {
+const cancelledChildTurn = (events: Events) =>
+  cancelledTurn(events, (cancel) => Boolean(cancel.childWorkflowOnly) && queuedTurnDropped(events));
+
+/**
+ * A session's cancel of its running turn by the turn's workflow id (not a child-only cancel of the run
+ * it started), which reaches the turn in whichever run of its continue-as-new chain it is, completed
+ * once the turn had ended.
+ */
+const cancelledTurnById = (events: Events) =>
+  cancelledTurn(events, (cancel) => !cancel.childWorkflowOnly && !cancel.workflowExecution?.runId);
+
+type CancelInitiated = NonNullable<
+  HistoryEvent['requestCancelExternalWorkflowExecutionInitiatedEventAttributes']
+>;
+
+/** Whether a cancelSteps update dropped a queued turn (cancelQueuedRuns) before anything else. */
+const queuedTurnDropped = (events: Events) => {
+  const accepted = events.find(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
+  );
+  return (
+    accepted !== undefined &&
+    localActivityEvents(events, 'cancelQueuedRuns').some((e) => idOf(e) > idOf(accepted))
+  );
+};
+
+/**
+ * A cancelSteps update that cancelled a child turn with a cancel `as` expects, and completed only once
+ * that turn had ended.
+ */
+function cancelledTurn(events: Events, as: (cancel: CancelInitiated) => boolean): boolean {
   const accepted = events.find(
     (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancelSteps',
   );
   const cancel =
     accepted &&
-    firstAfter(
-      events,
-      accepted,
-      (e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes?.childWorkflowOnly,
-    );
+    firstAfter(events, accepted, (e) => {
+      const initiated = e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes;
+      return initiated && as(initiated);
+    });
   if (!accepted || !cancel) return false;
   const updateId = accepted.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.meta?.updateId;
   const child =
     cancel.requestCancelExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution?.workflowId;
-  const dropped = localActivityEvents(events, 'cancelQueuedRuns').some(
-    (e) => idOf(e) > idOf(accepted) && idOf(e) < idOf(cancel),
-  );
   const childEnded = firstAfter(events, cancel, (e) =>
     [e.childWorkflowExecutionCanceledEventAttributes, e.childWorkflowExecutionCompletedEventAttributes].some(
       (closed) => closed?.workflowExecution?.workflowId === child,
@@ -148,7 +175,7 @@ function cancelledChildTurn(events: Events): boolean {
       childEnded,
       (e) => e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId,
     );
-  return dropped && Boolean(updateCompleted);
+  return Boolean(updateCompleted);
 }
 
 /** The marker of the patch `patchId` (a `patched()` call that took the new path), if recorded. */
@@ -276,6 +303,11 @@ const cancelledMidAgentMessage = (events: Events) =>
   stopReasonOf(events) === 'cancelled';
 
 const messageCall = (events: Events) => typeOf(events) === 'agentMessageCall';
+/** Where a turn that continued as new (or was taken up after its workflow ended) picked up, if it did. */
+function continuedOf(events: Events): ContinuedTurn | undefined {
+  const data = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+  return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as AgentTurnInput).continued : undefined;
+}
 
 /** A tool call scheduled and not ended when the history was taken. */
 const callRunning = (events: Events) =>
@@ -320,6 +352,11 @@ export const BRANCHES = {
   'step-run-code': (events) => turn(events) && runCodeCall(events),
   'step-cancelled-with-answer': (events) => turn(events) && cancelledWithAnswer(events),
   'step-required-tool-alert': (events) => turn(events) && requiredToolAlerted(events),
+  'step-continued-as-new': (events) =>
+    turn(events) && Boolean(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes),
+  // The runs after it: taking up the pause, or the steps, of the request the turn was working on.
+  'step-resumed-at-pause': (events) => turn(events) && continuedOf(events)?.pause !== undefined,
+  'step-resumed-at-step': (events) => turn(events) && continuedOf(events)?.steps !== undefined,
   'session-steps': (events) =>
     typeOf(events) === 'agentSession' && events.some((e) => e.childWorkflowExecutionCompletedEventAttributes),
   'session-waits-for-lane': (events) =>
@@ -330,6 +367,8 @@ export const BRANCHES = {
   'session-cancelled-step': (events) => typeOf(events) === 'agentSession' && cancelledChildTurn(events),
   'session-turn-cancelled-before-start': (events) =>
     typeOf(events) === 'agentSession' && turnCancelledBeforeStart(events),
+  'session-cancels-turn-by-workflow-id': (events) =>
+    typeOf(events) === 'agentSession' && cancelledTurnById(events),
   'session-starts-agent-turn': (events) =>
     typeOf(events) === 'agentSession' && childTypes(events).includes('agentTurn'),
   'session-tells-waiter': (events) =>

@@ -8,10 +8,14 @@ import type { ToolCallInput } from '../../contracts/payloads';
 import { newId } from '../../src/ids';
 import { testConfig } from './env';
 
-/** An agent made from `body` (a gpt-4o-mini one by default) and a run of it, straight in the database. */
+/**
+ * An agent made from `body` (a gpt-4o-mini one by default) and a run of it, straight in the database,
+ * with the run's `request_config` (the client tools its request sent, say).
+ */
 export async function agentWithRun(
   db: Database,
   body: Partial<CreateAgent> = {},
+  requestConfig: Record<string, unknown> = {},
 ): Promise<{ agentId: string; runId: string }> {
   const agent = await createAgent(
     db,
@@ -24,7 +28,7 @@ export async function agentWithRun(
     agent_id: agent.id,
     background: false,
     metadata: {},
-    request_config: {},
+    request_config: requestConfig,
     workflow_id: `${agent.id}/${runId}`,
   });
   return { agentId: agent.id, runId };

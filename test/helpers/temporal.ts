@@ -1,5 +1,5 @@
 import { Client, Connection, type WorkflowExecutionDescription } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import { temporal as proto, type temporal } from '@temporalio/proto';
 import { testTemporalAddress } from './env';
 import { eventually } from './eventually';
 import type { Queryable } from '../../src/db';
@@ -102,3 +102,33 @@ export async function waitingMessageCall(
     30_000,
   );
 }
+
+/** One run of a workflow's continue-as-new chain: its history, and that history's size in bytes. */
+export interface ChainRun {
+  runId: string;
+  events: HistoryEvent[];
+  bytes: number;
+}
+
+/** Every run of a workflow's continue-as-new chain, first to last (the first run's id its runs share). */
+export async function continueAsNewChain(client: Client, workflowId: string): Promise<ChainRun[]> {
+  const { raw } = await client.workflow.getHandle(workflowId).describe();
+  const runs: ChainRun[] = [];
+  for (let runId: string | undefined = raw.workflowExecutionInfo!.firstRunId!; runId;) {
+    const history: temporal.api.history.v1.IHistory = await client.workflow
+      .getHandle(workflowId, runId)
+      .fetchHistory();
+    const events = history.events ?? [];
+    runs.push({ runId, events, bytes: proto.api.history.v1.History.encode(history).finish().length });
+    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return runs;
+}
+
+/** The input a workflow run started with (its first payload), decoded. */
+export const startInput = <T>(events: HistoryEvent[]): T =>
+  JSON.parse(
+    Buffer.from(events[0].workflowExecutionStartedEventAttributes!.input!.payloads![0].data!).toString(
+      'utf8',
+    ),
+  ) as T;

@@ -37,6 +37,7 @@ import { traceSpans } from './0031-trace-spans';
 import { toolReturnParts } from './0032-tool-return-parts';
 import { toolCallTakeovers } from './0033-tool-call-takeovers';
 import { workerBuilds } from './0035-worker-builds';
+import { requestParts } from './0034-request-parts';
 
 export const migrations: Migration[] = [
   initial,
@@ -73,4 +74,5 @@ export const migrations: Migration[] = [
   toolReturnParts,
   toolCallTakeovers,
   workerBuilds,
+  requestParts,
 ];

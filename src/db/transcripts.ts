@@ -1,0 +1,130 @@
+/**
+ * The transcript a model call reads: the messages of its run's context window that the model sees
+ * (src/agent/context.ts), in order, at every step of every turn. A long session (letta-code answering
+ * client tools one by one) makes that thousands of messages a step; so each process keeps the last
+ * transcript it read of each agent and reads only the messages after it.
+ *
+ * Correct by construction: a message's role, content, calls and returns never change once stored (the
+ * database refuses it: migration 0034), and its `seq` is never reused; so the messages the window holds
+ * up to the cached one's last `seq`, named by their seqs, are the cached ones exactly when the seqs are
+ * the same. The statement returns every seq of the window and the fields of the newer messages only;
+ * seqs that differ (a reset deleted messages, a message stored late under an older seq, another window
+ * of the agent) make the call read the whole window again.
+ */
+import type { Queryable } from './database';
+import type { TranscriptRow } from './rows';
+
+/** The last transcript a process read of an agent: its window and its messages, by seq. */
+interface CachedTranscript {
+  conversationId: string | null;
+  startSeq: number;
+  seqs: number[];
+  rows: TranscriptRow[];
+}
+
+type Row = TranscriptRow & {
+  seq: number;
+  /** The seqs up to which the cached transcript was offered (-1: none, or of another window). */
+  known: number;
+  window_conversation: string | null;
+  window_start: number;
+};
+
+/** The run's conversation and the start of its context window (a conversation's or the agent's own). */
+export const WINDOW = `SELECT r.agent_id, r.conversation_id,
+    CASE WHEN r.conversation_id IS NULL THEN a.context_start_seq ELSE c.context_start_seq END AS start_seq,
+    CASE WHEN r.conversation_id IS NULL THEN a.context_summary ELSE c.context_summary END AS summary
+  FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
+  WHERE r.id = $1`;
+
+/**
+ * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
+ * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
+ * filter over every message of the agent. The fields of messages up to `known` ($2, when the window is
+ * the cached one's: $3, $4) stay out of the answer.
+ */
+const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW}),
+  k AS MATERIALIZED (SELECT CASE WHEN conversation_id IS NOT DISTINCT FROM $3::text AND start_seq = $4::bigint
+      THEN $2::bigint ELSE -1 END AS known FROM w)
+  SELECT m.seq, (SELECT known FROM k) AS known,
+    (SELECT conversation_id FROM w) AS window_conversation, (SELECT start_seq FROM w) AS window_start,
+    CASE WHEN m.seq > (SELECT known FROM k) THEN m.role END AS role,
+    CASE WHEN m.seq > (SELECT known FROM k) THEN m.content END AS content,
+    CASE WHEN m.seq > (SELECT known FROM k) THEN m.tool_calls END AS tool_calls,
+    CASE WHEN m.seq > (SELECT known FROM k) THEN m.tool_returns END AS tool_returns
+  FROM messages m
+  WHERE m.agent_id = (SELECT agent_id FROM w)
+    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
+    AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')
+  ORDER BY m.seq`;
+
+/** The last transcript read of each agent, the least recently used dropped past `maxMessages` in all. */
+export class TranscriptCache {
+  private readonly byAgent = new Map<string, CachedTranscript>();
+  private messages = 0;
+
+  constructor(private readonly maxMessages: number) {}
+
+  get(agentId: string): CachedTranscript | undefined {
+    const cached = this.byAgent.get(agentId);
+    if (cached) {
+      this.byAgent.delete(agentId);
+      this.byAgent.set(agentId, cached);
+    }
+    return cached;
+  }
+
+  set(agentId: string, transcript: CachedTranscript): void {
+    this.drop(agentId);
+    if (transcript.rows.length > this.maxMessages) return;
+    this.byAgent.set(agentId, transcript);
+    this.messages += transcript.rows.length;
+    for (const [oldest] of this.byAgent) {
+      if (this.messages <= this.maxMessages) break;
+      this.drop(oldest);
+    }
+  }
+
+  private drop(agentId: string): void {
+    this.messages -= this.byAgent.get(agentId)?.rows.length ?? 0;
+    this.byAgent.delete(agentId);
+  }
+}
+
+const fieldsOf = ({ role, content, tool_calls, tool_returns }: Row): TranscriptRow => ({
+  role,
+  content,
+  tool_calls,
+  tool_returns,
+});
+
+const sameSeqs = (a: number[], b: number[]) => a.length === b.length && a.every((seq, i) => seq === b[i]);
+
+/** The transcript of the call of `runId` by `agentId`: the cached messages, and those after them. */
+export async function readTranscript(
+  db: Queryable,
+  cache: TranscriptCache,
+  key: { agentId: string; runId: string },
+): Promise<TranscriptRow[]> {
+  const cached = cache.get(key.agentId);
+  const offered = cached?.seqs.at(-1) ?? -1;
+  const read = (known: number) =>
+    db.query<Row>(TRANSCRIPT, [key.runId, known, cached?.conversationId ?? null, cached?.startSeq ?? -1]);
+  let rows = await read(offered);
+  const knownOf = (answer: Row[]) => answer[0]?.known ?? -1;
+  const seqsUpTo = (known: number) => rows.filter((row) => row.seq <= known).map((row) => row.seq);
+  if (knownOf(rows) >= 0 && !sameSeqs(cached!.seqs, seqsUpTo(knownOf(rows)))) rows = await read(-1);
+  const known = knownOf(rows);
+  const transcript = [
+    ...(known >= 0 ? cached!.rows : []),
+    ...rows.filter((row) => row.seq > known).map(fieldsOf),
+  ];
+  if (rows.length)
+    cache.set(key.agentId, {
+      conversationId: rows[0].window_conversation,
+      startSeq: rows[0].window_start,
+      seqs: rows.map((row) => row.seq),
+      rows: transcript,
+    });
+  return transcript;
+}

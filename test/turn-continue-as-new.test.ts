@@ -1,10 +1,21 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Letta from '@letta-ai/letta-client';
+import { Client, Connection } from '@temporalio/client';
 import { sessionWorkflowIdFor } from '../src/agent/turns';
+import { startServer } from '../src/server';
+import type { RunningDevServer } from '../src/temporal/dev-server';
 import type { AgentTurnInput, AgentTurnResult } from '../contracts/payloads';
 import { useContinuingAgentServer } from './helpers/agent-server';
 import { insertsUnderCountRule } from './helpers/long-requests';
 import { clientToolReturn } from './helpers/approvals';
 import { eventually } from './helpers/eventually';
 import { continueAsNewChain, startInput, turnWorkflowId, type ChainRun } from './helpers/temporal';
+import { freePort, silentLogger, testConfig, uniqueSuffix } from './helpers/env';
+import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
+import { createTestSchema, type TestSchema } from './helpers/postgres';
+import { startTemporalServer } from './helpers/temporal-server';
 
 /** A history event's time, in milliseconds. */
 const millis = (time: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
@@ -237,4 +248,96 @@ describe('a turn that continues as new', () => {
       'done with third',
     ]);
   }, 120_000);
+});
+
+/**
+ * A cancel that reaches a continued run in its very first workflow task, before the run has loaded its
+ * request's tools and rules: the turn still ends its run as cancelled, its pending call denied, rather
+ * than the workflow ending `Canceled` with the run left paused. Made certain by starting the continued
+ * run while no worker polls and cancelling it before the worker comes back: its first task holds both.
+ */
+describe('a continued turn cancelled in its first task', () => {
+  let temporal: RunningDevServer;
+  let dataDir: string;
+  let schema: TestSchema;
+  let stub: OpenAiStub;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-continued-cancel-'));
+    ({ server: temporal } = await startTemporalServer(dataDir, [
+      'limit.historyCount.suggestContinueAsNew=30',
+    ]));
+    schema = await createTestSchema();
+    stub = await startOpenAiStub();
+    env = {
+      DATABASE_URL: schema.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      TASK_QUEUE_PREFIX: `t-${uniqueSuffix()}-`,
+      PORT: String(await freePort()),
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'test-key',
+    };
+  }, 120_000);
+  afterAll(async () => {
+    await stub.close();
+    await temporal.stop();
+    await schema.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('ends its run cancelled and denies its pending call', async () => {
+    const ASK_USER = { name: 'ask_user', parameters: { type: 'object', properties: {} } };
+    let server = await startServer(testConfig(env), silentLogger());
+    const client = new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 });
+    let asked = 0;
+    stub.setDefault(() => ({ toolCalls: [{ name: 'ask_user', arguments: { n: ++asked } }] }));
+    const agent = await client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const send = async (messages: unknown[]) => {
+      const response = await client.agents.messages.create(agent.id, {
+        messages: messages as never,
+        client_tools: [ASK_USER],
+      });
+      const pending = response.messages.at(-1) as { tool_call: { tool_call_id: string } };
+      return { runId: response.messages[0].run_id!, callId: pending.tool_call.tool_call_id };
+    };
+    let paused = await send([{ role: 'user', content: 'Ask me' }]);
+    const workflowId = await turnWorkflowId(server.db, paused.runId);
+    const connection = await Connection.connect({ address: temporal.address });
+    const temporalClient = new Client({ connection });
+    let chain = await continueAsNewChain(temporalClient, workflowId);
+    while (chain.length < 2 || !startInput<AgentTurnInput>(chain.at(-1)!.events).continued?.pause) {
+      paused = await send([clientToolReturn(paused.callId, 'again')]);
+      chain = await eventually(
+        () => continueAsNewChain(temporalClient, workflowId),
+        (runs) => runs.at(-1)!.events.at(-1)?.workflowTaskCompletedEventAttributes !== undefined,
+      );
+    }
+    // The continued run as it started, run again while no worker polls, and cancelled at once.
+    const input = startInput<AgentTurnInput>(chain.at(-1)!.events);
+    const { taskQueue } = (await temporalClient.workflow.getHandle(workflowId).describe()) as {
+      taskQueue: string;
+    };
+    await server.stop();
+    await temporalClient.workflow
+      .getHandle(workflowId)
+      .terminate('run again, cancelled before its first task');
+    const rerun = await temporalClient.workflow.start('agentTurn', { workflowId, taskQueue, args: [input] });
+    await rerun.cancel();
+
+    server = await startServer(testConfig(env), silentLogger());
+    try {
+      const result = (await rerun.result()) as AgentTurnResult;
+      expect(result.stopReason).toBe('cancelled');
+      const again = new Letta({ baseURL: server.url!, apiKey: 'unused', maxRetries: 0 });
+      expect(await again.runs.retrieve(paused.runId)).toMatchObject({ status: 'cancelled' });
+      const returns = (await again.agents.messages.list(agent.id, { order: 'asc', limit: 1000 }))
+        .getPaginatedItems()
+        .filter((m) => m.message_type === 'tool_return_message')
+        .map((m) => m as { tool_call_id: string; status: string });
+      expect(returns.at(-1)).toMatchObject({ tool_call_id: paused.callId, status: 'error' });
+    } finally {
+      await server.stop();
+      await connection.close();
+    }
+  }, 180_000);
 });

@@ -201,9 +201,7 @@ const requestOf = async (turn: Turn, input: AgentTurnInput): Promise<Request> =>
   maxSteps: input.continued?.maxSteps ?? input.limits.maxSteps,
   clientTools: input.clientTools ?? [],
   streamTokens: input.streamTokens,
-  context:
-    input.context ??
-    (await turn.acts.run.loadTurnContext({ agentId: input.agentId, digest: input.contextDigest! })),
+  context: input.context ?? (await loadContext(turn, input.contextDigest!)),
   contextDigest: input.contextDigest,
 });
 
@@ -508,9 +506,16 @@ async function resumedBy(turn: Turn, current: Request, answer: ApprovalAnswered)
   const request = { runId: answer.runId, maxSteps: turn.limits.maxSteps, clientTools: [], answer };
   if (context) return { ...request, context, contextDigest };
   if (contextDigest === current.contextDigest) return { ...request, context: current.context, contextDigest };
-  const loaded = await turn.acts.run.loadTurnContext({ agentId: turn.agentId, digest: contextDigest! });
-  return { ...request, context: loaded, contextDigest };
+  return { ...request, context: await loadContext(turn, contextDigest!), contextDigest };
 }
+
+/**
+ * A request's tools and rules, stored under `digest`. Loaded whatever a cancel: a turn cancelled as it
+ * starts (a cancel that reaches a continued run in its first task) still needs them to end its run as
+ * cancelled, which the cancel then does.
+ */
+const loadContext = (turn: Turn, digest: string) =>
+  CancellationScope.nonCancellable(() => turn.acts.run.loadTurnContext({ agentId: turn.agentId, digest }));
 
 /**
  * The turn goes on in a new run of its workflow (same workflow id, so the API's signals, cancels and

@@ -2,7 +2,7 @@ import { assertToolCallsPaired } from '../src/agent/history-invariant';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { newId } from '../src/ids';
 import type { ChatMessage } from '../src/llm/types';
-import { useTestDatabase } from './helpers/postgres';
+import { useTestDatabase } from './helpers/test-database';
 import { agentWithRun } from './helpers/runs';
 
 const call = (id: string) => ({ id, name: 'echo', arguments: '{}' });

@@ -2,7 +2,7 @@ import type { Queryable } from '../src/db';
 import { insertMessage, resetHistory, setContextWindow } from '../src/db/messages';
 import { readTranscript, TranscriptCache } from '../src/db/transcripts';
 import { newId } from '../src/ids';
-import { useTestDatabase } from './helpers/postgres';
+import { useTestDatabase } from './helpers/test-database';
 import { agentWithRun } from './helpers/runs';
 
 /**

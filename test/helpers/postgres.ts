@@ -1,7 +1,5 @@
 import pg from 'pg';
-import { openDatabase, type Database } from '../../src/db';
-import { ensureBuiltinTools } from '../../src/tools/builtin';
-import { silentLogger, testConfig, testDatabaseUrl, uniqueSuffix } from './env';
+import { testDatabaseUrl, uniqueSuffix } from './env';
 
 export interface TestSchema {
   name: string;
@@ -27,23 +25,4 @@ async function adminQuery(sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-/**
- * For a describe block: a migrated database on a fresh schema, with Letta's built-in tools (`db`, once
- * its tests run); closed and dropped after them.
- */
-export function useTestDatabase(): { db: Database } {
-  const harness = {} as { db: Database };
-  let schema: TestSchema | undefined;
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    harness.db = await openDatabase(testConfig({ DATABASE_URL: schema.url }), silentLogger());
-    await ensureBuiltinTools(harness.db);
-  });
-  afterAll(async () => {
-    await harness.db?.close();
-    await schema?.drop();
-  });
-  return harness;
 }

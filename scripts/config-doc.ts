@@ -17,6 +17,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'PORT',
       'HOST',
       'LETTA_PUBLIC_URL',
+      'API_FORWARD_RETRY_MS',
       'LETTA_SERVER_PASSWORD',
       'ALLOWED_HOSTS',
       'CORS_ORIGINS',

@@ -131,6 +131,11 @@ export const ConfigSchema = z.object({
     .describe(
       "the API's URL as sandboxes reach it (E2B, Modal, or a local sandbox with the network): sandboxed tools get it as `LETTA_BASE_URL` with a token for their call; in a worker-only process, where local sandboxes without the network reach the API too (through their bridge). Unset: a local sandbox with the network gets this server's own address, remote sandboxes and a worker's sandboxes without the network get no client",
     ),
+  API_FORWARD_RETRY_MS: milliseconds
+    .default(30_000)
+    .describe(
+      "in a worker-only process: how long a sandboxed tool's request to the API at `LETTA_PUBLIC_URL` is sent again while no API listens there (the API's replicas restarting in a deploy), before the tool gets a 502",
+    ),
   HOST: z
     .string()
     .min(1)

@@ -192,7 +192,11 @@ export async function startServer(
     if (role === 'worker') localApi.fail();
     const socketListener =
       role === 'worker'
-        ? config.LETTA_PUBLIC_URL && forwardingToApi(config.LETTA_PUBLIC_URL)
+        ? config.LETTA_PUBLIC_URL &&
+          forwardingToApi(config.LETTA_PUBLIC_URL, {
+            retryMs: config.API_FORWARD_RETRY_MS,
+            maxBodyBytes: config.MAX_REQUEST_BODY_BYTES,
+          })
         : tokensOnly(localApi.listener);
     let apiSocket: string | undefined;
     if (socketListener) {

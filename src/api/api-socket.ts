@@ -19,8 +19,23 @@ import { closeServer, listen } from './http-server';
 const answer = (res: http.ServerResponse, status: number, detail: string) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ detail }));
 
-/** Forwards requests bearing a scoped access token to the API at `apiUrl`, path prefix kept. */
-export function forwardingToApi(apiUrl: string): http.RequestListener {
+/** How a worker-only process forwards its sandboxes' requests to the API. */
+export interface ForwardingOptions {
+  /** How long a request finds no API listening (one restarting in a deploy) before it is answered 502. */
+  retryMs: number;
+  /** The largest body forwarded (the API's own limit): it is held, to be sent again. */
+  maxBodyBytes: number;
+}
+
+/** Connection errors of a request no API took: nothing of it was sent, so sending it again is safe. */
+const NOT_TAKEN = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Forwards requests bearing a scoped access token to the API at `apiUrl`, path prefix kept. A request
+ * that finds no API listening is sent again until one does, for up to `retryMs`: a tool's call to the
+ * API outlives a deploy of the API's replicas, as the tool's own call outlives a deploy of the workers.
+ */
+export function forwardingToApi(apiUrl: string, options: ForwardingOptions): http.RequestListener {
   const base = new URL(apiUrl);
   const prefix = base.pathname.replace(/\/$/, '');
   const transport = base.protocol === 'https:' ? https : http;
@@ -28,20 +43,43 @@ export function forwardingToApi(apiUrl: string): http.RequestListener {
     const bearer = bearerOf(req);
     if (!bearer || !isAccessToken(bearer)) return answer(res, 401, 'Unauthorized');
     const { 'x-bare-password': _password, ...headers } = req.headers;
-    const upstream = transport.request(
-      new URL(prefix + (req.url ?? '/'), base),
-      { method: req.method, headers: { ...headers, host: base.host } },
-      (reply) => {
-        res.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(res);
-      },
+    const deadline = Date.now() + options.retryMs;
+    const send = (body: Buffer, delayMs = 100) => {
+      const upstream = transport.request(
+        new URL(prefix + (req.url ?? '/'), base),
+        { method: req.method, headers: { ...headers, host: base.host } },
+        (reply) => {
+          res.writeHead(reply.statusCode ?? 502, reply.headers);
+          reply.pipe(res);
+        },
+      );
+      upstream.on('error', (error: NodeJS.ErrnoException) => {
+        if (NOT_TAKEN.has(error.code ?? '') && Date.now() + delayMs < deadline && !res.destroyed)
+          return void setTimeout(() => send(body, Math.min(delayMs * 2, 2_000)), delayMs);
+        if (res.headersSent) res.destroy(error);
+        else answer(res, 502, `The API at LETTA_PUBLIC_URL did not answer: ${error.message}`);
+      });
+      upstream.end(body);
+    };
+    void bodyOf(req, options.maxBodyBytes).then(
+      (body) => (body ? send(body) : answer(res, 413, 'Request body too large')),
+      () => res.destroy(),
     );
-    upstream.on('error', (error) => {
-      if (res.headersSent) res.destroy(error);
-      else answer(res, 502, `The API at LETTA_PUBLIC_URL did not answer: ${error.message}`);
-    });
-    req.pipe(upstream);
   };
+}
+
+/** A request's body, or none when it is larger than `maxBytes`. */
+function bodyOf(req: http.IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(size <= maxBytes ? Buffer.concat(chunks) : undefined));
+    req.on('error', reject);
+  });
 }
 
 /**

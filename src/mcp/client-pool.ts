@@ -198,31 +198,35 @@ export class McpClientPool {
     args: Record<string, unknown>,
     options: McpCallOptions,
   ): Promise<McpCallOutcome> {
-    return this.using(server, async (client) => {
-      this.schemas.get(client)?.set(name, options.inputSchema);
-      if (isModernClient(client)) return this.callThroughInputs(client, { name, arguments: args }, options);
-      if (options.taskId || runsAsTask(client, options.taskSupport)) {
-        const { taskPollMs: pollMs, timeouts } = this.options;
-        const asTask = { ...options, pollMs, cancelTimeoutMs: timeouts.connectMs };
-        return { result: await callToolAsTask(client, name, args, asTask) };
-      }
-      const flight = new CallInFlight(options.elicitation);
-      const abort = new AbortController();
-      const pauses = options.elicitation && 'pauseAs' in options.elicitation;
-      const call = client.request(
-        { method: 'tools/call', params: { name, arguments: args, ...callIdMeta(options.callId) } },
-        CallToolResultSchema,
-        {
-          // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
-          timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
-          signal: abort.signal,
-          onprogress: options.onProgress,
-          onresumptiontoken: (token) => noteToken(client, flight, token),
-        },
-      );
-      track(client, flight, call);
-      return this.follow({ flight, call, abort }, name, options);
-    });
+    return this.using(
+      server,
+      async (client) => {
+        this.schemas.get(client)?.set(name, options.inputSchema);
+        if (isModernClient(client)) return this.callThroughInputs(client, { name, arguments: args }, options);
+        if (options.taskId || runsAsTask(client, options.taskSupport)) {
+          const { taskPollMs: pollMs, timeouts } = this.options;
+          const asTask = { ...options, pollMs, cancelTimeoutMs: timeouts.connectMs };
+          return { result: await callToolAsTask(client, name, args, asTask) };
+        }
+        const flight = new CallInFlight(options.elicitation);
+        const abort = new AbortController();
+        const pauses = options.elicitation && 'pauseAs' in options.elicitation;
+        const call = client.request(
+          { method: 'tools/call', params: { name, arguments: args, ...callIdMeta(options.callId) } },
+          CallToolResultSchema,
+          {
+            // A paused call waits for its answer as long as a pause is held, past the tool's own timeout.
+            timeout: options.timeoutMs + (pauses ? this.options.elicitationHoldMs : 0),
+            signal: abort.signal,
+            onprogress: options.onProgress,
+            onresumptiontoken: (token) => noteToken(client, flight, token),
+          },
+        );
+        track(client, flight, call);
+        return this.follow({ flight, call, abort }, name, options);
+      },
+      options.signal,
+    );
   }
 
   /**
@@ -238,10 +242,14 @@ export class McpClientPool {
   ): Promise<McpCallOutcome> {
     const next = continueRound(call, round, options.elicitation);
     if ('pending' in next) return next;
-    return this.using(server, async (client) => {
-      this.schemas.get(client)?.set(call.name, options.inputSchema);
-      return this.callThroughInputs(client, next.params, options);
-    });
+    return this.using(
+      server,
+      async (client) => {
+        this.schemas.get(client)?.set(call.name, options.inputSchema);
+        return this.callThroughInputs(client, next.params, options);
+      },
+      options.signal,
+    );
   }
 
   private callThroughInputs(client: Client, first: ToolCallParams, options: McpCallOptions) {
@@ -396,14 +404,18 @@ export class McpClientPool {
     await Promise.all([...this.entries.keys()].map((slot) => this.dropSlot(slot)));
   }
 
-  /** Runs `work` on the server's client; a failure other than a timeout drops the client. */
   /**
-   * Runs `work` on the server's client; a failure other than a timeout drops the client. A server
-   * that let a client connect without OAuth and refuses a request (one that asks for a token past
-   * `initialize`) is connected to again with OAuth, and `work` runs once more: the refused request did
-   * nothing.
+   * Runs `work` on the server's client; a failure other than a timeout or the caller's own abort
+   * (`signal`: its run cancelled, its worker stopping) drops the client, whose other calls in flight,
+   * other runs', must not fail with a cancelled one. A server that let a client connect without OAuth
+   * and refuses a request (one that asks for a token past `initialize`) is connected to again with
+   * OAuth, and `work` runs once more: the refused request did nothing.
    */
-  private async using<T>(server: McpServerRef, work: (client: Client) => Promise<T>): Promise<T> {
+  private async using<T>(
+    server: McpServerRef,
+    work: (client: Client) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     const client = await this.client(server);
     try {
       return await work(client);
@@ -414,7 +426,7 @@ export class McpClientPool {
         return this.using(server, work);
       }
       if (isAuthFailure(error)) throw new McpAuthError((error as Error).message);
-      if (!(error instanceof McpTimeoutError)) this.forget(slotOf(server), client);
+      if (!(error instanceof McpTimeoutError) && !signal?.aborted) this.forget(slotOf(server), client);
       throw error;
     }
   }

@@ -7,9 +7,7 @@
  * attempt whose worker died.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-
-/** The type of the failure an interrupted attempt ends with. */
-export const ATTEMPT_INTERRUPTED = 'AttemptInterrupted';
+import { ATTEMPT_INTERRUPTED } from '../contracts/errors';
 
 /** Whether the attempt was stopped by a person's cancel of its run. */
 export function cancelledByPerson(context = Context.current()): boolean {

@@ -14,3 +14,9 @@ export const LLM_API_ERROR = 'LlmApiError';
 
 /** A scheduled message its agent refuses (deleted, or its input invalid): its firing is not retried. */
 export const SCHEDULED_MESSAGE_REFUSED = 'ScheduledMessageRefused';
+
+/**
+ * An activity attempt cut short by its process stopping (its worker's grace ended: activities/
+ * interruption.ts). Not a failure of the call: past its retries, the turn schedules it again.
+ */
+export const ATTEMPT_INTERRUPTED = 'AttemptInterrupted';

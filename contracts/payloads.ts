@@ -208,6 +208,12 @@ export interface AgentTurnLimits {
   modelRetryInitialMs: number;
   toolTimeoutMs: number;
   toolMaxAttempts: number;
+  /**
+   * How many times running a model or tool call's activity again may follow its last attempt's being
+   * cut short by its process stopping (ACTIVITY_MAX_INTERRUPTIONS): a stop is no failure of the call,
+   * and must not use up its attempts. Turns started before it have none: 10.
+   */
+  maxInterruptions?: number;
   /** A model or tool activity that stops heartbeating this long (its worker died) is retried. */
   heartbeatTimeoutMs: number;
   /** How long an MCP tool call may take (unless the tool sets its own), and connecting to its server. */

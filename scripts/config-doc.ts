@@ -107,6 +107,7 @@ export const GROUPS: { title: string; intro?: string; names: Name[] }[] = [
       'ACTIVITY_HEARTBEAT_TIMEOUT_MS',
       'TOOL_TIMEOUT_MS',
       'TOOL_MAX_ATTEMPTS',
+      'ACTIVITY_MAX_INTERRUPTIONS',
       'TOOL_RETURN_IMAGE_MAX_BYTES',
       'AGENT_MESSAGE_TIMEOUT_MS',
       'AGENT_MESSAGE_LOOK_MS',

@@ -499,6 +499,14 @@ export const ConfigSchema = z.object({
     .min(1)
     .default(3)
     .describe("attempts of a tool activity whose infrastructure failed (a tool's own error is a result)"),
+  ACTIVITY_MAX_INTERRUPTIONS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10)
+    .describe(
+      "how many times in a row a model or tool call whose last attempt was cut short by its process stopping (a deploy past `SHUTDOWN_GRACE_MS`, a crash: not the call's failure) is run again, beyond `MODEL_MAX_ATTEMPTS` and `TOOL_MAX_ATTEMPTS`",
+    ),
   TOOL_RETURN_IMAGE_MAX_BYTES: z.coerce
     .number()
     .int()

@@ -374,6 +374,30 @@ describe('stopping the server while calls run', () => {
   it('takes over the calls a kill -9 left, as it does those a shutdown cut short', async () => {
     await expectTakeovers((running) => killProcess(running, 'SIGKILL'));
   }, 300_000);
+
+  it('runs a call again however often its process stops under it: a stop uses up none of its attempts', async () => {
+    await killProcess(server!, 'SIGTERM');
+    env = { ...env, TOOL_MAX_ATTEMPTS: '1' };
+    await restart();
+    const before = mcp.calls.length;
+    const run = await startRun('slow_read', { ms: 6_000 });
+    // Killed twice under the call, each time after its latest attempt started: two interruptions, on
+    // a call allowed one attempt.
+    for (const starts of [1, 2]) {
+      await eventually(
+        async () => mcp.calls.length - before,
+        (n) => n === starts,
+        60_000,
+      );
+      await killProcess(server!, 'SIGKILL');
+      await restart();
+    }
+    const end = await endOf(run);
+    expect(end.returns).toEqual([
+      expect.objectContaining({ status: 'success', tool_return: 'slow_read done' }),
+    ]);
+    expect(mcp.calls.filter((call) => call.callId === end.callId)).toHaveLength(3);
+  }, 300_000);
 });
 
 describe('a closed terminal (SIGHUP)', () => {

@@ -12,11 +12,13 @@ import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { toFile } from '@letta-ai/letta-client';
+import Letta, { toFile } from '@letta-ai/letta-client';
 import type { LettaResponse } from '@letta-ai/letta-client/resources/agents/messages';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import pg from 'pg';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { useAgentServer, useContinuingAgentServer } from './helpers/agent-server';
@@ -31,8 +33,11 @@ import {
   type HistoryEntry,
 } from './helpers/histories';
 import { shows, type Branch } from './helpers/history-branches';
-import { startElicitServer, startHttpEverything } from './helpers/mcp-servers';
-import { killProcess } from './helpers/server-processes';
+import { startCountingMcpServer, startElicitServer, startHttpEverything } from './helpers/mcp-servers';
+import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
+import { testTemporalAddress } from './helpers/env';
+import { createTestSchema } from './helpers/postgres';
+import { startOpenAiStub } from './helpers/openai-stub';
 import {
   continueAsNewChain,
   localActivityTypes,
@@ -1257,5 +1262,77 @@ const CONTINUING = ['step-continued-as-new', 'step-continued-mid-request', 'sess
       cancelling.events,
       ['session-cancels-turn-by-workflow-id', 'session-steps'],
     );
+  });
+});
+
+/**
+ * A turn whose tool call's worker died under it on the call's last attempt: the server as a process of
+ * its own (TOOL_MAX_ATTEMPTS=1), killed while its MCP call runs and started again, runs the call again
+ * rather than ending it as failed.
+ */
+describe('recording the replay corpus: a server killed under a call', () => {
+  record('step-interrupted-call-run-again', async () => {
+    const schema = await createTestSchema();
+    const stub = await startOpenAiStub();
+    const mcp = await startCountingMcpServer();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-record-'));
+    const env = await serverProcessEnv({
+      dataDir,
+      databaseUrl: schema.url,
+      temporalAddress: testTemporalAddress(),
+      openAiBaseUrl: stub.baseURL,
+      extra: { TOOL_MAX_ATTEMPTS: '1', ACTIVITY_HEARTBEAT_TIMEOUT_MS: '2000' },
+    });
+    let server = await startApiProcess(env, 'all');
+    const connection = await Connection.connect({ address: testTemporalAddress() });
+    try {
+      const client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
+      const registered = await client.mcpServers.create({
+        server_name: 'counting',
+        config: { mcp_server_type: 'streamable_http', server_url: mcp.url } as never,
+      });
+      const read = (await client.mcpServers.tools.list(registered.id!)).find((t) => t.name === 'slow_read')!;
+      stub.setDefault((request) =>
+        request.messages.some((m) => m.role === 'tool')
+          ? { text: 'Read.' }
+          : { toolCalls: [{ name: 'slow_read', arguments: { ms: 4_000 } }] },
+      );
+      const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [read.id!] });
+      const run = await client.agents.messages.createAsync(agent.id, {
+        messages: [{ role: 'user', content: 'Read slowly' }],
+      });
+      await eventually(
+        async () => mcp.calls.length,
+        (n) => n === 1,
+      );
+      await killProcess(server, 'SIGKILL');
+      server = await startApiProcess(env, 'all');
+      const ended = await eventually(
+        () => client.runs.retrieve(run.id),
+        (r) => r.status === 'completed',
+        60_000,
+      );
+      expect(ended.stop_reason).toBe('end_turn');
+      const db = new pg.Client({ connectionString: schema.url });
+      await db.connect();
+      const { rows } = await db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [
+        run.id,
+      ]);
+      await db.end();
+      const history = await new Client({ connection }).workflow.getHandle(rows[0].workflow_id).fetchHistory();
+      await save(
+        'step-interrupted-call-run-again',
+        'completed (end_turn): model → an MCP call (slow_read, idempotent) whose server was killed under its one attempt (TOOL_MAX_ATTEMPTS=1): the heartbeat timeout ended the activity, the turn scheduled it again, the call taken over and run again → model',
+        history.events ?? [],
+        ['step-interrupted-call-run-again', 'step-end-turn'],
+      );
+    } finally {
+      await killProcess(server, 'SIGKILL');
+      await connection.close();
+      await mcp.close();
+      await stub.close();
+      await schema.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

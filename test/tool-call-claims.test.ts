@@ -11,7 +11,7 @@ import type { ToolCallInput } from '../contracts/payloads';
 import { interruptedText, toolCallActivity, type ToolExecutor } from '../activities/tool-call';
 import { runActivities } from '../activities/run';
 import type { ActivityDeps } from '../activities/deps';
-import { ATTEMPT_INTERRUPTED } from '../activities/interruption';
+import { ATTEMPT_INTERRUPTED } from '../contracts/errors';
 import { unpackageFunctionResponse } from '../src/agent/tool-returns';
 import { openDatabase, type Database } from '../src/db';
 import { readToolCall } from '../src/db/tool-calls';

@@ -24,6 +24,7 @@ import {
 } from '@temporalio/workflow';
 import type {
   AgentTurnError,
+  CallModelInput,
   AgentTurnInput,
   AgentTurnLimits,
   AgentTurnResult,
@@ -57,6 +58,7 @@ import {
   type ToolCallRecord,
 } from '../contracts/tool-rules';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
+import { throughInterruptions } from './interrupted-activities';
 import { tellWaiter } from './agent-message-call';
 import { runsOnClient, withClientTools, type ToolCallRequest } from './tool-calls';
 
@@ -292,25 +294,25 @@ async function runStep(
   const pausing = pausingTools(request);
 
   setCurrentDetails(`Waiting for the model (step ${step + 1})`);
-  const reply: StepReply = await acts.model.callModel.executeWithOptions(
-    { ...acts.modelOptions, summary: `model ${context.model}` },
-    [
-      {
-        agentId,
-        runId,
-        step,
-        allowedTools: allowed,
-        toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
-        parallelToolCalls: context.parallelToolCalls,
-        approvalTools: pausing,
-        approvalRules: approvalRules(rules),
-        pendingToolCallIds: outcome.pendingToolCallIds,
-        followUpsFrom: outcome.followUpsFrom,
-        requestUsage: outcome.usage,
-        streamTokens: request.streamTokens,
-        endsRunWhenFinal: !alertsIfFinal && patched(MODEL_CALL_ENDS_RUN),
-      },
-    ],
+  const modelCall: CallModelInput = {
+    agentId,
+    runId,
+    step,
+    allowedTools: allowed,
+    toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
+    parallelToolCalls: context.parallelToolCalls,
+    approvalTools: pausing,
+    approvalRules: approvalRules(rules),
+    pendingToolCallIds: outcome.pendingToolCallIds,
+    followUpsFrom: outcome.followUpsFrom,
+    requestUsage: outcome.usage,
+    streamTokens: request.streamTokens,
+    endsRunWhenFinal: !alertsIfFinal && patched(MODEL_CALL_ENDS_RUN),
+  };
+  const reply: StepReply = await throughInterruptions(turn.limits.maxInterruptions, () =>
+    acts.model.callModel.executeWithOptions({ ...acts.modelOptions, summary: `model ${context.model}` }, [
+      modelCall,
+    ]),
   );
   turn.calledModel = true;
   outcome.usage = addUsage(outcome.usage, reply.usage);

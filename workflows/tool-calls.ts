@@ -33,6 +33,7 @@ import type {
   ToolMode,
   ToolOutcome,
 } from '../contracts/payloads';
+import { throughInterruptions } from './interrupted-activities';
 import type { Workflows } from '../contracts/workflows';
 import { agentIdKey, runIdKey } from '../contracts/search-attributes';
 
@@ -193,9 +194,11 @@ export function toolCaller(
       ]);
     }
     const taskQueue = row.queue && queues[row.queue];
-    return remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
-      input,
-    ]);
+    return throughInterruptions(limits.maxInterruptions, () =>
+      remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
+        input,
+      ]),
+    );
   };
   /** The call as a child workflow of the turn (`<turn's id>/<tool call id>`), listed with its agent and run. */
   const runChild = (type: 'agentMessageCall', input: ToolCallInput, summary: string) =>

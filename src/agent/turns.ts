@@ -200,6 +200,7 @@ function turnLimits(config: TurnServices['config'], maxSteps: number): AgentTurn
     modelRetryInitialMs: config.MODEL_RETRY_INITIAL_MS,
     toolTimeoutMs: config.TOOL_TIMEOUT_MS,
     toolMaxAttempts: config.TOOL_MAX_ATTEMPTS,
+    maxInterruptions: config.ACTIVITY_MAX_INTERRUPTIONS,
     heartbeatTimeoutMs: config.ACTIVITY_HEARTBEAT_TIMEOUT_MS,
     mcpCallTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
     mcpConnectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,

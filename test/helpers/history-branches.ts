@@ -211,6 +211,26 @@ function elicitationPause(events: Events): boolean {
 }
 
 /**
+ * A tool call's activity whose last attempt was interrupted (it timed out on its heartbeat: its worker
+ * died under it), run again behind the `run-interrupted-activities-again` patch: the same tool's
+ * activity scheduled after it, the call's claim then taken over (workflows/interrupted-activities.ts).
+ */
+function interruptedCallRunAgain(events: Events): boolean {
+  const patch = patchMarker(events, 'run-interrupted-activities-again');
+  if (!patch) return false;
+  const calls = toolCalls(events);
+  return calls.some((call, i) => {
+    const timedOut = closeOf(events, call.eventId)?.activityTaskTimedOutEventAttributes;
+    const heartbeat =
+      timedOut?.failure?.timeoutFailureInfo?.timeoutType ===
+      temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT;
+    return (
+      heartbeat && calls.slice(i + 1).some((next) => next.type === call.type && next.eventId > idOf(patch))
+    );
+  });
+}
+
+/**
  * A tool call whose activity failed after its last attempt: the turn refuses the call with the failure
  * as its result (rejectToolCall, the next local activity after the failure) and goes on.
  */
@@ -320,6 +340,7 @@ export const BRANCHES = {
   'step-rejected-call': (events) => turn(events) && localActivityTypes(events).includes('rejectToolCall'),
   'step-mid-tool-call': (events) => turn(events) && callRunning(events),
   'step-heartbeating-call': (events) => turn(events) && heartbeatingCall(events),
+  'step-interrupted-call-run-again': (events) => turn(events) && interruptedCallRunAgain(events),
   'step-paused': (events) =>
     turn(events) && !completed(events) && stopReasonOf(events) === 'requires_approval',
   'step-approval-answered': (events) =>

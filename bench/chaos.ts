@@ -16,7 +16,7 @@
  *   again (ToolCallInterrupted); nothing else changes because a process stopped.
  *
  * Needs PostgreSQL at DATABASE_URL (scripts/setup-postgres.sh), the Temporal CLI and bubblewrap, as the
- * tests do; writes bench/chaos.json and exits 1 when anything above does not hold.
+ * tests do; writes bench/chaos.json (CHAOS_OUT) and exits 1 when anything above does not hold.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,9 +37,12 @@ import {
   startWorkerProcess,
 } from '../test/helpers/server-processes';
 import type { StartedProcess } from '../test/helpers/process';
-import { startChaosMcp, type ChaosMcp } from './chaos-mcp';
+import { startCountingMcpServer } from '../test/helpers/mcp-servers';
 
 const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+/** Where the figures go (CHAOS_OUT). */
+const OUT = path.resolve(projectRoot, process.env.CHAOS_OUT ?? 'bench/chaos.json');
 
 const SETTINGS = {
   runs: numberSetting('CHAOS_RUNS', 1000),
@@ -52,6 +55,8 @@ const SETTINGS = {
   faultMaxMs: numberSetting('CHAOS_FAULT_MAX_MS', 6000),
   /** How long a stopping worker lets its calls finish: shorter than the longest call, so some are cut. */
   graceMs: numberSetting('CHAOS_GRACE_MS', 3000),
+  /** The share of a worker's faults that are kill -9 (a crash); the others are SIGTERM (a deploy). */
+  killShare: numberSetting('CHAOS_KILL_SHARE', 0.5),
   heartbeatTimeoutMs: numberSetting('CHAOS_HEARTBEAT_TIMEOUT_MS', 5000),
   /** A run that has not ended this long after it was sent is stuck. */
   runDeadlineMs: numberSetting('CHAOS_RUN_DEADLINE_MS', 600_000),
@@ -132,7 +137,7 @@ interface Infra {
   temporal: Awaited<ReturnType<typeof startTemporalServer>>['server'];
   schema: Awaited<ReturnType<typeof createTestSchema>>;
   stub: OpenAiStub;
-  mcp: ChaosMcp;
+  mcp: Awaited<ReturnType<typeof startCountingMcpServer>>;
 }
 
 /** The API and the two workers, started again after each fault. */
@@ -149,7 +154,7 @@ class Cluster {
 
   /** Stops worker `i` as a deploy or a crash would, and starts it again after a moment. */
   async faultWorker(i: number) {
-    const signal = random() < 0.5 ? 'SIGTERM' : 'SIGKILL';
+    const signal = random() < SETTINGS.killShare ? 'SIGKILL' : 'SIGTERM';
     await killProcess(this.workers[i], signal);
     this.faults[signal === 'SIGTERM' ? 'worker_sigterm' : 'worker_sigkill']++;
     await sleep(between(500, 3000));
@@ -209,7 +214,7 @@ interface Agents {
   recipients: string[];
 }
 
-async function setUp(client: Letta, baseUrl: string, mcp: ChaosMcp): Promise<Agents> {
+async function setUp(client: Letta, baseUrl: string, mcp: Infra['mcp']): Promise<Agents> {
   // Every sandboxed tool gets the official client, which the sleeper notes its starts with.
   const configured = await fetch(`${baseUrl}/v1/sandbox-config/local`, {
     method: 'POST',
@@ -220,7 +225,7 @@ async function setUp(client: Letta, baseUrl: string, mcp: ChaosMcp): Promise<Age
   const sleeper = await client.tools.upsert({ source_code: sleeperSource('chaos_sleep') });
   const idempotent = await client.tools.upsert({
     source_code: sleeperSource('chaos_sleep_idempotent'),
-    metadata: { idempotent: true },
+    metadata_: { idempotent: true },
   } as never);
   const server = await client.mcpServers.create({
     server_name: 'chaos',
@@ -232,8 +237,8 @@ async function setUp(client: Letta, baseUrl: string, mcp: ChaosMcp): Promise<Age
   const toolsOf: Record<Kind, string[]> = {
     sandbox: [sleeper.id],
     sandbox_idempotent: [idempotent.id],
-    mcp_write: [mcpTool('chaos_write')],
-    mcp_read: [mcpTool('chaos_read')],
+    mcp_write: [mcpTool('slow_write')],
+    mcp_read: [mcpTool('slow_read')],
     agent_message: [],
     paused: [],
   };
@@ -268,9 +273,9 @@ function scriptFor(kind: Kind, agents: Agents): Script {
     case 'sandbox_idempotent':
       return { tool: 'chaos_sleep_idempotent', args: { ms } };
     case 'mcp_write':
-      return { tool: 'chaos_write', args: { ms } };
+      return { tool: 'slow_write', args: { ms } };
     case 'mcp_read':
-      return { tool: 'chaos_read', args: { ms } };
+      return { tool: 'slow_read', args: { ms } };
     case 'agent_message': {
       const other = agents.recipients[between(0, agents.recipients.length - 1)];
       const message = `CHAOSREPLY after ${between(100, SETTINGS.callMs / 2)} ms`;
@@ -429,7 +434,8 @@ async function takeovers(databaseUrl: string): Promise<Map<string, number>> {
   }
 }
 
-const INTERRUPTED = /interrupted/i;
+/** The answer of a takeover that did not run its tool again (activities/tool-call.ts interruptedText). */
+const INTERRUPTED = /ToolCallInterrupted/;
 
 function verdict(
   outcomes: RunOutcome[],
@@ -479,7 +485,7 @@ async function startInfra(): Promise<Infra> {
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
   scriptedModel(stub);
-  const mcp = await startChaosMcp();
+  const mcp = await startCountingMcpServer();
   return { dataDir, temporal, schema, stub, mcp };
 }
 
@@ -509,7 +515,9 @@ async function main() {
     const outcomes = await drive(client, agents);
     await faults.stop();
     const returns = await returnsOf(client, outcomes);
-    const starts = new Map([...(await sandboxStarts(client, agents)), ...infra.mcp.starts]);
+    const starts = await sandboxStarts(client, agents);
+    for (const { callId } of infra.mcp.calls)
+      if (typeof callId === 'string') starts.set(callId, (starts.get(callId) ?? 0) + 1);
     const figures = verdict(outcomes, returns, starts, await takeovers(infra.schema.url));
     result = {
       date: new Date().toISOString().slice(0, 10),
@@ -517,7 +525,7 @@ async function main() {
       faults: cluster.faults,
       seconds: Math.round((Date.now() - began) / 1000),
       ...figures,
-      mcp_calls_without_key: infra.mcp.keyless,
+      mcp_calls_without_key: infra.mcp.calls.filter((call) => typeof call.callId !== 'string').length,
     };
   } finally {
     await cluster.stop().catch(() => undefined);
@@ -526,7 +534,7 @@ async function main() {
     await infra.temporal.stop();
     await infra.schema.drop();
   }
-  fs.writeFileSync(path.join(projectRoot, 'bench', 'chaos.json'), `${JSON.stringify(result, null, 2)}\n`);
+  fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
   console.log(JSON.stringify(result, null, 2));
   const otherErrors = (result.tool_returns as { other_errors?: number } | undefined)?.other_errors;
   const held =

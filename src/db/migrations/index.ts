@@ -36,8 +36,8 @@ import { mcpOauthIdentities } from './0030-mcp-oauth-identities';
 import { traceSpans } from './0031-trace-spans';
 import { toolReturnParts } from './0032-tool-return-parts';
 import { toolCallTakeovers } from './0033-tool-call-takeovers';
-import { workerBuilds } from './0035-worker-builds';
 import { requestParts } from './0034-request-parts';
+import { workerBuilds } from './0035-worker-builds';
 
 export const migrations: Migration[] = [
   initial,
@@ -73,6 +73,6 @@ export const migrations: Migration[] = [
   traceSpans,
   toolReturnParts,
   toolCallTakeovers,
-  workerBuilds,
   requestParts,
+  workerBuilds,
 ];

@@ -16,8 +16,8 @@ import {
   type ApprovalAnswer,
 } from '../src/agent/approvals';
 import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
-import { packageFunctionResponse } from '../src/agent/tool-returns';
-import type { ReturnPart } from '../src/agent/return-parts';
+import { packageFunctionResponse } from '../src/returns/tool-returns';
+import type { ReturnPart } from '../src/returns/return-parts';
 import { resolveTurnContext } from '../src/agent/turn-context';
 import { storeRequestPart } from '../src/db/request-parts';
 import type { ActivityDeps } from './deps';

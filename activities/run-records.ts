@@ -4,7 +4,7 @@ import { getMessage, insertMessage, messageOfToolCall } from '../src/db/messages
 import type { FollowUp } from '../src/agent/approvals';
 import { toolExecutions } from '../src/db/tool-executions';
 import type { InputMessage } from '../src/db/rows';
-import { packageFunctionResponse } from '../src/agent/tool-returns';
+import { packageFunctionResponse } from '../src/returns/tool-returns';
 import type { Queryable } from '../src/db';
 import type { RunUsage } from '../contracts/payloads';
 
@@ -20,7 +20,7 @@ export const usageRecord = (usage: RunUsage) => ({
 
 /**
  * The return of a call that never finished: its run was cancelled, or failed, while it ran. Every call
- * gets a return all the same, or the history would break its invariant (src/agent/history-invariant.ts).
+ * gets a return all the same, or the history would break its invariant (src/memory/history-invariant.ts).
  */
 const unfinished = () =>
   ({

@@ -56,7 +56,7 @@ import { environmentsReport } from './sandbox/install-process';
 import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
-import { toolApiAccess } from './tools/tool-api-access';
+import { toolApiAccess } from './access/tool-api-access';
 import { flushTracing, installTracing } from './observability/tracing';
 import { storeSpans } from './observability/span-store';
 import { clientInterceptors } from './observability/temporal';

@@ -23,7 +23,7 @@ import {
   limitImages,
   returnOfParts,
   type ReturnPart,
-} from './return-parts';
+} from '../returns/return-parts';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';

@@ -54,7 +54,7 @@ import {
 } from './approvals';
 import { lockPendingApproval } from '../db/conversations';
 import type { ApprovalRecord, Answerer } from '../db/approval-requests';
-import { noteIds } from '../observability/ids';
+import { noteIds } from '../context-ids';
 
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {

@@ -34,7 +34,7 @@ import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
 import { elicitResultOf, type ElicitationResponse } from '../../mcp/elicitation';
-import { ToolError } from '../../tools/tool-error';
+import { ToolError } from '../../returns/tool-error';
 import { mcpToolTimeoutMs } from '../../tools/tool-timeout';
 import type { ToolRow } from '../../db/rows';
 

@@ -21,7 +21,7 @@ import { getAgentRow } from '../../db/agents';
 import { getMessage, listMessages, runMessagesAfter, searchMessages } from '../../db/messages';
 import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
-import { contentText } from '../../agent/context';
+import { contentText } from '../../memory/context';
 import { answerPausedTurn, cancelTurns, startAgentTurn } from '../../agent/turns';
 import { type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
 import { pendingApproval, type ConversationRef } from '../../db/conversations';

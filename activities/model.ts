@@ -30,7 +30,7 @@ import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { attemptInterrupted, cancelledByPerson, interruption } from './interruption';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
-import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
+import { waitingCallIds, waitSettings } from '../src/approvals/policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';

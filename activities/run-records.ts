@@ -1,7 +1,7 @@
 /** What a run leaves in the database besides its messages from the model: its usage, its tool messages. */
 import { newId } from '../src/ids';
 import { getMessage, insertMessage, messageOfToolCall } from '../src/db/messages';
-import type { FollowUp } from '../src/agent/approvals';
+import type { FollowUp } from '../src/approvals/answering';
 import { toolExecutions } from '../src/db/tool-executions';
 import type { InputMessage } from '../src/db/rows';
 import { packageFunctionResponse } from '../src/returns/tool-returns';

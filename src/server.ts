@@ -25,7 +25,7 @@ import { closeServer, listen } from './api/http-server';
 import { ServerStopping } from './api/stopping';
 import { sandboxFix } from './banner';
 import { RunEvents } from './api/run-events';
-import { ApprovalWakes } from './api/approval-events';
+import { ApprovalWakes } from './approvals/inbox-events';
 import { providerRegistry } from './llm';
 import { measuredProviders } from './observability/measured';
 import { metricsListener, type MetricsSources } from './observability/metrics-server';

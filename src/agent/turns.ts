@@ -51,7 +51,7 @@ import {
   earlierAnswer,
   type ApprovalAnswer,
   type FollowUp,
-} from './approvals';
+} from '../approvals/answering';
 import { lockPendingApproval } from '../db/conversations';
 import type { ApprovalRecord, Answerer } from '../db/approval-requests';
 import { noteIds } from '../context-ids';

@@ -10,7 +10,7 @@ import { conversationContext, conversationMessages } from '../../db/messages';
 import type { AgentRecord, MessageRow, ToolRow } from '../../db/rows';
 import { notFound } from '../../errors';
 import { summaryText } from '../../memory/context';
-import type { ApprovalAnswer } from '../approvals';
+import type { ApprovalAnswer } from '../../approvals/answering';
 
 export interface ExportOptions {
   /** Exports this conversation's history instead of the agent's own. */

@@ -31,7 +31,7 @@ import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { insertNewAgent, compiledPrompt } from '../agents';
 import { newBlock } from '../blocks';
 import { contentText } from '../../memory/context';
-import { clientReturn, type ApprovalAnswer } from '../approvals';
+import { clientReturn, type ApprovalAnswer } from '../../approvals/answering';
 import type { ReturnPart } from '../../returns/return-parts';
 import { embeddingConfigForHandle } from '../../memory/embeddings';
 import { packageFunctionResponse, stringifyReturn } from '../../returns/tool-returns';

@@ -23,7 +23,7 @@ import { getRun, isActiveRun, listRuns } from '../../db/runs';
 import type { RunRow } from '../../db/rows';
 import { contentText } from '../../memory/context';
 import { answerPausedTurn, cancelTurns, startAgentTurn } from '../../agent/turns';
-import { type ApprovalAnswer, type FollowUp } from '../../agent/approvals';
+import { type ApprovalAnswer, type FollowUp } from '../../approvals/answering';
 import { pendingApproval, type ConversationRef } from '../../db/conversations';
 import { followRun, modelFailureAnswer } from '../follow-run';
 import { outputMessages, stopReasonShape, streamRun } from '../run-stream';

@@ -2,13 +2,95 @@
  * The import graph's rules (`npm run lint:deps`, part of `npm run lint`): no cycles, type-only imports
  * included, and the layers of the code map (docs/design.md, contracts/README.md), each depending only down:
  *
- *   src/server.ts, src/main.ts (wiring)  →  src/api  →  the core (src/)  →  contracts/
+ *   wiring (src/server.ts, main.ts, …)  →  src/api  →  src/agent  →  …  →  the base files  →  contracts/
  *   activities/  →  the core, contracts/         workflows/  →  contracts/ only
+ *
+ * LAYERS lists the layers of src/ bottom to top: a module may import its own layer and those below it,
+ * never one above. docs/design.md's code map shows the same list, one row per layer, and
+ * test/code-map.test.ts holds its "it may import" column to `mayImport` below.
  *
  * src/temporal/worker.ts names the workflows' folder for the worker to bundle (`require.resolve`), and
  * takes the activities from the wiring: the core imports neither.
  */
-const WIRING = '^src/(server|main)\\.ts$';
+
+/** The files at the top of src/ that everything may import: plain values, errors, paths, logging. */
+const BASE_FILES = ['ids', 'errors', 'masking', 'paths', 'secrets', 'logger', 'time', 'context-ids'];
+
+/**
+ * Bottom to top. A layer is one folder of src/, or the files at the top of src/: the base files, and
+ * the wiring (every other one: start-up composes the layers there).
+ */
+const LAYERS = [
+  { name: 'contracts', label: '`contracts/`', path: '^contracts/' },
+  {
+    name: 'base',
+    label: BASE_FILES.map((file) => `\`src/${file}.ts\``).join(', '),
+    path: `^src/(${BASE_FILES.join('|')})\\.ts$`,
+  },
+  ...[
+    'returns',
+    'schemas',
+    'llm',
+    'db',
+    'observability',
+    'net',
+    'sandbox',
+    'mcp',
+    'memory',
+    'access',
+    'tools',
+    'temporal',
+    'approvals',
+    'agent',
+    'api',
+  ].map((folder) => ({ name: folder, label: `\`src/${folder}/\``, path: `^src/${folder}/` })),
+  {
+    name: 'wiring',
+    label: 'the other files of `src/`: `server.ts`, `main.ts`, `check.ts`, `banner.ts`, `config.ts`',
+    path: `^src/(?!(${BASE_FILES.join('|')})\\.ts$)[^/]+$`,
+  },
+];
+
+/** What the code map says a layer may import: the layers below it, nearest first. */
+function mayImport(name) {
+  const index = LAYERS.findIndex((layer) => layer.name === name);
+  if (name === 'contracts') return '`@temporalio/workflow`, `@temporalio/common`, the `ToolRule` type';
+  if (name === 'wiring') return 'everything';
+  return LAYERS.slice(0, index)
+    .reverse()
+    .map((layer) => (layer.name === 'base' ? 'the base files' : layer.label))
+    .join(', ');
+}
+
+const WIRING = LAYERS.find((layer) => layer.name === 'wiring').path;
+
+/**
+ * settings by area: removed when each area owns its settings. Until then the layers below the wiring
+ * may name the type of src/config.ts (`import type { Config }`), and nothing more of it. An area's own
+ * settings (src/<area>/settings.ts) are in its folder, so its area imports them as any of its modules.
+ * Removing it: this rule, and the `pathNot` of the layer rules that names it.
+ */
+const SETTINGS_BY_AREA = {
+  name: 'settings-by-area-temporary',
+  comment:
+    'settings by area: removed when each area owns its settings. Below the wiring, src/config.ts is ' +
+    'imported for its type alone.',
+  severity: 'error',
+  from: { path: '^src/', pathNot: WIRING },
+  to: { path: '^src/config\\.ts$', dependencyTypesNot: ['type-only'] },
+};
+
+/** One rule per layer of src/: nothing above it. */
+const layerRules = LAYERS.slice(1, -1).map((layer, index) => ({
+  name: `layer-${layer.name}`,
+  comment: `${layer.label} imports only the layers below it: ${mayImport(layer.name)}.`,
+  severity: 'error',
+  from: { path: layer.path },
+  to: {
+    path: LAYERS.slice(index + 2).map((above) => above.path),
+    pathNot: SETTINGS_BY_AREA.to.path,
+  },
+}));
 
 module.exports = {
   forbidden: [
@@ -21,6 +103,15 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'src-folder-in-a-layer',
+      comment: 'Every folder of src/ has its place in LAYERS, and so its row in the code map.',
+      severity: 'error',
+      from: { path: '^src/[^/]+/', pathNot: LAYERS.map((layer) => layer.path) },
+      to: {},
+    },
+    ...layerRules,
+    SETTINGS_BY_AREA,
+    {
       name: 'contracts-import-no-layer',
       comment:
         'contracts/ is the bottom layer: Temporal definitions and plain types, with the tool rules’ type ' +
@@ -31,7 +122,7 @@ module.exports = {
         pathNot: [
           '^contracts/',
           '^src/schemas/tool-rules\\.ts$',
-          '^node_modules/@temporalio/(workflow|common)/',
+          '(^|/)node_modules/@temporalio/(workflow|common)/',
         ],
       },
     },
@@ -49,7 +140,7 @@ module.exports = {
         'types included (proxy the activity interfaces of contracts/activities.ts).',
       severity: 'error',
       from: { path: '^workflows/' },
-      to: { pathNot: ['^workflows/', '^contracts/', '^node_modules/@temporalio/(workflow|common)/'] },
+      to: { pathNot: ['^workflows/', '^contracts/', '(^|/)node_modules/@temporalio/(workflow|common)/'] },
     },
     {
       name: 'activities-not-upward',
@@ -63,14 +154,7 @@ module.exports = {
       comment: 'The core reaches workflows and activities through contracts/; only the wiring imports them.',
       severity: 'error',
       from: { path: '^src/', pathNot: WIRING },
-      to: { path: ['^activities/', '^workflows/', WIRING] },
-    },
-    {
-      name: 'api-only-from-wiring',
-      comment: 'The core knows no HTTP: it throws the errors of src/errors.ts, and src/api answers them.',
-      severity: 'error',
-      from: { path: '^(src|activities|workflows|contracts)/', pathNot: ['^src/api/', WIRING] },
-      to: { path: '^src/api/' },
+      to: { path: ['^activities/', '^workflows/'] },
     },
   ],
   options: {
@@ -80,3 +164,9 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.json' },
   },
 };
+
+// For test/code-map.test.ts; not enumerable, as dependency-cruiser takes the rest as its options.
+Object.defineProperties(module.exports, {
+  LAYERS: { value: LAYERS },
+  mayImport: { value: mayImport },
+});

@@ -18,8 +18,8 @@ import {
 } from '../src/agent/agent-messages';
 import { readToolCall } from '../src/db/tool-calls';
 import { DomainError } from '../src/errors';
-import { pythonRepr } from '../src/agent/tool-returns';
-import { ToolError } from '../src/tools/tool-error';
+import { pythonRepr } from '../src/returns/tool-returns';
+import { ToolError } from '../src/returns/tool-error';
 import { argumentsOf, toolCallActivity, type ToolCall, type ToolExecutor } from './tool-call';
 import { withHeartbeats } from './heartbeat';
 import type { AgentMessageActivities, AgentMessageCallActivities } from '../contracts/activities';

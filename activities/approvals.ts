@@ -14,10 +14,10 @@ import {
   denialText,
   recordAnswer,
   type ApprovalAnswer,
-} from '../src/agent/approvals';
+} from '../src/approvals/answering';
 import { lockPendingApproval, pendingApproval, runScope, setPendingApproval } from '../src/db/conversations';
-import { packageFunctionResponse } from '../src/agent/tool-returns';
-import type { ReturnPart } from '../src/agent/return-parts';
+import { packageFunctionResponse } from '../src/returns/tool-returns';
+import type { ReturnPart } from '../src/returns/return-parts';
 import { resolveTurnContext } from '../src/agent/turn-context';
 import { storeRequestPart } from '../src/db/request-parts';
 import type { ActivityDeps } from './deps';
@@ -35,7 +35,7 @@ import type {
 import { flushToolReturns, usageRecord } from './run-records';
 import { startRunCallback } from './deps';
 import { markApprovalRequest } from '../src/db/messages';
-import { answeredElicitations, shownElicitations } from '../src/agent/elicitations';
+import { answeredElicitations, shownElicitations } from '../src/approvals/elicitations';
 import type { ShownElicitation } from '../src/db/mcp-elicitations';
 import type { ApprovalActivities } from '../contracts/activities';
 

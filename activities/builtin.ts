@@ -8,7 +8,7 @@ import {
   ToolError,
 } from '../src/tools/builtin';
 import type { BlockValueWrite } from '../src/db/tool-executions';
-import { stringifyReturn } from '../src/agent/tool-returns';
+import { stringifyReturn } from '../src/returns/tool-returns';
 import type { ActivityDeps } from './deps';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 import type { BuiltinActivities } from '../contracts/activities';

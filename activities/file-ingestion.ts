@@ -5,8 +5,8 @@
  * passages are keyed by the file and the chunk's place).
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { embedTexts } from '../src/agent/embeddings';
-import { showFileToAgents } from '../src/agent/file-views';
+import { embedTexts } from '../src/memory/embeddings';
+import { showFileToAgents } from '../src/memory/file-views';
 import { chunkText, FileParseError, parseFile } from '../src/agent/file-parsing';
 import * as folders from '../src/db/folders';
 import { DomainError } from '../src/errors';

@@ -14,7 +14,7 @@ import { serverForAgent } from '../src/mcp/acting-identity';
 import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
 import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
-import { limitImages } from '../src/agent/return-parts';
+import { limitImages } from '../src/returns/return-parts';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 import { cancelledByPerson } from './interruption';
 import type { McpActivities } from '../contracts/activities';

@@ -10,8 +10,8 @@ import { TranscriptCache } from '../src/db/transcripts';
 import type { InputMessage, MessageRow, ToolRow, TranscriptRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
-import { modelContext } from '../src/agent/context';
-import { HistoryInvariantError } from '../src/agent/history-invariant';
+import { modelContext } from '../src/memory/context';
+import { HistoryInvariantError } from '../src/memory/history-invariant';
 import { parseHandle } from '../src/llm';
 import {
   llmErrorType,
@@ -23,14 +23,14 @@ import {
 } from '../src/llm/types';
 import { tokenPublisher } from '../src/db/token-deltas';
 import { errorText } from '../src/temporal/connection';
-import { canBeStrict, strictParameters } from '../src/tools/strict-mode';
+import { canBeStrict, strictParameters } from '../src/schemas/strict-mode';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
 import { attemptInterrupted, cancelledByPerson, interruption } from './interruption';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
-import { waitingCallIds, waitSettings } from '../src/agent/approval-policies';
+import { waitingCallIds, waitSettings } from '../src/approvals/policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';

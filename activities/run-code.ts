@@ -6,7 +6,7 @@
 import type { Database } from '../src/db';
 import { SandboxUnavailableError, type Sandbox } from '../src/sandbox';
 import type { CodeInterpreter } from '../src/sandbox/e2b-code';
-import { codeAnswer, codeArguments, localCodeJob, localExecution } from '../src/tools/run-code';
+import { codeAnswer, codeArguments, localCodeJob, localExecution } from '../src/sandbox/run-code';
 import { toolCallActivity, type ToolExecutor } from './tool-call';
 import type { RunCodeActivities } from '../contracts/activities';
 

@@ -1,10 +1,10 @@
 /** What a run leaves in the database besides its messages from the model: its usage, its tool messages. */
 import { newId } from '../src/ids';
 import { getMessage, insertMessage, messageOfToolCall } from '../src/db/messages';
-import type { FollowUp } from '../src/agent/approvals';
+import type { FollowUp } from '../src/approvals/answering';
 import { toolExecutions } from '../src/db/tool-executions';
 import type { InputMessage } from '../src/db/rows';
-import { packageFunctionResponse } from '../src/agent/tool-returns';
+import { packageFunctionResponse } from '../src/returns/tool-returns';
 import type { Queryable } from '../src/db';
 import type { RunUsage } from '../contracts/payloads';
 
@@ -20,7 +20,7 @@ export const usageRecord = (usage: RunUsage) => ({
 
 /**
  * The return of a call that never finished: its run was cancelled, or failed, while it ran. Every call
- * gets a return all the same, or the history would break its invariant (src/agent/history-invariant.ts).
+ * gets a return all the same, or the history would break its invariant (src/memory/history-invariant.ts).
  */
 const unfinished = () =>
   ({

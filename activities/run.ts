@@ -8,7 +8,7 @@ import { getAgentRow, setLastStopReason } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';
 import { cancelUnstartedRuns, finishRun as storeRunOutcome } from '../src/db/runs';
 import type { RunStatus } from '../src/db/rows';
-import { packageFunctionResponse, unpackageFunctionResponse } from '../src/agent/tool-returns';
+import { packageFunctionResponse, unpackageFunctionResponse } from '../src/returns/tool-returns';
 import type { Queryable } from '../src/db';
 import { startRunCallback, type ActivityDeps } from './deps';
 import type { FinishRunInput, RejectToolCallInput, ToolOutcome, TurnContext } from '../contracts/payloads';

@@ -3,11 +3,11 @@
  * can live apart from the agent workers (or, with LOCAL_TOOL_CALLS, a local activity of the agent worker).
  */
 import type { Database } from '../src/db';
-import { stringifyReturn } from '../src/agent/tool-returns';
+import { stringifyReturn } from '../src/returns/tool-returns';
 import { SandboxUnavailableError, type ToolRunResult, type ToolSandboxes } from '../src/sandbox';
 import { changedBlocks, environmentsOf, runCustomTool, writeBackMemory } from '../src/tools/custom-tools';
-import { ToolError } from '../src/tools/tool-error';
-import type { ToolApiAccess } from '../src/tools/tool-api-access';
+import { ToolError } from '../src/returns/tool-error';
+import type { ToolApiAccess } from '../src/access/tool-api-access';
 import { toolCallActivity, type ToolExecutor, type ToolResult } from './tool-call';
 import type { SandboxActivities } from '../contracts/activities';
 import { traceSandboxRun } from '../src/observability/genai';

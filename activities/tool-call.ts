@@ -25,10 +25,10 @@ import {
   packageFunctionResponse,
   truncateReturn,
   unpackageFunctionResponse,
-} from '../src/agent/tool-returns';
-import { stripOptionalNulls } from '../src/tools/strict-mode';
-import type { ReturnPart } from '../src/agent/return-parts';
-import { ToolError } from '../src/tools/tool-error';
+} from '../src/returns/tool-returns';
+import { stripOptionalNulls } from '../src/schemas/strict-mode';
+import type { ReturnPart } from '../src/returns/return-parts';
+import { ToolError } from '../src/returns/tool-error';
 import { SHORT_OUTPUT_CHARS, type ToolCallInput, type ToolOutcome } from '../contracts/payloads';
 import { claimHolder, holdingClaim, readClaimed } from './tool-claim';
 import { attemptInterrupted, interruption } from './interruption';

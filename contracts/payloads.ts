@@ -67,7 +67,7 @@ export interface CallModelInput {
   approvalTools: string[];
   /**
    * The requires_approval rules: which calls of `approvalTools` wait, by their arguments, and for how
-   * long (src/agent/approval-policies.ts). Turns that pass none pause every call of those tools.
+   * long (src/approvals/policies.ts). Turns that pass none pause every call of those tools.
    */
   approvalRules?: ApprovalRule[];
   /** Tool calls of the previous step whose returns are to be stored as one tool message first. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_IMAGE_MAX_BYTES } from './agent/return-parts';
+import { DEFAULT_IMAGE_MAX_BYTES } from './returns/return-parts';
 import { parseAllowList } from './net/private-addresses';
 import { modalUnsupportedReason } from './sandbox/modal-support';
 import { parseSecretsKey } from './secrets';

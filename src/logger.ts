@@ -1,6 +1,6 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
-import { logFields } from './observability/ids';
+import { logFields } from './context-ids';
 
 export type Logger = pino.Logger;
 
@@ -19,7 +19,7 @@ export function createLogger(
   format: LogFormat = 'json',
   destination?: pino.DestinationStream,
 ): Logger {
-  // Every line names the agent, run, step and trace it was written in (src/observability/ids.ts).
+  // Every line names the agent, run, step and trace it was written in (src/context-ids.ts).
   const options = { level, base: { service: 'letta-temporal' }, mixin: logFields };
   if (!logsArePretty(format)) return destination ? pino(options, destination) : pino(options);
   return pino(

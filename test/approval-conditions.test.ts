@@ -4,7 +4,7 @@ import {
   waitingCallIds,
   waitSettings,
   waitsUnder,
-} from '../src/agent/approval-policies';
+} from '../src/approvals/policies';
 import {
   ApprovalConditionSchema,
   type ApprovalCondition,

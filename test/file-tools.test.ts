@@ -6,7 +6,7 @@ import { toFile } from '@letta-ai/letta-client';
 import { useAgentServer } from './helpers/agent-server';
 import { stubEmbedding, type ChatRequest } from './helpers/openai-stub';
 import { toolReturnsOf } from './helpers/tool-returns';
-import { showFileToAgents } from '../src/agent/file-views';
+import { showFileToAgents } from '../src/memory/file-views';
 
 const LIGHTHOUSE_PDF = fs.readFileSync(path.join(__dirname, 'fixtures/folders/lighthouse.pdf'));
 

@@ -1,4 +1,4 @@
-import { assertToolCallsPaired } from '../src/agent/history-invariant';
+import { assertToolCallsPaired } from '../src/memory/history-invariant';
 import { insertMessage, type NewMessage } from '../src/db/messages';
 import { newId } from '../src/ids';
 import type { ChatMessage } from '../src/llm/types';

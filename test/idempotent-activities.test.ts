@@ -4,7 +4,7 @@ import { createActivities } from '../activities';
 import type { CallModelInput, ToolCallInput } from '../contracts/payloads';
 import { noUsage } from '../contracts/usage';
 import { openDatabase, type Database } from '../src/db';
-import { CANCEL_DENIAL_REASON, recordAnswer } from '../src/agent/approvals';
+import { CANCEL_DENIAL_REASON, recordAnswer } from '../src/approvals/answering';
 import { lockPendingApproval } from '../src/db/conversations';
 import { getAgentRow } from '../src/db/agents';
 import { insertMessage } from '../src/db/messages';

@@ -3,8 +3,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connectMcp, listMcpTools, McpConnectionError, type McpServerConfig } from '../src/mcp/connection';
 import { mcpContentText } from '../src/mcp/tool-result';
 import { mcpStdioLauncher, mcpStdioOptions } from '../src/mcp/stdio-sandbox';
-import { schemaHealth } from '../src/tools/schema-health';
-import { strictParameters } from '../src/tools/strict-mode';
+import { schemaHealth } from '../src/schemas/schema-health';
+import { strictParameters } from '../src/schemas/strict-mode';
 import { freePort, testConfig } from './helpers/env';
 import { startHttpEverything, stdioConfig } from './helpers/mcp-servers';
 

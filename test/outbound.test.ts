@@ -6,7 +6,7 @@ import zlib from 'node:zlib';
 import { NO_PRIVATE_ADDRESSES, parseAllowList, refusedKind } from '../src/net/private-addresses';
 import { OutboundRefused, safeFetch, type SafeFetchOptions } from '../src/net/safe-fetch';
 import { fetchWebpage } from '../src/tools/builtin/fetch-webpage';
-import { ToolError } from '../src/tools/tool-error';
+import { ToolError } from '../src/returns/tool-error';
 import { useAgentServer } from './helpers/agent-server';
 
 /** A local web server that records the paths it was asked for. */

@@ -1,7 +1,7 @@
 /**
  * Letta's `client` in a tool that runs on E2B or Modal: those sandboxes reach the API at
  * LETTA_PUBLIC_URL, so a call there gets it as LETTA_BASE_URL with a scoped token of its own as
- * LETTA_API_KEY (src/tools/tool-api-access.ts, src/tools/custom-tools.ts), and nothing without it.
+ * LETTA_API_KEY (src/access/tool-api-access.ts, src/tools/custom-tools.ts), and nothing without it.
  * The fake E2B cloud (test/helpers/e2b-cloud.ts) and Modal server (test/helpers/modal-server.ts) run
  * the tools' commands on this host, so a tool really reaches the test server at that URL, with its
  * token, while its call lasts. test/tool-client.test.ts checks the same of the local sandbox.

@@ -1,5 +1,5 @@
-/** Images in tool returns (src/agent/return-parts.ts): only what a model's API will read becomes an image part. */
-import { imagePart, limitImage, limitImages, partsText, returnOfParts } from '../src/agent/return-parts';
+/** Images in tool returns (src/returns/return-parts.ts): only what a model's API will read becomes an image part. */
+import { imagePart, limitImage, limitImages, partsText, returnOfParts } from '../src/returns/return-parts';
 
 const b64 = (hex: string, rest = 'rest of the file') =>
   Buffer.concat([Buffer.from(hex, 'hex'), Buffer.from(rest)]).toString('base64');

@@ -1,6 +1,6 @@
 import schemas from '../src/tools/builtin/schemas.json';
-import { schemaHealth } from '../src/tools/schema-health';
-import { strictParameters } from '../src/tools/strict-mode';
+import { schemaHealth } from '../src/schemas/schema-health';
+import { strictParameters } from '../src/schemas/strict-mode';
 
 const closed = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
   type: 'object',

@@ -1,5 +1,5 @@
 import schemas from '../src/tools/builtin/schemas.json';
-import { strictParameters, stripOptionalNulls } from '../src/tools/strict-mode';
+import { strictParameters, stripOptionalNulls } from '../src/schemas/strict-mode';
 
 describe("strict mode (Letta's convert_to_structured_output)", () => {
   it('makes every property required, typed as declared, and closes the object', () => {

@@ -1,10 +1,10 @@
 import { compileSystemPrompt, renderMemoryBlocks } from '../src/agent/system-prompt';
-import { formatLettaTime, isoInZone, lettaDate } from '../src/agent/time';
+import { formatLettaTime, isoInZone, lettaDate } from '../src/time';
 import {
   packageFunctionResponse,
   truncateReturn,
   unpackageFunctionResponse,
-} from '../src/agent/tool-returns';
+} from '../src/returns/tool-returns';
 import type { BlockRow } from '../src/db/rows';
 
 const at = new Date('2026-01-15T21:05:03Z');

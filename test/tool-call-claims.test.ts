@@ -12,7 +12,7 @@ import { interruptedText, toolCallActivity, type ToolExecutor } from '../activit
 import { runActivities } from '../activities/run';
 import type { ActivityDeps } from '../activities/deps';
 import { ATTEMPT_INTERRUPTED } from '../contracts/errors';
-import { unpackageFunctionResponse } from '../src/agent/tool-returns';
+import { unpackageFunctionResponse } from '../src/returns/tool-returns';
 import { openDatabase, type Database } from '../src/db';
 import { readToolCall } from '../src/db/tool-calls';
 import { abandonClaim, releaseClaim, renewClaim } from '../src/db/tool-claims';

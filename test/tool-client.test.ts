@@ -2,7 +2,7 @@
  * Letta's `client` in a sandboxed tool: the official client (`letta_client` from PyPI, or
  * `@letta-ai/letta-client` from npm, installed as the tool's or its sandbox config's requirement) built
  * from LETTA_API_KEY and LETTA_BASE_URL, as Letta's sandbox preamble builds it; None / null where the
- * library is not installed. The key is a token of the call's own (src/tools/tool-api-access.ts); the
+ * library is not installed. The key is a token of the call's own (src/access/tool-api-access.ts); the
  * local sandbox has no network, and reaches the API through its bridge (api_bridge.py) alone.
  */
 import Letta from '@letta-ai/letta-client';

@@ -12,7 +12,7 @@ import { getRun, isActiveRun } from '../db/runs';
 import type { RunRow } from '../db/rows';
 import { conflict, DomainError, invalid } from '../errors';
 import type { Queryable } from '../db';
-import { contentText } from './context';
+import { contentText } from '../memory/context';
 import { runLiveness, startAgentTurn, type TurnServices } from './turns';
 import type { AgentMessageDelivery } from '../../contracts/payloads';
 

@@ -1,6 +1,6 @@
 /** Creating and changing agents: Letta's defaults and checks, then the repositories. */
 import { checkApprovalWebhook } from './webhooks';
-import { chosenEmbedding } from './embeddings';
+import { chosenEmbedding } from '../memory/embeddings';
 import type { Config } from '../config';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
@@ -24,7 +24,7 @@ import {
   LETTA_V1_SYSTEM_PROMPT,
 } from './defaults';
 import { compileSystemPrompt } from './system-prompt';
-import { fileLimits, renderDirectories } from './file-views';
+import { fileLimits, renderDirectories } from '../memory/file-views';
 import { newBlock } from './blocks';
 
 /** `model` handle or `llm_config` → the stored llm_config; a provider we cannot reach is a 400. */

@@ -11,7 +11,7 @@ import { conversationContext, setContextWindow } from '../db/messages';
 import { listRuns } from '../db/runs';
 import { parseHandle } from '../llm';
 import type { ModelProvider } from '../llm/types';
-import { contentText } from './context';
+import { contentText } from '../memory/context';
 
 /** Letta's summarizer instructions (prompts/gpt_summarize.py), with its word limit. */
 const SUMMARIZER_PROMPT = `Your job is to summarize a history of previous messages in a conversation between an AI persona and a human.

@@ -15,7 +15,7 @@ import * as folders from '../db/folders';
 import { isUniqueViolation } from '../db/sql';
 import { conflict, invalid, notFound } from '../errors';
 import { newId } from '../ids';
-import { chosenEmbedding } from './embeddings';
+import { chosenEmbedding } from '../memory/embeddings';
 import { mediaTypeOf, UNSUPPORTED_TYPE_HINT } from './file-types';
 import type { TurnServices } from './turns';
 

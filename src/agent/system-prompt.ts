@@ -1,7 +1,7 @@
 import type { BlockRow } from '../db/rows';
 import type { ToolRule } from '../schemas/tool-rules';
 import { compileRulePrompts, TOOL_RULES_DESCRIPTION } from '../../contracts/tool-rules';
-import { formatLettaTime } from './time';
+import { formatLettaTime } from '../time';
 
 const CORE_MEMORY = '{CORE_MEMORY}';
 
@@ -34,7 +34,7 @@ export interface SystemPromptInput {
   agentCreatedAt: Date;
   /** The conversation the prompt is for; null: the agent's default conversation. */
   conversationId?: string | null;
-  /** The attached folders and open files, rendered (src/agent/file-views.ts renderDirectories). */
+  /** The attached folders and open files, rendered (src/memory/file-views.ts renderDirectories). */
   directories?: string;
 }
 

@@ -51,10 +51,10 @@ import {
   earlierAnswer,
   type ApprovalAnswer,
   type FollowUp,
-} from './approvals';
+} from '../approvals/answering';
 import { lockPendingApproval } from '../db/conversations';
 import type { ApprovalRecord, Answerer } from '../db/approval-requests';
-import { noteIds } from '../observability/ids';
+import { noteIds } from '../context-ids';
 
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {

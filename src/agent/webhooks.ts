@@ -24,7 +24,7 @@ import { getAgentRow } from '../db/agents';
 import { pendingApproval } from '../db/conversations';
 import { getMessage } from '../db/messages';
 import { getApprovalRecord } from '../db/approval-requests';
-import { approvalLinks } from './approval-links';
+import { approvalLinks } from '../approvals/links';
 import { scopedId, type TurnServices } from './turns';
 
 export const SIGNATURE_HEADER = 'X-Letta-Signature';
@@ -219,7 +219,7 @@ export async function approvalNotice(db: Queryable, subject: WebhookSubject, lin
   };
 }
 
-/** Makes a pause's signed approve and deny links (src/agent/approval-links.ts). */
+/** Makes a pause's signed approve and deny links (src/approvals/links.ts). */
 export type LinkMaker = (pause: {
   requestId: string;
   expiresAt: string | null;

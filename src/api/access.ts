@@ -24,7 +24,7 @@ import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { sendError } from './errors';
 import { FULL_ACCESS, OPEN_ACCESS, type Principal } from './scoped-access';
-import { isAccessToken } from '../agent/access-tokens';
+import { isAccessToken } from '../access/access-tokens';
 import { isWildcardHost } from '../net/hosts';
 
 export interface AccessOptions {

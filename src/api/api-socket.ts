@@ -12,7 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { isAccessToken } from '../agent/access-tokens';
+import { isAccessToken } from '../access/access-tokens';
 import { bearerOf } from './access';
 import { closeServer, listen } from './http-server';
 

@@ -1,5 +1,5 @@
 /**
- * Where an approval notice's signed links lead (src/agent/approval-links.ts): outside the password,
+ * Where an approval notice's signed links lead (src/approvals/links.ts): outside the password,
  * since the link is the credential. GET shows what the link would do, and never does it (link previews
  * and mail scanners open links); POST does it once: a form's button in a browser, or a bot's POST
  * (`{"reason": "…"}` for a denial) that gets JSON.
@@ -8,10 +8,10 @@ import express, { type Request, type Response } from 'express';
 import { documentedRouter, type DocumentedRouter } from './route-book';
 import { z } from 'zod';
 import type { ApiContext } from './context';
-import { verifyLink, type LinkClaims } from '../agent/approval-links';
+import { verifyLink, type LinkClaims } from '../approvals/links';
 import { webhookSecret } from '../agent/webhooks';
 import { answerApprovalRequest } from '../agent/turns';
-import type { ApprovalAnswer } from '../agent/approvals';
+import type { ApprovalAnswer } from '../approvals/answering';
 import { conflict, DomainError } from '../errors';
 import { getApprovalRecord, stillWaits, useApprovalLink, type ApprovalRecord } from '../db/approval-requests';
 import { getAgentRow } from '../db/agents';

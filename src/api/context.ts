@@ -3,8 +3,8 @@ import type { ConfiguredSandbox, ToolSandboxes } from '../sandbox';
 import type { McpClientPool } from '../mcp/client-pool';
 import type { TurnServices } from '../agent/turns';
 import type { RunEvents } from './run-events';
-import type { ApprovalWakes } from './approval-events';
-import type { ToolApiAccess } from '../tools/tool-api-access';
+import type { ApprovalWakes } from '../approvals/inbox-events';
+import type { ToolApiAccess } from '../access/tool-api-access';
 import type { ServerStopping } from './stopping';
 
 /** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */

@@ -2,7 +2,7 @@
 import { maskSecret } from '../masking';
 import type { ShownElicitation } from '../db/mcp-elicitations';
 import type { TypedSandboxConfig } from '../schemas/sandbox-config';
-import { schemaHealth } from '../tools/schema-health';
+import { schemaHealth } from '../schemas/schema-health';
 import type {
   AgentFolderRow,
   AgentRecord,
@@ -18,10 +18,10 @@ import type {
 import type { McpServerRow } from '../db/mcp-servers';
 import { maskedConfig } from '../mcp/server-config';
 import type { ToolRunResult } from '../sandbox';
-import { contentText } from '../agent/context';
-import { fileBlock, fileLimits } from '../agent/file-views';
-import { lettaDate } from '../agent/time';
-import { cappedReturn, pythonStr, unpackageFunctionResponse } from '../agent/tool-returns';
+import { contentText } from '../memory/context';
+import { fileBlock, fileLimits } from '../memory/file-views';
+import { lettaDate } from '../time';
+import { cappedReturn, pythonStr, unpackageFunctionResponse } from '../returns/tool-returns';
 import type { ArchiveRow, PassageRow } from '../db/archives';
 import type { IdentityRow } from '../db/identities';
 import type {

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { ApiContext } from './context';
 import { lettaMessages, usageShape } from './letta-shapes';
 import { followRun } from './follow-run';
-import { lettaDate } from '../agent/time';
+import { lettaDate } from '../time';
 import type { TurnLiveness } from '../agent/turns';
 import type { MessageRow, RunRow } from '../db/rows';
 import type { TokenNotice } from '../db/token-deltas';

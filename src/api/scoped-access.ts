@@ -1,5 +1,5 @@
 /**
- * What a request made with a scoped access token (src/agent/access-tokens.ts) may reach. The password
+ * What a request made with a scoped access token (src/access/access-tokens.ts) may reach. The password
  * (or, without one, loopback) reaches everything; a token reaches only routes of the agents its policy
  * names, with the access it grants:
  *
@@ -16,7 +16,7 @@
  * later is closed to tokens until its path or declaration says otherwise.
  */
 import type { RequestHandler, Response } from 'express';
-import { verifyAccessToken, type AccessGrant, type AgentAccess } from '../agent/access-tokens';
+import { verifyAccessToken, type AccessGrant, type AgentAccess } from '../access/access-tokens';
 import type { Queryable } from '../db';
 import { agentOfDefaultConversation, findRunScope, getConversation } from '../db/conversations';
 import { callerMessageChain } from '../agent/agent-messages';

@@ -7,7 +7,7 @@
 import type { LettaMessage, ToolCallChunk } from './schemas/responses';
 import type { TokenDelta, TokenNotice } from '../db/token-deltas';
 import { otidFor } from './letta-shapes';
-import { lettaDate } from '../agent/time';
+import { lettaDate } from '../time';
 
 export type StreamChunk = LettaMessage | ToolCallChunk;
 

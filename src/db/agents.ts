@@ -223,7 +223,7 @@ export async function agentsMatchingTags(
 }
 
 /**
- * The agents a sandboxed call of `agentId` may reach besides its own (src/tools/tool-api-access.ts):
+ * The agents a sandboxed call of `agentId` may reach besides its own (src/access/tool-api-access.ts):
  * those it created (`created`), then those sharing one of its tags, oldest first, `limit` at most.
  */
 export async function relatedAgents(

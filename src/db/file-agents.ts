@@ -1,6 +1,6 @@
 /**
  * Which folders an agent has (`agents_folders`) and what it sees of their files (`files_agents`,
- * migration 0015): Letta's FileAgentManager, its LRU closing included (src/agent/file-views.ts decides
+ * migration 0015): Letta's FileAgentManager, its LRU closing included (src/memory/file-views.ts decides
  * what to open; this module is its SQL).
  */
 import type { Queryable } from './database';

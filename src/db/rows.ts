@@ -1,6 +1,6 @@
 /** Rows as the repositories return them: the stored shape, before the API turns it into Letta's. */
 import type { z } from 'zod';
-import type { ReturnPart } from '../agent/return-parts';
+import type { ReturnPart } from '../returns/return-parts';
 import type { LlmConfigSchema } from '../schemas/agents';
 import type { ToolRule } from '../schemas/tool-rules';
 import type { ToolCall } from '../llm/types';
@@ -90,7 +90,7 @@ export interface AgentRow {
   last_stop_reason: string | null;
   pending_approval: PendingApproval | null;
   approval_timeout_seconds: number | null;
-  /** Letta's file controls; null: the defaults for the context window (src/agent/file-views.ts). */
+  /** Letta's file controls; null: the defaults for the context window (src/memory/file-views.ts). */
   max_files_open: number | null;
   per_file_view_window_char_limit: number | null;
   created_at: Date;
@@ -191,7 +191,7 @@ export interface MessageRow {
 }
 
 /**
- * A message as the model's context reads it (src/agent/context.ts): a model call reads the messages of
+ * A message as the model's context reads it (src/memory/context.ts): a model call reads the messages of
  * its window that way, those the model sees and the fields it reads, however long the conversation.
  */
 export type TranscriptRow = Pick<MessageRow, 'role' | 'content' | 'tool_calls' | 'tool_returns'>;

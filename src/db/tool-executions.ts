@@ -1,7 +1,7 @@
 import type { Queryable } from './database';
 import { json } from './sql';
 import { closeClaim, takeClosedClaim } from './tool-claims';
-import type { ReturnPart } from '../agent/return-parts';
+import type { ReturnPart } from '../returns/return-parts';
 
 export interface ToolExecution {
   tool_call_id: string;

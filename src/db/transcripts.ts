@@ -1,6 +1,6 @@
 /**
  * The transcript a model call reads: the messages of its run's context window that the model sees
- * (src/agent/context.ts), in order, at every step of every turn. A long session (letta-code answering
+ * (src/memory/context.ts), in order, at every step of every turn. A long session (letta-code answering
  * client tools one by one) makes that thousands of messages a step; so each process keeps the last
  * transcript it read of each agent and reads only the messages after it.
  *

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-ai/sdk/resources/messages';
-import type { ReturnPart } from '../agent/return-parts';
+import type { ReturnPart } from '../returns/return-parts';
 import {
   isRetryableStatus,
   ModelApiError,

@@ -1,5 +1,5 @@
 /** Provider-neutral shapes: what the model activity hands a provider and gets back. */
-import type { ReturnPart } from '../agent/return-parts';
+import type { ReturnPart } from '../returns/return-parts';
 
 export interface ToolCall {
   id: string;

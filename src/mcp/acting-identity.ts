@@ -6,7 +6,7 @@
 import type { Queryable } from '../db';
 import { identitiesOfAgent } from '../db/identities';
 import type { McpServerRow } from '../db/mcp-servers';
-import { ToolError } from '../tools/tool-error';
+import { ToolError } from '../returns/tool-error';
 
 /** Whether the server keeps its OAuth tokens per identity. */
 export const authorizesPerIdentity = (server: McpServerRow) =>

@@ -2,8 +2,8 @@
 import type { Queryable } from '../db';
 import { getMcpServer, type McpServerRow } from '../db/mcp-servers';
 import type { ToolRow } from '../db/rows';
-import { ToolError } from '../tools/tool-error';
-import { stripOptionalNulls } from '../tools/strict-mode';
+import { ToolError } from '../returns/tool-error';
+import { stripOptionalNulls } from '../schemas/strict-mode';
 import type { McpCallOptions, McpClientPool } from './client-pool';
 import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';

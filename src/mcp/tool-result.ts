@@ -2,14 +2,14 @@
  * An MCP tool's result as the model reads it. The structured result (`structuredContent`) is the
  * result, as JSON, checked against the tool's output schema when it has one; the text content is its
  * backwards-compatible copy (MCP 2025-06-18 on). Images, and binary resources that are images, become
- * Letta's image return parts (src/agent/return-parts.ts); audio, other binary resources and images no
+ * Letta's image return parts (src/returns/return-parts.ts); audio, other binary resources and images no
  * model takes are described in a line (type, MIME type, size), never pasted as base64: Letta's return
  * parts have no other kind.
  */
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import { imagePart, notShown, returnOfParts, type ReturnPart } from '../agent/return-parts';
+import { imagePart, notShown, returnOfParts, type ReturnPart } from '../returns/return-parts';
 
 export interface McpToolResult {
   status: 'success' | 'error';

@@ -17,12 +17,12 @@ import {
   type ToolFields,
 } from '../db/tools';
 import { newId } from '../ids';
-import { schemaHealth } from '../tools/schema-health';
-import { strictParameters } from '../tools/strict-mode';
+import { schemaHealth } from '../schemas/schema-health';
+import { strictParameters } from '../schemas/strict-mode';
 import { normalizeMcpSchema } from './normalize-schema';
 import { paramHeaderProblem } from './request-headers';
 import type { TaskSupport } from './tasks';
-import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../returns/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
 /** Letta's MAX_TOOL_NAME_LENGTH. */

@@ -5,7 +5,7 @@
  */
 import { SpanKind } from '@opentelemetry/api';
 import type { ModelProvider, ModelReply, ModelRequest } from '../llm/types';
-import { withIds } from './ids';
+import { withIds } from '../context-ids';
 import { capturesContent, inSpan } from './tracing';
 
 export const GEN_AI = {

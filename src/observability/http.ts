@@ -11,7 +11,7 @@ import {
   ATTR_HTTP_ROUTE,
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
-import { idAttributes, withLearntIds, type LettaIds } from './ids';
+import { idAttributes, withLearntIds, type LettaIds } from '../context-ids';
 import type { Logger } from '../logger';
 import { tracer } from './tracing';
 

@@ -10,7 +10,7 @@ import type { Queryable } from '../db';
 import { insertSpans, pruneSpans, type SpanRow } from '../db/trace-spans';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import { ID_ATTRIBUTES } from './ids';
+import { ID_ATTRIBUTES } from '../context-ids';
 import type { Tracing } from './tracing';
 
 export interface SpanStoreOptions {

@@ -26,7 +26,7 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import { trace } from '@opentelemetry/api';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { idsOf, logIds, withIds } from './ids';
+import { idsOf, logIds, withIds } from '../context-ids';
 import type { Tracing } from './tracing';
 
 /** The workflow bundle's interceptor modules: ours first, so Temporal's sees the context ours sets. */

@@ -23,7 +23,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { currentIds, idAttributes } from './ids';
+import { currentIds, idAttributes } from '../context-ids';
 
 export const SERVICE_NAME = 'letta-temporal';
 

@@ -5,7 +5,7 @@
  */
 import { Sandbox } from '@e2b/code-interpreter';
 import type { Config } from '../config';
-import type { CodeExecution, RunCodeLanguage } from '../tools/run-code';
+import type { CodeExecution, RunCodeLanguage } from './run-code';
 
 export interface CodeInterpreter {
   run(

@@ -30,7 +30,7 @@ import {
   type OutputLimits,
   type Stop,
 } from './results';
-import { ToolError } from '../tools/tool-error';
+import { ToolError } from '../returns/tool-error';
 import { nodeCommand, type NodeRuntimeOptions } from './node-runtime';
 import { bubblewrapCommand, NOBODY, unprivileged, WORK_DIR, type Command } from './bubblewrap';
 import { reachableFolder } from './reach';

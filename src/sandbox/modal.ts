@@ -21,7 +21,7 @@ import {
 } from 'modal';
 import type { Logger } from '../logger';
 import { projectRoot } from '../paths';
-import { ToolError } from '../tools/tool-error';
+import { ToolError } from '../returns/tool-error';
 import { modalUnsupportedReason } from './modal-support';
 import { newResultMarker } from './result-frame';
 import {

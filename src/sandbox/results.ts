@@ -4,7 +4,7 @@
  * head and tail of what the tool printed.
  */
 import { constants } from 'node:os';
-import { stringifyReturn } from '../agent/tool-returns';
+import { stringifyReturn } from '../returns/tool-returns';
 import type { LimitHits } from './cgroups';
 import type { RunnerResult, ToolJob, ToolRunResult } from './types';
 

@@ -1,4 +1,4 @@
-import { ToolError } from '../tools/tool-error';
+import { ToolError } from '../returns/tool-error';
 
 /**
  * A tool's requirements could not be installed: the tool's failure (the model sees why), not the

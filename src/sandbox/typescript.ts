@@ -3,7 +3,7 @@
  * itself) to an ES module that exports the function the runner calls.
  */
 import ts from 'typescript';
-import { ToolError } from '../tools/tool-error';
+import { ToolError } from '../returns/tool-error';
 
 /** The source does not parse, or does not define the function to call. */
 export class TypeScriptSourceError extends ToolError {

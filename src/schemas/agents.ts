@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ToolRuleSchema } from './tool-rules';
-import { isTimeZone } from '../agent/time';
+import { isTimeZone } from '../time';
 
 export const CreateBlockSchema = z.object({
   label: z.string().min(1),

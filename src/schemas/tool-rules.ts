@@ -31,7 +31,7 @@ const argument = z.string().min(1).max(200);
 
 /**
  * A condition on one top-level argument of a call (an extension of Letta's `requires_approval` rule):
- * src/agent/approval-policies.ts evaluates it.
+ * src/approvals/policies.ts evaluates it.
  */
 export const ApprovalConditionSchema = z.discriminatedUnion('op', [
   z.object({ argument, op: z.enum(['eq', 'ne']), value: scalar }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PipRequirementSchema as Requirement } from './sandbox-config';
-import { DEFAULT_RETURN_CHAR_LIMIT } from '../agent/tool-returns';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../returns/tool-returns';
 import type { ClientTool } from '../../contracts/payloads';
 
 const JsonObject = z.record(z.string(), z.unknown());

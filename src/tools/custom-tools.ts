@@ -19,8 +19,8 @@ import {
 import { runtimeFields } from '../sandbox/node-runtime';
 import { sandboxEnvironment, toolEnvironment, type SandboxEnvironment } from '../sandbox/environment';
 import type { NpmRequirement } from '../sandbox/types';
-import { ToolError } from './tool-error';
-import type { ToolApiAccess } from './tool-api-access';
+import { ToolError } from '../returns/tool-error';
+import type { ToolApiAccess } from '../access/tool-api-access';
 import { toolTimeoutMs } from './tool-timeout';
 
 /** What a tool's run sees of its agent. */

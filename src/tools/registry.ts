@@ -18,7 +18,7 @@ import {
   ToolSchemaError,
   type PythonSchemaOptions,
 } from './python-schema';
-import { schemaHealth, type SchemaHealth } from './schema-health';
+import { schemaHealth, type SchemaHealth } from '../schemas/schema-health';
 import { transpileTool, TypeScriptSourceError } from '../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../mcp/tool-sync';
 

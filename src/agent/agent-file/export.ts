@@ -3,14 +3,14 @@
  * with its blocks, tools, tool rules, model and embedding configs, system prompt and history, under
  * file-local ids (`agent-0`, `block-0`, `tool-0`, `message-0`, …), as Letta's own server writes it.
  */
-import { fileLimits } from '../file-views';
+import { fileLimits } from '../../memory/file-views';
 import type { Queryable } from '../../db';
 import { getConversation } from '../../db/conversations';
 import { conversationContext, conversationMessages } from '../../db/messages';
 import type { AgentRecord, MessageRow, ToolRow } from '../../db/rows';
 import { notFound } from '../../errors';
-import { summaryText } from '../context';
-import type { ApprovalAnswer } from '../approvals';
+import { summaryText } from '../../memory/context';
+import type { ApprovalAnswer } from '../../approvals/answering';
 
 export interface ExportOptions {
   /** Exports this conversation's history instead of the agent's own. */

@@ -6,7 +6,7 @@
  *
  * An import is one transaction: every custom tool's schema is checked first, then the tools, blocks,
  * agents and messages are stored together, or nothing is. The history keeps this server's invariant
- * (src/agent/history-invariant.ts: each assistant message with tool calls is followed by exactly their
+ * (src/memory/history-invariant.ts: each assistant message with tool calls is followed by exactly their
  * returns): a file's history that breaks it is repaired as it is read (a return of no waiting call is
  * left out, a call without a return gets an error return, as migration 0010 gave them), never stored
  * broken. Groups, sources, files, MCP servers and skills are not imported; nor are Letta's built-in
@@ -30,11 +30,11 @@ import type { PythonSchemaOptions } from '../../tools/python-schema';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { insertNewAgent, compiledPrompt } from '../agents';
 import { newBlock } from '../blocks';
-import { contentText } from '../context';
-import { clientReturn, type ApprovalAnswer } from '../approvals';
-import type { ReturnPart } from '../return-parts';
-import { embeddingConfigForHandle } from '../embeddings';
-import { packageFunctionResponse, stringifyReturn } from '../tool-returns';
+import { contentText } from '../../memory/context';
+import { clientReturn, type ApprovalAnswer } from '../../approvals/answering';
+import type { ReturnPart } from '../../returns/return-parts';
+import { embeddingConfigForHandle } from '../../memory/embeddings';
+import { packageFunctionResponse, stringifyReturn } from '../../returns/tool-returns';
 
 const failed = (reason: string) => invalid(`Import failed: ${reason}`);
 

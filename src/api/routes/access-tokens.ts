@@ -1,6 +1,6 @@
 /**
  * Letta's client-side access tokens (`client.accessTokens` in the official clients): tokens that reach
- * only the agents their policy names (src/agent/access-tokens.ts, src/api/scoped-access.ts). Only the
+ * only the agents their policy names (src/access/access-tokens.ts, src/api/scoped-access.ts). Only the
  * server's own credential manages them: a token cannot make, list or revoke tokens.
  */
 import type { ApiContext } from '../context';
@@ -12,7 +12,7 @@ import {
   createAccessTokenSchema,
   ListAccessTokensQuery,
 } from '../schemas/access-tokens';
-import { createAccessToken, listTokens, revokeToken, type AccessTokenView } from '../../agent/access-tokens';
+import { createAccessToken, listTokens, revokeToken, type AccessTokenView } from '../../access/access-tokens';
 
 const shapeOf = (view: AccessTokenView) => ({
   token: view.token,

@@ -1,7 +1,7 @@
 /**
  * An agent's folders and files, as Letta routes them: `agents.folders.attach / detach / list`,
  * `agents.files.list / open / close / closeAll`, and the legacy `/v1/agents/{id}/sources/...` paths.
- * Attaching a folder gives the agent the file tools and opens its files (src/agent/file-views.ts).
+ * Attaching a folder gives the agent the file tools and opens its files (src/memory/file-views.ts).
  */
 import type { Request } from 'express';
 import { z } from 'zod';
@@ -25,7 +25,7 @@ import {
   openFileView,
   truncateVisibleContent,
   withAgentFiles,
-} from '../../agent/file-views';
+} from '../../memory/file-views';
 
 const ListAgentFoldersQuery = pageQuery(100, 'desc');
 

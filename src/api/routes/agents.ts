@@ -23,7 +23,7 @@ import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
 import { documentedRouter, type DocumentedRouter } from '../route-book';
 import { checkTokenAgentBody, principalOf } from '../scoped-access';
-import { adoptCreatedAgent } from '../../agent/access-tokens';
+import { adoptCreatedAgent } from '../../access/access-tokens';
 import { AgentStateSchema, BlockSchema, ToolSchema } from '../schemas/responses';
 
 const IncludeQuery = z.object({ include: queryList(z.enum(AGENT_RELATIONSHIPS)) });

@@ -23,7 +23,7 @@ import { approvalRecordShape, temporalUrlOf, waitingShape } from '../approval-sh
 import { getAgentRow } from '../../db/agents';
 import { getMessage, listMessages } from '../../db/messages';
 import { answerApprovalRequest } from '../../agent/turns';
-import type { ApprovalAnswer } from '../../agent/approvals';
+import type { ApprovalAnswer } from '../../approvals/answering';
 import { openEventStream } from '../event-stream';
 
 /** Messages shown before a request, for its context. */

@@ -2,7 +2,7 @@
  * Archival memory over HTTP, as Letta routes it: an agent's passages (`/v1/agents/{id}/archival-memory`),
  * archives of their own (`/v1/archives`) and attaching them to agents, and searches across archives
  * (`/v1/passages/search`). Passages are embedded with the agent's or the archive's embedding model;
- * without one they are kept as text, found by the words of a search (src/agent/archival.ts).
+ * without one they are kept as text, found by the words of a search (src/memory/archival.ts).
  */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
@@ -34,8 +34,8 @@ import {
   insertArchival,
   searchArchival,
   type PassageInput,
-} from '../../agent/archival';
-import { chosenEmbedding } from '../../agent/embeddings';
+} from '../../memory/archival';
+import { chosenEmbedding } from '../../memory/embeddings';
 import * as archives from '../../db/archives';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';

@@ -33,8 +33,8 @@ import { syncMcpTools } from '../../mcp/tool-sync';
 import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
-import { elicitResultOf, type ElicitationResponse } from '../../mcp/elicitation';
-import { ToolError } from '../../tools/tool-error';
+import { elicitResultOf, type ElicitationResponse } from '../../approvals/elicitation-answers';
+import { ToolError } from '../../returns/tool-error';
 import { mcpToolTimeoutMs } from '../../tools/tool-timeout';
 import type { ToolRow } from '../../db/rows';
 

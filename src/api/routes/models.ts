@@ -10,7 +10,7 @@ import { EmbeddingModelSchema, ModelSchema, type EmbeddingModel, type Model } fr
 import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
 import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
 import { errorText } from '../../temporal/connection';
-import { embeddingConfigOf } from '../../agent/embeddings';
+import { embeddingConfigOf } from '../../memory/embeddings';
 
 const isEmbeddingModel = (id: string) => /embed/i.test(id);
 

@@ -13,7 +13,7 @@ import {
   ScheduleListQuery,
   ScheduleListResponseSchema,
 } from '../schemas/schedules';
-import { contentText } from '../../agent/context';
+import { contentText } from '../../memory/context';
 import { checkWebhookUrl } from '../../agent/webhooks';
 import {
   createScheduledMessage,

@@ -26,7 +26,7 @@ import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
-import { DEFAULT_RETURN_CHAR_LIMIT } from '../../agent/tool-returns';
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../../returns/tool-returns';
 
 type ToolRunFromSource = z.infer<typeof ToolRunFromSourceSchema>;
 

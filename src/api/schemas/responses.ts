@@ -164,7 +164,7 @@ const messageFields = {
 
 const ToolCallSchema = z.object({ name: z.string(), arguments: z.string(), tool_call_id: z.string() });
 
-/** Letta's return parts: text, and images with their bytes inline (src/agent/return-parts.ts). */
+/** Letta's return parts: text, and images with their bytes inline (src/returns/return-parts.ts). */
 const ReturnPartSchema = z.union([
   z.object({ type: z.literal('text'), text: z.string() }),
   z.object({

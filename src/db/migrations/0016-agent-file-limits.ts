@@ -3,7 +3,7 @@ import type { Migration } from './migration';
 /**
  * Letta's per-agent file controls: how many files of its folders an agent keeps open at once, and
  * how many characters of each open file its context shows. Null: Letta's defaults for the agent's
- * context window (src/agent/file-views.ts).
+ * context window (src/memory/file-views.ts).
  */
 export const agentFileLimits: Migration = {
   version: 16,

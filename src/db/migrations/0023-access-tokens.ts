@@ -1,7 +1,7 @@
 import type { Migration } from './migration';
 
 /**
- * Scoped access tokens (src/agent/access-tokens.ts): Letta's client-side access tokens, which reach
+ * Scoped access tokens (src/access/access-tokens.ts): Letta's client-side access tokens, which reach
  * only the agents their policy names. The secret is kept as its SHA-256 alone; `id` is the token's
  * public part, shown in lists and used to revoke it.
  */

@@ -1,7 +1,7 @@
 import type { Migration } from './migration';
 
 /**
- * A sandboxed call's token (src/tools/tool-api-access.ts) remembers its call: the calling agent and
+ * A sandboxed call's token (src/access/tool-api-access.ts) remembers its call: the calling agent and
  * its run (`caller`), so that the agents the call creates become its own and its messages continue the
  * run's chain of waiting agents. An agent remembers the agent whose call created it.
  */

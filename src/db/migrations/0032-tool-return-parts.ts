@@ -1,7 +1,7 @@
 import type { Migration } from './migration';
 
 /**
- * A tool's return as Letta's return parts, when it holds an image (src/agent/return-parts.ts):
+ * A tool's return as Letta's return parts, when it holds an image (src/returns/return-parts.ts):
  * `func_return` stays its text form, which tool rules, search and text-only models read.
  */
 export const toolReturnParts: Migration = {

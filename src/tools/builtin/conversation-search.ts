@@ -1,8 +1,8 @@
 import type { Queryable } from '../../db';
 import { searchMessages } from '../../db/messages';
 import type { MessageRole, MessageRow } from '../../db/rows';
-import { contentText } from '../../agent/context';
-import { ToolError } from '../tool-error';
+import { contentText } from '../../memory/context';
+import { ToolError } from '../../returns/tool-error';
 
 /** RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE */
 const DEFAULT_LIMIT = 5;

@@ -3,7 +3,7 @@
  * Exa's own SDK. The key is the agent's secret `EXA_API_KEY`, else the server's (Letta's precedence).
  */
 import Exa from 'exa-js';
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 
 export interface ExaSettings {
   /** The server's key (EXA_API_KEY); an agent's secret of that name comes first. */

@@ -5,7 +5,7 @@
  */
 import { convert } from 'html-to-text';
 import { OutboundRefused, safeFetch, type OutboundPolicy, type SafeResponse } from '../../net/safe-fetch';
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 import type Exa from 'exa-js';
 import { bounded, type ExaSettings } from './exa';
 

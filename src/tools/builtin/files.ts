@@ -2,18 +2,18 @@
  * Letta's file tools (files_tool_executor.py): `open_files`, `grep_files` and
  * `semantic_search_files` over the files of the folders attached to the agent, with Letta's messages
  * and output formats. What the agent sees of each file lives in `files_agents`
- * (src/agent/file-views.ts); the files' chunks are passages of their folder's archive.
+ * (src/memory/file-views.ts); the files' chunks are passages of their folder's archive.
  */
 import type { Queryable } from '../../db';
 import * as views from '../../db/file-agents';
 import { searchPassages } from '../../db/archives';
 import type { AgentRow } from '../../db/rows';
-import { embedTexts } from '../../agent/embeddings';
-import type { Providers } from '../../agent/archival';
-import { chunkFile, fileLimits, openFileView, withAgentFiles, splitLines } from '../../agent/file-views';
+import { embedTexts } from '../../memory/embeddings';
+import type { Providers } from '../../memory/archival';
+import { chunkFile, fileLimits, openFileView, withAgentFiles, splitLines } from '../../memory/file-views';
 import { DomainError } from '../../errors';
 import { ModelApiError } from '../../llm/types';
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 
 /** Limits of the file tools that an operator may change. */
 export interface FileToolSettings {

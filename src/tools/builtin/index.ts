@@ -11,7 +11,7 @@ import { insertBlock, updateBlock } from '../../db/blocks';
 import type { BlockValueWrite } from '../../db/tool-executions';
 import { upsertBuiltinTool } from '../../db/tools';
 import type { AgentRow, MemoryBlock } from '../../db/rows';
-import { insertArchival, searchArchival, type Providers } from '../../agent/archival';
+import { insertArchival, searchArchival, type Providers } from '../../memory/archival';
 import { DomainError } from '../../errors';
 import { ModelApiError } from '../../llm/types';
 import { conversationSearch } from './conversation-search';
@@ -30,7 +30,7 @@ import {
   type MemoryEdit,
 } from './memory-edits';
 
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 
 export { ToolError };
 

@@ -4,7 +4,7 @@
  * word. A thrown ToolError is the tool's own error: the model sees its message.
  */
 
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 
 export const READ_ONLY_BLOCK_EDIT_ERROR = 'Error This block is read-only and cannot be edited.';
 export const CORE_MEMORY_LINE_NUMBER_WARNING =

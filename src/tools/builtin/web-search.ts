@@ -1,6 +1,6 @@
 /** Letta's web_search: Exa's search with its contents, formatted as Letta formats the results. */
 import type Exa from 'exa-js';
-import { ToolError } from '../tool-error';
+import { ToolError } from '../../returns/tool-error';
 import { bounded, NO_EXA_KEY, type ExaSettings } from './exa';
 
 type Args = Record<string, unknown>;

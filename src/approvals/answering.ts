@@ -15,7 +15,7 @@ import type { MessageRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { recordDecisions, type Answerer, type RecordedDecision } from '../db/approval-requests';
 import type { RecordedAnswer, TurnContext } from '../../contracts/payloads';
-import type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './approval-answers';
+import type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './answers';
 import { answerElicitations } from './elicitations';
 import {
   DEFAULT_IMAGE_MAX_BYTES,
@@ -23,7 +23,7 @@ import {
   limitImages,
   returnOfParts,
   type ReturnPart,
-} from './return-parts';
+} from '../returns/return-parts';
 
 export const ALREADY_ANSWERED =
   'Cannot process approval response: The tool call was already answered differently. Send the same answer again, or a regular message to go on.';
@@ -44,7 +44,7 @@ const pythonList = (ids: string[]) => `[${ids.map((id) => `'${id}'`).join(', ')}
 export const invalidIdsText = (expected: string[], received: string[]) =>
   `Invalid tool call IDs. Expected '${pythonList(expected)}', but received '${pythonList(received)}'.`;
 
-export type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './approval-answers';
+export type { ApprovalAnswer, ApprovalDecision, ClientToolReturn } from './answers';
 
 export interface FollowUp {
   role: 'user' | 'system' | 'assistant';

@@ -4,8 +4,8 @@
  * local sandbox, with custom tools' isolation and limits and without network; with E2B_API_KEY set, an
  * E2B code interpreter runs it instead (src/sandbox/e2b-code.ts), as Letta does.
  */
-import type { ToolJob, ToolRunResult } from '../sandbox';
-import { ToolError } from './tool-error';
+import type { ToolJob, ToolRunResult } from './types';
+import { ToolError } from '../returns/tool-error';
 
 export const RUN_CODE_LANGUAGES = ['python', 'js', 'ts', 'r', 'java'] as const;
 export type RunCodeLanguage = (typeof RUN_CODE_LANGUAGES)[number];

@@ -95,7 +95,7 @@ export async function createAccessToken(
 
 /**
  * Stores a token as asked, unchecked: for a policy read from the database in the same breath (a
- * sandboxed call's, src/tools/tool-api-access.ts). Returns the whole token, the only time it is seen.
+ * sandboxed call's, src/access/tool-api-access.ts). Returns the whole token, the only time it is seen.
  */
 export async function mintAccessToken(
   db: Queryable,

@@ -1,4 +1,4 @@
-import { formatLettaTime } from './time';
+import { formatLettaTime } from '../time';
 
 /**
  * The text a tool's return becomes (Letta's `validate_function_response`): null → "None", strings as

@@ -1,6 +1,7 @@
 /**
  * MCP elicitations as approval pauses: what an approval request shows of each (the server's message
- * and requested schema), and what an answer to the pause sends each server (src/mcp/elicitation.ts).
+ * and requested schema), and what an answer to the pause sends each server
+ * (src/approvals/elicitation-answers.ts).
  */
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Queryable } from '../db';
@@ -13,8 +14,8 @@ import {
 import type { PendingApproval } from '../db/rows';
 import type { Answerer } from '../db/approval-requests';
 import { invalid } from '../errors';
-import { ElicitationContentError, elicitResultOf } from '../mcp/elicitation';
-import type { ApprovalAnswer } from './approval-answers';
+import { ElicitationContentError, elicitResultOf } from './elicitation-answers';
+import type { ApprovalAnswer } from './answers';
 
 /** The waiting elicitations of these calls, as an approval request shows them. */
 export async function shownElicitations(q: Queryable, toolCallIds: string[]): Promise<ShownElicitation[]> {

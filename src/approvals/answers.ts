@@ -1,5 +1,5 @@
 /** The answers to a paused turn's calls, as Letta's approval message carries them. */
-import type { ElicitationResponse } from '../mcp/elicitation';
+import type { ElicitationResponse } from './elicitation-answers';
 
 type ContentPart = { type: string; text?: string; [key: string]: unknown };
 
@@ -21,7 +21,7 @@ export interface ApprovalDecision {
   reason?: string | null;
   /** An extension: the arguments the approved call runs with instead of the model's. */
   arguments?: Record<string, unknown> | null;
-  /** An extension: the answer to the call's MCP server's elicitation (src/agent/elicitations.ts). */
+  /** An extension: the answer to the call's MCP server's elicitation (src/approvals/elicitations.ts). */
   elicitation_response?: ElicitationResponse | null;
 }
 

@@ -11,7 +11,7 @@ import { invalid } from '../errors';
 import { newId } from '../ids';
 import type { ModelProvider } from '../llm/types';
 import { embedTexts } from './embeddings';
-import { isoInZone } from './time';
+import { isoInZone } from '../time';
 
 /** Letta's RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE. */
 const DEFAULT_TOP_K = 5;

@@ -1,17 +1,11 @@
 /**
  * How a sandboxed custom tool reaches this server's API as its agent, as Letta's injected `client`
  * does: the API's URL as each kind of sandbox sees it, and a scoped access token per call
- * (src/agent/access-tokens.ts) that names the calling agent and the agents it works with (callPolicy),
+ * (src/access/access-tokens.ts) that names the calling agent and the agents it works with (callPolicy),
  * and is revoked when the call ends.
  */
 import type { Queryable } from '../db';
-import {
-  ALL_ACCESS,
-  mintAccessToken,
-  revokeToken,
-  type AgentAccess,
-  type AgentGrant,
-} from '../agent/access-tokens';
+import { ALL_ACCESS, mintAccessToken, revokeToken, type AgentAccess, type AgentGrant } from './access-tokens';
 import { relatedAgents } from '../db/agents';
 import type { SandboxType } from '../schemas/sandbox-config';
 import { BRIDGED_API_PORT } from '../sandbox/types';

@@ -109,9 +109,9 @@ describe('replaying the open and recent histories of a running cluster', () => {
         counts.webhookDelivery.open === 1 &&
         counts.scheduledMessage.sampledClosed === 1 &&
         counts.fileIngestion.sampledClosed === 1,
-      30_000,
+      90_000,
     );
-  }, 120_000);
+  }, 180_000);
   afterAll(async () => {
     await receiver?.close();
   });

@@ -2,13 +2,15 @@
  * The import graph's rules (`npm run lint:deps`, part of `npm run lint`): no cycles, type-only imports
  * included, and the layers of the code map (docs/design.md, contracts/README.md), each depending only down:
  *
- *   src/server.ts, src/main.ts (wiring)  →  src/api  →  the core (src/)  →  contracts/
+ *   src/server.ts, src/main.ts, src/config.ts, src/check.ts, src/banner.ts (wiring)  →  src/api  →  the core (src/)  →  contracts/
  *   activities/  →  the core, contracts/         workflows/  →  contracts/ only
  *
  * src/temporal/worker.ts names the workflows' folder for the worker to bundle (`require.resolve`), and
- * takes the activities from the wiring: the core imports neither.
+ * takes the activities from the wiring: the core imports neither. src/config.ts merges the areas'
+ * settings (src/<area>/settings.ts) and reads the environment: every other module gets its settings as a
+ * value, so only the wiring imports it.
  */
-const WIRING = '^src/(server|main)\\.ts$';
+const WIRING = '^src/(server|main|config|check|banner)\\.ts$';
 
 module.exports = {
   forbidden: [

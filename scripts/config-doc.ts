@@ -7,15 +7,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigSchema, SETTINGS_AREAS } from '../src/config';
-import type { SettingsPart } from '../src/settings-fields';
+import type { SettingsArea } from '../src/settings-fields';
+import type { z } from 'zod';
 
 /** docs/configuration.md, from the repository's root (scripts run from dist/scripts, the test from test/). */
 export const DOC_PATH = 'docs/configuration.md';
 
-/** A default as the page shows it: the part's `shownDefaults` where the schema's is no value to print. */
-function defaultText(part: SettingsPart, name: string, value: unknown): string {
-  const shown = part.shownDefaults?.[name];
-  if (shown !== undefined) return shown;
+/** A default as the page shows it: the variable's `shownDefault` where the schema's is no value to print. */
+function defaultText(schema: z.ZodType, value: unknown): string {
+  const shown = schema.meta()?.shownDefault;
+  if (typeof shown === 'string') return shown;
   if (value === undefined) return 'unset';
   if (value === '' || (Array.isArray(value) && value.length === 0)) return 'empty';
   return `\`${String(value)}\``;
@@ -28,12 +29,10 @@ function table(header: string[], rows: string[][]): string[] {
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)];
 }
 
-/** Every variable of the schema is in exactly one part of one area, and described. */
+/** Every variable of the schema is in exactly one area, and described; a part's are its area's. */
 function checkAreas(): void {
   const names = Object.keys(ConfigSchema.shape);
-  const shown = SETTINGS_AREAS.flatMap((area) =>
-    area.parts.flatMap((part) => Object.keys(part.schema.shape)),
-  );
+  const shown = SETTINGS_AREAS.flatMap((area) => Object.keys(area.schema.shape));
   const missing = names.filter((name) => !shown.includes(name));
   const unknown = shown.filter((name) => !names.includes(name));
   const twice = shown.filter((name, i) => shown.indexOf(name) !== i);
@@ -47,18 +46,50 @@ function checkAreas(): void {
     (name) => !ConfigSchema.shape[name as keyof typeof ConfigSchema.shape].description,
   );
   if (undescribed.length) throw new Error(`no .describe() on ${undescribed.join(', ')}`);
+  for (const area of SETTINGS_AREAS)
+    for (const part of area.parts ?? [])
+      if (Object.keys(part.shape).some((name) => !(name in area.schema.shape)))
+        throw new Error(
+          `${heading(part).title}: a part whose variables are not all in ${heading(area.schema).title}`,
+        );
 }
 
-/** A part's table: its variables in the schema's order. */
-function partTable(part: SettingsPart, defaults: Record<string, unknown>): string[] {
+/** A section's heading and one-line intro: its schema's `.meta({ title, description })`. */
+function heading(schema: z.ZodObject): { title: string; intro: string } {
+  const meta = schema.meta();
+  if (typeof meta?.title !== 'string' || typeof meta.description !== 'string')
+    throw new Error(
+      `no .meta({ title, description }) on the schema of ${Object.keys(schema.shape).join(', ')}`,
+    );
+  return { title: meta.title, intro: meta.description };
+}
+
+/** A table of the schema's variables named, in the schema's order. */
+function variablesTable(schema: z.ZodObject, names: string[], defaults: Record<string, unknown>): string[] {
   return table(
     ['variable', 'default', 'meaning'],
-    Object.entries(part.schema.shape).map(([name, schema]) => [
+    names.map((name) => [
       `\`${name}\``,
-      defaultText(part, name, defaults[name]),
-      schema.description!.replace(/\|/g, '\\|'),
+      defaultText(schema.shape[name], defaults[name]),
+      schema.shape[name].description!.replace(/\|/g, '\\|'),
     ]),
   );
+}
+
+/** An area's section: its intro, its own variables, then a subsection for each part. */
+function areaLines(area: SettingsArea, defaults: Record<string, unknown>): string[] {
+  const { title, intro } = heading(area.schema);
+  const parts = area.parts ?? [];
+  const inParts = new Set(parts.flatMap((part) => Object.keys(part.shape)));
+  const own = Object.keys(area.schema.shape).filter((name) => !inParts.has(name));
+  const lines = ['', `## ${title}`, '', intro];
+  if (own.length) lines.push('', ...variablesTable(area.schema, own, defaults));
+  for (const part of parts) {
+    const section = heading(part);
+    lines.push('', `### ${section.title}`, '', section.intro, '');
+    lines.push(...variablesTable(part, Object.keys(part.shape), defaults));
+  }
+  return lines;
 }
 
 export function configurationMarkdown(): string {
@@ -73,15 +104,8 @@ export function configurationMarkdown(): string {
     'with one line naming the variable (e.g. `Invalid configuration: PORT="abc": expected a port number`).',
     'Empty values count as unset. Each section is one area of the server, whose schema lives in that',
     "area's `settings.ts`.",
+    ...SETTINGS_AREAS.flatMap((area) => areaLines(area, defaults)),
   ];
-  for (const area of SETTINGS_AREAS) {
-    lines.push('', `## ${area.title}`, '', area.intro);
-    for (const part of area.parts) {
-      if (part.title) lines.push('', `### ${part.title}`);
-      if (part.intro) lines.push('', part.intro);
-      lines.push('', ...partTable(part, defaults));
-    }
-  }
   return `${lines.join('\n')}\n`;
 }
 

@@ -6,42 +6,41 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { folderSettings, triggerSettings, turnSettings } from './agent/settings';
+import { apiSettings } from './api/settings';
+import { databaseSettings } from './db/settings';
+import { llmSettings } from './llm/settings';
+import { mcpSettings } from './mcp/settings';
+import { netSettings } from './net/settings';
+import { observabilitySettings, traceSettings } from './observability/settings';
+import { processSettings, shutdownProblem } from './process-settings';
 import {
-  agentArea,
-  folderArea,
-  folderSettings,
-  triggerArea,
-  triggerSettings,
-  turnSettings,
-} from './agent/settings';
-import { apiArea, apiSettings } from './api/settings';
-import { databaseArea, databaseSettings } from './db/settings';
-import { llmArea, llmSettings } from './llm/settings';
-import { mcpArea, mcpSettings } from './mcp/settings';
-import { netArea, netSettings } from './net/settings';
-import { observabilityArea, observabilitySettings } from './observability/settings';
-import { processArea, processSettings, shutdownProblem } from './process-settings';
-import { sandboxArea, sandboxProblem, sandboxSettings } from './sandbox/settings';
+  e2bSettings,
+  localSandboxSettings,
+  modalSettings,
+  sandboxProblem,
+  sandboxSettings,
+} from './sandbox/settings';
 import type { SettingsArea } from './settings-fields';
 import { TemporalSettingsError, temporalTarget, type TemporalTarget } from './temporal/env-config';
-import { temporalArea, temporalSettings } from './temporal/settings';
-import { toolsArea, toolsSettings } from './tools/settings';
+import { temporalConnectionSettings, temporalSettings } from './temporal/settings';
+import { toolsSettings, webToolSettings } from './tools/settings';
 
 /** The areas in the order docs/configuration.md shows them (scripts/config-doc.ts). */
 export const SETTINGS_AREAS: SettingsArea[] = [
-  processArea,
-  apiArea,
-  observabilityArea,
-  databaseArea,
-  temporalArea,
-  agentArea,
-  llmArea,
-  folderArea,
-  toolsArea,
-  sandboxArea,
-  mcpArea,
-  netArea,
-  triggerArea,
+  { schema: processSettings },
+  { schema: apiSettings },
+  { schema: observabilitySettings, parts: [traceSettings] },
+  { schema: databaseSettings },
+  { schema: temporalSettings, parts: [temporalConnectionSettings] },
+  { schema: turnSettings },
+  { schema: llmSettings },
+  { schema: folderSettings },
+  { schema: toolsSettings, parts: [webToolSettings] },
+  { schema: sandboxSettings, parts: [localSandboxSettings, e2bSettings, modalSettings] },
+  { schema: mcpSettings },
+  { schema: netSettings },
+  { schema: triggerSettings },
 ];
 
 export const ConfigSchema = z.object({

@@ -16,6 +16,9 @@ export const port = z.coerce
   .min(1, 'expected a port from 1 to 65535')
   .max(65535, 'expected a port from 1 to 65535');
 
+/** A whole number, as the text of a count or a size in bytes. */
+export const wholeNumber = z.coerce.number().int();
+
 export const milliseconds = z.coerce.number({ error: 'expected milliseconds' }).int().positive();
 
 export const url = z.url({ error: 'expected a URL' });
@@ -44,21 +47,13 @@ export const pathList = z.string().transform((text, ctx) => {
 });
 
 /**
- * A part of an area's settings as docs/configuration.md shows it. `shownDefaults` is the default as the
- * page prints it where the schema's is no value to print (unset, chosen at start-up, or the machine's);
- * every other default is printed as parsed.
+ * An area as docs/configuration.md shows it (scripts/config-doc.ts): a section headed by its schema's
+ * `.meta({ title, description })`, the description its one-line intro, then a subsection for each part
+ * (a schema the area's extends, with its own title and intro). A variable's `.describe()` is its line;
+ * where its default is no value to print (unset, chosen at start-up, the machine's), it says what the
+ * page shows instead: `.meta({ description, shownDefault })`.
  */
-export interface SettingsPart {
-  /** A subsection's heading; an area of one part has none. */
-  title?: string;
-  intro?: string;
-  schema: z.ZodObject;
-  shownDefaults?: Partial<Record<string, string>>;
-}
-
-/** An area of the configuration: one section of docs/configuration.md, with a line on what it is about. */
 export interface SettingsArea {
-  title: string;
-  intro: string;
-  parts: SettingsPart[];
+  schema: z.ZodObject;
+  parts?: z.ZodObject[];
 }

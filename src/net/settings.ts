@@ -1,6 +1,5 @@
 /** Outbound requests' settings: which private addresses a model-chosen URL, a webhook or an OAuth request may reach. */
 import { z } from 'zod';
-import { type SettingsArea } from '../settings-fields';
 import { parseAllowList } from './private-addresses';
 
 const allowList = z
@@ -15,17 +14,18 @@ const allowList = z
     }
   });
 
-export const netSettings = z.object({
-  OUTBOUND_ALLOW_PRIVATE: allowList.describe(
-    'host names, IPs and CIDR ranges (comma-separated) a model-chosen URL (`fetch_webpage`) may reach although private, e.g. `10.0.0.0/8,wiki.internal`',
-  ),
-});
+export const netSettings = z
+  .object({
+    OUTBOUND_ALLOW_PRIVATE: allowList.meta({
+      description:
+        'host names, IPs and CIDR ranges (comma-separated) a model-chosen URL (`fetch_webpage`) may reach although private, e.g. `10.0.0.0/8,wiki.internal`',
+      shownDefault: 'empty',
+    }),
+  })
+  .meta({
+    title: 'Outbound requests',
+    description:
+      'Requests the server sends where a model or a caller chose the address (web tools, webhooks, MCP OAuth): private addresses are refused unless allowed here.',
+  });
 
 export type NetSettings = z.infer<typeof netSettings>;
-
-export const netArea: SettingsArea = {
-  title: 'Outbound requests',
-  intro:
-    'Requests the server sends where a model or a caller chose the address (web tools, webhooks, MCP OAuth): private addresses are refused unless allowed here.',
-  parts: [{ schema: netSettings, shownDefaults: { OUTBOUND_ALLOW_PRIVATE: 'empty' } }],
-};

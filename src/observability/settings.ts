@@ -1,6 +1,6 @@
 /** Logs, metrics and traces: how the server tells what it does. */
 import { z } from 'zod';
-import { flag, milliseconds, optional, type SettingsArea } from '../settings-fields';
+import { flag, milliseconds, optional, wholeNumber } from '../settings-fields';
 
 export const logAndMetricSettings = z.object({
   LOG_LEVEL: z
@@ -29,57 +29,48 @@ export const logAndMetricSettings = z.object({
     .describe('bind address of `/metrics` (beyond loopback only where the network is private to Prometheus)'),
 });
 
-export const traceSettings = z.object({
-  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: flag
-    .default(false)
-    .describe(
-      "`true` puts model calls' messages and replies in their spans (the GenAI conventions' switch); off, spans hold no message text, argument or secret. Traces go over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (the exporter reads the other `OTEL_EXPORTER_OTLP_*` variables itself)",
-    ),
-  TRACE_RETENTION_DAYS: z.coerce
-    .number()
-    .positive()
-    .default(7)
-    .describe(
-      "how long the spans of runs' traces are kept in the database for the trace and step metrics routes",
-    ),
-  TRACE_STORE_BUFFER_MS: milliseconds
-    .default(60_000)
-    .describe(
-      'how long the spans of a trace wait in memory for a span that names a run; a trace that names none (a health check, a read) is never stored',
-    ),
-  TRACE_STORE_FLUSH_MS: milliseconds
-    .default(1_000)
-    .describe('how often finished spans are written to the database'),
-  TRACE_STORE_BATCH_SIZE: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(500)
-    .describe('the most spans one write to the database takes'),
-  TRACE_STORE_MAX_SPANS: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(20_000)
-    .describe(
-      'the most spans held in memory before they are written; past it the oldest unstored traces are dropped',
-    ),
+export const traceSettings = z
+  .object({
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: flag
+      .default(false)
+      .describe(
+        "`true` puts model calls' messages and replies in their spans (the GenAI conventions' switch); off, spans hold no message text, argument or secret. Traces go over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (the exporter reads the other `OTEL_EXPORTER_OTLP_*` variables itself)",
+      ),
+    TRACE_RETENTION_DAYS: z.coerce
+      .number()
+      .positive()
+      .default(7)
+      .describe(
+        "how long the spans of runs' traces are kept in the database for the trace and step metrics routes",
+      ),
+    TRACE_STORE_BUFFER_MS: milliseconds
+      .default(60_000)
+      .describe(
+        'how long the spans of a trace wait in memory for a span that names a run; a trace that names none (a health check, a read) is never stored',
+      ),
+    TRACE_STORE_FLUSH_MS: milliseconds
+      .default(1_000)
+      .describe('how often finished spans are written to the database'),
+    TRACE_STORE_BATCH_SIZE: wholeNumber
+      .positive()
+      .default(500)
+      .describe('the most spans one write to the database takes'),
+    TRACE_STORE_MAX_SPANS: wholeNumber
+      .positive()
+      .default(20_000)
+      .describe(
+        'the most spans held in memory before they are written; past it the oldest unstored traces are dropped',
+      ),
+  })
+  .meta({
+    title: 'Traces',
+    description:
+      'OpenTelemetry traces (docs/operations.md, "Traces"): exported over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, with the exporter\'s other `OTEL_EXPORTER_OTLP_*` variables and `OTEL_SERVICE_NAME`/`OTEL_RESOURCE_ATTRIBUTES`; the spans of runs\' traces are kept in the database either way.',
+  });
+
+export const observabilitySettings = logAndMetricSettings.extend(traceSettings.shape).meta({
+  title: 'Logs, metrics and traces',
+  description: 'What the server logs and how, where Prometheus reads its metrics, and the traces of runs.',
 });
 
-export const observabilitySettings = logAndMetricSettings.extend(traceSettings.shape);
-
 export type ObservabilitySettings = z.infer<typeof observabilitySettings>;
-
-export const observabilityArea: SettingsArea = {
-  title: 'Logs, metrics and traces',
-  intro: 'What the server logs and how, where Prometheus reads its metrics, and the traces of runs.',
-  parts: [
-    { schema: logAndMetricSettings },
-    {
-      title: 'Traces',
-      intro:
-        'OpenTelemetry traces (docs/operations.md, "Traces"): exported over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, with the exporter\'s other `OTEL_EXPORTER_OTLP_*` variables and `OTEL_SERVICE_NAME`/`OTEL_RESOURCE_ATTRIBUTES`; the spans of runs\' traces are kept in the database either way.',
-      schema: traceSettings,
-    },
-  ],
-};

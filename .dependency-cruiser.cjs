@@ -2,7 +2,7 @@
  * The import graph's rules (`npm run lint:deps`, part of `npm run lint`): no cycles, type-only imports
  * included, and the layers of the code map (docs/design.md, contracts/README.md), each depending only down:
  *
- *   wiring (src/server.ts, main.ts, …)  →  src/api  →  src/agent  →  …  →  the base files  →  contracts/
+ *   wiring (src/server.ts, main.ts, config.ts, …)  →  src/api  →  src/agent  →  …  →  the base files  →  contracts/
  *   activities/  →  the core, contracts/         workflows/  →  contracts/ only
  *
  * LAYERS lists the layers of src/ bottom to top: a module may import its own layer and those below it,
@@ -10,11 +10,27 @@
  * test/code-map.test.ts holds its "it may import" column to `mayImport` below.
  *
  * src/temporal/worker.ts names the workflows' folder for the worker to bundle (`require.resolve`), and
- * takes the activities from the wiring: the core imports neither.
+ * takes the activities from the wiring: the core imports neither. src/config.ts merges the areas'
+ * settings (src/<area>/settings.ts) and reads the environment: every other module gets its settings as a
+ * value, so only the wiring imports it.
  */
 
-/** The files at the top of src/ that everything may import: plain values, errors, paths, logging. */
-const BASE_FILES = ['ids', 'errors', 'masking', 'paths', 'secrets', 'logger', 'time', 'context-ids'];
+/**
+ * The files at the top of src/ that everything may import: plain values, errors, paths, logging, and
+ * the building blocks of every area's settings with the process's own.
+ */
+const BASE_FILES = [
+  'ids',
+  'errors',
+  'masking',
+  'paths',
+  'secrets',
+  'logger',
+  'time',
+  'context-ids',
+  'settings-fields',
+  'process-settings',
+];
 
 /**
  * Bottom to top. A layer is one folder of src/, or the files at the top of src/: the base files, and
@@ -64,22 +80,6 @@ function mayImport(name) {
 
 const WIRING = LAYERS.find((layer) => layer.name === 'wiring').path;
 
-/**
- * settings by area: removed when each area owns its settings. Until then the layers below the wiring
- * may name the type of src/config.ts (`import type { Config }`), and nothing more of it. An area's own
- * settings (src/<area>/settings.ts) are in its folder, so its area imports them as any of its modules.
- * Removing it: this rule, and the `pathNot` of the layer rules that names it.
- */
-const SETTINGS_BY_AREA = {
-  name: 'settings-by-area-temporary',
-  comment:
-    'settings by area: removed when each area owns its settings. Below the wiring, src/config.ts is ' +
-    'imported for its type alone.',
-  severity: 'error',
-  from: { path: '^src/', pathNot: WIRING },
-  to: { path: '^src/config\\.ts$', dependencyTypesNot: ['type-only'] },
-};
-
 /** One rule per layer of src/: nothing above it. */
 const layerRules = LAYERS.slice(1, -1).map((layer, index) => ({
   name: `layer-${layer.name}`,
@@ -88,7 +88,6 @@ const layerRules = LAYERS.slice(1, -1).map((layer, index) => ({
   from: { path: layer.path },
   to: {
     path: LAYERS.slice(index + 2).map((above) => above.path),
-    pathNot: SETTINGS_BY_AREA.to.path,
   },
 }));
 
@@ -110,7 +109,6 @@ module.exports = {
       to: {},
     },
     ...layerRules,
-    SETTINGS_BY_AREA,
     {
       name: 'contracts-import-no-layer',
       comment:

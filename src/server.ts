@@ -4,7 +4,7 @@ import { laneActivities } from '../activities/lanes';
 import { signalLaneReleased, type TurnServices } from './agent/turns';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { sandboxActivities } from '../activities/sandbox';
 import { runCodeActivities } from '../activities/run-code';
@@ -34,7 +34,7 @@ import { ConfigError, type Config } from './config';
 import { openDatabase, type Database } from './db';
 import type { Logger } from './logger';
 import { connectTemporal, errorText } from './temporal/connection';
-import { provisionTemporal } from './temporal/provision';
+import { provisionTemporal, type TemporalEndpoint } from './temporal/provision';
 import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
@@ -50,14 +50,14 @@ import {
   workerDeploymentOptions,
 } from './temporal/versioning';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import { sandboxFor, toolSandboxesFor, type ConfiguredSandbox } from './sandbox';
+import { sandboxFor, toolSandboxesFor, type ConfiguredSandbox, type ToolSandboxes } from './sandbox';
 import { collectPythonEnvs, pythonEnvOptions } from './sandbox/python-env';
 import { environmentsReport } from './sandbox/install-process';
 import { McpClientPool } from './mcp/client-pool';
 import { mcpStdioLauncher, mcpStdioOptions, type McpStdioLauncher } from './mcp/stdio-sandbox';
 import { syncMcpTools } from './mcp/tool-sync';
-import { toolApiAccess } from './access/tool-api-access';
-import { flushTracing, installTracing } from './observability/tracing';
+import { toolApiAccess, type ToolApiAccess } from './access/tool-api-access';
+import { flushTracing, installTracing, type Tracing } from './observability/tracing';
 import { storeSpans } from './observability/span-store';
 import { clientInterceptors } from './observability/temporal';
 
@@ -102,9 +102,49 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** What start-up has brought up, and how to take it down again. */
+interface Lifecycle {
+  /** Undone in reverse, after the workers: the last step pushed is the first undone. */
+  undo: (() => Promise<void>)[];
+  /** First on the way down, together: the workers, once the API takes no new turns. */
+  stopWorkers: (() => Promise<void>)[];
+  stopping: ServerStopping;
+  /** Rejects when a component fails on its own (a worker that crashed); `failed` makes it. */
+  failure: Promise<never>;
+  failed: (error: Error) => void;
+}
+
+/** The sandboxes and MCP connections this process runs tools with, the API's and the workers'. */
+interface ToolRuntimes {
+  sandbox: ConfiguredSandbox;
+  sandboxStatus: Promise<SandboxStatus>;
+  toolSandboxes: ToolSandboxes;
+  mcp: McpClientPool;
+}
+
+/** What the workers and the API start from: the parts of the server both use, up before either. */
+interface ServerParts {
+  config: Config;
+  log: Logger;
+  options: ServerOptions;
+  role: Role;
+  life: Lifecycle;
+  tracing?: Tracing;
+  temporal: TemporalEndpoint;
+  db: Database;
+  connection: NativeConnection;
+  /** What starting and answering turns works with: the API's, and agents' messages to each other. */
+  turns: TurnServices;
+  tools: ToolRuntimes;
+  /** This process's own API, once it is up: the sandboxes' way to it. */
+  localApi: ReturnType<typeof lateApi>;
+  toolApi: ToolApiAccess;
+}
+
 /**
- * Brings the server up in order (Temporal, database, connection, worker, API) and returns how to stop
- * it, which undoes the same steps in reverse. A failure half-way undoes what was already started.
+ * Brings the server up in order (Temporal, database, observability, connection, tools, workers, API)
+ * and returns how to stop it, which undoes the same steps in reverse. A failure half-way undoes what was
+ * already started.
  */
 export async function startServer(
   config: Config,
@@ -112,317 +152,427 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<RunningServer> {
   const role = options.role ?? 'all';
-  if (role !== 'all' && (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS)) {
-    throw new ConfigError(
-      `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE with an address): ` +
-        'the embedded database and Temporal server ' +
-        'belong to a single process (npm start)',
-    );
-  }
+  checkRole(config, role);
   const tracing = installTracing({
     captureContent: config.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
   });
-  // Last on the way down: what the OTLP exporter still holds is sent.
-  const undo: (() => Promise<void>)[] = [flushTracing];
-  // First on the way down, together: the workers, once the API takes no new turns.
-  const stopWorkers: (() => Promise<void>)[] = [];
-  const stopping = new ServerStopping(config.SHUTDOWN_GRACE_MS);
-  const logged = (step: () => Promise<void>) => () =>
-    step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
-  /**
-   * The drain, then the steps undone in reverse: the API refuses new turns at once (health says
-   * `stopping`); the workers stop polling and let the calls they run finish within SHUTDOWN_GRACE_MS
-   * (the rest are cut short and retried elsewhere); then the API closes (requests in flight get what
-   * is left of the grace), the database, and the embedded Temporal server last.
-   */
-  const stop = async () => {
-    stopping.begin();
-    await Promise.all(stopWorkers.splice(0).map((step) => logged(step)()));
-    for (const step of undo.reverse().splice(0)) await logged(step)();
-  };
-  let failed: (error: Error) => void = () => {};
-  const componentFailure = new Promise<never>((_, reject) => (failed = reject));
-
+  const life = lifecycle(config);
+  const stop = () => stopInOrder(life, log);
   try {
-    const temporal = await provisionTemporal(config, log);
-    if (temporal.embedded) undo.push(temporal.embedded.stop);
-
-    const db = await openDatabase(config, log);
-    undo.push(() => db.close());
-    if (tracing) undo.push(storeSpans(tracing, db, config, log));
-    await ensureBuiltinTools(db);
-    await serveMetrics(config, { db, log, temporalMetricsUrl: options.temporalMetricsUrl }, undo);
-
-    // The client and every worker share this connection, so TLS and the API key apply to all of them.
-    const connection = await connectTemporal(
-      config.temporal?.address === temporal.address ? config.temporal.connection : temporal.address,
-      config.TEMPORAL_CONNECT_TIMEOUT_MS,
-    );
-    undo.push(() => connection.close());
-    await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
-
-    const deploymentId = await loadDeploymentId(db);
-    const queues = taskQueues(config.TASK_QUEUE_PREFIX, deploymentId);
-    const sandbox = sandboxFor(config);
-    undo.push(async () => sandbox.close());
-    const sandboxStatus = reportSandbox(sandbox, config, log);
-    const toolSandboxes = toolSandboxesFor(config, sandbox, log.child({ component: 'modal' }));
-    undo.push(() => toolSandboxes.close());
-    const stdio = mcpStdioLauncher(mcpStdioOptions(config));
-    void reportMcpStdio(stdio, log);
-    const mcp = mcpClientPool(config, stdio, db, log);
-    undo.push(() => mcp.close());
-    // What starting and answering turns works with: the API's, and agents' messages to each other.
-    const turns: TurnServices = {
-      db,
-      config,
-      temporal: new Client({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        interceptors: tracing && { workflow: clientInterceptors() },
-      }),
-      deploymentId,
-      taskQueues: queues,
-    };
-    let workerVersion: WorkerDeploymentVersion | undefined;
-    // The sandboxes' ways to the API, there before any worker runs a call: this process's own API once
-    // it is up (a request, or a call asking its address, waits for it), or, in a worker, the API at
-    // LETTA_PUBLIC_URL.
-    const localApi = lateApi();
-    if (role === 'worker') localApi.fail();
-    const socketListener =
-      role === 'worker'
-        ? config.LETTA_PUBLIC_URL &&
-          forwardingToApi(config.LETTA_PUBLIC_URL, {
-            retryMs: config.API_FORWARD_RETRY_MS,
-            maxBodyBytes: config.MAX_REQUEST_BODY_BYTES,
-          })
-        : tokensOnly(localApi.listener);
-    let apiSocket: string | undefined;
-    if (socketListener) {
-      const socket = await openApiSocket(socketListener, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
-      undo.push(() => socket.close());
-      apiSocket = socket.path;
-    }
-    // Before the socket closes (undo runs backwards): a request still waiting for the app is answered.
-    undo.push(async () => localApi.fail());
-    const toolApi = toolApiAccess(
-      db,
-      {
-        publicUrl: config.LETTA_PUBLIC_URL,
-        localUrl: localApi.url,
-        socket: apiSocket,
-        localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
-      },
-      config.ACCESS_TOKEN_MAX_AGENTS,
-    );
-    if (!config.LETTA_PUBLIC_URL && (config.E2B_API_KEY || config.MODAL_TOKEN_ID))
-      log.info(
-        'tools on E2B or Modal get no Letta client (no LETTA_BASE_URL, no LETTA_API_KEY): set LETTA_PUBLIC_URL to the URL they reach this API at',
-      );
-    if (role !== 'api') {
-      workerVersion = {
-        deploymentName: deploymentName(config.TASK_QUEUE_PREFIX, deploymentId),
-        buildId: workerBuildId(config.WORKER_BUILD_ID, gitCommit()),
-      };
-      const deployment = workerDeploymentOptions(workerVersion);
-      const sandboxed = {
-        ...sandboxActivities({
-          db,
-          sandboxes: toolSandboxes,
-          toolTimeoutMs: config.TOOL_TIMEOUT_MS,
-          api: toolApi,
-        }),
-        ...runCodeActivities({
-          db,
-          sandbox,
-          interpreter: codeInterpreterFor(config),
-          timeoutMs: config.TOOL_TIMEOUT_MS,
-        }),
-      };
-      const mcpCalls = mcpActivities({
-        db,
-        pool: mcp,
-        callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
-        imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
-      });
-      const swappedIn = options.activities?.({ db });
-      const agentWorker = await createAgentWorker({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: queues.agent,
-        workflowsPath: options.workflowsPath,
-        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-        deployment,
-        tracing,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        activities: swappedIn ?? {
-          ...createActivities({
-            db,
-            log,
-            providers: measuredProviders(providerRegistry(config)),
-            web: webSettings(config),
-            files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
-            imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
-            transcriptCacheMessages: config.MODEL_TRANSCRIPT_CACHE_MESSAGES,
-            startWebhook: (subject) => startWebhook(turns, subject),
-            laneReleased: (scope) => signalLaneReleased(turns, scope),
-          }),
-          // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
-          ...sandboxed,
-          ...mcpCalls,
-          ...agentMessageActivities(turns),
-          ...laneActivities(turns),
-          ...scheduleActivities(turns),
-          ...webhookActivities({
-            db,
-            policy: webhookPolicy(config),
-            secret: () => webhookSecret(db, config.WEBHOOK_SECRET),
-            runPayload: (run) => runCallbackPayload(db, run),
-            approvalUrl: config.APPROVAL_WEBHOOK_URL,
-            links: linkMaker(db, config),
-          }),
-        },
-      });
-      const sandboxWorker = await createToolWorker({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: queues.sandbox,
-        deployment,
-        tracing,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        activities: swappedIn ?? sandboxed,
-      });
-      const mcpWorker = await createToolWorker({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: queues.mcp,
-        deployment,
-        tracing,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        activities: swappedIn ?? mcpCalls,
-      });
-      for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
-        const { taskQueue } = worker.options;
-        const running = worker.run().catch((error) => {
-          if (!stopping.stopping) {
-            log.fatal({ error: errorText(error), taskQueue }, 'worker failed');
-            return failed(error);
-          }
-          log.warn(
-            { error: errorText(error), taskQueue },
-            'the worker stopped before every call it cut short had ended: those calls are retried elsewhere',
-          );
-        });
-        stopWorkers.push(async () => {
-          if (worker.getState() === 'RUNNING') worker.shutdown();
-          await running;
-        });
-      }
-      const versioning = versioningMode(config.WORKER_VERSIONING, role);
-      log.info(
-        {
-          taskQueues: [queues.agent, queues.sandbox, queues.mcp],
-          namespace: config.TEMPORAL_NAMESPACE,
-          deployment: workerVersion.deploymentName,
-          buildId: workerVersion.buildId,
-          versioning,
-        },
-        'worker polling',
-      );
-      // A versioned deployment routes tasks only to its current version: before the API takes a
-      // message, this version becomes current when nothing can be stranded or rolled back by it (see
-      // src/temporal/versioning.ts).
-      await makeVersionCurrent({
-        connection,
-        db,
-        namespace: config.TEMPORAL_NAMESPACE,
-        version: workerVersion,
-        mode: versioning,
-        taskQueues: [queues.agent, queues.sandbox, queues.mcp],
-        timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
-        log,
-        vet: () =>
-          vetBuild({
-            client: turns.temporal,
-            workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
-            openPerType: config.WORKER_REPLAY_OPEN_MAX,
-            closedPerType: config.WORKER_REPLAY_CLOSED,
-            where: `TaskQueue = "${queues.agent}"`,
-            log,
-          }),
-        commands: promotionCommands(
-          { address: temporal.address, namespace: config.TEMPORAL_NAMESPACE },
-          workerVersion,
-        ),
-      });
-      const collecting = collectUnusedEnvironments(config, log);
-      undo.push(async () => clearInterval(collecting));
-    }
-
-    let url: string | undefined;
-    let passwordRequired = false;
-    if (role !== 'worker') {
-      const runEvents = new RunEvents(
-        db,
-        { pollMs: config.STREAM_POLL_INTERVAL_MS, fallbackMs: config.STREAM_FALLBACK_POLL_MS },
-        log,
-      );
-      runEvents.start();
-      undo.push(() => runEvents.close());
-      const approvalWakes = new ApprovalWakes(db, config.STREAM_FALLBACK_POLL_MS);
-      const password = apiPassword(config, log);
-      passwordRequired = Boolean(password);
-      const app = createApp({
-        ...turns,
-        config: { ...config, LETTA_SERVER_PASSWORD: password },
-        connection,
-        sandbox,
-        toolSandboxes,
-        toolApi,
-        mcp,
-        runEvents,
-        approvalWakes,
-        stopping,
-        log,
-      });
-      const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
-      const server = await listen(app, { port: config.PORT, host: config.HOST }, keepAliveMs);
-      // Requests in flight get what is left of the grace; any still open then are cut (a stream's
-      // client resumes it from the run).
-      undo.push(() => closeServer(server, stopping.graceLeftMs()));
-      // Before the server closes, which waits for them: the approval streams end.
-      undo.push(() => approvalWakes.close());
-      const { port } = server.address() as AddressInfo;
-      url = `http://${config.HOST}:${port}`;
-      localApi.resolve(app, `http://${reachableHost(config.HOST)}:${port}`);
-      log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
-      const resumed = await resumePendingIngestions(turns);
-      if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
-    }
-
-    let stopped: () => void = () => {};
-    const finished = Promise.race([new Promise<void>((resolve) => (stopped = resolve)), componentFailure]);
-    return {
-      url,
-      passwordRequired,
-      sandboxStatus,
-      temporalAddress: temporal.address,
-      temporalUiUrl: temporal.embedded?.uiUrl,
-      db,
-      connection,
-      workerVersion,
-      turns,
-      finished,
-      stop: async () => {
-        await stop();
-        stopped();
-      },
-    };
+    const parts = await startParts(config, log, { ...options, role }, tracing, life);
+    const workerVersion = role === 'api' ? undefined : await startWorkers(parts);
+    const api = role === 'worker' ? { passwordRequired: false } : await startApi(parts);
+    return runningServer(parts, workerVersion, api, stop);
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The embedded database and Temporal server belong to one process: the other roles need both given. */
+function checkRole(config: Config, role: Role): void {
+  if (role === 'all' || (config.DATABASE_URL && config.TEMPORAL_ADDRESS)) return;
+  throw new ConfigError(
+    `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE with an address): ` +
+      'the embedded database and Temporal server ' +
+      'belong to a single process (npm start)',
+  );
+}
+
+function lifecycle(config: Config): Lifecycle {
+  let failed: (error: Error) => void = () => {};
+  const failure = new Promise<never>((_, reject) => (failed = reject));
+  // Last on the way down: what the OTLP exporter still holds is sent.
+  const undo = [flushTracing];
+  return { undo, stopWorkers: [], stopping: new ServerStopping(config.SHUTDOWN_GRACE_MS), failure, failed };
+}
+
+/**
+ * The drain, then the steps undone in reverse: the API refuses new turns at once (health says
+ * `stopping`); the workers stop polling and let the calls they run finish within SHUTDOWN_GRACE_MS
+ * (the rest are cut short and retried elsewhere); then the API closes (requests in flight get what
+ * is left of the grace), the database, and the embedded Temporal server last.
+ */
+async function stopInOrder(life: Lifecycle, log: Logger): Promise<void> {
+  const logged = (step: () => Promise<void>) => () =>
+    step().catch((error) => log.error({ error: errorText(error) }, 'error while stopping'));
+  life.stopping.begin();
+  await Promise.all(life.stopWorkers.splice(0).map((step) => logged(step)()));
+  for (const step of life.undo.reverse().splice(0)) await logged(step)();
+}
+
+/** The steps before the workers and the API: Temporal, the database, observability, the tools. */
+async function startParts(
+  config: Config,
+  log: Logger,
+  options: ServerOptions & { role: Role },
+  tracing: Tracing | undefined,
+  life: Lifecycle,
+): Promise<ServerParts> {
+  const temporal = await provisionTemporal(config, log);
+  if (temporal.embedded) life.undo.push(temporal.embedded.stop);
+  const db = await startDatabase(config, log, life);
+  await startObservability(
+    config,
+    log,
+    { db, tracing, temporalMetricsUrl: options.temporalMetricsUrl },
+    life,
+  );
+  const connection = await connectToTemporal(config, temporal, log, life);
+  const deploymentId = await loadDeploymentId(db);
+  const tools = startToolRuntimes(config, db, log, life);
+  const turns: TurnServices = {
+    db,
+    config,
+    temporal: new Client({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      interceptors: tracing && { workflow: clientInterceptors() },
+    }),
+    deploymentId,
+    taskQueues: taskQueues(config.TASK_QUEUE_PREFIX, deploymentId),
+  };
+  const { localApi, toolApi } = await startSandboxesApiAccess(config, options.role, db, log, life);
+  const role = options.role;
+  return {
+    config,
+    log,
+    options,
+    role,
+    life,
+    tracing,
+    temporal,
+    db,
+    connection,
+    turns,
+    tools,
+    localApi,
+    toolApi,
+  };
+}
+
+/** The database, migrated, with the built-in tools stored. */
+async function startDatabase(config: Config, log: Logger, life: Lifecycle): Promise<Database> {
+  const db = await openDatabase(config, log);
+  life.undo.push(() => db.close());
+  await ensureBuiltinTools(db);
+  return db;
+}
+
+/** The spans of runs' traces stored in the database, and `/metrics` when METRICS_PORT is set. */
+async function startObservability(
+  config: Config,
+  log: Logger,
+  sources: { db: Database; tracing?: Tracing; temporalMetricsUrl?: string },
+  life: Lifecycle,
+): Promise<void> {
+  const { db, tracing, temporalMetricsUrl } = sources;
+  if (tracing) life.undo.push(storeSpans(tracing, db, config, log));
+  await serveMetrics(config, { db, log, temporalMetricsUrl }, life.undo);
+}
+
+/** The connection the client and every worker share, so TLS and the API key apply to all of them. */
+async function connectToTemporal(
+  config: Config,
+  temporal: TemporalEndpoint,
+  log: Logger,
+  life: Lifecycle,
+): Promise<NativeConnection> {
+  const connection = await connectTemporal(
+    config.temporal?.address === temporal.address ? config.temporal.connection : temporal.address,
+    config.TEMPORAL_CONNECT_TIMEOUT_MS,
+  );
+  life.undo.push(() => connection.close());
+  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE, Boolean(temporal.embedded), log);
+  return connection;
+}
+
+/** The sandboxes (probed in the background) and this process's MCP connections. */
+function startToolRuntimes(config: Config, db: Database, log: Logger, life: Lifecycle): ToolRuntimes {
+  const sandbox = sandboxFor(config);
+  life.undo.push(async () => sandbox.close());
+  const sandboxStatus = reportSandbox(sandbox, config, log);
+  const toolSandboxes = toolSandboxesFor(config, sandbox, log.child({ component: 'modal' }));
+  life.undo.push(() => toolSandboxes.close());
+  const stdio = mcpStdioLauncher(mcpStdioOptions(config));
+  void reportMcpStdio(stdio, log);
+  const mcp = mcpClientPool(config, stdio, db, log);
+  life.undo.push(() => mcp.close());
+  return { sandbox, sandboxStatus, toolSandboxes, mcp };
+}
+
+/**
+ * The sandboxes' ways to the API, there before any worker runs a call: this process's own API once it
+ * is up (a request, or a call asking its address, waits for it), or, in a worker, the API at
+ * LETTA_PUBLIC_URL.
+ */
+async function startSandboxesApiAccess(
+  config: Config,
+  role: Role,
+  db: Database,
+  log: Logger,
+  life: Lifecycle,
+): Promise<{ localApi: ReturnType<typeof lateApi>; toolApi: ToolApiAccess }> {
+  const localApi = lateApi();
+  if (role === 'worker') localApi.fail();
+  const socketListener =
+    role === 'worker'
+      ? config.LETTA_PUBLIC_URL &&
+        forwardingToApi(config.LETTA_PUBLIC_URL, {
+          retryMs: config.API_FORWARD_RETRY_MS,
+          maxBodyBytes: config.MAX_REQUEST_BODY_BYTES,
+        })
+      : tokensOnly(localApi.listener);
+  let apiSocket: string | undefined;
+  if (socketListener) {
+    const socket = await openApiSocket(socketListener, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
+    life.undo.push(() => socket.close());
+    apiSocket = socket.path;
+  }
+  // Before the socket closes (undo runs backwards): a request still waiting for the app is answered.
+  life.undo.push(async () => localApi.fail());
+  const toolApi = toolApiAccess(
+    db,
+    {
+      publicUrl: config.LETTA_PUBLIC_URL,
+      localUrl: localApi.url,
+      socket: apiSocket,
+      localHasNetwork: config.SANDBOX_TYPE === 'local-unsafe',
+    },
+    config.ACCESS_TOKEN_MAX_AGENTS,
+  );
+  if (!config.LETTA_PUBLIC_URL && (config.E2B_API_KEY || config.MODAL_TOKEN_ID))
+    log.info(
+      'tools on E2B or Modal get no Letta client (no LETTA_BASE_URL, no LETTA_API_KEY): set LETTA_PUBLIC_URL to the URL they reach this API at',
+    );
+  return { localApi, toolApi };
+}
+
+/** The workers of the three task queues, polling, and their deployment version made current when it may. */
+async function startWorkers(parts: ServerParts): Promise<WorkerDeploymentVersion> {
+  const { config, log, turns, life } = parts;
+  const version: WorkerDeploymentVersion = {
+    deploymentName: deploymentName(config.TASK_QUEUE_PREFIX, turns.deploymentId),
+    buildId: workerBuildId(config.WORKER_BUILD_ID, gitCommit()),
+  };
+  const workers = await createWorkers(parts, workerDeploymentOptions(version), workerActivities(parts));
+  for (const worker of workers) runWorker(worker, parts);
+  await promoteVersion(parts, version);
+  const collecting = collectUnusedEnvironments(config, log);
+  life.undo.push(async () => clearInterval(collecting));
+  return version;
+}
+
+/** What each task queue's worker registers; activities a test swaps in run on every worker. */
+function workerActivities(parts: ServerParts): Record<'agent' | 'sandbox' | 'mcp', object> {
+  const { config, db, log, turns, tools, toolApi, options } = parts;
+  const swappedIn = options.activities?.({ db });
+  if (swappedIn) return { agent: swappedIn, sandbox: swappedIn, mcp: swappedIn };
+  const sandboxed = {
+    ...sandboxActivities({
+      db,
+      sandboxes: tools.toolSandboxes,
+      toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+      api: toolApi,
+    }),
+    ...runCodeActivities({
+      db,
+      sandbox: tools.sandbox,
+      interpreter: codeInterpreterFor(config),
+      timeoutMs: config.TOOL_TIMEOUT_MS,
+    }),
+  };
+  const mcpCalls = mcpActivities({
+    db,
+    pool: tools.mcp,
+    callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
+    imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
+  });
+  const agent = {
+    ...createActivities({
+      db,
+      log,
+      providers: measuredProviders(providerRegistry(config)),
+      web: webSettings(config),
+      files: { grepPageSize: config.GREP_FILES_PAGE_SIZE },
+      imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
+      transcriptCacheMessages: config.MODEL_TRANSCRIPT_CACHE_MESSAGES,
+      startWebhook: (subject) => startWebhook(turns, subject),
+      laneReleased: (scope) => signalLaneReleased(turns, scope),
+    }),
+    // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
+    ...sandboxed,
+    ...mcpCalls,
+    ...agentMessageActivities(turns),
+    ...laneActivities(turns),
+    ...scheduleActivities(turns),
+    ...webhookActivities({
+      db,
+      policy: webhookPolicy(config),
+      secret: () => webhookSecret(db, config.WEBHOOK_SECRET),
+      runPayload: (run) => runCallbackPayload(db, run),
+      approvalUrl: config.APPROVAL_WEBHOOK_URL,
+      links: linkMaker(db, config),
+    }),
+  };
+  return { agent, sandbox: sandboxed, mcp: mcpCalls };
+}
+
+/** The agent worker (workflows and the turn's activities) and the tool modes' workers. */
+async function createWorkers(
+  parts: ServerParts,
+  deployment: ReturnType<typeof workerDeploymentOptions>,
+  activities: Record<'agent' | 'sandbox' | 'mcp', object>,
+): Promise<Worker[]> {
+  const { config, connection, tracing, turns, options } = parts;
+  const common = {
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    deployment,
+    tracing,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+  };
+  const queues = turns.taskQueues;
+  return [
+    await createAgentWorker({
+      ...common,
+      taskQueue: queues.agent,
+      workflowsPath: options.workflowsPath,
+      maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+      activities: activities.agent,
+    }),
+    await createToolWorker({ ...common, taskQueue: queues.sandbox, activities: activities.sandbox }),
+    await createToolWorker({ ...common, taskQueue: queues.mcp, activities: activities.mcp }),
+  ];
+}
+
+/** A worker polling until the server stops; its failure before then fails the server. */
+function runWorker(worker: Worker, { log, life }: ServerParts): void {
+  const { taskQueue } = worker.options;
+  const running = worker.run().catch((error) => {
+    if (!life.stopping.stopping) {
+      log.fatal({ error: errorText(error), taskQueue }, 'worker failed');
+      return life.failed(error);
+    }
+    log.warn(
+      { error: errorText(error), taskQueue },
+      'the worker stopped before every call it cut short had ended: those calls are retried elsewhere',
+    );
+  });
+  life.stopWorkers.push(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+  });
+}
+
+/**
+ * A versioned deployment routes tasks only to its current version: before the API takes a message,
+ * this version becomes current when nothing can be stranded or rolled back by it (see
+ * src/temporal/versioning.ts).
+ */
+async function promoteVersion(parts: ServerParts, version: WorkerDeploymentVersion): Promise<void> {
+  const { config, log, role, db, connection, turns, temporal, options } = parts;
+  const queues = turns.taskQueues;
+  const versioning = versioningMode(config.WORKER_VERSIONING, role);
+  const namespace = config.TEMPORAL_NAMESPACE;
+  const polled = [queues.agent, queues.sandbox, queues.mcp];
+  log.info(
+    {
+      taskQueues: polled,
+      namespace,
+      deployment: version.deploymentName,
+      buildId: version.buildId,
+      versioning,
+    },
+    'worker polling',
+  );
+  await makeVersionCurrent({
+    connection,
+    db,
+    namespace,
+    version,
+    mode: versioning,
+    taskQueues: polled,
+    timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
+    log,
+    vet: () =>
+      vetBuild({
+        client: turns.temporal,
+        workflowsPath: options.workflowsPath ?? WORKFLOWS_PATH,
+        openPerType: config.WORKER_REPLAY_OPEN_MAX,
+        closedPerType: config.WORKER_REPLAY_CLOSED,
+        where: `TaskQueue = "${queues.agent}"`,
+        log,
+      }),
+    commands: promotionCommands({ address: temporal.address, namespace }, version),
+  });
+}
+
+/** The API listening, its run and approval streams woken by the database, and pending uploads resumed. */
+async function startApi(parts: ServerParts): Promise<{ url: string; passwordRequired: boolean }> {
+  const { config, log, db, turns, tools, life, connection, localApi, toolApi, temporal } = parts;
+  const runEvents = new RunEvents(
+    db,
+    { pollMs: config.STREAM_POLL_INTERVAL_MS, fallbackMs: config.STREAM_FALLBACK_POLL_MS },
+    log,
+  );
+  runEvents.start();
+  life.undo.push(() => runEvents.close());
+  const approvalWakes = new ApprovalWakes(db, config.STREAM_FALLBACK_POLL_MS);
+  const password = apiPassword(config, log);
+  const app = createApp({
+    ...turns,
+    config: { ...config, LETTA_SERVER_PASSWORD: password },
+    connection,
+    sandbox: tools.sandbox,
+    toolSandboxes: tools.toolSandboxes,
+    toolApi,
+    mcp: tools.mcp,
+    runEvents,
+    approvalWakes,
+    stopping: life.stopping,
+    log,
+  });
+  const keepAliveMs = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  const server = await listen(app, { port: config.PORT, host: config.HOST }, keepAliveMs);
+  // Requests in flight get what is left of the grace; any still open then are cut (a stream's
+  // client resumes it from the run).
+  life.undo.push(() => closeServer(server, life.stopping.graceLeftMs()));
+  // Before the server closes, which waits for them: the approval streams end.
+  life.undo.push(() => approvalWakes.close());
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.HOST}:${port}`;
+  localApi.resolve(app, `http://${reachableHost(config.HOST)}:${port}`);
+  log.info({ url, temporalUi: temporal.embedded?.uiUrl }, 'API listening');
+  const resumed = await resumePendingIngestions(turns);
+  if (resumed) log.info({ resumed }, 'started the ingestion of uploads left pending');
+  return { url, passwordRequired: Boolean(password) };
+}
+
+/** The server as its caller holds it: what it reached, and how to stop it. */
+function runningServer(
+  parts: ServerParts,
+  workerVersion: WorkerDeploymentVersion | undefined,
+  api: { url?: string; passwordRequired: boolean },
+  stop: () => Promise<void>,
+): RunningServer {
+  let stopped: () => void = () => {};
+  const finished = Promise.race([new Promise<void>((resolve) => (stopped = resolve)), parts.life.failure]);
+  return {
+    ...api,
+    sandboxStatus: parts.tools.sandboxStatus,
+    temporalAddress: parts.temporal.address,
+    temporalUiUrl: parts.temporal.embedded?.uiUrl,
+    db: parts.db,
+    connection: parts.connection,
+    workerVersion,
+    turns: parts.turns,
+    finished,
+    stop: async () => {
+      await stop();
+      stopped();
+    },
+  };
 }
 
 /** On our own dev server the attributes must exist; on a shared cluster we may lack the permission. */

@@ -66,13 +66,12 @@ describe('the layer rules', () => {
       'src/config.ts': 'export interface Config { port: number }\nexport const port = 8283;\n',
       'src/api/app.ts': 'export const app = 1;\n',
       'src/ids.ts': 'export const newId = () => "id";\n',
-      // Down, and the config's type: allowed.
-      'src/db/down.ts':
-        "import { newId } from '../ids';\nimport type { Config } from '../config';\n" +
-        'export const down = (config: Config) => [newId(), config.port];\n',
-      // Up: the HTTP layer, and a value of the wiring.
+      // Down: allowed.
+      'src/db/down.ts': "import { newId } from '../ids';\nexport const down = () => [newId()];\n",
+      // Up: the HTTP layer, and the wiring's config, even its type alone.
       'src/db/up.ts': "import { app } from '../api/app';\nexport const up = app;\n",
-      'src/db/config-value.ts': "import { port } from '../config';\nexport const value = port;\n",
+      'src/db/config-type.ts':
+        "import type { Config } from '../config';\nexport const port = (config: Config) => config.port;\n",
       // A folder with no place in the layers.
       'src/widgets/widget.ts': "import { down } from '../db/down';\nexport const widget = down;\n",
     };
@@ -102,8 +101,8 @@ describe('the layer rules', () => {
       }
     ).summary.violations.map(({ rule, from, to }) => `${rule.name}: ${from} → ${to}`);
     expect(violations.sort()).toEqual([
+      'layer-db: src/db/config-type.ts → src/config.ts',
       'layer-db: src/db/up.ts → src/api/app.ts',
-      'settings-by-area-temporary: src/db/config-value.ts → src/config.ts',
       'src-folder-in-a-layer: src/widgets/widget.ts → src/db/down.ts',
     ]);
   });

@@ -9,7 +9,7 @@ import { configurationMarkdown, DOC_PATH } from '../scripts/config-doc';
 const root = path.join(__dirname, '..');
 
 describe('docs/configuration.md', () => {
-  it('is what `npm run docs:config` renders from src/config.ts now', () => {
+  it("is what `npm run docs:config` renders from the areas' settings now", () => {
     const onDisk = fs.readFileSync(path.join(root, DOC_PATH), 'utf8');
     // On a difference: `npm run docs:config`, and commit the page with the schema.
     expect(onDisk).toBe(configurationMarkdown());

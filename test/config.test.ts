@@ -1,6 +1,6 @@
 import fs, { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, ConfigSchema, loadConfig } from '../src/config';
+import { ConfigError, ConfigSchema, loadConfig, SETTINGS_AREAS } from '../src/config';
 import { modalUnsupportedReason } from '../src/sandbox/modal-support';
 
 describe('loadConfig', () => {
@@ -28,6 +28,11 @@ describe('loadConfig', () => {
       const value = defaults[name];
       if (typeof value === 'number') expect([name, row!.includes(`\`${value}\``)]).toEqual([name, true]);
     }
+  });
+
+  it("takes every variable from exactly one area's schema", () => {
+    const inAreas = SETTINGS_AREAS.flatMap((area) => Object.keys(area.schema.shape));
+    expect([...inAreas].sort()).toEqual(Object.keys(ConfigSchema.shape).sort());
   });
 
   it('treats empty strings as unset', () => {

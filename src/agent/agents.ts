@@ -1,7 +1,7 @@
 /** Creating and changing agents: Letta's defaults and checks, then the repositories. */
 import { checkApprovalWebhook } from './webhooks';
 import { chosenEmbedding } from '../memory/embeddings';
-import type { Config } from '../config';
+import type { TurnSettings } from './settings';
 import type { Database, Queryable } from '../db';
 import * as repo from '../db/agents';
 import * as blocks from '../db/blocks';
@@ -33,7 +33,7 @@ function resolveLlmConfig(
     CreateAgent,
     'model' | 'llm_config' | 'context_window_limit' | 'parallel_tool_calls' | 'model_settings'
   >,
-  config: Config,
+  config: TurnSettings,
 ): { handle: string; llmConfig: LlmConfig } {
   if (!body.model && !body.llm_config) throw invalid('Must specify either model or llm_config');
   const handle =
@@ -133,7 +133,11 @@ function withApprovalRules(rules: ToolRule[], tools: ToolRow[]): ToolRule[] {
   return [...rules, ...extra];
 }
 
-export async function createAgent(db: Database, config: Config, body: CreateAgent): Promise<AgentRecord> {
+export async function createAgent(
+  db: Database,
+  config: TurnSettings,
+  body: CreateAgent,
+): Promise<AgentRecord> {
   return db.transaction((tx) => insertNewAgent(tx, config, body));
 }
 
@@ -143,7 +147,7 @@ export async function createAgent(db: Database, config: Config, body: CreateAgen
  */
 export async function insertNewAgent(
   tx: Queryable,
-  config: Config,
+  config: TurnSettings,
   body: CreateAgent,
   { systemMessage = true }: { systemMessage?: boolean } = {},
 ): Promise<AgentRecord> {
@@ -244,7 +248,7 @@ export function compiledPrompt(agent: PromptSource, conversationId: string | nul
 
 export async function updateAgent(
   db: Database,
-  config: Config,
+  config: TurnSettings,
   agent: AgentRecord,
   body: UpdateAgent,
 ): Promise<AgentRecord> {

@@ -10,7 +10,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Config } from '../config';
+import type { TurnSettings } from './settings';
 import type { Database, Queryable } from '../db';
 import type { TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
@@ -59,7 +59,7 @@ import { noteIds } from '../context-ids';
 /** What starting, answering and cancelling turns works with: the database, Temporal, where turns run. */
 export interface TurnServices {
   db: Database;
-  config: Config;
+  config: TurnSettings;
   temporal: Client;
   /** Carried by task queues and workflow ids (src/db/deployment.ts). */
   deploymentId: string;

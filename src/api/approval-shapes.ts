@@ -1,6 +1,12 @@
 /** The approval inbox's answers: a waiting call, and a pause with its answer (the audit record). */
 import type { z } from 'zod';
-import type { Config } from '../config';
+import type { TemporalSettings } from '../temporal/settings';
+
+/** Where the Temporal Web UI is, for links to a paused turn. */
+type TemporalUi = Pick<
+  TemporalSettings,
+  'TEMPORAL_UI_URL' | 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_PORT' | 'TEMPORAL_NAMESPACE'
+>;
 import type { Queryable } from '../db';
 import type { ApprovalRecord, WaitingCall } from '../db/approval-requests';
 import { toolsWhere } from '../db/tools';
@@ -9,7 +15,7 @@ import type { WaitingApprovalSchema } from './schemas/approvals';
 const iso = (date: Date | null) => (date ? new Date(date).toISOString() : null);
 
 /** Where an operator sees a paused turn: the Temporal UI's page of its workflow. */
-export function temporalUrlOf(config: Config, workflowId: string): string | null {
+export function temporalUrlOf(config: TemporalUi, workflowId: string): string | null {
   const ui =
     config.TEMPORAL_UI_URL ??
     (config.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`);
@@ -18,7 +24,10 @@ export function temporalUrlOf(config: Config, workflowId: string): string | null
   return `${base}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
-export const waitingShape = (config: Config, call: WaitingCall): z.infer<typeof WaitingApprovalSchema> => ({
+export const waitingShape = (
+  config: TemporalUi,
+  call: WaitingCall,
+): z.infer<typeof WaitingApprovalSchema> => ({
   id: call.tool_call_id,
   approval_request_id: call.request_message_id,
   tool_call_id: call.tool_call_id,

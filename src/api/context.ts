@@ -6,9 +6,11 @@ import type { RunEvents } from './run-events';
 import type { ApprovalWakes } from '../approvals/inbox-events';
 import type { ToolApiAccess } from '../access/tool-api-access';
 import type { ServerStopping } from './stopping';
+import type { ApiContextSettings } from './settings';
 
 /** What route handlers work with: what turns need (the database, Temporal, the queues), and more. */
 export interface ApiContext extends TurnServices {
+  config: ApiContextSettings;
   /** Where `POST /v1/tools/run` runs source. */
   sandbox: ConfiguredSandbox;
   /** Where the agent tool run endpoint runs custom tools, as turns do. */

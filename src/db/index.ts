@@ -1,5 +1,6 @@
 import path from 'node:path';
-import type { Config } from '../config';
+import type { ProcessSettings } from '../process-settings';
+import type { DatabaseSettings } from './settings';
 import type { Logger } from '../logger';
 import { connectPostgres, openPglite, type Database } from './database';
 import { migrate } from './migrate';
@@ -13,7 +14,10 @@ import type { Queryable } from './database';
  * `DATABASE_URL` when set, else the embedded PGlite in DATA_DIR; migrated before it is handed out, with
  * the secrets key that encrypts what it stores (src/secrets.ts) loaded first.
  */
-export async function openDatabase(config: Config, log: Logger): Promise<Database> {
+export async function openDatabase(
+  config: DatabaseSettings & Pick<ProcessSettings, 'dataDir'>,
+  log: Logger,
+): Promise<Database> {
   useSecretsKey(loadSecretsKey(config, log));
   const db = config.DATABASE_URL
     ? connectPostgres(config.DATABASE_URL, config.DATABASE_POOL_SIZE)

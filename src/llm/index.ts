@@ -1,4 +1,4 @@
-import type { Config } from '../config';
+import type { LlmSettings } from './settings';
 import { anthropicProvider } from './anthropic';
 import { openAiProvider } from './openai';
 import { ModelApiError, type ModelProvider } from './types';
@@ -23,7 +23,7 @@ export function parseHandle(handle: string): { provider: string; model: string }
  * Why a provider cannot be used with this configuration, or undefined when it can. OpenAI-compatible
  * local servers (Ollama, vLLM…) need only OPENAI_BASE_URL.
  */
-export function providerProblem(provider: string, config: Config): string | undefined {
+export function providerProblem(provider: string, config: LlmSettings): string | undefined {
   if (provider === 'openai') {
     return config.OPENAI_API_KEY || config.OPENAI_BASE_URL
       ? undefined
@@ -40,13 +40,13 @@ export function providerProblem(provider: string, config: Config): string | unde
 export const PROVIDERS: ProviderName[] = ['openai', 'anthropic'];
 
 /** The base URL a provider's requests go to, as Letta's `model_endpoint` shows it. */
-export const providerEndpoint = (provider: string, config: Config) =>
+export const providerEndpoint = (provider: string, config: LlmSettings) =>
   provider === 'openai'
     ? (config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1')
     : (config.ANTHROPIC_BASE_URL ?? 'https://api.anthropic.com/v1');
 
 /** One client per provider per process, built on first use. */
-export function providerRegistry(config: Config): (provider: string) => ModelProvider {
+export function providerRegistry(config: LlmSettings): (provider: string) => ModelProvider {
   const cache = new Map<string, ModelProvider>();
   return (provider) => {
     const problem = providerProblem(provider, config);

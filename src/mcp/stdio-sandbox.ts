@@ -14,7 +14,8 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Config } from '../config';
+import type { SandboxSettings } from '../sandbox/settings';
+import type { McpSettings } from './settings';
 import { projectRoot } from '../paths';
 import {
   bubblewrapCommand,
@@ -31,7 +32,7 @@ import type { McpServerConfig } from '../schemas/mcp-server';
 
 type StdioConfig = Extract<McpServerConfig, { mcp_server_type: 'stdio' }>;
 
-export type McpStdioMode = Config['MCP_STDIO'];
+export type McpStdioMode = McpSettings['MCP_STDIO'];
 
 /**
  * A stdio server sees only the environment its config gives it, plus this PATH to find its command
@@ -76,7 +77,9 @@ export interface McpStdioOptions {
   hiddenPaths: string[];
 }
 
-export function mcpStdioOptions(config: Config): McpStdioOptions {
+export function mcpStdioOptions(
+  config: McpSettings & Pick<SandboxSettings, 'SANDBOX_BWRAP_PATH' | 'SANDBOX_ENV_DIR' | 'dataDir'>,
+): McpStdioOptions {
   return {
     mode: config.MCP_STDIO,
     bwrap: config.SANDBOX_BWRAP_PATH,

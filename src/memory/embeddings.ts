@@ -3,7 +3,7 @@
  * and the vectors of texts from the config's provider, scaled to unit length (cosine is then a dot
  * product, src/db/archives.ts).
  */
-import type { Config } from '../config';
+import type { LlmSettings } from '../llm/settings';
 import { invalid } from '../errors';
 import { parseHandle, providerEndpoint } from '../llm';
 import type { ModelProvider } from '../llm/types';
@@ -27,7 +27,7 @@ export interface EmbeddingConfig {
 }
 
 /** Letta's config of an embedding model its provider serves. */
-export function embeddingConfigOf(provider: string, model: string, config: Config): EmbeddingConfig {
+export function embeddingConfigOf(provider: string, model: string, config: LlmSettings): EmbeddingConfig {
   return {
     embedding_endpoint_type: provider,
     embedding_endpoint: providerEndpoint(provider, config),
@@ -40,7 +40,7 @@ export function embeddingConfigOf(provider: string, model: string, config: Confi
 }
 
 /** The config an `embedding` handle names; 400 for one that names no provider. */
-export function embeddingConfigForHandle(handle: string, config: Config): EmbeddingConfig {
+export function embeddingConfigForHandle(handle: string, config: LlmSettings): EmbeddingConfig {
   const parsed = parseHandle(handle);
   if (!parsed) throw invalid(`Invalid embedding handle '${handle}': expected '<provider>/<model>'`);
   return embeddingConfigOf(parsed.provider, parsed.model, config);
@@ -52,7 +52,7 @@ export function embeddingConfigForHandle(handle: string, config: Config): Embedd
  */
 export function chosenEmbedding(
   body: { embedding?: string | null; embedding_config?: Record<string, unknown> | null },
-  config: Config,
+  config: LlmSettings,
 ): Record<string, unknown> | null {
   if (body.embedding_config) return body.embedding_config;
   const handle = body.embedding ?? config.LETTA_DEFAULT_EMBEDDING_HANDLE;

@@ -11,6 +11,13 @@ export function reachableHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
+/** The API's address settings (src/api/settings.ts), as code below the API reads them. */
+export interface PublicAddress {
+  LETTA_PUBLIC_URL?: string;
+  HOST: string;
+  PORT: number;
+}
+
 /** The API's address as others reach it: LETTA_PUBLIC_URL, else the address it listens on. */
-export const publicBaseUrl = (config: { LETTA_PUBLIC_URL?: string; HOST: string; PORT: number }) =>
+export const publicBaseUrl = (config: PublicAddress) =>
   config.LETTA_PUBLIC_URL ?? `http://${reachableHost(config.HOST)}:${config.PORT}`;

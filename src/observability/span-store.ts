@@ -8,7 +8,7 @@ import { SpanKind, SpanStatusCode, type Attributes, type HrTime } from '@opentel
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Queryable } from '../db';
 import { insertSpans, pruneSpans, type SpanRow } from '../db/trace-spans';
-import type { Config } from '../config';
+import type { ObservabilitySettings } from './settings';
 import type { Logger } from '../logger';
 import { ID_ATTRIBUTES } from '../context-ids';
 import type { Tracing } from './tracing';
@@ -195,7 +195,7 @@ export class SpanStore implements SpanProcessor {
 export function storeSpans(
   tracing: Tracing,
   db: Queryable,
-  config: Config,
+  config: ObservabilitySettings,
   log: Logger,
 ): () => Promise<void> {
   const store = new SpanStore(

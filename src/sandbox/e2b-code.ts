@@ -4,7 +4,7 @@
  * E2B_API_URL and E2B_SANDBOX_URL (or E2B_DOMAIN) reach a self-hosted E2B.
  */
 import { Sandbox } from '@e2b/code-interpreter';
-import type { Config } from '../config';
+import type { SandboxSettings } from './settings';
 import type { CodeExecution, RunCodeLanguage } from './run-code';
 
 export interface CodeInterpreter {
@@ -16,7 +16,7 @@ export interface CodeInterpreter {
 }
 
 /** E2B's interpreter when E2B_API_KEY is set (Letta's rule for run_code); none otherwise. */
-export function codeInterpreterFor(config: Config): CodeInterpreter | undefined {
+export function codeInterpreterFor(config: SandboxSettings): CodeInterpreter | undefined {
   if (!config.E2B_API_KEY) return undefined;
   return e2bCodeInterpreter({ apiKey: config.E2B_API_KEY, template: config.E2B_CODE_TEMPLATE });
 }

@@ -1,4 +1,4 @@
-import type { Config } from '../config';
+import type { SandboxSettings } from './settings';
 import type { Logger } from '../logger';
 import { cgroups } from './cgroups';
 import { e2bSandbox, type E2BSandboxOptions } from './e2b';
@@ -75,21 +75,21 @@ function refusal(job: ToolJob, reason: string): ToolRunResult {
 }
 
 /** What a tool may send back, in every sandbox. */
-const outputLimits = (config: Config): OutputLimits => ({
+const outputLimits = (config: SandboxSettings): OutputLimits => ({
   maxOutputBytes: config.SANDBOX_MAX_OUTPUT_BYTES,
   keepOutputBytes: config.SANDBOX_OUTPUT_KEEP_BYTES,
   maxResultBytes: config.SANDBOX_MAX_RESULT_BYTES,
 });
 
 /** The operator's sandbox (SANDBOX_TYPE): E2B, or the local one (also with SANDBOX_TYPE=modal). */
-export function sandboxFor(config: Config): ConfiguredSandbox {
+export function sandboxFor(config: SandboxSettings): ConfiguredSandbox {
   const operators = operatorsSandbox(config);
   const modal = modalDescription(config);
   return modal ? { ...operators, describe: () => `${operators.describe()}; ${modal}` } : operators;
 }
 
 /** What the banner and the log say of Modal, when it has credentials. */
-function modalDescription(config: Config): string | null {
+function modalDescription(config: SandboxSettings): string | null {
   if (!config.MODAL_TOKEN_ID || !config.MODAL_TOKEN_SECRET) return null;
   const unsupported = modalUnsupportedReason();
   if (unsupported) return `Modal configured but not usable (${unsupported}): its tools fall back`;
@@ -97,7 +97,7 @@ function modalDescription(config: Config): string | null {
   return `Modal for ${which} (app ${config.MODAL_APP_NAME})`;
 }
 
-function operatorsSandbox(config: Config): ConfiguredSandbox {
+function operatorsSandbox(config: SandboxSettings): ConfiguredSandbox {
   if (config.SANDBOX_TYPE !== 'e2b') return localSandboxFor(config);
   // Not probed: a probe would start a paid sandbox at every start-up; E2B's failures fail the activity.
   const sandbox = e2bSandbox(e2bOptions(config, config.E2B_API_KEY!)); // loadConfig requires the key
@@ -113,7 +113,11 @@ function operatorsSandbox(config: Config): ConfiguredSandbox {
  * Where custom tools run: the operator's sandbox, and Modal for the tools that ask for it (with
  * E2B and the local sandbox as its fallbacks).
  */
-export function toolSandboxesFor(config: Config, operators: ConfiguredSandbox, log?: Logger): ToolSandboxes {
+export function toolSandboxesFor(
+  config: SandboxSettings,
+  operators: ConfiguredSandbox,
+  log?: Logger,
+): ToolSandboxes {
   const e2bKey = config.E2B_API_KEY;
   const onE2B = config.SANDBOX_TYPE === 'e2b';
   return toolSandboxes({
@@ -125,7 +129,7 @@ export function toolSandboxesFor(config: Config, operators: ConfiguredSandbox, l
   });
 }
 
-const e2bOptions = (config: Config, apiKey: string): E2BSandboxOptions => ({
+const e2bOptions = (config: SandboxSettings, apiKey: string): E2BSandboxOptions => ({
   apiKey,
   template: config.E2B_TEMPLATE,
   sandboxTimeoutMs: config.E2B_SANDBOX_TIMEOUT_MS,
@@ -134,7 +138,7 @@ const e2bOptions = (config: Config, apiKey: string): E2BSandboxOptions => ({
 });
 
 /** The Modal sandbox, when Modal has credentials. */
-export function modalSandboxFor(config: Config, log?: Logger): ModalToolSandbox | null {
+export function modalSandboxFor(config: SandboxSettings, log?: Logger): ModalToolSandbox | null {
   const { MODAL_TOKEN_ID: tokenId, MODAL_TOKEN_SECRET: tokenSecret } = config;
   if (!tokenId || !tokenSecret) return null;
   return modalSandbox({
@@ -152,7 +156,7 @@ export function modalSandboxFor(config: Config, log?: Logger): ModalToolSandbox 
   });
 }
 
-function localSandboxFor(config: Config): ConfiguredSandbox {
+function localSandboxFor(config: SandboxSettings): ConfiguredSandbox {
   const limits = {
     cpu_seconds: config.SANDBOX_CPU_SECONDS,
     address_space_bytes: config.SANDBOX_MEMORY_BYTES,

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../config';
+import type { SandboxSettings } from './settings';
 import { blockedFolder, defaultEnvironmentsDir, modeOf } from './reach';
 
 /** How much of a process's output is kept for error messages: the end, where installers say what failed. */
@@ -15,7 +15,10 @@ const OUTPUT_TAIL_BYTES = 64 * 1024;
  * Where the environments live (SANDBOX_ENV_DIR, else in DATA_DIR where the sandbox can reach it): pip
  * venvs by hash, npm sets as `node-<hash>`.
  */
-export const environmentsDir = (config: Config) =>
+/** Where tools' environments live: the settings that say it. */
+type EnvironmentsPlace = Pick<SandboxSettings, 'SANDBOX_ENV_DIR' | 'dataDir'>;
+
+export const environmentsDir = (config: EnvironmentsPlace) =>
   path.resolve(config.SANDBOX_ENV_DIR ?? defaultEnvironmentsDir(config.dataDir));
 
 export async function exists(file: string): Promise<boolean> {
@@ -73,7 +76,11 @@ export function runProcess(command: string, args: string[], timeoutMs: number): 
  * Where the tools' environments live, and why there; with `problem` when the sandbox's user cannot
  * reach them (SANDBOX_ENV_DIR behind a folder it cannot enter): every tool with requirements would fail.
  */
-export function environmentsReport(config: Config): { detail: string; problem?: string; fix?: string } {
+export function environmentsReport(config: EnvironmentsPlace): {
+  detail: string;
+  problem?: string;
+  fix?: string;
+} {
   const dir = environmentsDir(config);
   const blocked = blockedFolder(dir);
   if (blocked && config.SANDBOX_ENV_DIR)

@@ -4,7 +4,7 @@
  * /node_modules, where the tool's imports resolve from /tmp.
  */
 import path from 'node:path';
-import type { Config } from '../config';
+import type { SandboxSettings } from './settings';
 import { projectRoot } from '../paths';
 import { environmentsDir } from './install-process';
 import { reachableFolder } from './reach';
@@ -21,7 +21,7 @@ export interface NodeRuntimeOptions {
   npm: NodeEnvOptions;
 }
 
-export function nodeRuntimeOptions(config: Config): NodeRuntimeOptions {
+export function nodeRuntimeOptions(config: SandboxSettings): NodeRuntimeOptions {
   return {
     node: config.SANDBOX_NODE,
     maxOldSpaceMb: config.SANDBOX_NODE_MAX_OLD_SPACE_MB,

@@ -14,7 +14,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Config } from '../config';
+import type { SandboxSettings } from './settings';
 import { environmentsDir, exists, runProcess } from './install-process';
 import { ToolEnvironmentError } from './tool-environment-error';
 import { SandboxUnavailableError, type PipRequirement } from './types';
@@ -43,7 +43,7 @@ export interface PythonEnvOptions {
   maxAgeMs: number;
 }
 
-export function pythonEnvOptions(config: Config): PythonEnvOptions {
+export function pythonEnvOptions(config: SandboxSettings): PythonEnvOptions {
   return {
     root: environmentsDir(config),
     python: config.SANDBOX_PYTHON,

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Config } from '../config';
+import type { ProcessSettings } from '../process-settings';
+import type { TemporalSettings } from './settings';
 import type { Logger } from '../logger';
 import { resolveTemporalBinary } from './cli-binary';
 import { devServerTuningArgs, startDevServer } from './dev-server';
@@ -17,7 +18,10 @@ export interface TemporalEndpoint {
  * reached as src/temporal/env-config.ts says; otherwise an embedded dev server run from the `temporal` CLI (see resolveTemporalBinary), and as a last resort the binary that
  * @temporalio/testing downloads (needs the internet).
  */
-export async function provisionTemporal(config: Config, log: Logger): Promise<TemporalEndpoint> {
+export async function provisionTemporal(
+  config: TemporalSettings & Pick<ProcessSettings, 'dataDir'>,
+  log: Logger,
+): Promise<TemporalEndpoint> {
   if (config.TEMPORAL_ADDRESS) {
     log.info(
       { address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, ...config.temporal?.summary },

@@ -12,7 +12,7 @@
  * broken. Groups, sources, files, MCP servers and skills are not imported; nor are Letta's built-in
  * tools this server lacks (`send_message`, the file tools, …), whose tool rules are left out with them.
  */
-import type { Config } from '../../config';
+import type { TurnSettings } from '../settings';
 import type { Database, Queryable } from '../../db';
 import { insertMessage, setContextWindow } from '../../db/messages';
 import { insertBlock } from '../../db/blocks';
@@ -357,7 +357,7 @@ function agentBody(
   agent: FileAgent,
   index: number,
   options: ImportOptions,
-  config: Config,
+  config: TurnSettings,
   ids: { blocks: string[]; tools: string[] },
   rules: ToolRule[],
 ): CreateAgent {
@@ -405,7 +405,7 @@ function agentBody(
  */
 export async function importAgentFile(
   db: Database,
-  config: Config,
+  config: TurnSettings,
   file: AgentFile,
   options: ImportOptions,
   python: PythonSchemaOptions,

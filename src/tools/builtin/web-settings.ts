@@ -1,8 +1,9 @@
-import type { Config } from '../../config';
+import type { NetSettings } from '../../net/settings';
+import type { ToolsSettings } from '../settings';
 import type { WebSettings } from '.';
 
 /** The web tools' limits and Exa's endpoint, from the server's configuration. */
-export function webSettings(config: Config): WebSettings {
+export function webSettings(config: ToolsSettings & NetSettings): WebSettings {
   return {
     policy: {
       timeoutMs: config.FETCH_WEBPAGE_TIMEOUT_MS,

@@ -48,6 +48,24 @@ export default tseslint.config(
     },
   },
   {
+    // Functions are short (docs/design.md, "Long functions"): one that must stay longer names its reason
+    // in an eslint-disable-next-line comment and is listed there. Tests, bench and scripts are exempt.
+    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'contracts/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
+    // TEMPORARY, owned by other branches of issue 65 (start-up as named steps; the turn's decisions in
+    // the workflow); the coordinator removes this at merge.
+    files: [
+      'activities/approvals.ts',
+      'activities/file-ingestion.ts',
+      'activities/model.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },

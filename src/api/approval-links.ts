@@ -4,8 +4,8 @@
  * and mail scanners open links); POST does it once: a form's button in a browser, or a bot's POST
  * (`{"reason": "…"}` for a denial) that gets JSON.
  */
-import express, { type Request, type Response } from 'express';
-import { documentedRouter, type DocumentedRouter } from './route-book';
+import express, { type Request, type Response, type NextFunction } from 'express';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from './route-book';
 import { z } from 'zod';
 import type { ApiContext } from './context';
 import { verifyLink, type LinkClaims } from '../approvals/links';
@@ -51,6 +51,20 @@ const answersOf = (
 
 export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Approval page');
+  const on = routeTable(router, approvalLinkContext(ctx));
+  on.get('/approvals/act/:token', openSignedApprovalLinkDoc, openSignedApprovalLink);
+  on.post(
+    '/approvals/act/:token',
+    actOnSignedApprovalLinkDoc,
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    express.json({ limit: '16kb' }),
+    actOnSignedApprovalLink,
+  );
+  return router;
+}
+
+/** What the routes of approvalLinkRouter share. */
+function approvalLinkContext(ctx: ApiContext) {
   const wantsJson = (req: Request) => !req.is('application/x-www-form-urlencoded');
   const reply = (req: Request, res: Response, status: number, title: string, detail: string, json = {}) => {
     res.set(HEADERS).status(status);
@@ -69,76 +83,82 @@ export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
       return void reply(req, res, 409, 'Already answered', 'This request was answered or has ended.');
     return { claims, record };
   };
+  return { ctx, wantsJson, reply, open };
+}
 
-  router.get(
-    '/approvals/act/:token',
-    {
-      summary: 'Open a signed approval link',
-      description:
-        'Shows what the link of an approval notice would do (approve or deny every call of its request), with a button that does it. Needs no password: the signed link is the credential.',
-      mediaType: 'text/html',
-    },
-    async (req, res, next) => {
-      try {
-        const opened = await open(req, res);
-        if (!opened) return;
-        const { claims, record } = opened;
-        const agent = await getAgentRow(ctx.db, record.agent_id);
-        const verb = claims.decision === 'approve' ? 'Approve' : 'Deny';
-        const calls = record.calls
-          .map((c) => `<h2>${escape(c.tool_name)}</h2><pre>${escape(c.arguments)}</pre>`)
-          .join('');
-        const reason =
-          claims.decision === 'deny'
-            ? '<label for="reason">Reason (the agent reads it)</label><textarea id="reason" name="reason" rows="3"></textarea>'
-            : '';
-        const form = `<form method="post">${reason}<p><button type="submit">${verb} ${record.calls.length === 1 ? 'this call' : `all ${record.calls.length} calls`}</button></p></form>`;
-        res
-          .set(HEADERS)
-          .type('html')
-          .send(page(`${verb}: ${agent?.name ?? record.agent_id} waits`, `${calls}${form}`));
-      } catch (error) {
-        next(error);
-      }
-    },
-  );
+type ApprovalLinkContext = ReturnType<typeof approvalLinkContext>;
 
-  router.post(
-    '/approvals/act/:token',
-    {
-      summary: 'Act on a signed approval link',
-      description:
-        'Approves or denies, as the link says, every call of its request, once; a denial takes `reason` (a form field, or JSON). JSON in, JSON out; a form gets a page.',
-      body: z.object({ reason: z.string().optional() }),
-    },
-    express.urlencoded({ extended: false, limit: '16kb' }),
-    express.json({ limit: '16kb' }),
-    async (req, res, next) => {
-      try {
-        const opened = await open(req, res);
-        if (!opened) return;
-        const { claims, record } = opened;
-        const reason =
-          typeof req.body?.reason === 'string' && req.body.reason.trim() ? req.body.reason.trim() : undefined;
-        const { run } = await answerApprovalRequest(ctx, record, {
-          answers: answersOf(record, claims, reason),
-          answeredBy: { kind: 'signed_link', id: claims.id, ...(claims.via ? { via: claims.via } : {}) },
-          // Used in the answer's transaction: a link is spent exactly when its answer is recorded.
-          within: async (tx) => {
-            if (!(await useApprovalLink(tx, claims.id))) throw conflict('This link has been used already.');
-          },
-        });
-        const done = claims.decision === 'approve' ? 'Approved' : 'Denied';
-        reply(req, res, 200, done, `${done}. The agent goes on.`, {
-          approval_request_id: record.request_message_id,
-          run_id: run.id,
-        });
-      } catch (error) {
-        if (error instanceof DomainError)
-          return reply(req, res, STATUS[error.kind], 'Not answered', error.message);
-        next(error);
-      }
-    },
-  );
-  return router;
+const openSignedApprovalLinkDoc: RouteDoc = {
+  summary: 'Open a signed approval link',
+  description:
+    'Shows what the link of an approval notice would do (approve or deny every call of its request), with a button that does it. Needs no password: the signed link is the credential.',
+  mediaType: 'text/html',
+};
+
+async function openSignedApprovalLink(
+  { ctx, open }: ApprovalLinkContext,
+  req: Request<{ token: string }>,
+  res: Response,
+  next: NextFunction,
+) {
+  try {
+    const opened = await open(req, res);
+    if (!opened) return;
+    const { claims, record } = opened;
+    const agent = await getAgentRow(ctx.db, record.agent_id);
+    const verb = claims.decision === 'approve' ? 'Approve' : 'Deny';
+    const calls = record.calls
+      .map((c) => `<h2>${escape(c.tool_name)}</h2><pre>${escape(c.arguments)}</pre>`)
+      .join('');
+    const reason =
+      claims.decision === 'deny'
+        ? '<label for="reason">Reason (the agent reads it)</label><textarea id="reason" name="reason" rows="3"></textarea>'
+        : '';
+    const form = `<form method="post">${reason}<p><button type="submit">${verb} ${record.calls.length === 1 ? 'this call' : `all ${record.calls.length} calls`}</button></p></form>`;
+    res
+      .set(HEADERS)
+      .type('html')
+      .send(page(`${verb}: ${agent?.name ?? record.agent_id} waits`, `${calls}${form}`));
+  } catch (error) {
+    next(error);
+  }
+}
+
+const actOnSignedApprovalLinkDoc: RouteDoc = {
+  summary: 'Act on a signed approval link',
+  description:
+    'Approves or denies, as the link says, every call of its request, once; a denial takes `reason` (a form field, or JSON). JSON in, JSON out; a form gets a page.',
+  body: z.object({ reason: z.string().optional() }),
+};
+
+async function actOnSignedApprovalLink(
+  { ctx, open, reply }: ApprovalLinkContext,
+  req: Request<{ token: string }>,
+  res: Response,
+  next: NextFunction,
+) {
+  try {
+    const opened = await open(req, res);
+    if (!opened) return;
+    const { claims, record } = opened;
+    const reason =
+      typeof req.body?.reason === 'string' && req.body.reason.trim() ? req.body.reason.trim() : undefined;
+    const { run } = await answerApprovalRequest(ctx, record, {
+      answers: answersOf(record, claims, reason),
+      answeredBy: { kind: 'signed_link', id: claims.id, ...(claims.via ? { via: claims.via } : {}) },
+      // Used in the answer's transaction: a link is spent exactly when its answer is recorded.
+      within: async (tx) => {
+        if (!(await useApprovalLink(tx, claims.id))) throw conflict('This link has been used already.');
+      },
+    });
+    const done = claims.decision === 'approve' ? 'Approved' : 'Denied';
+    reply(req, res, 200, done, `${done}. The agent goes on.`, {
+      approval_request_id: record.request_message_id,
+      run_id: run.id,
+    });
+  } catch (error) {
+    if (error instanceof DomainError)
+      return reply(req, res, STATUS[error.kind], 'Not answered', error.message);
+    next(error);
+  }
 }

@@ -281,9 +281,11 @@ export function otidFor(messageId: string, index: number): string {
   return uuid.slice(0, -2) + ((last & 0x80) | (index & 0x7f)).toString(16).padStart(2, '0');
 }
 
-/** One stored message → its Letta messages (an assistant reply may be reasoning, text and tool calls). */
-export function lettaMessages(row: MessageRow): LettaMessage[] {
-  const common = (index: number) => ({
+/** What every Letta message of a stored message carries; `index` is the part's place in the message. */
+type CommonFields = (index: number) => ReturnType<typeof commonFields>;
+
+function commonFields(row: MessageRow, index: number) {
+  return {
     id: row.id,
     date: lettaDate(row.created_at),
     name: row.name,
@@ -293,104 +295,115 @@ export function lettaMessages(row: MessageRow): LettaMessage[] {
     is_err: null,
     seq_id: null,
     run_id: row.run_id,
-  });
+  };
+}
+
+/** One stored message → its Letta messages (an assistant reply may be reasoning, text and tool calls). */
+export function lettaMessages(row: MessageRow): LettaMessage[] {
+  const common: CommonFields = (index) => commonFields(row, index);
   switch (row.role) {
     case 'system':
       return [{ ...common(0), message_type: 'system_message', content: contentText(row.content) }];
     case 'user':
       return [{ ...common(0), message_type: 'user_message', content: contentText(row.content) }];
-    case 'assistant': {
-      const parts: LettaMessage[] = [];
-      if (row.reasoning) {
-        parts.push({
-          ...common(parts.length),
-          message_type: 'reasoning_message',
-          reasoning: row.reasoning,
-          source: 'reasoner_model',
-          signature: null,
-        });
-      }
-      const text = contentText(row.content);
-      if (text) parts.push({ ...common(parts.length), message_type: 'assistant_message', content: text });
-      const calls = (row.tool_calls ?? []).map((c) => ({
-        name: c.name,
-        arguments: c.arguments,
-        tool_call_id: c.id,
-      }));
-      // Calls that waited for approval are Letta's approval request; its otid is the message id.
-      const asked = row.metadata?.approval_request as
-        { tool_call_ids: string[]; elicitations?: string } | undefined;
-      const waiting = asked?.tool_call_ids;
-      const running = calls.filter((c) => !waiting?.includes(c.tool_call_id));
-      const requested = calls.filter((c) => waiting?.includes(c.tool_call_id));
-      if (running.length) {
-        parts.push({
-          ...common(parts.length),
-          message_type: 'tool_call_message',
-          tool_call: running[0],
-          tool_calls: running,
-        });
-      }
-      if (requested.length) {
-        parts.push({
-          ...common(parts.length),
-          otid: row.id,
-          message_type: 'approval_request_message',
-          tool_call: requested[0],
-          tool_calls: requested,
-          // Kept as JSON text: the requested schemas' fields in the servers' order (activities/approvals.ts).
-          ...(asked?.elicitations
-            ? { elicitations: JSON.parse(asked.elicitations) as ShownElicitation[] }
-            : {}),
-        });
-      }
-      return parts;
-    }
-    case 'approval': {
-      const approvals = (row.approvals ?? []) as {
-        type: string;
-        tool_call_id: string;
-        approve?: boolean;
-        reason?: string | null;
-      }[];
-      const decision = approvals.find((a) => a.type === 'approval');
-      return [
-        {
-          ...common(0),
-          message_type: 'approval_response_message',
-          approvals,
-          approve: decision?.approve ?? null,
-          approval_request_id: decision?.tool_call_id ?? null,
-          reason: decision?.reason ?? null,
-        },
-      ];
-    }
-    case 'tool': {
-      const returns = (row.tool_returns ?? []).map((r) => ({
-        type: 'tool' as const,
-        // Letta's return parts where the return holds an image; the deprecated top-level field is text.
-        tool_return: r.parts ?? unpackageFunctionResponse(r.func_response),
-        status: r.status,
-        tool_call_id: r.tool_call_id,
-        stdout: r.stdout,
-        stderr: r.stderr,
-      }));
-      if (returns.length === 0) return [];
-      const { type: _type, ...first } = returns[0];
-      const text = unpackageFunctionResponse(row.tool_returns![0].func_response);
-      return [
-        {
-          ...common(0),
-          message_type: 'tool_return_message',
-          ...first,
-          tool_return: text,
-          tool_returns: returns,
-        },
-      ];
-    }
+    case 'assistant':
+      return assistantMessages(row, common);
+    case 'approval':
+      return [approvalResponseMessage(row, common)];
+    case 'tool':
+      return toolReturnMessages(row, common);
     default:
       return [];
   }
+}
+
+/** An assistant reply: its reasoning, its text, the calls it runs and those that wait for approval. */
+function assistantMessages(row: MessageRow, common: CommonFields): LettaMessage[] {
+  const parts: LettaMessage[] = [];
+  if (row.reasoning) {
+    parts.push({
+      ...common(parts.length),
+      message_type: 'reasoning_message',
+      reasoning: row.reasoning,
+      source: 'reasoner_model',
+      signature: null,
+    });
+  }
+  const text = contentText(row.content);
+  if (text) parts.push({ ...common(parts.length), message_type: 'assistant_message', content: text });
+  const calls = (row.tool_calls ?? []).map((c) => ({
+    name: c.name,
+    arguments: c.arguments,
+    tool_call_id: c.id,
+  }));
+  // Calls that waited for approval are Letta's approval request; its otid is the message id.
+  const asked = row.metadata?.approval_request as
+    { tool_call_ids: string[]; elicitations?: string } | undefined;
+  const waiting = asked?.tool_call_ids;
+  const running = calls.filter((c) => !waiting?.includes(c.tool_call_id));
+  const requested = calls.filter((c) => waiting?.includes(c.tool_call_id));
+  if (running.length) {
+    parts.push({
+      ...common(parts.length),
+      message_type: 'tool_call_message',
+      tool_call: running[0],
+      tool_calls: running,
+    });
+  }
+  if (requested.length) {
+    parts.push({
+      ...common(parts.length),
+      otid: row.id,
+      message_type: 'approval_request_message',
+      tool_call: requested[0],
+      tool_calls: requested,
+      // Kept as JSON text: the requested schemas' fields in the servers' order (activities/approvals.ts).
+      ...(asked?.elicitations ? { elicitations: JSON.parse(asked.elicitations) as ShownElicitation[] } : {}),
+    });
+  }
+  return parts;
+}
+
+function approvalResponseMessage(row: MessageRow, common: CommonFields): LettaMessage {
+  const approvals = (row.approvals ?? []) as {
+    type: string;
+    tool_call_id: string;
+    approve?: boolean;
+    reason?: string | null;
+  }[];
+  const decision = approvals.find((a) => a.type === 'approval');
+  return {
+    ...common(0),
+    message_type: 'approval_response_message',
+    approvals,
+    approve: decision?.approve ?? null,
+    approval_request_id: decision?.tool_call_id ?? null,
+    reason: decision?.reason ?? null,
+  };
+}
+
+function toolReturnMessages(row: MessageRow, common: CommonFields): LettaMessage[] {
+  const returns = (row.tool_returns ?? []).map((r) => ({
+    type: 'tool' as const,
+    // Letta's return parts where the return holds an image; the deprecated top-level field is text.
+    tool_return: r.parts ?? unpackageFunctionResponse(r.func_response),
+    status: r.status,
+    tool_call_id: r.tool_call_id,
+    stdout: r.stdout,
+    stderr: r.stderr,
+  }));
+  if (returns.length === 0) return [];
+  const { type: _type, ...first } = returns[0];
+  const text = unpackageFunctionResponse(row.tool_returns![0].func_response);
+  return [
+    {
+      ...common(0),
+      message_type: 'tool_return_message',
+      ...first,
+      tool_return: text,
+      tool_returns: returns,
+    },
+  ];
 }
 
 export function runShape(run: RunRow): Run {

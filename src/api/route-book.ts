@@ -4,7 +4,7 @@
  * /openapi.json is generated from those declarations (src/api/openapi.ts). The schemas are the ones the
  * handler parses with and the shape functions return, so the document cannot describe another API.
  */
-import { Router, type RequestHandler } from 'express';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { RouteParameters } from 'express-serve-static-core';
 import type { z } from 'zod';
 import { scopedAccess, type ScopedTokenUse } from './scoped-access';
@@ -61,6 +61,51 @@ export function documentedRouter(tag: string): DocumentedRouter {
   return {
     router,
     routes,
+    get: register('get'),
+    post: register('post'),
+    put: register('put'),
+    patch: register('patch'),
+    delete: register('delete'),
+  };
+}
+
+/**
+ * A route's handler as a named function of its resource's file: what the router's routes share comes
+ * first, then express's arguments (`req.params` typed from the path, as with express's own).
+ */
+export type RouteHandler<Shared, Path extends string> = (
+  shared: Shared,
+  req: Request<RouteParameters<Path>>,
+  res: Response,
+  next: NextFunction,
+) => unknown;
+
+/**
+ * Registers a route of a table: its path, what the reference says of it, the middleware it alone runs
+ * (a body parser of its own), and its named handler.
+ */
+type RegisterHandler<Shared> = <Path extends string>(
+  path: Path,
+  doc: RouteDoc,
+  ...handlers: [...RequestHandler<RouteParameters<Path>>[], RouteHandler<Shared, Path>]
+) => void;
+
+/**
+ * A router's table of routes, method and path to named handler, each handler given `shared` (what the
+ * router's routes share: the API's context, and what the router builds from it once).
+ */
+export function routeTable<Shared>(
+  router: DocumentedRouter,
+  shared: Shared,
+): Record<Method, RegisterHandler<Shared>> {
+  const register =
+    (method: Method): RegisterHandler<Shared> =>
+    (path, doc, ...handlers) => {
+      const before = handlers.slice(0, -1) as RequestHandler<RouteParameters<typeof path>>[];
+      const handler = handlers[handlers.length - 1] as RouteHandler<Shared, typeof path>;
+      router[method](path, doc, ...before, (req, res, next) => handler(shared, req, res, next));
+    };
+  return {
     get: register('get'),
     post: register('post'),
     put: register('put'),

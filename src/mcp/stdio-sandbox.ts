@@ -237,67 +237,98 @@ function checkArgument(arg: string, view: View): void {
   throw onHost ? hidden() : missing();
 }
 
+/** Throws McpStdioRefusedError for a command, or a file in its arguments, the sandbox does not show. */
+function sandboxed(
+  options: McpStdioOptions,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): Command {
+  const view = viewFor(options);
+  const file = commandFile(command, env.PATH, view);
+  args.forEach((arg) => checkArgument(arg, view));
+  // The SDK adds some of this server's own variables (HOME, USER...) to the environment it spawns
+  // with: none is the server's to see. (bwrap sets PWD, to its --chdir.)
+  const unset = DEFAULT_INHERITED_ENV_VARS.filter((key) => !(key in env)).flatMap((key) => [
+    '--unsetenv',
+    key,
+  ]);
+  // Its PATH is set by bwrap: sh, setpriv and bwrap itself are found on the default one.
+  const extraArgs = [...view.args, ...unset, '--setenv', 'PATH', env.PATH];
+  const { bwrap, tmpBytes } = options;
+  const profile = { bwrap, tmpBytes, env: { ...env, PATH: DEFAULT_PATH }, extraArgs, network: true };
+  return unprivileged(bubblewrapCommand(profile, [file, ...args]), MCP_UID);
+}
+
+/** Limits set before anything of the server runs: a cgroup it joins first, or rlimits. */
+function limited(options: McpStdioOptions, command: Command, cgroup: ToolCgroup | null): Command {
+  if (cgroup) return cgroup.join(command);
+  // RLIMIT_AS would stop node from starting (V8 reserves address space); RLIMIT_DATA counts what a
+  // process writes. RLIMIT_NPROC counts the processes of the uid: of every stdio server together.
+  const rlimits = [`--data=${options.memoryBytes}`, `--nproc=${options.maxProcesses}`, '--'];
+  return { ...command, file: 'prlimit', args: [...rlimits, command.file, ...command.args] };
+}
+
+const environment = (options: McpStdioOptions, config: Pick<StdioConfig, 'env'>) => ({
+  PATH: DEFAULT_PATH,
+  ...(options.mode === 'sandboxed' ? { HOME: WORK_DIR } : {}),
+  ...(config.env ?? {}),
+});
+
+type Cgroups = ReturnType<typeof cgroups>;
+
+/** Whether the sandbox works on this host: runs `true` in it; the reason it does not, or null. */
+async function probe(options: McpStdioOptions, limits: Cgroups): Promise<string | null> {
+  const cgroup = limits.create('mcp');
+  try {
+    const command = limited(options, sandboxed(options, 'true', [], environment(options, {})), cgroup);
+    return await new Promise((resolve) =>
+      execFile(
+        command.file,
+        command.args,
+        { env: command.env, timeout: PROBE_TIMEOUT_MS },
+        (error, _stdout, stderr) =>
+          resolve(error ? (stderr.trim() || error.message).replace(/\s*\n\s*/g, '; ') : null),
+      ),
+    );
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    await cgroup?.remove();
+  }
+}
+
+/** The transport of a stdio server run in the sandbox, in a cgroup of its own (or under rlimits). */
+function sandboxedTransport(
+  options: McpStdioOptions,
+  limits: Cgroups,
+  config: Pick<StdioConfig, 'command' | 'args'>,
+  env: Record<string, string>,
+): StdioClientTransport {
+  const command = sandboxed(options, config.command, config.args, env);
+  const cgroup = limits.create('mcp');
+  const { file, args } = limited(options, command, cgroup);
+  const transport = new StdioClientTransport({
+    command: file,
+    args,
+    env: command.env,
+    stderr: 'pipe',
+    maxBufferSize: options.maxMessageBytes,
+  });
+  // The server is gone with its PID namespace once bwrap exits; its cgroup goes then.
+  if (cgroup) transport.onclose = () => void cgroup.remove();
+  return transport;
+}
+
 export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
   const limits = cgroups(
     options.mode === 'sandboxed'
       ? { memoryBytes: options.memoryBytes, processes: options.maxProcesses }
       : null,
   );
-
-  /** Throws McpStdioRefusedError for a command, or a file in its arguments, the sandbox does not show. */
-  const sandboxed = (command: string, args: string[], env: Record<string, string>): Command => {
-    const view = viewFor(options);
-    const file = commandFile(command, env.PATH, view);
-    args.forEach((arg) => checkArgument(arg, view));
-    // The SDK adds some of this server's own variables (HOME, USER...) to the environment it spawns
-    // with: none is the server's to see. (bwrap sets PWD, to its --chdir.)
-    const unset = DEFAULT_INHERITED_ENV_VARS.filter((key) => !(key in env)).flatMap((key) => [
-      '--unsetenv',
-      key,
-    ]);
-    // Its PATH is set by bwrap: sh, setpriv and bwrap itself are found on the default one.
-    const extraArgs = [...view.args, ...unset, '--setenv', 'PATH', env.PATH];
-    const { bwrap, tmpBytes } = options;
-    const profile = { bwrap, tmpBytes, env: { ...env, PATH: DEFAULT_PATH }, extraArgs, network: true };
-    return unprivileged(bubblewrapCommand(profile, [file, ...args]), MCP_UID);
-  };
-
-  /** Limits set before anything of the server runs: a cgroup it joins first, or rlimits. */
-  const limited = (command: Command, cgroup: ToolCgroup | null): Command => {
-    if (cgroup) return cgroup.join(command);
-    // RLIMIT_AS would stop node from starting (V8 reserves address space); RLIMIT_DATA counts what a
-    // process writes. RLIMIT_NPROC counts the processes of the uid: of every stdio server together.
-    const rlimits = [`--data=${options.memoryBytes}`, `--nproc=${options.maxProcesses}`, '--'];
-    return { ...command, file: 'prlimit', args: [...rlimits, command.file, ...command.args] };
-  };
-
-  const environment = (config: Pick<StdioConfig, 'env'>) => ({
-    PATH: DEFAULT_PATH,
-    ...(options.mode === 'sandboxed' ? { HOME: WORK_DIR } : {}),
-    ...(config.env ?? {}),
-  });
-
-  const probe = async (): Promise<string | null> => {
-    const cgroup = limits.create('mcp');
-    try {
-      const command = limited(sandboxed('true', [], environment({})), cgroup);
-      return await new Promise((resolve) =>
-        execFile(
-          command.file,
-          command.args,
-          { env: command.env, timeout: PROBE_TIMEOUT_MS },
-          (error, _stdout, stderr) =>
-            resolve(error ? (stderr.trim() || error.message).replace(/\s*\n\s*/g, '; ') : null),
-        ),
-      );
-    } catch (error) {
-      return (error as Error).message;
-    } finally {
-      await cgroup?.remove();
-    }
-  };
   let probed: Promise<string | null> | undefined;
-  const problem = () => (options.mode === 'sandboxed' ? (probed ??= probe()) : Promise.resolve(null));
+  const problem = () =>
+    options.mode === 'sandboxed' ? (probed ??= probe(options, limits)) : Promise.resolve(null);
 
   return {
     mode: options.mode,
@@ -314,7 +345,7 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
           'stdio MCP servers are turned off on this server (MCP_STDIO=off): register a streamable_http or sse server instead',
         );
       }
-      const env = environment(config);
+      const env = environment(options, config);
       if (options.mode === 'host')
         return new StdioClientTransport({
           command: config.command,
@@ -329,19 +360,7 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
           `the MCP sandbox (bubblewrap) does not work on this host (${reason.slice(0, 300)}): fix it, or set MCP_STDIO=host to run stdio servers without isolation`,
         );
       }
-      const command = sandboxed(config.command, config.args, env);
-      const cgroup = limits.create('mcp');
-      const { file, args } = limited(command, cgroup);
-      const transport = new StdioClientTransport({
-        command: file,
-        args,
-        env: command.env,
-        stderr: 'pipe',
-        maxBufferSize: options.maxMessageBytes,
-      });
-      // The server is gone with its PID namespace once bwrap exits; its cgroup goes then.
-      if (cgroup) transport.onclose = () => void cgroup.remove();
-      return transport;
+      return sandboxedTransport(options, limits, config, env);
     },
   };
 }

@@ -168,104 +168,118 @@ export interface WarmPool {
   close(): void;
 }
 
-export function warmPool(options: WarmPoolOptions): WarmPool {
-  const idle = new Map<string, WarmRunner[]>();
+/** The pool's runners: the idle ones by key, every one started, and whether the pool is closed. */
+interface Runners {
+  options: WarmPoolOptions;
+  idle: Map<string, WarmRunner[]>;
   // Every runner started, idle or busy: closing the pool kills them all, even one busy then.
-  const started = new Set<WarmRunner>();
-  let closed = false;
+  started: Set<WarmRunner>;
+  closed: boolean;
+}
+
+export function warmPool(options: WarmPoolOptions): WarmPool {
+  const pool: Runners = { options, idle: new Map(), started: new Set(), closed: false };
   const untrack = trackSandboxPool(() => ({
     size: options.size,
-    runners: started.size,
-    idle: [...idle.values()].reduce((sum, runners) => sum + runners.length, 0),
+    runners: pool.started.size,
+    idle: [...pool.idle.values()].reduce((sum, runners) => sum + runners.length, 0),
   }));
-
-  const startRunner = (command: () => Command) => {
-    const runner = WarmRunner.start(command(), options.cgroups);
-    started.add(runner);
-    return runner;
+  return {
+    run: (key, command, job, payload, signal) => runCall(pool, key, command, job, payload, signal),
+    close() {
+      pool.closed = true;
+      untrack();
+      pool.idle.clear();
+      [...pool.started].forEach((runner) => retire(pool, runner));
+    },
   };
+}
 
-  const retire = (runner: WarmRunner) => {
-    started.delete(runner);
+function startRunner(pool: Runners, command: () => Command): WarmRunner {
+  const runner = WarmRunner.start(command(), pool.options.cgroups);
+  pool.started.add(runner);
+  return runner;
+}
+
+function retire(pool: Runners, runner: WarmRunner): void {
+  pool.started.delete(runner);
+  runner.kill();
+}
+
+function release(pool: Runners, key: string, runner: WarmRunner): void {
+  const runners = pool.idle.get(key) ?? [];
+  if (pool.closed || !runner.alive || runners.length >= pool.options.size) return retire(pool, runner);
+  runners.push(runner);
+  pool.idle.set(key, runners);
+  runner.idleFor(pool.options.idleMs, () => {
+    runners.splice(runners.indexOf(runner), 1);
+    retire(pool, runner);
+  });
+}
+
+/**
+ * The runner idle the longest: the one released last may still be tearing its call down and setting
+ * the next one up. With room for another, a spare starts beside it, so that calls in a row alternate
+ * between two runners and none waits for the set-up that follows the call before.
+ */
+function take(pool: Runners, key: string, command: () => Command): WarmRunner {
+  const runners = pool.idle.get(key) ?? [];
+  let runner = runners.shift();
+  while (runner && !runner.alive) runner = runners.shift();
+  if (!runners.length && pool.options.size > 1 && !pool.closed)
+    release(pool, key, startRunner(pool, command));
+  return runner ?? startRunner(pool, command);
+}
+
+function resultOf(options: WarmPoolOptions, job: ToolJob, reply: Reply, cause: string | null): ToolRunResult {
+  const captured = { stdout: outputLines(reply.stdout), stderr: outputLines(reply.stderr) };
+  if (reply.stopped) return { ...stoppedResult(job, reply.stopped, options.outputs), ...captured };
+  const ending = { code: reply.code, signal: signalName(reply.signal) };
+  return { ...parsedResult(job, reply.result ?? '', ending, cause), ...captured };
+}
+
+/** Runs one call on a runner of `key`, stopped at its timeout or when `signal` aborts. */
+async function runCall(
+  pool: Runners,
+  key: string,
+  command: () => Command,
+  job: ToolJob,
+  payload: object,
+  signal?: AbortSignal,
+): Promise<ToolRunResult> {
+  const runner = take(pool, key, command);
+  const before = runner.hits();
+  let stopped: Stop | undefined;
+  const stop = (why: Stop) => {
+    stopped ??= why;
     runner.kill();
   };
-
-  const release = (key: string, runner: WarmRunner) => {
-    const runners = idle.get(key) ?? [];
-    if (closed || !runner.alive || runners.length >= options.size) return retire(runner);
-    runners.push(runner);
-    idle.set(key, runners);
-    runner.idleFor(options.idleMs, () => {
-      runners.splice(runners.indexOf(runner), 1);
-      retire(runner);
-    });
-  };
-
-  /**
-   * The runner idle the longest: the one released last may still be tearing its call down and setting
-   * the next one up. With room for another, a spare starts beside it, so that calls in a row alternate
-   * between two runners and none waits for the set-up that follows the call before.
-   */
-  const take = (key: string, command: () => Command) => {
-    const runners = idle.get(key) ?? [];
-    let runner = runners.shift();
-    while (runner && !runner.alive) runner = runners.shift();
-    if (!runners.length && options.size > 1 && !closed) release(key, startRunner(command));
-    return runner ?? startRunner(command);
-  };
-
-  const resultOf = (job: ToolJob, reply: Reply, cause: string | null): ToolRunResult => {
-    const captured = { stdout: outputLines(reply.stdout), stderr: outputLines(reply.stderr) };
-    if (reply.stopped) return { ...stoppedResult(job, reply.stopped, options.outputs), ...captured };
-    const ending = { code: reply.code, signal: signalName(reply.signal) };
-    return { ...parsedResult(job, reply.result ?? '', ending, cause), ...captured };
-  };
-
-  return {
-    async run(key, command, job, payload, signal) {
-      const runner = take(key, command);
-      const before = runner.hits();
-      let stopped: Stop | undefined;
-      const stop = (why: Stop) => {
-        stopped ??= why;
-        runner.kill();
-      };
-      const timer = setTimeout(() => stop('timeout'), job.timeoutMs);
-      const onAbort = () => stop('cancelled');
-      signal?.addEventListener('abort', onAbort);
-      try {
-        const reply = await runner.send(payload);
-        if (stopped) {
-          retire(runner);
-          return { ...stoppedResult(job, stopped, options.outputs), stdout: [], stderr: [] };
-        }
-        if (!reply) {
-          started.delete(runner);
-          if (!runner.started) {
-            sandboxStartFailures.inc();
-            throw new SandboxUnavailableError(`the warm sandbox runner did not start: ${runner.whyDead()}`);
-          }
-          return { ...failure(job, 'SandboxError', runner.death(before)), stdout: [], stderr: [] };
-        }
-        if ('unavailable' in reply) {
-          retire(runner);
-          sandboxStartFailures.inc();
-          throw new SandboxUnavailableError(
-            `the warm sandbox runner cannot set up a call: ${reply.unavailable}`,
-          );
-        }
-        release(key, runner);
-        return resultOf(job, reply, limitHit(before, runner.hits()));
-      } finally {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+  const timer = setTimeout(() => stop('timeout'), job.timeoutMs);
+  const onAbort = () => stop('cancelled');
+  signal?.addEventListener('abort', onAbort);
+  try {
+    const reply = await runner.send(payload);
+    if (stopped) {
+      retire(pool, runner);
+      return { ...stoppedResult(job, stopped, pool.options.outputs), stdout: [], stderr: [] };
+    }
+    if (!reply) {
+      pool.started.delete(runner);
+      if (!runner.started) {
+        sandboxStartFailures.inc();
+        throw new SandboxUnavailableError(`the warm sandbox runner did not start: ${runner.whyDead()}`);
       }
-    },
-    close() {
-      closed = true;
-      untrack();
-      idle.clear();
-      [...started].forEach(retire);
-    },
-  };
+      return { ...failure(job, 'SandboxError', runner.death(before)), stdout: [], stderr: [] };
+    }
+    if ('unavailable' in reply) {
+      retire(pool, runner);
+      sandboxStartFailures.inc();
+      throw new SandboxUnavailableError(`the warm sandbox runner cannot set up a call: ${reply.unavailable}`);
+    }
+    release(pool, key, runner);
+    return resultOf(pool.options, job, reply, limitHit(before, runner.hits()));
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
 }

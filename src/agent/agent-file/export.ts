@@ -5,7 +5,7 @@
  */
 import { fileLimits } from '../../memory/file-views';
 import type { Queryable } from '../../db';
-import { getConversation } from '../../db/conversations';
+import { getConversation, type ConversationRef } from '../../db/conversations';
 import { conversationContext, conversationMessages } from '../../db/messages';
 import type { AgentRecord, MessageRow, ToolRow } from '../../db/rows';
 import { notFound } from '../../errors';
@@ -51,6 +51,24 @@ const modelName = (row: MessageRow) => {
   const handle = row.metadata?.model;
   return typeof handle === 'string' ? handle.slice(handle.indexOf('/') + 1) : null;
 };
+
+/** An approval's answer as Letta keeps it: a decision, or a client's tool return. */
+const approvalSchema = (answer: ApprovalAnswer) =>
+  answer.type === 'approval'
+    ? {
+        type: 'approval',
+        tool_call_id: answer.tool_call_id,
+        approve: answer.approve,
+        reason: answer.reason ?? null,
+      }
+    : {
+        type: 'tool',
+        tool_call_id: answer.tool_call_id,
+        status: answer.status,
+        stdout: answer.stdout ?? null,
+        stderr: answer.stderr ?? null,
+        func_response: answer.tool_return,
+      };
 
 /** One stored message as Letta's MessageSchema. */
 function messageSchema(row: MessageRow, id: string, agentFileId: string, fileIdOf: (dbId: string) => string) {
@@ -111,24 +129,7 @@ function messageSchema(row: MessageRow, id: string, agentFileId: string, fileIdO
       return base;
     }
     case 'approval': {
-      const answers = (row.approvals ?? []) as ApprovalAnswer[];
-      base.approvals = answers.map((answer) =>
-        answer.type === 'approval'
-          ? {
-              type: 'approval',
-              tool_call_id: answer.tool_call_id,
-              approve: answer.approve,
-              reason: answer.reason ?? null,
-            }
-          : {
-              type: 'tool',
-              tool_call_id: answer.tool_call_id,
-              status: answer.status,
-              stdout: answer.stdout ?? null,
-              stderr: answer.stderr ?? null,
-              func_response: answer.tool_return,
-            },
-      );
+      base.approvals = ((row.approvals ?? []) as ApprovalAnswer[]).map(approvalSchema);
       const request = row.metadata?.request_message_id;
       if (typeof request === 'string') base.approval_request_id = fileIdOf(request);
       return base;
@@ -168,56 +169,104 @@ export async function exportAgentFile(db: Queryable, agent: AgentRecord, options
   }
   const ref = { agentId: agent.id, conversationId };
   const idOf = fileIds();
-  const agentFileId = idOf('agent', agent.id);
-  const toolIds = agent.tools.map((tool) => idOf('tool', tool.id));
-  const blockIds = agent.blocks.map((block) => idOf('block', block.id));
+  const ids: AgentFileIds = {
+    agent: idOf('agent', agent.id),
+    tools: agent.tools.map((tool) => idOf('tool', tool.id)),
+    blocks: agent.blocks.map((block) => idOf('block', block.id)),
+  };
+  const history = options.scrubMessages
+    ? { messages: [], inContext: [] }
+    : await fileHistory(db, ref, ids.agent, idOf);
+  const blocks = agent.blocks
+    .map((block) => blockSchema(block, idOf('block', block.id)))
+    .sort((a, b) => a.label.localeCompare(b.label));
+  const tools = [...agent.tools]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((tool) => toolSchema(tool, idOf('tool', tool.id)));
+  return {
+    agents: [agentSchema(agent, ids, history)],
+    groups: [],
+    blocks,
+    files: [],
+    sources: [],
+    tools,
+    mcp_servers: [],
+    skills: options.skills ?? [],
+    metadata: { revision_id: 'letta-temporal' },
+    created_at: new Date().toISOString(),
+  };
+}
 
+type FileIds = ReturnType<typeof fileIds>;
+
+/** The agent's ids in the file: its own, its tools' and its blocks', given before its messages'. */
+interface AgentFileIds {
+  agent: string;
+  tools: string[];
+  blocks: string[];
+}
+
+/** A history as the file holds it: its messages, and the ids of those in context. */
+interface FileHistory {
+  messages: ReturnType<typeof messageSchema>[];
+  inContext: string[];
+}
+
+/** The conversation's history under the file's ids, a compaction's summary where it stands in context. */
+async function fileHistory(
+  db: Queryable,
+  ref: ConversationRef,
+  agentFileId: string,
+  idOf: FileIds,
+): Promise<FileHistory> {
   const messages: ReturnType<typeof messageSchema>[] = [];
   const inContext: string[] = [];
-  if (!options.scrubMessages) {
-    const rows = await conversationMessages(db, ref);
-    // A conversation's history has no system message of its own: the agent's is its first.
-    if (!rows.some((row) => row.role === 'system')) {
-      const [system] = (await conversationMessages(db, { agentId: agent.id, conversationId: null })).filter(
-        (row) => row.role === 'system',
-      );
-      if (system) rows.unshift(system);
-    }
-    const { summary, transcript } = await conversationContext(db, ref);
-    const contextIds = new Set(transcript.map((row) => row.id));
-    const firstInContext = rows.findIndex((row) => row.role !== 'system' && contextIds.has(row.id));
-    for (const [i, row] of rows.entries()) {
-      // What a compaction took out of the context is summarized there: Letta keeps such a summary as a
-      // user message in context, before the rest.
-      if (summary && i === firstInContext) {
-        const id = idOf('message', `summary:${agent.id}`);
-        messages.push({
-          ...messageSchema({ ...row, role: 'user', content: summaryText(summary) }, id, agentFileId, (dbId) =>
-            idOf('message', dbId),
-          ),
-          name: null,
-          model: null,
-          otid: null,
-          sender_id: null,
-        });
-        inContext.push(id);
-      }
-      const id = idOf('message', row.id);
-      messages.push(messageSchema(row, id, agentFileId, (dbId) => idOf('message', dbId)));
-      const system = row.role === 'system' && i === 0;
-      if (system || (firstInContext >= 0 && i >= firstInContext)) inContext.push(id);
-    }
+  const rows = await conversationMessages(db, ref);
+  // A conversation's history has no system message of its own: the agent's is its first.
+  if (!rows.some((row) => row.role === 'system')) {
+    const [system] = (await conversationMessages(db, { agentId: ref.agentId, conversationId: null })).filter(
+      (row) => row.role === 'system',
+    );
+    if (system) rows.unshift(system);
   }
+  const { summary, transcript } = await conversationContext(db, ref);
+  const contextIds = new Set(transcript.map((row) => row.id));
+  const firstInContext = rows.findIndex((row) => row.role !== 'system' && contextIds.has(row.id));
+  for (const [i, row] of rows.entries()) {
+    // What a compaction took out of the context is summarized there: Letta keeps such a summary as a
+    // user message in context, before the rest.
+    if (summary && i === firstInContext) {
+      const id = idOf('message', `summary:${ref.agentId}`);
+      messages.push({
+        ...messageSchema({ ...row, role: 'user', content: summaryText(summary) }, id, agentFileId, (dbId) =>
+          idOf('message', dbId),
+        ),
+        name: null,
+        model: null,
+        otid: null,
+        sender_id: null,
+      });
+      inContext.push(id);
+    }
+    const id = idOf('message', row.id);
+    messages.push(messageSchema(row, id, agentFileId, (dbId) => idOf('message', dbId)));
+    const system = row.role === 'system' && i === 0;
+    if (system || (firstInContext >= 0 && i >= firstInContext)) inContext.push(id);
+  }
+  return { messages, inContext };
+}
 
+/** Letta's AgentSchema of the agent, under the file's ids. */
+function agentSchema(agent: AgentRecord, ids: AgentFileIds, history: FileHistory) {
   // Secrets travel by name only: their values stay here (Letta exports them empty).
   const secretKeys = Object.fromEntries(agent.secrets.map((secret) => [secret.key, '']));
-  const agentSchema = {
+  return {
     name: agent.name,
     memory_blocks: [],
     tools: [],
-    tool_ids: toolIds,
+    tool_ids: ids.tools,
     source_ids: [],
-    block_ids: blockIds,
+    block_ids: ids.blocks,
     tool_rules: agent.tool_rules,
     tags: agent.tags,
     system: agent.system,
@@ -256,45 +305,30 @@ export async function exportAgentFile(db: Queryable, agent: AgentRecord, options
     max_files_open: fileLimits(agent).maxFilesOpen,
     per_file_view_window_char_limit: fileLimits(agent).charLimit,
     hidden: null,
-    id: agentFileId,
-    in_context_message_ids: inContext,
-    messages,
+    id: ids.agent,
+    in_context_message_ids: history.inContext,
+    messages: history.messages,
     files_agents: [],
     group_ids: [],
   };
-  const blocks = agent.blocks
-    .map((block) => ({
-      value: block.value,
-      limit: block.char_limit,
-      project_id: null,
-      template_name: null,
-      is_template: false,
-      template_id: null,
-      base_template_id: null,
-      deployment_id: null,
-      entity_id: null,
-      preserve_on_migration: false,
-      label: block.label,
-      read_only: block.read_only,
-      description: block.description,
-      metadata: block.metadata ?? {},
-      hidden: block.hidden,
-      id: idOf('block', block.id),
-    }))
-    .sort((a, b) => a.label.localeCompare(b.label));
-  const tools = [...agent.tools]
-    .sort((a, b) => a.name.localeCompare(b.name))
-    .map((tool) => toolSchema(tool, idOf('tool', tool.id)));
-  return {
-    agents: [agentSchema],
-    groups: [],
-    blocks,
-    files: [],
-    sources: [],
-    tools,
-    mcp_servers: [],
-    skills: options.skills ?? [],
-    metadata: { revision_id: 'letta-temporal' },
-    created_at: new Date().toISOString(),
-  };
 }
+
+/** Letta's BlockSchema of a block. */
+const blockSchema = (block: AgentRecord['blocks'][number], id: string) => ({
+  value: block.value,
+  limit: block.char_limit,
+  project_id: null,
+  template_name: null,
+  is_template: false,
+  template_id: null,
+  base_template_id: null,
+  deployment_id: null,
+  entity_id: null,
+  preserve_on_migration: false,
+  label: block.label,
+  read_only: block.read_only,
+  description: block.description,
+  metadata: block.metadata ?? {},
+  hidden: block.hidden,
+  id,
+});

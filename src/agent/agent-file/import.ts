@@ -94,6 +94,23 @@ function parts(content: FileMessage['content']) {
 
 const dateOf = (text: string | null | undefined) => (text ? new Date(text) : null);
 
+/** The calls of the last assistant message that still wait for their returns. */
+interface PendingCalls {
+  calls: ToolCall[];
+  returns: Map<string, StoredToolReturn>;
+  fromClients: Map<string, StoredToolReturn>;
+  fileIds: string[];
+  createdAt: Date | null;
+  answered: boolean;
+}
+
+/** A history being read: the messages to store so far, the repairs made, the calls waiting. */
+interface HistoryReading {
+  drafts: Draft[];
+  repairs: string[];
+  pending: PendingCalls | null;
+}
+
 /**
  * A file's history as messages to store, in order, keeping the invariant: tool messages answering one
  * assistant message become one message with all its returns; an approval stands between the calls and
@@ -101,178 +118,190 @@ const dateOf = (text: string | null | undefined) => (text ? new Date(text) : nul
  * error return (or the client's return its approval carried).
  */
 export function historyOf(messages: FileMessage[]): { drafts: Draft[]; repairs: string[] } {
-  const drafts: Draft[] = [];
-  const repairs: string[] = [];
-  let pending: {
-    calls: ToolCall[];
-    returns: Map<string, StoredToolReturn>;
-    fromClients: Map<string, StoredToolReturn>;
-    fileIds: string[];
-    createdAt: Date | null;
-    answered: boolean;
-  } | null = null;
-
-  const flush = () => {
-    if (!pending) return;
-    const { calls, returns, fromClients } = pending;
-    const missing = calls.filter((call) => !returns.has(call.id));
-    for (const call of missing) {
-      const fromClient = fromClients.get(call.id);
-      if (!fromClient)
-        repairs.push(`tool call ${call.id} (${call.name}) had no return: it was given an error return`);
-      returns.set(
-        call.id,
-        fromClient ?? {
-          tool_call_id: call.id,
-          status: 'error',
-          func_response: packageFunctionResponse(
-            false,
-            `Error executing function ${call.name}: the call did not complete`,
-          ),
-          stdout: null,
-          stderr: null,
-        },
-      );
-    }
-    drafts.push({
-      fileIds: pending.fileIds,
-      role: 'tool',
-      name: calls[0].name,
-      tool_returns: calls.map((call) => returns.get(call.id)!),
-      created_at: pending.createdAt,
-    });
-    pending = null;
-  };
-
+  const reading: HistoryReading = { drafts: [], repairs: [], pending: null };
   for (const message of messages) {
     const createdAt = dateOf(message.created_at);
-    if (message.role === 'tool' || message.role === 'function') {
-      const given = message.tool_returns?.length
-        ? message.tool_returns
-        : [{ tool_call_id: message.tool_call_id, status: 'success' as const, func_response: undefined }];
-      let used = false;
-      for (const ret of given) {
-        const id = ret.tool_call_id ?? message.tool_call_id;
-        const waiting = pending?.calls.some((call) => call.id === id) && !pending.returns.has(id!);
-        if (!id || !pending || !waiting) {
-          repairs.push(
-            `message ${message.id} returns tool call ${id ?? '(none)'}, which no call waits for: left out`,
-          );
-          continue;
-        }
-        used = true;
-        pending.returns.set(id, {
-          tool_call_id: id,
-          status: ret.status ?? 'success',
-          ...importedReturn(ret.func_response, contentText(message.content) || 'None'),
-          stdout: ret.stdout ?? null,
-          stderr: ret.stderr ?? null,
-        });
-      }
-      if (used && pending) {
-        pending.fileIds.push(message.id);
-        pending.createdAt ??= createdAt;
-        if (pending.returns.size === pending.calls.length) flush();
-      }
-      continue;
-    }
-
-    if (message.role === 'approval' && !message.tool_calls?.length) {
-      const request = drafts.length - 1;
-      if (!pending || pending.answered || pending.returns.size > 0) {
-        repairs.push(`approval ${message.id} answers no waiting tool call: left out`);
-        continue;
-      }
-      const current = pending;
-      const items = message.approvals?.length
-        ? message.approvals
-        : typeof message.approve === 'boolean'
-          ? current.calls.map((call) => ({
-              tool_call_id: call.id,
-              approve: message.approve,
-              reason: message.denial_reason,
-            }))
-          : [];
-      const answers: ApprovalAnswer[] = items
-        .filter((item) => current.calls.some((call) => call.id === item.tool_call_id))
-        .map((item): ApprovalAnswer => {
-          if ('approve' in item && typeof item.approve === 'boolean')
-            return {
-              type: 'approval',
-              tool_call_id: item.tool_call_id,
-              approve: item.approve,
-              reason: item.reason ?? null,
-            };
-          const given =
-            ('tool_return' in item ? item.tool_return : undefined) ??
-            ('func_response' in item ? item.func_response : undefined);
-          const returned = importedReturn(given, 'None');
-          const status = ('status' in item && item.status) || 'success';
-          const stdout = ('stdout' in item && item.stdout) || null;
-          const stderr = ('stderr' in item && item.stderr) || null;
-          current.fromClients.set(item.tool_call_id, {
-            tool_call_id: item.tool_call_id,
-            status,
-            ...returned,
-            stdout,
-            stderr,
-          });
-          const tool_return = isPartList(given) ? given : returned.func_response;
-          return { type: 'tool', tool_call_id: item.tool_call_id, tool_return, status, stdout, stderr };
-        });
-      if (!answers.length) {
-        repairs.push(`approval ${message.id} answers none of the waiting tool calls: left out`);
-        continue;
-      }
-      current.answered = true;
-      drafts.push({
-        fileIds: [message.id],
-        role: 'approval',
-        approvals: answers,
-        created_at: createdAt,
-        requestIndex: request,
-      });
-      continue;
-    }
-
-    flush();
-    const { texts, reasoning } = parts(message.content);
-    const calls: ToolCall[] = (message.tool_calls ?? []).map((call) => ({
-      id: call.id,
-      name: call.function.name,
-      arguments: call.function.arguments,
-    }));
-    if (new Set(calls.map((call) => call.id)).size !== calls.length)
-      throw failed(`message ${message.id} makes two tool calls of one id`);
-    const role: MessageRole = message.role === 'approval' ? 'assistant' : message.role;
-    drafts.push({
-      fileIds: [message.id],
-      role,
-      content: role === 'assistant' && !texts.length ? null : texts,
-      reasoning: role === 'assistant' ? reasoning : null,
-      tool_calls: calls.length ? calls : null,
-      name: message.name ?? null,
-      otid: message.otid ?? null,
-      sender_id: message.sender_id ?? null,
-      // A call that waited for approval (Letta's approval request) is listed as one.
-      metadata:
-        message.role === 'approval' && calls.length
-          ? { approval_request: { tool_call_ids: calls.map((call) => call.id) } }
-          : null,
-      created_at: createdAt,
-    });
-    if (calls.length && role === 'assistant')
-      pending = {
-        calls,
-        returns: new Map(),
-        fromClients: new Map(),
-        fileIds: [],
-        createdAt: null,
-        answered: false,
-      };
+    if (message.role === 'tool' || message.role === 'function') readToolReturns(reading, message, createdAt);
+    else if (message.role === 'approval' && !message.tool_calls?.length)
+      readApproval(reading, message, createdAt);
+    else readMessage(reading, message, message.role === 'approval' ? 'assistant' : message.role, createdAt);
   }
-  flush();
-  return { drafts, repairs };
+  flushPending(reading);
+  return { drafts: reading.drafts, repairs: reading.repairs };
+}
+
+/** The waiting calls' returns as one tool message; a call without one gets its client's, or an error. */
+function flushPending(reading: HistoryReading): void {
+  const { pending, repairs } = reading;
+  if (!pending) return;
+  const { calls, returns, fromClients } = pending;
+  const missing = calls.filter((call) => !returns.has(call.id));
+  for (const call of missing) {
+    const fromClient = fromClients.get(call.id);
+    if (!fromClient)
+      repairs.push(`tool call ${call.id} (${call.name}) had no return: it was given an error return`);
+    returns.set(
+      call.id,
+      fromClient ?? {
+        tool_call_id: call.id,
+        status: 'error',
+        func_response: packageFunctionResponse(
+          false,
+          `Error executing function ${call.name}: the call did not complete`,
+        ),
+        stdout: null,
+        stderr: null,
+      },
+    );
+  }
+  reading.drafts.push({
+    fileIds: pending.fileIds,
+    role: 'tool',
+    name: calls[0].name,
+    tool_returns: calls.map((call) => returns.get(call.id)!),
+    created_at: pending.createdAt,
+  });
+  reading.pending = null;
+}
+
+/** A tool message: each return of a waiting call is kept, any other left out. */
+function readToolReturns(reading: HistoryReading, message: FileMessage, createdAt: Date | null): void {
+  const { pending } = reading;
+  const given = message.tool_returns?.length
+    ? message.tool_returns
+    : [{ tool_call_id: message.tool_call_id, status: 'success' as const, func_response: undefined }];
+  let used = false;
+  for (const ret of given) {
+    const id = ret.tool_call_id ?? message.tool_call_id;
+    const waiting = pending?.calls.some((call) => call.id === id) && !pending.returns.has(id!);
+    if (!id || !pending || !waiting) {
+      reading.repairs.push(
+        `message ${message.id} returns tool call ${id ?? '(none)'}, which no call waits for: left out`,
+      );
+      continue;
+    }
+    used = true;
+    pending.returns.set(id, {
+      tool_call_id: id,
+      status: ret.status ?? 'success',
+      ...importedReturn(ret.func_response, contentText(message.content) || 'None'),
+      stdout: ret.stdout ?? null,
+      stderr: ret.stderr ?? null,
+    });
+  }
+  if (used && pending) {
+    pending.fileIds.push(message.id);
+    pending.createdAt ??= createdAt;
+    if (pending.returns.size === pending.calls.length) flushPending(reading);
+  }
+}
+
+/** An approval answers the waiting calls before any has returned; any other is left out. */
+function readApproval(reading: HistoryReading, message: FileMessage, createdAt: Date | null): void {
+  const request = reading.drafts.length - 1;
+  const current = reading.pending;
+  if (!current || current.answered || current.returns.size > 0) {
+    reading.repairs.push(`approval ${message.id} answers no waiting tool call: left out`);
+    return;
+  }
+  const items = message.approvals?.length
+    ? message.approvals
+    : typeof message.approve === 'boolean'
+      ? current.calls.map((call) => ({
+          tool_call_id: call.id,
+          approve: message.approve,
+          reason: message.denial_reason,
+        }))
+      : [];
+  const answers: ApprovalAnswer[] = items
+    .filter((item) => current.calls.some((call) => call.id === item.tool_call_id))
+    .map((item) => approvalAnswerOf(current, item));
+  if (!answers.length) {
+    reading.repairs.push(`approval ${message.id} answers none of the waiting tool calls: left out`);
+    return;
+  }
+  current.answered = true;
+  reading.drafts.push({
+    fileIds: [message.id],
+    role: 'approval',
+    approvals: answers,
+    created_at: createdAt,
+    requestIndex: request,
+  });
+}
+
+type FileApprovalItem =
+  | NonNullable<FileMessage['approvals']>[number]
+  | { tool_call_id: string; approve?: boolean; reason?: string | null };
+
+/** One item of an approval: a decision, or a client's return (kept for its call as well). */
+function approvalAnswerOf(current: PendingCalls, item: FileApprovalItem): ApprovalAnswer {
+  if ('approve' in item && typeof item.approve === 'boolean')
+    return {
+      type: 'approval',
+      tool_call_id: item.tool_call_id,
+      approve: item.approve,
+      reason: item.reason ?? null,
+    };
+  const given =
+    ('tool_return' in item ? item.tool_return : undefined) ??
+    ('func_response' in item ? item.func_response : undefined);
+  const returned = importedReturn(given, 'None');
+  const status = ('status' in item && item.status) || 'success';
+  const stdout = ('stdout' in item && item.stdout) || null;
+  const stderr = ('stderr' in item && item.stderr) || null;
+  current.fromClients.set(item.tool_call_id, {
+    tool_call_id: item.tool_call_id,
+    status,
+    ...returned,
+    stdout,
+    stderr,
+  });
+  const tool_return = isPartList(given) ? given : returned.func_response;
+  return { type: 'tool', tool_call_id: item.tool_call_id, tool_return, status, stdout, stderr };
+}
+
+/** Any other message ends the waiting calls; an assistant's calls wait from it on. */
+function readMessage(
+  reading: HistoryReading,
+  message: FileMessage,
+  role: MessageRole,
+  createdAt: Date | null,
+): void {
+  flushPending(reading);
+  const { texts, reasoning } = parts(message.content);
+  const calls: ToolCall[] = (message.tool_calls ?? []).map((call) => ({
+    id: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+  }));
+  if (new Set(calls.map((call) => call.id)).size !== calls.length)
+    throw failed(`message ${message.id} makes two tool calls of one id`);
+  reading.drafts.push({
+    fileIds: [message.id],
+    role,
+    content: role === 'assistant' && !texts.length ? null : texts,
+    reasoning: role === 'assistant' ? reasoning : null,
+    tool_calls: calls.length ? calls : null,
+    name: message.name ?? null,
+    otid: message.otid ?? null,
+    sender_id: message.sender_id ?? null,
+    // A call that waited for approval (Letta's approval request) is listed as one.
+    metadata:
+      message.role === 'approval' && calls.length
+        ? { approval_request: { tool_call_ids: calls.map((call) => call.id) } }
+        : null,
+    created_at: createdAt,
+  });
+  if (calls.length && role === 'assistant')
+    reading.pending = {
+      calls,
+      returns: new Map(),
+      fromClients: new Map(),
+      fileIds: [],
+      createdAt: null,
+      answered: false,
+    };
 }
 
 /** The references inside the file must resolve, and no id may be given twice (Letta's checks). */

@@ -3,7 +3,7 @@
  * `agents.files.list / open / close / closeAll`, and the legacy `/v1/agents/{id}/sources/...` paths.
  * Attaching a folder gives the agent the file tools and opens its files (src/memory/file-views.ts).
  */
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
@@ -11,7 +11,7 @@ import { parseQuery } from '../validation';
 import { MessageAnswerSchema, pageQuery, queryBoolean } from '../schemas/common';
 import { agentFileShape, folderShape } from '../letta-shapes';
 import { agentState } from '../agent-state';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { AgentStateSchema } from '../schemas/responses';
 import { FolderSchema } from '../schemas/folders';
 import { PaginatedAgentFilesSchema, type PaginatedAgentFiles } from '../schemas/agent-folders';
@@ -50,7 +50,23 @@ const isModernSdk = (req: Request) =>
 
 export function agentFoldersRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Agents');
+  const on = routeTable(router, agentFoldersContext(ctx));
+  for (const noun of ['folders', 'sources'] as const) {
+    const docs = folderRouteDocs(noun);
+    on.patch(`/v1/agents/:agentId/${noun}/attach/:folderId`, docs.attach, attachFolder(noun));
+    on.patch(`/v1/agents/:agentId/${noun}/detach/:folderId`, docs.detach, detachFolder(noun));
+    on.get(`/v1/agents/:agentId/${noun}`, docs.list, listAgentFolders);
+  }
+  on.get('/v1/agents/:agentId/files', listFilesForAgentDoc, listFilesForAgent);
+  on.patch('/v1/agents/:agentId/files/close-all', closeAllFilesForAgentDoc, closeAllFilesForAgent);
+  on.patch('/v1/agents/:agentId/files/:fileId/open', openFileForAgentDoc, openFileForAgent);
+  on.patch('/v1/agents/:agentId/files/:fileId/close', closeFileForAgentDoc, closeFileForAgent);
 
+  return router;
+}
+
+/** What the routes of agentFoldersRouter share. */
+function agentFoldersContext(ctx: ApiContext) {
   const loadAgent = async (id: string) => {
     const agent = await getAgent(ctx.db, id);
     if (!agent) throw notFound(`Agent ${id}`);
@@ -62,145 +78,176 @@ export function agentFoldersRouter(ctx: ApiContext): DocumentedRouter {
     return folder;
   };
   const stateOf = async (agentId: string) => agentState(ctx.db, await loadAgent(agentId));
+  return { ctx, loadAgent, loadFolder, stateOf };
+}
 
-  // `folders` answers 1.x SDKs with null, as Letta does; the deprecated `sources` always with the agent.
-  for (const noun of ['folders', 'sources'] as const) {
-    const legacy = noun === 'sources';
-    /** The legacy `sources` paths: deprecated in Letta, they always answer with the agent. */
-    const deprecated = legacy ? 'Letta’s deprecated `sources` path of the folders route.' : undefined;
+type AgentFoldersContext = ReturnType<typeof agentFoldersContext>;
 
-    router.patch(
-      `/v1/agents/:agentId/${noun}/attach/:folderId`,
-      legacy
-        ? { summary: 'Attach source to agent', description: deprecated, response: AgentStateSchema }
-        : {
-            summary: 'Attach folder to agent',
-            description: `Gives the agent the file tools and opens the folder’s files. ${MODERN_SDK_NULL}`,
-            response: AgentStateSchema.nullable(),
-          },
-      async (req, res) => {
-        const agent = await loadAgent(req.params.agentId);
-        const folder = await loadFolder(req.params.folderId);
-        await attachFolderToAgent(ctx.db, agent, folder.id);
-        res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
-      },
-    );
+type FolderNoun = 'folders' | 'sources';
 
-    router.patch(
-      `/v1/agents/:agentId/${noun}/detach/:folderId`,
-      legacy
-        ? { summary: 'Detach source from agent', description: deprecated, response: AgentStateSchema }
-        : {
-            summary: 'Detach folder from agent',
-            description: MODERN_SDK_NULL,
-            response: AgentStateSchema.nullable(),
-          },
-      async (req, res) => {
-        const agent = await loadAgent(req.params.agentId);
-        const folder = await loadFolder(req.params.folderId);
-        await detachFolderFromAgent(ctx.db, agent.id, folder.id);
-        res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
-      },
-    );
+/**
+ * What the reference says of an agent's folder routes: `folders` answers 1.x SDKs with null, as Letta
+ * does; the deprecated `sources` always with the agent.
+ */
+function folderRouteDocs(noun: FolderNoun): Record<'attach' | 'detach' | 'list', RouteDoc> {
+  const legacy = noun === 'sources';
+  /** The legacy `sources` paths: deprecated in Letta, they always answer with the agent. */
+  const deprecated = legacy ? 'Letta’s deprecated `sources` path of the folders route.' : undefined;
+  return {
+    attach: legacy
+      ? { summary: 'Attach source to agent', description: deprecated, response: AgentStateSchema }
+      : {
+          summary: 'Attach folder to agent',
+          description: `Gives the agent the file tools and opens the folder’s files. ${MODERN_SDK_NULL}`,
+          response: AgentStateSchema.nullable(),
+        },
+    detach: legacy
+      ? { summary: 'Detach source from agent', description: deprecated, response: AgentStateSchema }
+      : {
+          summary: 'Detach folder from agent',
+          description: MODERN_SDK_NULL,
+          response: AgentStateSchema.nullable(),
+        },
+    list: {
+      summary: legacy ? 'List agent sources' : 'List folders for agent',
+      ...(deprecated ? { description: deprecated } : {}),
+      query: ListAgentFoldersQuery,
+      response: z.array(FolderSchema),
+    },
+  };
+}
 
-    router.get(
-      `/v1/agents/:agentId/${noun}`,
+type FolderParams = Request<{ agentId: string; folderId: string }>;
+
+/** Attaches a folder to an agent; the answer as the noun's route gives it. */
+function attachFolder(noun: FolderNoun) {
+  return async function attachFolderToAgentRoute(
+    { ctx, loadAgent, loadFolder, stateOf }: AgentFoldersContext,
+    req: FolderParams,
+    res: Response,
+  ) {
+    const agent = await loadAgent(req.params.agentId);
+    const folder = await loadFolder(req.params.folderId);
+    await attachFolderToAgent(ctx.db, agent, folder.id);
+    res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
+  };
+}
+
+/** Detaches a folder from an agent; the answer as the noun's route gives it. */
+function detachFolder(noun: FolderNoun) {
+  return async function detachFolderFromAgentRoute(
+    { ctx, loadAgent, loadFolder, stateOf }: AgentFoldersContext,
+    req: FolderParams,
+    res: Response,
+  ) {
+    const agent = await loadAgent(req.params.agentId);
+    const folder = await loadFolder(req.params.folderId);
+    await detachFolderFromAgent(ctx.db, agent.id, folder.id);
+    res.json(noun === 'folders' && isModernSdk(req) ? null : await stateOf(agent.id));
+  };
+}
+
+async function listAgentFolders(
+  { ctx, loadAgent }: AgentFoldersContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  await loadAgent(req.params.agentId);
+  const page = parseQuery(ListAgentFoldersQuery, req);
+  res.json((await views.listAgentFolders(ctx.db, req.params.agentId, page)).map(folderShape));
+}
+
+const listFilesForAgentDoc: RouteDoc = {
+  summary: 'List files for agent',
+  query: ListAgentFilesQuery,
+  response: PaginatedAgentFilesSchema,
+};
+
+async function listFilesForAgent(
+  { ctx, loadAgent }: AgentFoldersContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(req.params.agentId);
+  const { cursor, is_open, limit, ...page } = parseQuery(ListAgentFilesQuery, req);
+  const rows = await views.listFileViews(ctx.db, agent.id, {
+    ...page,
+    after: page.after ?? (page.before ? undefined : cursor),
+    limit: limit + 1,
+    isOpen: is_open,
+  });
+  const files = rows.slice(0, limit);
+  const names = new Map((agent.directories?.folders ?? []).map((folder) => [folder.id, folder.name]));
+  res.json({
+    files: files.map((view) => agentFileShape(view, names.get(view.folder_id) ?? 'Unknown')),
+    next_cursor: rows.length > limit ? (files[files.length - 1]?.id ?? null) : null,
+    has_more: rows.length > limit,
+  } satisfies PaginatedAgentFiles);
+}
+
+const closeAllFilesForAgentDoc: RouteDoc = {
+  summary: 'Close all files for agent',
+  description: 'Answers with the names of the files it closed.',
+  response: ClosedFileNames,
+};
+
+async function closeAllFilesForAgent(
+  { ctx, loadAgent }: AgentFoldersContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(req.params.agentId);
+  res.json(await withAgentFiles(ctx.db, agent.id, (tx) => views.closeAllOtherFiles(tx, agent.id, [])));
+}
+
+const openFileForAgentDoc: RouteDoc = {
+  summary: 'Open file for agent',
+  // Any folder's file, by id: beyond what a token of this agent may read.
+  scopedTokens: false,
+  description:
+    'Answers with the names of the files closed to keep within the agent’s limit of open files (least recently used first).',
+  response: ClosedFileNames,
+};
+
+async function openFileForAgent(
+  { ctx, loadAgent }: AgentFoldersContext,
+  req: Request<{ agentId: string; fileId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(req.params.agentId);
+  const { fileId } = req.params;
+  const file = await views.getFolderFile(ctx.db, fileId);
+  if (!file) throw notFound(`File with id=${fileId}`);
+  const limits = fileLimits(agent);
+  const visible = truncateVisibleContent(chunkFile(file).join('\n'), true, limits.charLimit);
+  const { closed } = await withAgentFiles(ctx.db, agent.id, (tx) =>
+    openFileView(
+      tx,
       {
-        summary: legacy ? 'List agent sources' : 'List folders for agent',
-        ...(deprecated ? { description: deprecated } : {}),
-        query: ListAgentFoldersQuery,
-        response: z.array(FolderSchema),
+        agentId: agent.id,
+        fileId,
+        folderId: file.folder_id,
+        fileName: file.file_name,
+        visibleContent: visible,
+        startLine: null,
+        endLine: null,
       },
-      async (req, res) => {
-        await loadAgent(req.params.agentId);
-        const page = parseQuery(ListAgentFoldersQuery, req);
-        res.json((await views.listAgentFolders(ctx.db, req.params.agentId, page)).map(folderShape));
-      },
-    );
-  }
-
-  router.get(
-    '/v1/agents/:agentId/files',
-    { summary: 'List files for agent', query: ListAgentFilesQuery, response: PaginatedAgentFilesSchema },
-    async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      const { cursor, is_open, limit, ...page } = parseQuery(ListAgentFilesQuery, req);
-      const rows = await views.listFileViews(ctx.db, agent.id, {
-        ...page,
-        after: page.after ?? (page.before ? undefined : cursor),
-        limit: limit + 1,
-        isOpen: is_open,
-      });
-      const files = rows.slice(0, limit);
-      const names = new Map((agent.directories?.folders ?? []).map((folder) => [folder.id, folder.name]));
-      res.json({
-        files: files.map((view) => agentFileShape(view, names.get(view.folder_id) ?? 'Unknown')),
-        next_cursor: rows.length > limit ? (files[files.length - 1]?.id ?? null) : null,
-        has_more: rows.length > limit,
-      } satisfies PaginatedAgentFiles);
-    },
+      limits.maxFilesOpen,
+    ),
   );
+  res.json(closed);
+}
 
-  router.patch(
-    '/v1/agents/:agentId/files/close-all',
-    {
-      summary: 'Close all files for agent',
-      description: 'Answers with the names of the files it closed.',
-      response: ClosedFileNames,
-    },
-    async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      res.json(await withAgentFiles(ctx.db, agent.id, (tx) => views.closeAllOtherFiles(tx, agent.id, [])));
-    },
-  );
+const closeFileForAgentDoc: RouteDoc = { summary: 'Close file for agent', response: MessageAnswerSchema };
 
-  router.patch(
-    '/v1/agents/:agentId/files/:fileId/open',
-    {
-      summary: 'Open file for agent',
-      // Any folder's file, by id: beyond what a token of this agent may read.
-      scopedTokens: false,
-      description:
-        'Answers with the names of the files closed to keep within the agent’s limit of open files (least recently used first).',
-      response: ClosedFileNames,
-    },
-    async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      const { fileId } = req.params;
-      const file = await views.getFolderFile(ctx.db, fileId);
-      if (!file) throw notFound(`File with id=${fileId}`);
-      const limits = fileLimits(agent);
-      const visible = truncateVisibleContent(chunkFile(file).join('\n'), true, limits.charLimit);
-      const { closed } = await withAgentFiles(ctx.db, agent.id, (tx) =>
-        openFileView(
-          tx,
-          {
-            agentId: agent.id,
-            fileId,
-            folderId: file.folder_id,
-            fileName: file.file_name,
-            visibleContent: visible,
-            startLine: null,
-            endLine: null,
-          },
-          limits.maxFilesOpen,
-        ),
-      );
-      res.json(closed);
-    },
-  );
-
-  router.patch(
-    '/v1/agents/:agentId/files/:fileId/close',
-    { summary: 'Close file for agent', response: MessageAnswerSchema },
-    async (req, res) => {
-      const agent = await loadAgent(req.params.agentId);
-      const { fileId } = req.params;
-      if (!(await views.setFileViewClosed(ctx.db, agent.id, fileId)))
-        throw notFound(`FileAgent(agent_id=${agent.id}, file_id=${fileId})`);
-      res.json({ message: `File id=${fileId} successfully closed` });
-    },
-  );
-
-  return router;
+async function closeFileForAgent(
+  { ctx, loadAgent }: AgentFoldersContext,
+  req: Request<{ agentId: string; fileId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(req.params.agentId);
+  const { fileId } = req.params;
+  if (!(await views.setFileViewClosed(ctx.db, agent.id, fileId)))
+    throw notFound(`FileAgent(agent_id=${agent.id}, file_id=${fileId})`);
+  res.json({ message: `File id=${fileId} successfully closed` });
 }

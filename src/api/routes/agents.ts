@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { deleteAgentSchedules } from '../../agent/schedules';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
@@ -21,7 +21,7 @@ import type { AgentRecord } from '../../db/rows';
 import { approvalPolicyFields, type ToolRule } from '../../schemas/tool-rules';
 import { agentState, agentStates } from '../agent-state';
 import { pageOfList } from '../paging';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { checkTokenAgentBody, principalOf } from '../scoped-access';
 import { adoptCreatedAgent } from '../../access/access-tokens';
 import { AgentStateSchema, BlockSchema, ToolSchema } from '../schemas/responses';
@@ -83,130 +83,37 @@ const MODERN_SDK_NULL =
 /** Agents and their core-memory blocks (routes are not strict: `/v1/agents` and `/v1/agents/` both match). */
 export function agentsRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Agents');
+  const on = routeTable(router, agentsContext(ctx));
+  on.post('/v1/agents', createAgentRouteDoc, createAgentRoute);
+  on.get('/v1/agents', listAgentsDoc, listAgents);
+  on.get('/v1/agents/:agentId', retrieveAgentDoc, retrieveAgent);
+  on.patch('/v1/agents/:agentId', modifyAgentDoc, modifyAgent);
+  on.delete('/v1/agents/:agentId', deleteAgentDoc, deleteAgent);
+  on.patch('/v1/agents/:agentId/tools/approval/:toolName', modifyApprovalForToolDoc, modifyApprovalForTool);
+  on.patch('/v1/agents/:agentId/tools/attach/:toolId', attachToolToAgentDoc, attachToolToAgent);
+  on.patch('/v1/agents/:agentId/tools/detach/:toolId', detachToolFromAgentDoc, detachToolFromAgent);
+  on.get('/v1/agents/:agentId/tools', listToolsForAgentDoc, listToolsForAgent);
+  on.patch('/v1/agents/:agentId/reset-messages', resetMessagesRouteDoc, resetMessagesRoute);
+  on.get('/v1/tags', listTagsDoc, listTags);
+  on.get('/v1/agents/:agentId/core-memory/blocks', listCoreMemoryBlocksDoc, listCoreMemoryBlocks);
+  on.get(
+    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
+    retrieveCoreMemoryBlockDoc,
+    retrieveCoreMemoryBlock,
+  );
+  on.patch(
+    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
+    modifyCoreMemoryBlockDoc,
+    modifyCoreMemoryBlock,
+  );
+
+  return router;
+}
+
+/** What the routes of agentsRouter share. */
+function agentsContext(ctx: ApiContext) {
   const state = (agent: AgentRecord, include?: ReadonlySet<AgentRelationship>) =>
     agentState(ctx.db, agent, include);
-
-  router.post(
-    '/v1/agents',
-    { summary: 'Create agent', body: CreateAgentSchema, response: AgentStateSchema, callsCreateAgents: true },
-    async (req, res) => {
-      const body = parseBody(CreateAgentSchema, req);
-      const principal = principalOf(res);
-      const caller = principal.kind === 'token' ? principal.grant.caller : undefined;
-      // A call's new agent may have its caller's tags, no others.
-      if (caller)
-        checkTokenAgentBody(res, body, (await repo.getAgentRow(ctx.db, caller.agentId))?.tags ?? []);
-      const agent = await createAgent(ctx.db, ctx.config, body);
-      if (principal.kind === 'token') await adoptCreatedAgent(ctx.db, principal.grant, agent.id);
-      res.json(await state(agent));
-    },
-  );
-
-  router.get(
-    '/v1/agents',
-    {
-      summary: 'List agents',
-      description:
-        'Without `include`, Letta’s 1.x SDKs get the agents without their relationships, and older clients with all of them.',
-      query: ListAgentsQuery,
-      response: z.array(AgentStateSchema),
-    },
-    async (req, res) => {
-      const query = parseQuery(ListAgentsQuery, req);
-      const rows = await repo.listAgentRows(ctx.db, query, {
-        name: query.name,
-        tags: query.tags,
-        matchAllTags: query.match_all_tags,
-        identityId: query.identity_id,
-      });
-      res.json(await agentStates(ctx.db, rows, includedRelationships(req, query.include)));
-    },
-  );
-
-  router.get(
-    '/v1/agents/:agentId',
-    {
-      summary: 'Retrieve agent',
-      description:
-        'Without `include`, Letta’s 1.x SDKs get the agent without its relationships, and older clients with all of them.',
-      query: IncludeQuery,
-      response: AgentStateSchema,
-    },
-    async (req, res) => {
-      const { include } = parseQuery(IncludeQuery, req);
-      res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, include)));
-    },
-  );
-
-  router.patch(
-    '/v1/agents/:agentId',
-    { summary: 'Modify agent', body: UpdateAgentSchema, response: AgentStateSchema },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      const body = parseBody(UpdateAgentSchema, req);
-      checkTokenAgentBody(res, body, agent.tags);
-      res.json(await state(await updateAgent(ctx.db, ctx.config, agent, body)));
-    },
-  );
-
-  router.delete(
-    '/v1/agents/:agentId',
-    { summary: 'Delete agent', response: MessageAnswerSchema },
-    async (req, res) => {
-      // Its schedules first: a firing must not find the agent gone.
-      await deleteAgentSchedules(ctx, req.params.agentId);
-      if (!(await repo.deleteAgent(ctx.db, req.params.agentId)))
-        throw notFound(`Agent ${req.params.agentId}`);
-      res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
-    },
-  );
-
-  router.patch(
-    '/v1/agents/:agentId/tools/approval/:toolName',
-    {
-      summary: 'Modify approval for tool',
-      description:
-        '`requires_approval` in the body (or `body_requires_approval`, as the TypeScript client sends it), ' +
-        'or in the query (deprecated in Letta). Extension beyond Letta, with `requires_approval` true: ' +
-        '`when`, conditions on the call\'s arguments (`{"argument", "op", "value"}`, op one of eq, ne, gt, ' +
-        'gte, lt, lte, in, not_in, matches, starts_with, outside_folder): the call waits when any is met, ' +
-        "and runs without a pause otherwise; `approval_timeout_seconds`, this tool's approval timeout " +
-        "(over the request's and the agent's); `reminder_after_seconds`, when an `approval_reminder` " +
-        `notice goes out. ${MODERN_SDK_NULL}`,
-      body: ApprovalSettingBody,
-      query: ApprovalSettingQuery,
-      response: AgentStateSchema.nullable(),
-    },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      const body = parseBody(ApprovalSettingBody, req);
-      const required =
-        body.requires_approval ??
-        body.body_requires_approval ??
-        parseQuery(ApprovalSettingQuery, req).requires_approval;
-      if (required === undefined)
-        throw new HttpError(422, 'requires_approval must be given in the body or the query');
-      const { when, approval_timeout_seconds, reminder_after_seconds } = body;
-      const policy = { when, approval_timeout_seconds, reminder_after_seconds };
-      if (!required && Object.values(policy).some((field) => field != null))
-        throw new HttpError(
-          422,
-          'when, approval_timeout_seconds and reminder_after_seconds need requires_approval',
-        );
-      const { toolName } = req.params;
-      if (!agent.tools.some((t) => t.name === toolName))
-        throw notFound(`Tool ${toolName} on agent ${agent.id}`);
-      const others = agent.tool_rules.filter(
-        (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
-      );
-      const rules: ToolRule[] = required
-        ? [...others, { type: 'requires_approval', tool_name: toolName, ...policy }]
-        : others;
-      await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
-      // Letta answers its 1.x SDKs with null here, and older clients with the agent.
-      res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
-    },
-  );
 
   const loadTool = async (id: string) => {
     const tool = await getTool(ctx.db, id);
@@ -217,101 +124,250 @@ export function agentsRouter(ctx: ApiContext): DocumentedRouter {
   // Letta answers its 1.x SDKs with null from attach and detach, and older clients with the agent.
   const afterToolChange = async (req: Request, agentId: string) =>
     isModernSdk(req) ? null : state(await loadAgent(ctx, agentId));
+  return { ctx, state, loadTool, afterToolChange };
+}
 
-  router.patch(
-    '/v1/agents/:agentId/tools/attach/:toolId',
-    { summary: 'Attach tool to agent', description: MODERN_SDK_NULL, response: AgentStateSchema.nullable() },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      await attachTool(ctx.db, agent, await loadTool(req.params.toolId));
-      res.json(await afterToolChange(req, agent.id));
-    },
+type AgentsContext = ReturnType<typeof agentsContext>;
+
+const createAgentRouteDoc: RouteDoc = {
+  summary: 'Create agent',
+  body: CreateAgentSchema,
+  response: AgentStateSchema,
+  callsCreateAgents: true,
+};
+
+async function createAgentRoute({ ctx, state }: AgentsContext, req: Request, res: Response) {
+  const body = parseBody(CreateAgentSchema, req);
+  const principal = principalOf(res);
+  const caller = principal.kind === 'token' ? principal.grant.caller : undefined;
+  // A call's new agent may have its caller's tags, no others.
+  if (caller) checkTokenAgentBody(res, body, (await repo.getAgentRow(ctx.db, caller.agentId))?.tags ?? []);
+  const agent = await createAgent(ctx.db, ctx.config, body);
+  if (principal.kind === 'token') await adoptCreatedAgent(ctx.db, principal.grant, agent.id);
+  res.json(await state(agent));
+}
+
+const listAgentsDoc: RouteDoc = {
+  summary: 'List agents',
+  description:
+    'Without `include`, Letta’s 1.x SDKs get the agents without their relationships, and older clients with all of them.',
+  query: ListAgentsQuery,
+  response: z.array(AgentStateSchema),
+};
+
+async function listAgents({ ctx }: AgentsContext, req: Request, res: Response) {
+  const query = parseQuery(ListAgentsQuery, req);
+  const rows = await repo.listAgentRows(ctx.db, query, {
+    name: query.name,
+    tags: query.tags,
+    matchAllTags: query.match_all_tags,
+    identityId: query.identity_id,
+  });
+  res.json(await agentStates(ctx.db, rows, includedRelationships(req, query.include)));
+}
+
+const retrieveAgentDoc: RouteDoc = {
+  summary: 'Retrieve agent',
+  description:
+    'Without `include`, Letta’s 1.x SDKs get the agent without its relationships, and older clients with all of them.',
+  query: IncludeQuery,
+  response: AgentStateSchema,
+};
+
+async function retrieveAgent(
+  { ctx, state }: AgentsContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  const { include } = parseQuery(IncludeQuery, req);
+  res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, include)));
+}
+
+const modifyAgentDoc: RouteDoc = {
+  summary: 'Modify agent',
+  body: UpdateAgentSchema,
+  response: AgentStateSchema,
+};
+
+async function modifyAgent({ ctx, state }: AgentsContext, req: Request<{ agentId: string }>, res: Response) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  const body = parseBody(UpdateAgentSchema, req);
+  checkTokenAgentBody(res, body, agent.tags);
+  res.json(await state(await updateAgent(ctx.db, ctx.config, agent, body)));
+}
+
+const deleteAgentDoc: RouteDoc = { summary: 'Delete agent', response: MessageAnswerSchema };
+
+async function deleteAgent({ ctx }: AgentsContext, req: Request<{ agentId: string }>, res: Response) {
+  // Its schedules first: a firing must not find the agent gone.
+  await deleteAgentSchedules(ctx, req.params.agentId);
+  if (!(await repo.deleteAgent(ctx.db, req.params.agentId))) throw notFound(`Agent ${req.params.agentId}`);
+  res.json({ message: `Agent id=${req.params.agentId} successfully deleted` });
+}
+
+const modifyApprovalForToolDoc: RouteDoc = {
+  summary: 'Modify approval for tool',
+  description:
+    '`requires_approval` in the body (or `body_requires_approval`, as the TypeScript client sends it), ' +
+    'or in the query (deprecated in Letta). Extension beyond Letta, with `requires_approval` true: ' +
+    '`when`, conditions on the call\'s arguments (`{"argument", "op", "value"}`, op one of eq, ne, gt, ' +
+    'gte, lt, lte, in, not_in, matches, starts_with, outside_folder): the call waits when any is met, ' +
+    "and runs without a pause otherwise; `approval_timeout_seconds`, this tool's approval timeout " +
+    "(over the request's and the agent's); `reminder_after_seconds`, when an `approval_reminder` " +
+    `notice goes out. ${MODERN_SDK_NULL}`,
+  body: ApprovalSettingBody,
+  query: ApprovalSettingQuery,
+  response: AgentStateSchema.nullable(),
+};
+
+async function modifyApprovalForTool(
+  { ctx, state }: AgentsContext,
+  req: Request<{ agentId: string; toolName: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  const body = parseBody(ApprovalSettingBody, req);
+  const required =
+    body.requires_approval ??
+    body.body_requires_approval ??
+    parseQuery(ApprovalSettingQuery, req).requires_approval;
+  if (required === undefined)
+    throw new HttpError(422, 'requires_approval must be given in the body or the query');
+  const { when, approval_timeout_seconds, reminder_after_seconds } = body;
+  const policy = { when, approval_timeout_seconds, reminder_after_seconds };
+  if (!required && Object.values(policy).some((field) => field != null))
+    throw new HttpError(
+      422,
+      'when, approval_timeout_seconds and reminder_after_seconds need requires_approval',
+    );
+  const { toolName } = req.params;
+  if (!agent.tools.some((t) => t.name === toolName)) throw notFound(`Tool ${toolName} on agent ${agent.id}`);
+  const others = agent.tool_rules.filter(
+    (r) => !(r.type === 'requires_approval' && r.tool_name === toolName),
   );
+  const rules: ToolRule[] = required
+    ? [...others, { type: 'requires_approval', tool_name: toolName, ...policy }]
+    : others;
+  await repo.updateAgentRow(ctx.db, agent.id, { tool_rules: rules });
+  // Letta answers its 1.x SDKs with null here, and older clients with the agent.
+  res.json(isModernSdk(req) ? null : await state(await loadAgent(ctx, agent.id)));
+}
 
-  router.patch(
-    '/v1/agents/:agentId/tools/detach/:toolId',
-    {
-      summary: 'Detach tool from agent',
-      description: MODERN_SDK_NULL,
-      response: AgentStateSchema.nullable(),
-    },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
-      res.json(await afterToolChange(req, agent.id));
-    },
-  );
+const attachToolToAgentDoc: RouteDoc = {
+  summary: 'Attach tool to agent',
+  description: MODERN_SDK_NULL,
+  response: AgentStateSchema.nullable(),
+};
 
-  router.get(
-    '/v1/agents/:agentId/tools',
-    { summary: 'List tools for agent', query: AttachedPageQuery, response: z.array(ToolSchema) },
-    async (req, res) => {
-      const { tools } = await loadAgent(ctx, req.params.agentId);
-      res.json(pageOfList(tools, parseQuery(AttachedPageQuery, req)).map(toolShape));
-    },
-  );
+async function attachToolToAgent(
+  { afterToolChange, ctx, loadTool }: AgentsContext,
+  req: Request<{ agentId: string; toolId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  await attachTool(ctx.db, agent, await loadTool(req.params.toolId));
+  res.json(await afterToolChange(req, agent.id));
+}
 
-  // Letta's reset-messages: the agent's own history is emptied but its system message.
-  router.patch(
-    '/v1/agents/:agentId/reset-messages',
-    {
-      summary: 'Reset messages',
-      description: 'Empties the agent’s own history but its system message.',
-      response: AgentStateSchema,
-    },
-    async (req, res) => {
-      await loadAgent(ctx, req.params.agentId);
-      await resetMessages(ctx.db, { agentId: req.params.agentId, conversationId: null });
-      res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, undefined)));
-    },
-  );
+const detachToolFromAgentDoc: RouteDoc = {
+  summary: 'Detach tool from agent',
+  description: MODERN_SDK_NULL,
+  response: AgentStateSchema.nullable(),
+};
 
-  // Letta's tags API: the tags agents have.
-  router.get(
-    '/v1/tags',
-    {
-      summary: 'List tags',
-      description: 'The tags agents have.',
-      query: ListTagsQuery,
-      response: z.array(z.string()),
-    },
-    async (req, res) => {
-      const { name, ...page } = parseQuery(ListTagsQuery, req);
-      res.json(await repo.agentTags(ctx.db, { name }, page));
-    },
-  );
+async function detachToolFromAgent(
+  { afterToolChange, ctx, loadTool }: AgentsContext,
+  req: Request<{ agentId: string; toolId: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  await detachTool(ctx.db, agent.id, (await loadTool(req.params.toolId)).id);
+  res.json(await afterToolChange(req, agent.id));
+}
 
-  router.get(
-    '/v1/agents/:agentId/core-memory/blocks',
-    { summary: 'List core memory blocks', query: AttachedPageQuery, response: z.array(BlockSchema) },
-    async (req, res) => {
-      const { blocks } = await loadAgent(ctx, req.params.agentId);
-      res.json(pageOfList(blocks, parseQuery(AttachedPageQuery, req)).map(blockShape));
-    },
-  );
+const listToolsForAgentDoc: RouteDoc = {
+  summary: 'List tools for agent',
+  query: AttachedPageQuery,
+  response: z.array(ToolSchema),
+};
 
-  router.get(
-    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
-    { summary: 'Retrieve core memory block', response: BlockSchema },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
-      if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
-      res.json(blockShape(block));
-    },
-  );
+async function listToolsForAgent({ ctx }: AgentsContext, req: Request<{ agentId: string }>, res: Response) {
+  const { tools } = await loadAgent(ctx, req.params.agentId);
+  res.json(pageOfList(tools, parseQuery(AttachedPageQuery, req)).map(toolShape));
+}
 
-  router.patch(
-    '/v1/agents/:agentId/core-memory/blocks/:blockLabel',
-    { summary: 'Modify core memory block', body: UpdateBlockSchema, response: BlockSchema },
-    async (req, res) => {
-      const agent = await loadAgent(ctx, req.params.agentId);
-      const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
-      if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
-      const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
-      res.json(blockShape(updated));
-    },
-  );
+// Letta's reset-messages: the agent's own history is emptied but its system message.
+const resetMessagesRouteDoc: RouteDoc = {
+  summary: 'Reset messages',
+  description: 'Empties the agent’s own history but its system message.',
+  response: AgentStateSchema,
+};
 
-  return router;
+async function resetMessagesRoute(
+  { ctx, state }: AgentsContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  await loadAgent(ctx, req.params.agentId);
+  await resetMessages(ctx.db, { agentId: req.params.agentId, conversationId: null });
+  res.json(await state(await loadAgent(ctx, req.params.agentId), includedRelationships(req, undefined)));
+}
+
+// Letta's tags API: the tags agents have.
+const listTagsDoc: RouteDoc = {
+  summary: 'List tags',
+  description: 'The tags agents have.',
+  query: ListTagsQuery,
+  response: z.array(z.string()),
+};
+
+async function listTags({ ctx }: AgentsContext, req: Request, res: Response) {
+  const { name, ...page } = parseQuery(ListTagsQuery, req);
+  res.json(await repo.agentTags(ctx.db, { name }, page));
+}
+
+const listCoreMemoryBlocksDoc: RouteDoc = {
+  summary: 'List core memory blocks',
+  query: AttachedPageQuery,
+  response: z.array(BlockSchema),
+};
+
+async function listCoreMemoryBlocks(
+  { ctx }: AgentsContext,
+  req: Request<{ agentId: string }>,
+  res: Response,
+) {
+  const { blocks } = await loadAgent(ctx, req.params.agentId);
+  res.json(pageOfList(blocks, parseQuery(AttachedPageQuery, req)).map(blockShape));
+}
+
+const retrieveCoreMemoryBlockDoc: RouteDoc = { summary: 'Retrieve core memory block', response: BlockSchema };
+
+async function retrieveCoreMemoryBlock(
+  { ctx }: AgentsContext,
+  req: Request<{ agentId: string; blockLabel: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
+  if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
+  res.json(blockShape(block));
+}
+
+const modifyCoreMemoryBlockDoc: RouteDoc = {
+  summary: 'Modify core memory block',
+  body: UpdateBlockSchema,
+  response: BlockSchema,
+};
+
+async function modifyCoreMemoryBlock(
+  { ctx }: AgentsContext,
+  req: Request<{ agentId: string; blockLabel: string }>,
+  res: Response,
+) {
+  const agent = await loadAgent(ctx, req.params.agentId);
+  const block = agent.blocks.find((b) => b.label === req.params.blockLabel);
+  if (!block) throw notFound(`Block with label ${req.params.blockLabel}`);
+  const updated = await changeBlock(ctx.db, block, parseBody(UpdateBlockSchema, req));
+  res.json(blockShape(updated));
 }

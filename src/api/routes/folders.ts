@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 /**
  * Letta's folders (`/v1/folders`, and the older `/v1/sources` paths, same handlers): folders with their
  * embedding model, uploads (multipart, `file`) whose ingestion runs as a workflow per file
@@ -9,7 +10,7 @@ import { receiveFile } from '../upload';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
 import { parseBody, parseParams, parseQuery } from '../validation';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import {
   CreateFolderSchema,
   FileMetadataSchema,
@@ -96,209 +97,239 @@ const MISSING_FILE = [{ type: 'missing', loc: ['body', 'file'], msg: 'Field requ
 
 export function foldersRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Folders');
+  const on = routeTable(router, foldersContext(ctx));
   const receive = receiveFile('File', ctx.config.FILE_MAX_BYTES, UPLOAD_FORM);
 
+  // Letta's folders, and the same under their older name.
+  for (const base of ['/v1/folders', '/v1/sources']) {
+    on.post(base, underBase(base, createFolderRouteDoc), createFolderRoute);
+    on.get(base, underBase(base, listFoldersDoc), listFolders);
+    on.get(`${base}/count`, underBase(base, countFoldersDoc), countFolders);
+    on.get(`${base}/name/:folderName`, underBase(base, folderIdByNameDoc), folderIdByName);
+    on.get(`${base}/:folderId`, underBase(base, retrieveFolderDoc), retrieveFolder);
+    on.patch(`${base}/:folderId`, underBase(base, modifyFolderDoc), modifyFolder);
+    on.delete(`${base}/:folderId`, underBase(base, deleteFolderRouteDoc), deleteFolderRoute);
+    on.post(`${base}/:folderId/upload`, underBase(base, uploadFileToFolderDoc), receive, uploadFileToFolder);
+    on.get(`${base}/:folderId/agents`, underBase(base, listAgentsOfFolderDoc), listAgentsOfFolder);
+    on.get(`${base}/:folderId/passages`, underBase(base, listFoldersPassagesDoc), listFoldersPassages);
+    on.get(`${base}/:folderId/files`, underBase(base, listFoldersFilesDoc), listFoldersFiles);
+    on.get(`${base}/:folderId/files/:fileId`, underBase(base, retrieveFileOfFolderDoc), retrieveFileOfFolder);
+    on.delete(`${base}/:folderId/:fileId`, underBase(base, deleteFileFromFolderDoc), deleteFileFromFolder);
+  }
+
+  return router;
+}
+
+/** What the routes of foldersRouter share. */
+function foldersContext(ctx: ApiContext) {
   const loadFolder = async (id: string) => {
     const folder = await folders.getFolder(ctx.db, id);
     if (!folder) throw notFound(`Folder ${id}`);
     return folder;
   };
+  return { ctx, loadFolder };
+}
 
-  // Letta's folders, and the same under their older name.
-  for (const base of ['/v1/folders', '/v1/sources']) {
-    /** A route's description, with a word on the older path. */
-    const about = (text?: string) => {
-      const alias = base === '/v1/sources' ? 'The same as under /v1/folders, by its older name.' : undefined;
-      const description = [text, alias].filter(Boolean).join(' ');
-      return description ? { description } : {};
-    };
+type FoldersContext = ReturnType<typeof foldersContext>;
 
-    router.post(
-      base,
-      { summary: 'Create a folder', ...about(), body: CreateFolderSchema, response: FolderSchema },
-      async (req, res) => {
-        res.json(folderShape(await createFolder(ctx, parseBody(CreateFolderSchema, req))));
-      },
-    );
+/** A folder route's doc under `base`: under the older name, its description says so. */
+function underBase(base: string, doc: RouteDoc): RouteDoc {
+  const alias = base === '/v1/sources' ? 'The same as under /v1/folders, by its older name.' : undefined;
+  const description = [doc.description, alias].filter(Boolean).join(' ');
+  return { ...doc, ...(description ? { description } : {}) };
+}
 
-    router.get(
-      base,
-      { summary: 'List folders', ...about(), query: ListFoldersQuery, response: z.array(FolderSchema) },
-      async (req, res) => {
-        const { name, order_by: _orderBy, ...page } = parseQuery(ListFoldersQuery, req);
-        res.json((await folders.listFolders(ctx.db, { name }, page)).map(folderShape));
-      },
-    );
+const createFolderRouteDoc: RouteDoc = {
+  summary: 'Create a folder',
+  body: CreateFolderSchema,
+  response: FolderSchema,
+};
 
-    router.get(
-      `${base}/count`,
-      { summary: 'Count folders', ...about(), response: z.number().int() },
-      async (_req, res) => {
-        const [row] = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM folders');
-        res.json(row.n);
-      },
-    );
+const listFoldersDoc: RouteDoc = {
+  summary: 'List folders',
+  query: ListFoldersQuery,
+  response: z.array(FolderSchema),
+};
 
-    router.get(
-      `${base}/name/:folderName`,
-      {
-        summary: "Get a folder's id by its name",
-        ...about('Deprecated in Letta: list folders with `name` instead.'),
-        response: z.string(),
-      },
-      async (req, res) => {
-        const [folder] = await folders.listFolders(
-          ctx.db,
-          { name: String(req.params.folderName) },
-          { limit: 1, order: 'asc' },
-        );
-        if (!folder) throw notFound(`Folder with name ${req.params.folderName}`);
-        res.json(folder.id);
-      },
-    );
+const countFoldersDoc: RouteDoc = { summary: 'Count folders', response: z.number().int() };
 
-    router.get(
-      `${base}/:folderId`,
-      { summary: 'Retrieve a folder', ...about(), response: FolderSchema },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        res.json(folderShape(await loadFolder(folderId)));
-      },
-    );
+const folderIdByNameDoc: RouteDoc = {
+  summary: "Get a folder's id by its name",
+  description: 'Deprecated in Letta: list folders with `name` instead.',
+  response: z.string(),
+};
 
-    router.patch(
-      `${base}/:folderId`,
-      { summary: 'Modify a folder', ...about(), body: UpdateFolderSchema, response: FolderSchema },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        const body = parseBody(UpdateFolderSchema, req);
-        res.json(folderShape(await updateFolder(ctx, folderId, body)));
-      },
-    );
+const retrieveFolderDoc: RouteDoc = { summary: 'Retrieve a folder', response: FolderSchema };
 
-    router.delete(
-      `${base}/:folderId`,
-      { summary: 'Delete a folder', ...about(), response: z.null() },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        await deleteFolder(ctx, folderId);
-        res.json(null);
-      },
-    );
+const modifyFolderDoc: RouteDoc = {
+  summary: 'Modify a folder',
+  body: UpdateFolderSchema,
+  response: FolderSchema,
+};
 
-    router.post(
-      `${base}/:folderId/upload`,
-      {
-        summary: 'Upload a file to a folder',
-        ...about(
-          'The file (`file`) is ingested (parsed, embedded) after the answer: see its `processing_status`. ' +
-            'A duplicate skipped (`duplicate_handling=skip`) answers the file already there, with the header ' +
-            '`X-Upload-Result: skipped`.',
-        ),
-        form: UploadForm,
-        query: UploadQuery,
-        response: FileMetadataSchema,
-      },
-      receive,
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        const query = parseQuery(UploadQuery, req);
-        if (!req.file) throw new HttpError(422, MISSING_FILE);
-        try {
-          const { file, skipped } = await uploadFile(ctx, {
-            folderId,
-            fileName: query.name ?? sanitizeFileName(req.file.originalname),
-            contentType: req.file.mimetype,
-            data: req.file.buffer,
-            duplicateHandling: query.duplicate_handling,
-          });
-          if (skipped) res.setHeader('X-Upload-Result', 'skipped');
-          res.json(fileShape(file));
-        } catch (error) {
-          if (error instanceof UploadRefused) throw new HttpError(error.status, error.message);
-          throw error;
-        }
-      },
-    );
+const deleteFolderRouteDoc: RouteDoc = { summary: 'Delete a folder', response: z.null() };
 
-    router.get(
-      `${base}/:folderId/agents`,
-      {
-        summary: 'List the agents a folder is attached to',
-        ...about('Their ids.'),
-        query: ListFolderAgentsQuery,
-        response: z.array(z.string()),
-      },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        const { order_by: _orderBy, ...page } = parseQuery(ListFolderAgentsQuery, req);
-        await loadFolder(folderId);
-        res.json(await folders.folderAgentIds(ctx.db, folderId, page));
-      },
-    );
+const uploadFileToFolderDoc: RouteDoc = {
+  summary: 'Upload a file to a folder',
+  description:
+    'The file (`file`) is ingested (parsed, embedded) after the answer: see its `processing_status`. ' +
+    'A duplicate skipped (`duplicate_handling=skip`) answers the file already there, with the header ' +
+    '`X-Upload-Result: skipped`.',
+  form: UploadForm,
+  query: UploadQuery,
+  response: FileMetadataSchema,
+};
 
-    router.get(
-      `${base}/:folderId/passages`,
-      {
-        summary: "List a folder's passages",
-        ...about(),
-        query: ListFolderPassagesQuery,
-        response: z.array(FolderPassageSchema),
-      },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        const { order_by: _orderBy, ...page } = parseQuery(ListFolderPassagesQuery, req);
-        const folder = await loadFolder(folderId);
-        const rows = await folders.listFolderPassages(ctx.db, folder, page);
-        res.json(rows.map((row) => folderPassageShape(row, folderId)));
-      },
-    );
+const listAgentsOfFolderDoc: RouteDoc = {
+  summary: 'List the agents a folder is attached to',
+  description: 'Their ids.',
+  query: ListFolderAgentsQuery,
+  response: z.array(z.string()),
+};
 
-    router.get(
-      `${base}/:folderId/files`,
-      {
-        summary: "List a folder's files",
-        ...about(),
-        query: ListFilesQuery,
-        response: z.array(FileMetadataSchema),
-      },
-      async (req, res) => {
-        const { folderId } = parseParams(FolderParams, req);
-        const { include_content, order_by: _orderBy, ...page } = parseQuery(ListFilesQuery, req);
-        await loadFolder(folderId);
-        const rows = await folders.listFiles(ctx.db, folderId, page, include_content);
-        res.json(rows.map((row) => fileShape(row, { stripFolder: true })));
-      },
-    );
+const listFoldersPassagesDoc: RouteDoc = {
+  summary: "List a folder's passages",
+  query: ListFolderPassagesQuery,
+  response: z.array(FolderPassageSchema),
+};
 
-    router.get(
-      `${base}/:folderId/files/:fileId`,
-      {
-        summary: 'Retrieve a file of a folder',
-        ...about(),
-        query: RetrieveFileQuery,
-        response: FileMetadataSchema,
-      },
-      async (req, res) => {
-        const { folderId, fileId } = parseParams(FileParams, req);
-        const { include_content } = parseQuery(RetrieveFileQuery, req);
-        const file = await folders.getFile(ctx.db, fileId, include_content);
-        if (!file || file.folder_id !== folderId)
-          throw new HttpError(404, `File with id=${fileId} not found in folder ${folderId}`);
-        res.json(fileShape(file, { stripFolder: true }));
-      },
-    );
+const listFoldersFilesDoc: RouteDoc = {
+  summary: "List a folder's files",
+  query: ListFilesQuery,
+  response: z.array(FileMetadataSchema),
+};
 
-    router.delete(
-      `${base}/:folderId/:fileId`,
-      { summary: 'Delete a file from a folder', ...about() },
-      async (req, res) => {
-        const { folderId, fileId } = parseParams(FileParams, req);
-        await deleteFile(ctx, folderId, fileId);
-        res.status(204).end();
-      },
-    );
+const retrieveFileOfFolderDoc: RouteDoc = {
+  summary: 'Retrieve a file of a folder',
+  query: RetrieveFileQuery,
+  response: FileMetadataSchema,
+};
+
+const deleteFileFromFolderDoc: RouteDoc = { summary: 'Delete a file from a folder' };
+
+async function createFolderRoute({ ctx }: FoldersContext, req: Request, res: Response) {
+  res.json(folderShape(await createFolder(ctx, parseBody(CreateFolderSchema, req))));
+}
+
+async function listFolders({ ctx }: FoldersContext, req: Request, res: Response) {
+  const { name, order_by: _orderBy, ...page } = parseQuery(ListFoldersQuery, req);
+  res.json((await folders.listFolders(ctx.db, { name }, page)).map(folderShape));
+}
+
+async function countFolders({ ctx }: FoldersContext, _req: Request, res: Response) {
+  const [row] = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM folders');
+  res.json(row.n);
+}
+
+async function folderIdByName({ ctx }: FoldersContext, req: Request<{ folderName: string }>, res: Response) {
+  const [folder] = await folders.listFolders(
+    ctx.db,
+    { name: String(req.params.folderName) },
+    { limit: 1, order: 'asc' },
+  );
+  if (!folder) throw notFound(`Folder with name ${req.params.folderName}`);
+  res.json(folder.id);
+}
+
+async function retrieveFolder(
+  { loadFolder }: FoldersContext,
+  req: Request<{ folderId: string }>,
+  res: Response,
+) {
+  const { folderId } = parseParams(FolderParams, req);
+  res.json(folderShape(await loadFolder(folderId)));
+}
+
+async function modifyFolder({ ctx }: FoldersContext, req: Request<{ folderId: string }>, res: Response) {
+  const { folderId } = parseParams(FolderParams, req);
+  const body = parseBody(UpdateFolderSchema, req);
+  res.json(folderShape(await updateFolder(ctx, folderId, body)));
+}
+
+async function deleteFolderRoute({ ctx }: FoldersContext, req: Request<{ folderId: string }>, res: Response) {
+  const { folderId } = parseParams(FolderParams, req);
+  await deleteFolder(ctx, folderId);
+  res.json(null);
+}
+
+async function uploadFileToFolder(
+  { ctx }: FoldersContext,
+  req: Request<{ folderId: string }>,
+  res: Response,
+) {
+  const { folderId } = parseParams(FolderParams, req);
+  const query = parseQuery(UploadQuery, req);
+  if (!req.file) throw new HttpError(422, MISSING_FILE);
+  try {
+    const { file, skipped } = await uploadFile(ctx, {
+      folderId,
+      fileName: query.name ?? sanitizeFileName(req.file.originalname),
+      contentType: req.file.mimetype,
+      data: req.file.buffer,
+      duplicateHandling: query.duplicate_handling,
+    });
+    if (skipped) res.setHeader('X-Upload-Result', 'skipped');
+    res.json(fileShape(file));
+  } catch (error) {
+    if (error instanceof UploadRefused) throw new HttpError(error.status, error.message);
+    throw error;
   }
+}
 
-  return router;
+async function listAgentsOfFolder(
+  { ctx, loadFolder }: FoldersContext,
+  req: Request<{ folderId: string }>,
+  res: Response,
+) {
+  const { folderId } = parseParams(FolderParams, req);
+  const { order_by: _orderBy, ...page } = parseQuery(ListFolderAgentsQuery, req);
+  await loadFolder(folderId);
+  res.json(await folders.folderAgentIds(ctx.db, folderId, page));
+}
+
+async function listFoldersPassages(
+  { ctx, loadFolder }: FoldersContext,
+  req: Request<{ folderId: string }>,
+  res: Response,
+) {
+  const { folderId } = parseParams(FolderParams, req);
+  const { order_by: _orderBy, ...page } = parseQuery(ListFolderPassagesQuery, req);
+  const folder = await loadFolder(folderId);
+  const rows = await folders.listFolderPassages(ctx.db, folder, page);
+  res.json(rows.map((row) => folderPassageShape(row, folderId)));
+}
+
+async function listFoldersFiles(
+  { ctx, loadFolder }: FoldersContext,
+  req: Request<{ folderId: string }>,
+  res: Response,
+) {
+  const { folderId } = parseParams(FolderParams, req);
+  const { include_content, order_by: _orderBy, ...page } = parseQuery(ListFilesQuery, req);
+  await loadFolder(folderId);
+  const rows = await folders.listFiles(ctx.db, folderId, page, include_content);
+  res.json(rows.map((row) => fileShape(row, { stripFolder: true })));
+}
+
+async function retrieveFileOfFolder(
+  { ctx }: FoldersContext,
+  req: Request<{ folderId: string; fileId: string }>,
+  res: Response,
+) {
+  const { folderId, fileId } = parseParams(FileParams, req);
+  const { include_content } = parseQuery(RetrieveFileQuery, req);
+  const file = await folders.getFile(ctx.db, fileId, include_content);
+  if (!file || file.folder_id !== folderId)
+    throw new HttpError(404, `File with id=${fileId} not found in folder ${folderId}`);
+  res.json(fileShape(file, { stripFolder: true }));
+}
+
+async function deleteFileFromFolder(
+  { ctx }: FoldersContext,
+  req: Request<{ folderId: string; fileId: string }>,
+  res: Response,
+) {
+  const { folderId, fileId } = parseParams(FileParams, req);
+  await deleteFile(ctx, folderId, fileId);
+  res.status(204).end();
 }

@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 /**
  * Letta's identities (routers/v1/identities.py): who agents and blocks belong to, by the caller's own
  * `identifier_key`, with typed properties; agents are listed by identity with `identity_id`.
@@ -8,7 +9,7 @@ import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
 import { blockShape, identityShape, type AgentRelationship } from '../letta-shapes';
 import { agentStates } from '../agent-state';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { AgentStateSchema, BlockSchema, IdentitySchema } from '../schemas/responses';
 import { pageQuery } from '../schemas/common';
 import {
@@ -51,7 +52,29 @@ async function setLinks(
 
 export function identitiesRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Identities');
+  const on = routeTable(router, identitiesContext(ctx));
+  on.post('/v1/identities', createIdentityDoc, createIdentity);
+  on.put('/v1/identities', upsertIdentityDoc, upsertIdentity);
+  on.get('/v1/identities', listIdentitiesDoc, listIdentities);
+  on.get('/v1/identities/:identityId', retrieveIdentityDoc, retrieveIdentity);
+  on.patch('/v1/identities/:identityId', modifyIdentityDoc, modifyIdentity);
+  on.put('/v1/identities/:identityId/properties', upsertIdentityPropertiesDoc, upsertIdentityProperties);
+  on.delete('/v1/identities/:identityId', deleteIdentityDoc, deleteIdentity);
+  on.get('/v1/identities/:identityId/agents', listAgentsForIdentityDoc, listAgentsForIdentity);
+  on.get('/v1/identities/:identityId/blocks', listBlocksForIdentityDoc, listBlocksForIdentity);
 
+  for (const action of ['attach', 'detach'] as const)
+    on.patch(
+      `/v1/agents/:agentId/identities/${action}/:identityId`,
+      identityLinkDoc(action),
+      linkIdentity(action),
+    );
+
+  return router;
+}
+
+/** What the routes of identitiesRouter share. */
+function identitiesContext(ctx: ApiContext) {
   const load = async (id: string) => {
     const identity = await repo.getIdentity(ctx.db, id);
     if (!identity) throw notFound(`Identity ${id}`);
@@ -87,127 +110,157 @@ export function identitiesRouter(ctx: ApiContext): DocumentedRouter {
     });
     return load(id);
   };
+  return { ctx, load, create, update };
+}
 
-  router.post(
-    '/v1/identities',
-    { summary: 'Create identity', body: IdentityCreateSchema, response: IdentitySchema },
-    async (req, res) => {
-      res.json(identityShape(await create(parseBody(IdentityCreateSchema, req))));
-    },
-  );
+type IdentitiesContext = ReturnType<typeof identitiesContext>;
 
-  // Upsert: the identity of that identifier_key is updated, else made.
-  router.put(
-    '/v1/identities',
-    {
-      summary: 'Upsert identity',
-      description:
-        'The identity of that `identifier_key` is updated with the fields given; if there is none, ' +
-        'it is created.',
-      body: IdentityCreateSchema,
-      response: IdentitySchema,
-    },
-    async (req, res) => {
-      const body = parseBody(IdentityCreateSchema, req);
-      const existing = await repo.identityByKey(ctx.db, body.identifier_key);
-      res.json(identityShape(existing ? await update(existing.id, body) : await create(body)));
-    },
-  );
+const identityLinkDoc = (action: 'attach' | 'detach'): RouteDoc => ({
+  summary: action === 'attach' ? 'Attach identity to agent' : 'Detach identity from agent',
+  response: z.null(),
+});
 
-  router.get(
-    '/v1/identities',
-    { summary: 'List identities', query: ListIdentitiesQuery, response: z.array(IdentitySchema) },
-    async (req, res) => {
-      const { name, identifier_key, identity_type, project_id, ...page } = parseQuery(
-        ListIdentitiesQuery,
-        req,
-      );
-      const filters = {
-        name,
-        identifierKey: identifier_key,
-        identityType: identity_type,
-        projectId: project_id,
-      };
-      res.json((await repo.listIdentities(ctx.db, filters, page)).map(identityShape));
-    },
-  );
+/** Links an identity to an agent, or unlinks it, as `action` says. */
+function linkIdentity(action: 'attach' | 'detach') {
+  return async function linkIdentityRoute(
+    { ctx, load }: IdentitiesContext,
+    req: Request<{ agentId: string; identityId: string }>,
+    res: Response,
+  ) {
+    const { agentId, identityId } = req.params;
+    if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
+    await load(identityId);
+    await repo.linkAgent(ctx.db, identityId, agentId, action === 'attach');
+    res.json(null);
+  };
+}
 
-  router.get(
-    '/v1/identities/:identityId',
-    { summary: 'Retrieve identity', response: IdentitySchema },
-    async (req, res) => {
-      res.json(identityShape(await load(req.params.identityId)));
-    },
-  );
+const createIdentityDoc: RouteDoc = {
+  summary: 'Create identity',
+  body: IdentityCreateSchema,
+  response: IdentitySchema,
+};
 
-  router.patch(
-    '/v1/identities/:identityId',
-    { summary: 'Modify identity', body: IdentityUpdateSchema, response: IdentitySchema },
-    async (req, res) => {
-      await load(req.params.identityId);
-      res.json(identityShape(await update(req.params.identityId, parseBody(IdentityUpdateSchema, req))));
-    },
-  );
+async function createIdentity({ create }: IdentitiesContext, req: Request, res: Response) {
+  res.json(identityShape(await create(parseBody(IdentityCreateSchema, req))));
+}
 
-  router.put(
-    '/v1/identities/:identityId/properties',
-    {
-      summary: 'Upsert identity properties',
-      description: "Replaces the identity's properties with those given.",
-      body: PropertiesBody,
-      response: IdentitySchema,
-    },
-    async (req, res) => {
-      await load(req.params.identityId);
-      const properties = parseBody(PropertiesBody, req);
-      await repo.updateIdentity(ctx.db, req.params.identityId, { properties });
-      res.json(identityShape(await load(req.params.identityId)));
-    },
-  );
+// Upsert: the identity of that identifier_key is updated, else made.
+const upsertIdentityDoc: RouteDoc = {
+  summary: 'Upsert identity',
+  description:
+    'The identity of that `identifier_key` is updated with the fields given; if there is none, ' +
+    'it is created.',
+  body: IdentityCreateSchema,
+  response: IdentitySchema,
+};
 
-  router.delete('/v1/identities/:identityId', { summary: 'Delete identity' }, async (req, res) => {
-    if (!(await repo.deleteIdentity(ctx.db, req.params.identityId)))
-      throw notFound(`Identity ${req.params.identityId}`);
-    res.json({});
-  });
+async function upsertIdentity({ create, ctx, update }: IdentitiesContext, req: Request, res: Response) {
+  const body = parseBody(IdentityCreateSchema, req);
+  const existing = await repo.identityByKey(ctx.db, body.identifier_key);
+  res.json(identityShape(existing ? await update(existing.id, body) : await create(body)));
+}
 
-  router.get(
-    '/v1/identities/:identityId/agents',
-    { summary: 'List agents for identity', query: AgentsPageQuery, response: z.array(AgentStateSchema) },
-    async (req, res) => {
-      await load(req.params.identityId);
-      const page = parseQuery(AgentsPageQuery, req);
-      const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
-      res.json(await agentStates(ctx.db, rows, NO_RELATIONSHIPS));
-    },
-  );
+const listIdentitiesDoc: RouteDoc = {
+  summary: 'List identities',
+  query: ListIdentitiesQuery,
+  response: z.array(IdentitySchema),
+};
 
-  router.get(
-    '/v1/identities/:identityId/blocks',
-    { summary: 'List blocks for identity', response: z.array(BlockSchema) },
-    async (req, res) => {
-      const identity = await load(req.params.identityId);
-      const blocks = await Promise.all(identity.block_ids.map((id) => getBlock(ctx.db, id)));
-      res.json(blocks.filter((b) => b !== undefined).map(blockShape));
-    },
-  );
+async function listIdentities({ ctx }: IdentitiesContext, req: Request, res: Response) {
+  const { name, identifier_key, identity_type, project_id, ...page } = parseQuery(ListIdentitiesQuery, req);
+  const filters = {
+    name,
+    identifierKey: identifier_key,
+    identityType: identity_type,
+    projectId: project_id,
+  };
+  res.json((await repo.listIdentities(ctx.db, filters, page)).map(identityShape));
+}
 
-  for (const action of ['attach', 'detach'] as const) {
-    router.patch(
-      `/v1/agents/:agentId/identities/${action}/:identityId`,
-      {
-        summary: action === 'attach' ? 'Attach identity to agent' : 'Detach identity from agent',
-        response: z.null(),
-      },
-      async (req, res) => {
-        const { agentId, identityId } = req.params;
-        if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
-        await load(identityId);
-        await repo.linkAgent(ctx.db, identityId, agentId, action === 'attach');
-        res.json(null);
-      },
-    );
-  }
+const retrieveIdentityDoc: RouteDoc = { summary: 'Retrieve identity', response: IdentitySchema };
 
-  return router;
+async function retrieveIdentity(
+  { load }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  res.json(identityShape(await load(req.params.identityId)));
+}
+
+const modifyIdentityDoc: RouteDoc = {
+  summary: 'Modify identity',
+  body: IdentityUpdateSchema,
+  response: IdentitySchema,
+};
+
+async function modifyIdentity(
+  { load, update }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  await load(req.params.identityId);
+  res.json(identityShape(await update(req.params.identityId, parseBody(IdentityUpdateSchema, req))));
+}
+
+const upsertIdentityPropertiesDoc: RouteDoc = {
+  summary: 'Upsert identity properties',
+  description: "Replaces the identity's properties with those given.",
+  body: PropertiesBody,
+  response: IdentitySchema,
+};
+
+async function upsertIdentityProperties(
+  { ctx, load }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  await load(req.params.identityId);
+  const properties = parseBody(PropertiesBody, req);
+  await repo.updateIdentity(ctx.db, req.params.identityId, { properties });
+  res.json(identityShape(await load(req.params.identityId)));
+}
+
+const deleteIdentityDoc: RouteDoc = { summary: 'Delete identity' };
+
+async function deleteIdentity(
+  { ctx }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  if (!(await repo.deleteIdentity(ctx.db, req.params.identityId)))
+    throw notFound(`Identity ${req.params.identityId}`);
+  res.json({});
+}
+
+const listAgentsForIdentityDoc: RouteDoc = {
+  summary: 'List agents for identity',
+  query: AgentsPageQuery,
+  response: z.array(AgentStateSchema),
+};
+
+async function listAgentsForIdentity(
+  { ctx, load }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  await load(req.params.identityId);
+  const page = parseQuery(AgentsPageQuery, req);
+  const rows = await listAgentRows(ctx.db, page, { identityId: req.params.identityId });
+  res.json(await agentStates(ctx.db, rows, NO_RELATIONSHIPS));
+}
+
+const listBlocksForIdentityDoc: RouteDoc = {
+  summary: 'List blocks for identity',
+  response: z.array(BlockSchema),
+};
+
+async function listBlocksForIdentity(
+  { ctx, load }: IdentitiesContext,
+  req: Request<{ identityId: string }>,
+  res: Response,
+) {
+  const identity = await load(req.params.identityId);
+  const blocks = await Promise.all(identity.block_ids.map((id) => getBlock(ctx.db, id)));
+  res.json(blocks.filter((b) => b !== undefined).map(blockShape));
 }

@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 /**
  * Letta's OAuth connect stream for a registered MCP server (GET /v1/mcp-servers/connect/{id}): what a
  * UI shows while a server is reached and, when it asks for OAuth, authorized by a user. Its events are
@@ -11,7 +12,7 @@ import { notFound } from '../errors';
 import { openEventStream } from '../event-stream';
 import { parseParams } from '../validation';
 import { McpServerParams } from '../schemas/mcp-servers';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import * as repo from '../../db/mcp-servers';
 import { syncMcpTools } from '../../mcp/tool-sync';
 
@@ -39,33 +40,33 @@ type McpConnectEvent = z.infer<typeof McpConnectEventSchema>;
 
 export function mcpConnectRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('MCP servers');
-
-  router.get(
-    '/v1/mcp-servers/connect/:mcpServerId',
-    {
-      summary: 'Connect MCP server',
-      description:
-        "Connects to a registered server and streams what happens, as Letta's connect stream does: " +
-        '`success` with its tools (stored as a refresh stores them); for a server that asks for OAuth, ' +
-        '`oauth_required`, `authorization_url` (where the user authorizes) and `waiting_for_auth`, then ' +
-        '`success` once the callback has come, or `error` when the authorization expires ' +
-        '(MCP_OAUTH_STATE_TTL_SECONDS) first.',
-      response: McpConnectEventSchema,
-      streams: true,
-    },
-    async (req, res) => {
-      const { mcpServerId } = parseParams(McpServerParams, req);
-      const server = await repo.getMcpServer(ctx.db, mcpServerId);
-      if (!server) throw notFound(`MCP server ${mcpServerId}`);
-      const closed = openEventStream(res);
-      const send = (event: McpConnectEvent) => res.write(`data: ${JSON.stringify(event)}\n\n`);
-      send({ event: 'connection_attempt', server_name: server.server_name });
-      for await (const event of connectEvents(ctx, server, closed)) send(event);
-      res.end();
-    },
-  );
+  const on = routeTable(router, ctx);
+  on.get('/v1/mcp-servers/connect/:mcpServerId', connectMcpServerDoc, connectMcpServer);
 
   return router;
+}
+
+const connectMcpServerDoc: RouteDoc = {
+  summary: 'Connect MCP server',
+  description:
+    "Connects to a registered server and streams what happens, as Letta's connect stream does: " +
+    '`success` with its tools (stored as a refresh stores them); for a server that asks for OAuth, ' +
+    '`oauth_required`, `authorization_url` (where the user authorizes) and `waiting_for_auth`, then ' +
+    '`success` once the callback has come, or `error` when the authorization expires ' +
+    '(MCP_OAUTH_STATE_TTL_SECONDS) first.',
+  response: McpConnectEventSchema,
+  streams: true,
+};
+
+async function connectMcpServer(ctx: ApiContext, req: Request<{ mcpServerId: string }>, res: Response) {
+  const { mcpServerId } = parseParams(McpServerParams, req);
+  const server = await repo.getMcpServer(ctx.db, mcpServerId);
+  if (!server) throw notFound(`MCP server ${mcpServerId}`);
+  const closed = openEventStream(res);
+  const send = (event: McpConnectEvent) => res.write(`data: ${JSON.stringify(event)}\n\n`);
+  send({ event: 'connection_attempt', server_name: server.server_name });
+  for await (const event of connectEvents(ctx, server, closed)) send(event);
+  res.end();
 }
 
 async function* connectEvents(

@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 /**
  * The browser's side of an OAuth-protected MCP server's authorization (src/mcp/oauth.ts): the callback
  * its authorization server redirects to, and this server's client ID metadata document. Both are open
@@ -6,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { HttpError } from '../errors';
 import { parseQuery } from '../validation';
 import * as repo from '../../db/mcp-servers';
@@ -29,74 +30,74 @@ const CallbackAnswer = z.object({
 
 export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('MCP servers');
+  const on = routeTable(router, mcpOauthContext(ctx));
+  on.get(CALLBACK_PATH, mcpOauthCallbackDoc, mcpOauthCallback);
+  on.get(CLIENT_METADATA_PATH, oauthClientMetadataDoc, oauthClientMetadata);
+
+  return router;
+}
+
+/** What the routes of mcpOauthRouter share. */
+function mcpOauthContext(ctx: ApiContext) {
   const oauth = () => {
     if (!ctx.mcp.oauth) throw new HttpError(404, 'OAuth for MCP servers is not set up here');
     return ctx.mcp.oauth;
   };
+  return { ctx, oauth };
+}
 
-  router.get(
-    CALLBACK_PATH,
-    {
-      summary: 'MCP OAuth callback',
-      description:
-        "Where an OAuth-protected MCP server's authorization server sends the user back: the code is exchanged for tokens and the server's tools are synced. Needs no password; acts only with the state of a pending authorization, once, before it expires (400 otherwise).",
-      query: CallbackQuery,
-      response: CallbackAnswer,
-    },
-    async (req, res) => {
-      const { code, state, iss, error, error_description } = parseQuery(CallbackQuery, req);
-      if (!state) throw new HttpError(400, 'Missing state parameter');
-      const owner = await oauth()
-        .takePending(state)
-        .catch((failure: unknown) => {
-          throw new HttpError(400, (failure as Error).message);
-        });
-      if (error)
-        throw new HttpError(
-          400,
-          `OAuth error: ${error}${error_description ? ` - ${error_description}` : ''}`,
-        );
-      if (!code) throw new HttpError(400, 'Missing authorization code');
-      await oauth()
-        .checkIssuer(owner, iss)
-        .catch((failure: unknown) => {
-          throw new HttpError(400, (failure as Error).message);
-        });
-      const stored = await repo.getMcpServer(ctx.db, owner.serverId);
-      if (!stored) throw new HttpError(404, `MCP server ${owner.serverId} was deleted`);
-      // An identity's authorization (`oauth.per_identity`) is completed, and checked, with its own tokens.
-      const server = { ...stored, ...(owner.identityId ? { identityId: owner.identityId } : {}) };
-      const failed = (what: string) => (failure: unknown) => {
-        throw new HttpError(
-          502,
-          `MCP server '${server.server_name}': ${what}: ${(failure as Error).message}`,
-        );
-      };
-      await oauth().exchange(server, code).catch(failed('the authorization could not be completed'));
-      await ctx.mcp.drop(server.id);
-      const tools = await ctx.mcp
-        .listTools(server)
-        .catch(failed('authorized, but its tools could not be listed'));
-      await syncMcpTools(ctx.db, server.id, tools);
-      const { server_url } = server.config as { server_url: string };
-      res
-        .set('cache-control', 'no-store')
-        .json({ status: 'success', message: 'Authorization successful', server_url });
-    },
-  );
+type McpOauthContext = ReturnType<typeof mcpOauthContext>;
 
-  router.get(
-    CLIENT_METADATA_PATH,
-    {
-      summary: "This server's OAuth client metadata",
-      description:
-        'The client ID metadata document (SEP-991) authorization servers read when this server uses its URL as its client_id. Needs no password.',
-    },
-    (_req, res) => {
-      const { publicUrl } = oauth().settings;
-      res.json({ client_id: new URL(CLIENT_METADATA_PATH, publicUrl).href, ...clientMetadataOf(publicUrl) });
-    },
-  );
+const mcpOauthCallbackDoc: RouteDoc = {
+  summary: 'MCP OAuth callback',
+  description:
+    "Where an OAuth-protected MCP server's authorization server sends the user back: the code is exchanged for tokens and the server's tools are synced. Needs no password; acts only with the state of a pending authorization, once, before it expires (400 otherwise).",
+  query: CallbackQuery,
+  response: CallbackAnswer,
+};
 
-  return router;
+async function mcpOauthCallback({ ctx, oauth }: McpOauthContext, req: Request, res: Response) {
+  const { code, state, iss, error, error_description } = parseQuery(CallbackQuery, req);
+  if (!state) throw new HttpError(400, 'Missing state parameter');
+  const owner = await oauth()
+    .takePending(state)
+    .catch((failure: unknown) => {
+      throw new HttpError(400, (failure as Error).message);
+    });
+  if (error)
+    throw new HttpError(400, `OAuth error: ${error}${error_description ? ` - ${error_description}` : ''}`);
+  if (!code) throw new HttpError(400, 'Missing authorization code');
+  await oauth()
+    .checkIssuer(owner, iss)
+    .catch((failure: unknown) => {
+      throw new HttpError(400, (failure as Error).message);
+    });
+  const stored = await repo.getMcpServer(ctx.db, owner.serverId);
+  if (!stored) throw new HttpError(404, `MCP server ${owner.serverId} was deleted`);
+  // An identity's authorization (`oauth.per_identity`) is completed, and checked, with its own tokens.
+  const server = { ...stored, ...(owner.identityId ? { identityId: owner.identityId } : {}) };
+  const failed = (what: string) => (failure: unknown) => {
+    throw new HttpError(502, `MCP server '${server.server_name}': ${what}: ${(failure as Error).message}`);
+  };
+  await oauth().exchange(server, code).catch(failed('the authorization could not be completed'));
+  await ctx.mcp.drop(server.id);
+  const tools = await ctx.mcp
+    .listTools(server)
+    .catch(failed('authorized, but its tools could not be listed'));
+  await syncMcpTools(ctx.db, server.id, tools);
+  const { server_url } = server.config as { server_url: string };
+  res
+    .set('cache-control', 'no-store')
+    .json({ status: 'success', message: 'Authorization successful', server_url });
+}
+
+const oauthClientMetadataDoc: RouteDoc = {
+  summary: "This server's OAuth client metadata",
+  description:
+    'The client ID metadata document (SEP-991) authorization servers read when this server uses its URL as its client_id. Needs no password.',
+};
+
+function oauthClientMetadata({ oauth }: McpOauthContext, _req: Request, res: Response) {
+  const { publicUrl } = oauth().settings;
+  res.json({ client_id: new URL(CLIENT_METADATA_PATH, publicUrl).href, ...clientMetadataOf(publicUrl) });
 }

@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 /**
  * `GET /v1/models/` and `GET /v1/models/embedding`: the models the configured providers serve, as
  * Letta lists them (routers/v1/llms.py), context windows included. Clients such as letta-code read
@@ -5,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { EmbeddingModelSchema, ModelSchema, type EmbeddingModel, type Model } from '../schemas/models';
 import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
 import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
@@ -16,6 +17,15 @@ const isEmbeddingModel = (id: string) => /embed/i.test(id);
 
 export function modelsRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Models');
+  const on = routeTable(router, modelsContext(ctx));
+  on.get('/v1/models', listLlmModelsDoc, listLlmModels);
+  on.get('/v1/models/embedding', listEmbeddingModelsDoc, listEmbeddingModels);
+
+  return router;
+}
+
+/** What the routes of modelsRouter share. */
+function modelsContext(ctx: ApiContext) {
   const providers = providerRegistry(ctx.config);
 
   /** Each configured provider's model ids; one that cannot be listed now is left out, with a warning. */
@@ -33,34 +43,34 @@ export function modelsRouter(ctx: ApiContext): DocumentedRouter {
     );
     return lists.flat();
   }
+  return { ctx, providers, servedModels };
+}
 
-  router.get(
-    '/v1/models',
-    { summary: 'List LLM models', response: z.array(ModelSchema) },
-    async (_req, res) => {
-      const models = (await servedModels()).filter(({ id }) => !isEmbeddingModel(id));
-      res.json(
-        models.map(({ provider, id }) => llmModelShape(provider, id, providerEndpoint(provider, ctx.config))),
-      );
-    },
+type ModelsContext = ReturnType<typeof modelsContext>;
+
+const listLlmModelsDoc: RouteDoc = { summary: 'List LLM models', response: z.array(ModelSchema) };
+
+async function listLlmModels({ ctx, servedModels }: ModelsContext, _req: Request, res: Response) {
+  const models = (await servedModels()).filter(({ id }) => !isEmbeddingModel(id));
+  res.json(
+    models.map(({ provider, id }) => llmModelShape(provider, id, providerEndpoint(provider, ctx.config))),
   );
+}
 
-  router.get(
-    '/v1/models/embedding',
-    { summary: 'List embedding models', response: z.array(EmbeddingModelSchema) },
-    async (_req, res) => {
-      const models = (await servedModels()).filter(({ id }) => isEmbeddingModel(id));
-      res.json(
-        models.map(({ provider, id }): EmbeddingModel => ({
-          ...names(provider, id),
-          model_type: 'embedding',
-          ...embeddingConfigOf(provider, id, ctx.config),
-        })),
-      );
-    },
+const listEmbeddingModelsDoc: RouteDoc = {
+  summary: 'List embedding models',
+  response: z.array(EmbeddingModelSchema),
+};
+
+async function listEmbeddingModels({ ctx, servedModels }: ModelsContext, _req: Request, res: Response) {
+  const models = (await servedModels()).filter(({ id }) => isEmbeddingModel(id));
+  res.json(
+    models.map(({ provider, id }): EmbeddingModel => ({
+      ...names(provider, id),
+      model_type: 'embedding',
+      ...embeddingConfigOf(provider, id, ctx.config),
+    })),
   );
-
-  return router;
 }
 
 const names = (provider: string, id: string) => ({

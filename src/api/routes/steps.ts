@@ -1,9 +1,10 @@
+import type { Request, Response } from 'express';
 /** Letta's steps (routers/v1/steps.py) and a run's steps: each model call of a run, with its usage. */
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { notFound } from '../errors';
 import { parseBody, parseQuery } from '../validation';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { lettaMessages, stepShape } from '../letta-shapes';
 import { LettaMessageSchema, StepSchema } from '../schemas/responses';
 import { pageQuery, stringList } from '../schemas/common';
@@ -66,103 +67,137 @@ const FeedbackSchema = z.object({ feedback: Feedback.nullish(), tags: z.array(z.
 
 export function stepsRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Steps');
+  const on = routeTable(router, stepsContext(ctx));
+  on.get('/v1/steps', listStepsRouteDoc, listStepsRoute);
+  on.get('/v1/steps/:stepId', retrieveStepDoc, retrieveStep);
+  on.get('/v1/steps/:stepId/messages', listMessagesOfStepDoc, listMessagesOfStep);
+  on.patch('/v1/steps/:stepId/feedback', modifyFeedbackOfStepDoc, modifyFeedbackOfStep);
+  on.get('/v1/runs/:runId/steps', listStepsOfRunDoc, listStepsOfRun);
+  on.get('/v1/runs/:runId/trace', retrieveTraceOfRunDoc, retrieveTraceOfRun);
+  on.get('/v1/steps/:stepId/trace', retrieveProviderTraceOfStepDoc, retrieveProviderTraceOfStep);
+  on.get('/v1/steps/:stepId/metrics', retrieveMetricsOfStepDoc, retrieveMetricsOfStep);
 
+  return router;
+}
+
+/** What the routes of stepsRouter share. */
+function stepsContext(ctx: ApiContext) {
   const loadStep = async (id: string) => {
     const step = await getStep(ctx.db, id);
     if (!step) throw notFound(`Step ${id}`);
     return step;
   };
+  return { ctx, loadStep };
+}
 
-  router.get(
-    '/v1/steps',
-    { summary: 'List steps', query: ListStepsQuery, response: z.array(StepSchema) },
-    async (req, res) => {
-      const { agent_id, model, feedback, start_date, end_date, tags, ...page } = parseQuery(
-        ListStepsQuery,
-        req,
-      );
-      const filters = { agentId: agent_id, model, feedback, start: start_date, end: end_date, tags };
-      res.json((await listSteps(ctx.db, filters, page)).map(stepShape));
-    },
-  );
+type StepsContext = ReturnType<typeof stepsContext>;
 
-  router.get('/v1/steps/:stepId', { summary: 'Retrieve a step', response: StepSchema }, async (req, res) => {
-    res.json(stepShape(await loadStep(req.params.stepId)));
-  });
+const listStepsRouteDoc: RouteDoc = {
+  summary: 'List steps',
+  query: ListStepsQuery,
+  response: z.array(StepSchema),
+};
 
-  router.get(
-    '/v1/steps/:stepId/messages',
-    { summary: 'List the messages of a step', response: z.array(LettaMessageSchema) },
-    async (req, res) => {
-      const stepId = req.params.stepId;
-      await loadStep(stepId);
-      res.json((await stepMessages(ctx.db, stepId)).flatMap(lettaMessages));
-    },
-  );
+async function listStepsRoute({ ctx }: StepsContext, req: Request, res: Response) {
+  const { agent_id, model, feedback, start_date, end_date, tags, ...page } = parseQuery(ListStepsQuery, req);
+  const filters = { agentId: agent_id, model, feedback, start: start_date, end: end_date, tags };
+  res.json((await listSteps(ctx.db, filters, page)).map(stepShape));
+}
 
-  router.patch(
-    '/v1/steps/:stepId/feedback',
-    { summary: 'Modify the feedback of a step', body: FeedbackSchema, response: StepSchema },
-    async (req, res) => {
-      const stepId = req.params.stepId;
-      await loadStep(stepId);
-      await setStepFeedback(ctx.db, stepId, parseBody(FeedbackSchema, req));
-      res.json(stepShape(await loadStep(stepId)));
-    },
-  );
+const retrieveStepDoc: RouteDoc = { summary: 'Retrieve a step', response: StepSchema };
 
-  router.get(
-    '/v1/runs/:runId/steps',
-    { summary: 'List the steps of a run', query: ListRunStepsQuery, response: z.array(StepSchema) },
-    async (req, res) => {
-      const runId = req.params.runId;
-      const run = await getRun(ctx.db, runId);
-      if (!run) throw notFound(`Run ${runId}`);
-      const page = parseQuery(ListRunStepsQuery, req);
-      res.json((await listSteps(ctx.db, { runId: run.id }, page)).map(stepShape));
-    },
-  );
+async function retrieveStep({ loadStep }: StepsContext, req: Request<{ stepId: string }>, res: Response) {
+  res.json(stepShape(await loadStep(req.params.stepId)));
+}
 
-  // Spans of the run's traces, as Letta answers them from ClickHouse (src/observability/span-store.ts).
-  router.get(
-    '/v1/runs/:runId/trace',
-    {
-      summary: 'Retrieve the trace of a run',
-      description:
-        "The OpenTelemetry spans of the traces the run's work is in (its request, workflows, activities, model and tool calls), oldest first, as rows of the OpenTelemetry Collector's ClickHouse table; kept for TRACE_RETENTION_DAYS.",
-      query: TraceQuery,
-      response: z.array(z.record(z.string(), z.unknown())),
-    },
-    async (req, res) => {
-      const runId = req.params.runId;
-      if (!(await getRun(ctx.db, runId))) throw notFound(`Run ${runId}`);
-      const { limit } = parseQuery(TraceQuery, req);
-      res.json((await runSpans(ctx.db, runId, limit)).map(otelTraceRow));
-    },
-  );
+const listMessagesOfStepDoc: RouteDoc = {
+  summary: 'List the messages of a step',
+  response: z.array(LettaMessageSchema),
+};
 
-  router.get(
-    '/v1/steps/:stepId/trace',
-    {
-      summary: 'Retrieve the provider trace of a step',
-      description:
-        "The step's model call as its span holds it: model, parameters, usage and finish reason (messages only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT); null when none is kept.",
-      response: ProviderTraceSchema.nullable(),
-    },
-    async (req, res) => {
-      const step = await loadStep(req.params.stepId);
-      res.json(providerTrace(step, await stepSpans(ctx.db, req.params.stepId)));
-    },
-  );
+async function listMessagesOfStep(
+  { ctx, loadStep }: StepsContext,
+  req: Request<{ stepId: string }>,
+  res: Response,
+) {
+  const stepId = req.params.stepId;
+  await loadStep(stepId);
+  res.json((await stepMessages(ctx.db, stepId)).flatMap(lettaMessages));
+}
 
-  router.get(
-    '/v1/steps/:stepId/metrics',
-    { summary: 'Retrieve the metrics of a step', response: StepMetricsSchema },
-    async (req, res) => {
-      const step = await loadStep(req.params.stepId);
-      res.json(stepMetrics(step, await stepSpans(ctx.db, req.params.stepId)));
-    },
-  );
+const modifyFeedbackOfStepDoc: RouteDoc = {
+  summary: 'Modify the feedback of a step',
+  body: FeedbackSchema,
+  response: StepSchema,
+};
 
-  return router;
+async function modifyFeedbackOfStep(
+  { ctx, loadStep }: StepsContext,
+  req: Request<{ stepId: string }>,
+  res: Response,
+) {
+  const stepId = req.params.stepId;
+  await loadStep(stepId);
+  await setStepFeedback(ctx.db, stepId, parseBody(FeedbackSchema, req));
+  res.json(stepShape(await loadStep(stepId)));
+}
+
+const listStepsOfRunDoc: RouteDoc = {
+  summary: 'List the steps of a run',
+  query: ListRunStepsQuery,
+  response: z.array(StepSchema),
+};
+
+async function listStepsOfRun({ ctx }: StepsContext, req: Request<{ runId: string }>, res: Response) {
+  const runId = req.params.runId;
+  const run = await getRun(ctx.db, runId);
+  if (!run) throw notFound(`Run ${runId}`);
+  const page = parseQuery(ListRunStepsQuery, req);
+  res.json((await listSteps(ctx.db, { runId: run.id }, page)).map(stepShape));
+}
+
+// Spans of the run's traces, as Letta answers them from ClickHouse (src/observability/span-store.ts).
+const retrieveTraceOfRunDoc: RouteDoc = {
+  summary: 'Retrieve the trace of a run',
+  description:
+    "The OpenTelemetry spans of the traces the run's work is in (its request, workflows, activities, model and tool calls), oldest first, as rows of the OpenTelemetry Collector's ClickHouse table; kept for TRACE_RETENTION_DAYS.",
+  query: TraceQuery,
+  response: z.array(z.record(z.string(), z.unknown())),
+};
+
+async function retrieveTraceOfRun({ ctx }: StepsContext, req: Request<{ runId: string }>, res: Response) {
+  const runId = req.params.runId;
+  if (!(await getRun(ctx.db, runId))) throw notFound(`Run ${runId}`);
+  const { limit } = parseQuery(TraceQuery, req);
+  res.json((await runSpans(ctx.db, runId, limit)).map(otelTraceRow));
+}
+
+const retrieveProviderTraceOfStepDoc: RouteDoc = {
+  summary: 'Retrieve the provider trace of a step',
+  description:
+    "The step's model call as its span holds it: model, parameters, usage and finish reason (messages only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT); null when none is kept.",
+  response: ProviderTraceSchema.nullable(),
+};
+
+async function retrieveProviderTraceOfStep(
+  { ctx, loadStep }: StepsContext,
+  req: Request<{ stepId: string }>,
+  res: Response,
+) {
+  const step = await loadStep(req.params.stepId);
+  res.json(providerTrace(step, await stepSpans(ctx.db, req.params.stepId)));
+}
+
+const retrieveMetricsOfStepDoc: RouteDoc = {
+  summary: 'Retrieve the metrics of a step',
+  response: StepMetricsSchema,
+};
+
+async function retrieveMetricsOfStep(
+  { ctx, loadStep }: StepsContext,
+  req: Request<{ stepId: string }>,
+  res: Response,
+) {
+  const step = await loadStep(req.params.stepId);
+  res.json(stepMetrics(step, await stepSpans(ctx.db, req.params.stepId)));
 }

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { HttpError, notFound } from '../errors';
@@ -14,7 +14,7 @@ import {
 import { toolExecutionShape, toolRunFromSourceShape, toolShape } from '../letta-shapes';
 import { ToolExecutionResultSchema, ToolReturnMessageSchema, ToolSchema } from '../schemas/responses';
 import { ToolSearchResultSchema } from '../schemas/tools';
-import { documentedRouter, type DocumentedRouter } from '../route-book';
+import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
 import { createTool, modifyTool } from '../../tools/registry';
 import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../../tools/python-schema';
@@ -53,6 +53,23 @@ const ListToolsQuery = pageQuery(50, 'desc').extend({
 /** Letta's tools API (routes are not strict: `/v1/tools` and `/v1/tools/` both match). */
 export function toolsRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('Tools');
+  const on = routeTable(router, toolsContext(ctx));
+  on.post('/v1/tools', createToolDoc, createOrUpsertTool(false));
+  on.put('/v1/tools', upsertToolDoc, createOrUpsertTool(true));
+  on.post('/v1/tools/run', runToolFromSourceDoc, runToolFromSource);
+  on.post('/v1/agents/:agentId/tools/:toolName/run', runToolForAgentDoc, runToolForAgent);
+  on.post('/v1/tools/add-base-tools', upsertBaseToolsDoc, upsertBaseTools);
+  on.post('/v1/tools/search', searchToolsRouteDoc, searchToolsRoute);
+  on.get('/v1/tools', listToolsRouteDoc, listToolsRoute);
+  on.get('/v1/tools/:toolId', retrieveToolDoc, retrieveTool);
+  on.patch('/v1/tools/:toolId', modifyToolRouteDoc, modifyToolRoute);
+  on.delete('/v1/tools/:toolId', deleteToolRouteDoc, deleteToolRoute);
+
+  return router;
+}
+
+/** What the routes of toolsRouter share. */
+function toolsContext(ctx: ApiContext) {
   const python = { python: ctx.config.PYTHON_PATH, timeoutMs: ctx.config.SCHEMA_GENERATION_TIMEOUT_MS };
 
   const loadTool = async (id: string) => {
@@ -60,34 +77,6 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
     if (!tool) throw notFound(`Tool ${id}`);
     return tool;
   };
-
-  // Create refuses a name in use by another tool (409); upsert replaces it.
-  const create =
-    (replace: boolean): RequestHandler =>
-    async (req, res) => {
-      const tool = await createTool(ctx.db, parseBody(ToolCreateSchema, req), python, { replace });
-      res.json(toolShape(tool));
-    };
-  router.post(
-    '/v1/tools',
-    {
-      summary: 'Create tool',
-      description: 'A name in use by another tool is refused (409).',
-      body: ToolCreateSchema,
-      response: ToolSchema,
-    },
-    create(false),
-  );
-  router.put(
-    '/v1/tools',
-    {
-      summary: 'Upsert tool',
-      description: 'Replaces the tool of the same name, if any.',
-      body: ToolCreateSchema,
-      response: ToolSchema,
-    },
-    create(true),
-  );
 
   /** A sandbox that cannot run anything is the server's problem, not the request's. */
   const execute = async <T>(run: () => Promise<T>) => {
@@ -98,130 +87,155 @@ export function toolsRouter(ctx: ApiContext): DocumentedRouter {
       throw error;
     }
   };
+  return { ctx, python, loadTool, execute };
+}
 
-  router.post(
-    '/v1/tools/run',
+type ToolsContext = ReturnType<typeof toolsContext>;
+
+const createToolDoc: RouteDoc = {
+  summary: 'Create tool',
+  description: 'A name in use by another tool is refused (409).',
+  body: ToolCreateSchema,
+  response: ToolSchema,
+};
+
+const upsertToolDoc: RouteDoc = {
+  summary: 'Upsert tool',
+  description: 'Replaces the tool of the same name, if any.',
+  body: ToolCreateSchema,
+  response: ToolSchema,
+};
+
+/** Create refuses a name in use by another tool (409); upsert replaces it. */
+function createOrUpsertTool(replace: boolean) {
+  return async function createToolRoute({ ctx, python }: ToolsContext, req: Request, res: Response) {
+    const tool = await createTool(ctx.db, parseBody(ToolCreateSchema, req), python, { replace });
+    res.json(toolShape(tool));
+  };
+}
+
+const runToolFromSourceDoc: RouteDoc = {
+  summary: 'Run tool from source',
+  description: "Letta's ToolReturnMessage, its `tool_return` the return as Python's `str()` shows it.",
+  body: ToolRunFromSourceSchema,
+  response: ToolReturnMessageSchema,
+};
+
+async function runToolFromSource({ ctx, execute, python }: ToolsContext, req: Request, res: Response) {
+  const body = parseBody(ToolRunFromSourceSchema, req);
+  const job: ToolJob = {
+    name: await functionName(body, python),
+    ...runtimeFields(body),
+    source: body.source_code,
+    args: body.args,
+    env: body.env_vars ?? {},
+    timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
+    // Letta's ToolRunFromSource names no limit: a tool's default one.
+    returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
+  };
+  const result = await execute(() => ctx.sandbox.run(job));
+  res.json(toolRunFromSourceShape(job.name, result, DEFAULT_RETURN_CHAR_LIMIT));
+}
+
+const runToolForAgentDoc: RouteDoc = {
+  summary: 'Run tool for agent',
+  description: 'Custom and MCP tools only; the return is null when the tool failed.',
+  body: AgentToolRunSchema,
+  response: ToolExecutionResultSchema,
+  // Running code with the agent's secrets is more than its tokens grant (and a sandboxed call
+  // could run itself, and so on, without end).
+  scopedTokens: false,
+};
+
+async function runToolForAgent(
+  { ctx, execute }: ToolsContext,
+  req: Request<{ agentId: string; toolName: string }>,
+  res: Response,
+) {
+  const agent = await getAgent(ctx.db, req.params.agentId);
+  if (!agent) throw notFound(`Agent ${req.params.agentId}`);
+  const tool = agent.tools.find((t) => t.name === req.params.toolName);
+  if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
+  const { args } = parseBody(AgentToolRunSchema, req);
+  let execution: { status: string; func_return: unknown };
+  if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
+  else if (tool.tool_type === 'custom') {
+    const call = { agent, tool, args, defaultTimeoutMs: ctx.config.TOOL_TIMEOUT_MS };
+    const choices = ctx.toolSandboxes.choicesFor(tool);
+    const environments = await sandboxEnvironments(ctx.db, choices);
+    const { run } = await execute(() => runCustomTool(choices, environments, call, undefined, ctx.toolApi));
+    execution = toolExecutionShape(run, tool.return_char_limit);
+  } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
+  // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
+  res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
+}
+
+// Letta's upsert of its built-in tools, which clients call when an agent names one a server lacks.
+const upsertBaseToolsDoc: RouteDoc = { summary: 'Upsert base tools', response: z.array(ToolSchema) };
+
+async function upsertBaseTools({ ctx }: ToolsContext, _req: Request, res: Response) {
+  await ensureBuiltinTools(ctx.db);
+  const names = builtinToolNames();
+  const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
+  res.json(tools.map(toolShape));
+}
+
+const searchToolsRouteDoc: RouteDoc = {
+  summary: 'Search tools',
+  body: SearchToolsSchema,
+  response: z.array(ToolSearchResultSchema),
+};
+
+async function searchToolsRoute({ ctx }: ToolsContext, req: Request, res: Response) {
+  const body = parseBody(SearchToolsSchema, req);
+  const found = await searchTools(
+    ctx.db,
     {
-      summary: 'Run tool from source',
-      description: "Letta's ToolReturnMessage, its `tool_return` the return as Python's `str()` shows it.",
-      body: ToolRunFromSourceSchema,
-      response: ToolReturnMessageSchema,
+      query: body.query ?? undefined,
+      tags: body.tags ?? undefined,
+      toolTypes: body.tool_types ?? undefined,
     },
-    async (req, res) => {
-      const body = parseBody(ToolRunFromSourceSchema, req);
-      const job: ToolJob = {
-        name: await functionName(body, python),
-        ...runtimeFields(body),
-        source: body.source_code,
-        args: body.args,
-        env: body.env_vars ?? {},
-        timeoutMs: ctx.config.TOOL_TIMEOUT_MS,
-        // Letta's ToolRunFromSource names no limit: a tool's default one.
-        returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
-      };
-      const result = await execute(() => ctx.sandbox.run(job));
-      res.json(toolRunFromSourceShape(job.name, result, DEFAULT_RETURN_CHAR_LIMIT));
-    },
+    body.limit,
   );
+  res.json(found.map(({ score, ...tool }) => ({ tool: toolShape(tool), combined_score: score })));
+}
 
-  router.post(
-    '/v1/agents/:agentId/tools/:toolName/run',
-    {
-      summary: 'Run tool for agent',
-      description: 'Custom and MCP tools only; the return is null when the tool failed.',
-      body: AgentToolRunSchema,
-      response: ToolExecutionResultSchema,
-      // Running code with the agent's secrets is more than its tokens grant (and a sandboxed call
-      // could run itself, and so on, without end).
-      scopedTokens: false,
-    },
-    async (req, res) => {
-      const agent = await getAgent(ctx.db, req.params.agentId);
-      if (!agent) throw notFound(`Agent ${req.params.agentId}`);
-      const tool = agent.tools.find((t) => t.name === req.params.toolName);
-      if (!tool) throw notFound(`Tool ${req.params.toolName} on agent ${agent.id}`);
-      const { args } = parseBody(AgentToolRunSchema, req);
-      let execution: { status: string; func_return: unknown };
-      if (tool.tool_type === MCP_TOOL_TYPE) execution = await runMcpToolNow(ctx, tool, args);
-      else if (tool.tool_type === 'custom') {
-        const call = { agent, tool, args, defaultTimeoutMs: ctx.config.TOOL_TIMEOUT_MS };
-        const choices = ctx.toolSandboxes.choicesFor(tool);
-        const environments = await sandboxEnvironments(ctx.db, choices);
-        const { run } = await execute(() =>
-          runCustomTool(choices, environments, call, undefined, ctx.toolApi),
-        );
-        execution = toolExecutionShape(run, tool.return_char_limit);
-      } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
-      // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
-      res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
-    },
+const listToolsRouteDoc: RouteDoc = {
+  summary: 'List tools',
+  query: ListToolsQuery,
+  response: z.array(ToolSchema),
+};
+
+async function listToolsRoute({ ctx }: ToolsContext, req: Request, res: Response) {
+  const query = parseQuery(ListToolsQuery, req);
+  const tools = await listTools(
+    ctx.db,
+    { name: query.name, names: query.names, toolTypes: query.tool_types, search: query.search },
+    query,
   );
+  res.json(tools.map(toolShape));
+}
 
-  // Letta's upsert of its built-in tools, which clients call when an agent names one a server lacks.
-  router.post(
-    '/v1/tools/add-base-tools',
-    { summary: 'Upsert base tools', response: z.array(ToolSchema) },
-    async (_req, res) => {
-      await ensureBuiltinTools(ctx.db);
-      const names = builtinToolNames();
-      const tools = await listTools(ctx.db, { names }, { limit: names.length, order: 'asc' });
-      res.json(tools.map(toolShape));
-    },
-  );
+const retrieveToolDoc: RouteDoc = { summary: 'Retrieve tool', response: ToolSchema };
 
-  router.post(
-    '/v1/tools/search',
-    { summary: 'Search tools', body: SearchToolsSchema, response: z.array(ToolSearchResultSchema) },
-    async (req, res) => {
-      const body = parseBody(SearchToolsSchema, req);
-      const found = await searchTools(
-        ctx.db,
-        {
-          query: body.query ?? undefined,
-          tags: body.tags ?? undefined,
-          toolTypes: body.tool_types ?? undefined,
-        },
-        body.limit,
-      );
-      res.json(found.map(({ score, ...tool }) => ({ tool: toolShape(tool), combined_score: score })));
-    },
-  );
+async function retrieveTool({ loadTool }: ToolsContext, req: Request<{ toolId: string }>, res: Response) {
+  res.json(toolShape(await loadTool(req.params.toolId)));
+}
 
-  router.get(
-    '/v1/tools',
-    { summary: 'List tools', query: ListToolsQuery, response: z.array(ToolSchema) },
-    async (req, res) => {
-      const query = parseQuery(ListToolsQuery, req);
-      const tools = await listTools(
-        ctx.db,
-        { name: query.name, names: query.names, toolTypes: query.tool_types, search: query.search },
-        query,
-      );
-      res.json(tools.map(toolShape));
-    },
-  );
+const modifyToolRouteDoc: RouteDoc = { summary: 'Modify tool', body: ToolUpdateSchema, response: ToolSchema };
 
-  router.get('/v1/tools/:toolId', { summary: 'Retrieve tool', response: ToolSchema }, async (req, res) => {
-    res.json(toolShape(await loadTool(req.params.toolId)));
-  });
+async function modifyToolRoute(
+  { ctx, loadTool, python }: ToolsContext,
+  req: Request<{ toolId: string }>,
+  res: Response,
+) {
+  const tool = await loadTool(req.params.toolId);
+  res.json(toolShape(await modifyTool(ctx.db, tool, parseBody(ToolUpdateSchema, req), python)));
+}
 
-  router.patch(
-    '/v1/tools/:toolId',
-    { summary: 'Modify tool', body: ToolUpdateSchema, response: ToolSchema },
-    async (req, res) => {
-      const tool = await loadTool(req.params.toolId);
-      res.json(toolShape(await modifyTool(ctx.db, tool, parseBody(ToolUpdateSchema, req), python)));
-    },
-  );
+const deleteToolRouteDoc: RouteDoc = { summary: 'Delete tool', response: MessageAnswerSchema };
 
-  router.delete(
-    '/v1/tools/:toolId',
-    { summary: 'Delete tool', response: MessageAnswerSchema },
-    async (req, res) => {
-      if (!(await deleteTool(ctx.db, req.params.toolId))) throw notFound(`Tool ${req.params.toolId}`);
-      res.json({ message: `Tool id=${req.params.toolId} successfully deleted` });
-    },
-  );
-
-  return router;
+async function deleteToolRoute({ ctx }: ToolsContext, req: Request<{ toolId: string }>, res: Response) {
+  if (!(await deleteTool(ctx.db, req.params.toolId))) throw notFound(`Tool ${req.params.toolId}`);
+  res.json({ message: `Tool id=${req.params.toolId} successfully deleted` });
 }

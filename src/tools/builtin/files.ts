@@ -89,50 +89,75 @@ export async function openFiles({ db, agent }: FileToolContext, args: Args): Pro
   const closedByLimit: string[] = [];
   const previousRanges = new Map<string, [number | null, number | null]>();
   for (const request of requests) {
-    const { file_name: name, offset, length } = request;
-    let start: number | null = null;
-    let end: number | null = null;
-    if (offset !== null || length !== null) {
-      if (offset !== null && offset < 0)
-        throw new ToolError(`Offset for file ${name} must be >= 0 (0-indexed), got ${offset}`);
-      if (length !== null && length < 1)
-        throw new ToolError(`Length for file ${name} must be >= 1, got ${length}`);
-      start = offset;
-      end = start !== null && length !== null ? start + length : null;
-    }
-    const view = await views.fileViewByName(db, agent.id, name);
-    if (!view)
-      throw new ToolError(
-        `${name} not attached - did you get the filename correct? Currently you have the following files attached: ${pythonList(attached)}`,
-      );
-    const file = await views.getFolderFile(db, view.file_id);
-    if (!file) throw new ToolError(`File with id=${view.file_id} not found`);
-    let visible: string;
-    try {
-      visible = chunkFile(file, { start, end, validate: true }).join('\n');
-    } catch (error) {
-      throw toolError(error);
-    }
-    const result = await withAgentFiles(db, agent.id, (tx) =>
-      openFileView(
-        tx,
-        {
-          agentId: agent.id,
-          fileId: view.file_id,
-          folderId: view.folder_id,
-          fileName: name,
-          visibleContent: visible,
-          startLine: start !== null ? start + 1 : null,
-          endLine: end,
-        },
-        maxFilesOpen,
-      ),
-    );
+    const result = await openRequested({ db, agent }, request, attached, maxFilesOpen);
     closedByLimit.push(...result.closed);
-    if (result.previousRange) previousRanges.set(name, result.previousRange);
+    if (result.previousRange) previousRanges.set(request.file_name, result.previousRange);
   }
   await views.markAccess(db, agent.id, names);
 
+  return openedMessage(requests, previousRanges, closedByCloseAll, closedByLimit);
+}
+
+/** The lines a request asks for, 0-indexed from `start` to before `end` (null: from the first, to the last). */
+function requestedLines({ file_name: name, offset, length }: FileRequest): {
+  start: number | null;
+  end: number | null;
+} {
+  if (offset === null && length === null) return { start: null, end: null };
+  if (offset !== null && offset < 0)
+    throw new ToolError(`Offset for file ${name} must be >= 0 (0-indexed), got ${offset}`);
+  if (length !== null && length < 1)
+    throw new ToolError(`Length for file ${name} must be >= 1, got ${length}`);
+  const start = offset;
+  return { start, end: start !== null && length !== null ? start + length : null };
+}
+
+/** Opens one requested file in the agent's context, closing the least recently used past the limit. */
+async function openRequested(
+  { db, agent }: Pick<FileToolContext, 'db' | 'agent'>,
+  request: FileRequest,
+  attached: string[],
+  maxFilesOpen: number,
+) {
+  const name = request.file_name;
+  const { start, end } = requestedLines(request);
+  const view = await views.fileViewByName(db, agent.id, name);
+  if (!view)
+    throw new ToolError(
+      `${name} not attached - did you get the filename correct? Currently you have the following files attached: ${pythonList(attached)}`,
+    );
+  const file = await views.getFolderFile(db, view.file_id);
+  if (!file) throw new ToolError(`File with id=${view.file_id} not found`);
+  let visible: string;
+  try {
+    visible = chunkFile(file, { start, end, validate: true }).join('\n');
+  } catch (error) {
+    throw toolError(error);
+  }
+  return withAgentFiles(db, agent.id, (tx) =>
+    openFileView(
+      tx,
+      {
+        agentId: agent.id,
+        fileId: view.file_id,
+        folderId: view.folder_id,
+        fileName: name,
+        visibleContent: visible,
+        startLine: start !== null ? start + 1 : null,
+        endLine: end,
+      },
+      maxFilesOpen,
+    ),
+  );
+}
+
+/** What open_files answers (Letta's words): the files opened, their earlier ranges, the files closed. */
+function openedMessage(
+  requests: FileRequest[],
+  previousRanges: Map<string, [number | null, number | null]>,
+  closedByCloseAll: string[],
+  closedByLimit: string[],
+): string {
   const previous = (name: string) => {
     const range = previousRanges.get(name);
     if (!range) return '';
@@ -186,18 +211,7 @@ export async function grepFiles({ db, agent, settings }: FileToolContext, args: 
     throw new ToolError('Empty search pattern provided');
   const pattern = args.pattern.trim();
   const regex = compilePattern(pattern);
-  let include = typeof args.include === 'string' ? args.include : null;
-  let includeRegex: RegExp | null = null;
-  if (include && include.trim()) {
-    include = include.trim();
-    let includePattern = include;
-    if (include.includes('*') && ![...'^$()[]{}\\+'].some((c) => include!.includes(c))) {
-      includePattern = include.replace(/\./g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.');
-      if (!includePattern.endsWith('$')) includePattern += '$';
-    }
-    includeRegex = compilePattern(includePattern);
-    includeRegex = new RegExp(includeRegex.source, 'i');
-  }
+  const { include, includeRegex } = includeFilter(args.include);
   const around =
     args.context_lines === undefined ? 1 : (optionalInt(args.context_lines, 'context_lines') ?? 0);
   let offset = optionalInt(args.offset, 'offset');
@@ -210,24 +224,63 @@ export async function grepFiles({ db, agent, settings }: FileToolContext, args: 
     files = files.filter((file) => includeRegex.test(file.view_name));
     if (!files.length) return `No files match the filename pattern '${include}' (filtered ${count} files)`;
   }
+  const found = collectMatches(files, regex, around);
+  await views.markAccess(db, agent.id, [...found.withMatches]);
+  if (!found.matches.length) {
+    let summary = `No matches found for pattern: '${pattern}'`;
+    if (include) summary += ` in files matching '${include}'`;
+    if (found.skipped > 0) summary += ` (searched ${found.processed} files, skipped ${found.skipped})`;
+    return summary;
+  }
+  return matchesPage(found, pattern, offset ?? 0, settings.grepPageSize);
+}
 
-  const matches: [string, number, string[]][] = [];
-  const withMatches = new Set<string>();
+/** The `include` filename pattern: a glob (`*.py`) or a regex. */
+function includeFilter(given: unknown): { include: string | null; includeRegex: RegExp | null } {
+  let include = typeof given === 'string' ? given : null;
+  let includeRegex: RegExp | null = null;
+  if (include && include.trim()) {
+    include = include.trim();
+    let includePattern = include;
+    if (include.includes('*') && ![...'^$()[]{}\\+'].some((c) => include!.includes(c))) {
+      includePattern = include.replace(/\./g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.');
+      if (!includePattern.endsWith('$')) includePattern += '$';
+    }
+    includeRegex = compilePattern(includePattern);
+    includeRegex = new RegExp(includeRegex.source, 'i');
+  }
+  return { include, includeRegex };
+}
+
+/** The matches found, up to MAX_TOTAL_COLLECTED, and how many files were searched and skipped. */
+interface GrepMatches {
+  matches: [string, number, string[]][];
+  withMatches: Set<string>;
+  processed: number;
+  skipped: number;
+}
+
+/** The matching lines of the files, with context; files past the size limits are skipped. */
+function collectMatches(
+  files: Awaited<ReturnType<typeof views.agentFileContents>>,
+  regex: RegExp,
+  around: number,
+): GrepMatches {
+  const found: GrepMatches = { matches: [], withMatches: new Set(), processed: 0, skipped: 0 };
+  const { matches, withMatches } = found;
   let totalSize = 0;
-  let processed = 0;
-  let skipped = 0;
   for (const file of files) {
     const size = Buffer.byteLength(file.content ?? '', 'utf8');
     if (size > MAX_FILE_SIZE_BYTES) {
-      skipped++;
+      found.skipped++;
       continue;
     }
     totalSize += size;
     if (totalSize > MAX_TOTAL_CONTENT_SIZE) {
-      skipped++;
+      found.skipped++;
       break;
     }
-    processed++;
+    found.processed++;
     let lines = chunkFile(file);
     if (lines[0]?.startsWith('[Viewing')) lines = lines.slice(1);
     for (const [index, line] of lines.entries()) {
@@ -243,17 +296,18 @@ export async function grepFiles({ db, agent, settings }: FileToolContext, args: 
     }
     if (matches.length >= MAX_TOTAL_COLLECTED) break;
   }
-  await views.markAccess(db, agent.id, [...withMatches]);
+  return found;
+}
 
+/** One page of the matches from `start`, with the counts per file and how to ask for the next page. */
+function matchesPage(
+  { matches, withMatches, skipped }: GrepMatches,
+  pattern: string,
+  start: number,
+  pageSize: number,
+): string {
   const total = matches.length;
-  if (!total) {
-    let summary = `No matches found for pattern: '${pattern}'`;
-    if (include) summary += ` in files matching '${include}'`;
-    if (skipped > 0) summary += ` (searched ${processed} files, skipped ${skipped})`;
-    return summary;
-  }
-  const start = offset ?? 0;
-  const end = start + settings.grepPageSize;
+  const end = start + pageSize;
   const page = matches.slice(start, end);
   const capped = total >= MAX_TOTAL_COLLECTED;
   const results: string[] = [];

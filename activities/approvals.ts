@@ -246,8 +246,104 @@ async function expireOrFindAnswer(
   });
 }
 
+/**
+ * Makes the reply an approval request for its calls waiting on elicitations and enters the pause; a
+ * retry finds the pause and returns its wait alone.
+ */
+async function enterElicitationPause(
+  tx: Queryable,
+  input: ElicitationPauseInput,
+): Promise<{ wait: ApprovalWait; callbackUrl?: string | null }> {
+  const run = await lockRun(tx, input.runId);
+  const message = await requiredMessage(tx, input.messageId);
+  const scope = { agentId: input.agentId, conversationId: message.conversation_id };
+  if (!run || !isActiveRun(run)) return { wait: waitOf(await pendingApproval(tx, scope), message.id) };
+  const shown = await shownElicitations(tx, input.toolCallIds);
+  // As text: a jsonb object would sort the requested schema's fields, which a form shows in order.
+  const elicitations = JSON.stringify(shown);
+  await markApprovalRequest(tx, message.id, { tool_call_ids: input.toolCallIds, elicitations });
+  const calls = (message.tool_calls ?? [])
+    .filter((call) => input.toolCallIds.includes(call.id))
+    .map((call) => ({
+      ...call,
+      kind: 'elicitation' as const,
+      elicitation: shown.find((e) => e.tool_call_id === call.id),
+    }));
+  const agent = await getAgentRow(tx, input.agentId);
+  const wait = await enterPause(tx, { ...input, calls }, run, agent?.approval_timeout_seconds ?? null);
+  return { wait, callbackUrl: run.callback_url };
+}
+
+/**
+ * Records the answer of each call that does not run (a client tool's return, a denial) and returns the
+ * calls that do: approved ones, those that asked their server's question, and those that never waited.
+ */
+async function recordAnswers(
+  db: Queryable,
+  answered: {
+    calls: NonNullable<MessageRow['tool_calls']>;
+    waiting: string[];
+    answers: Map<string, ApprovalAnswer>;
+    eliciting: string[];
+    ids: { agentId: string; runId: string; timezone: string };
+    imageMaxBytes?: number;
+  },
+): Promise<ResumePlan['toRun']> {
+  const { calls, waiting, answers, eliciting, ids, imageMaxBytes } = answered;
+  const toRun: ResumePlan['toRun'] = [];
+  for (const call of calls) {
+    const answer = answers.get(call.id);
+    // A call that asked its server's question goes on with the answer, whatever it is.
+    const runs = !waiting.includes(call.id) || eliciting.includes(call.id);
+    if (runs || (answer?.type === 'approval' && answer.approve)) {
+      toRun.push({ id: call.id, name: call.name });
+    } else if (answer?.type === 'tool') {
+      await recordResult(db, call, ids, {
+        ok: answer.status === 'success',
+        ...clientReturn(answer.tool_return, imageMaxBytes),
+        stdout: answer.stdout,
+        stderr: answer.stderr,
+      });
+    } else {
+      await recordResult(db, call, ids, { ok: false, text: denialText(answer?.reason) });
+    }
+  }
+  return toRun;
+}
+
+/**
+ * The wait's end, or the answer that got there first, with the agent's tools and rules as they are now
+ * (by digest, as an answer's signal carries them): the request it continues the turn with works with
+ * them.
+ */
+async function expiredOrAnswered(
+  tx: Queryable,
+  input: { agentId: string; messageId: string },
+): Promise<ApprovalAnswered | null> {
+  const answered = await expireOrFindAnswer(tx, input);
+  const agent = await getAgentRow(tx, input.agentId);
+  if (!answered || !agent) return null;
+  return { ...answered, contextDigest: await storeRequestPart(tx, await resolveTurnContext(tx, agent)) };
+}
+
+/**
+ * The client tools among the calls to run: approved rather than answered with their return, which the
+ * turn refuses, as a client tool runs only on the client.
+ */
+function clientToolsApproved(config: Record<string, unknown>, toRun: ResumePlan['toRun']): string[] {
+  const clientNames = ((config.client_tools as ClientTool[] | undefined) ?? []).map((tool) => tool.name);
+  return [...new Set(toRun.map((call) => call.name))].filter((name) => clientNames.includes(name));
+}
+
 /** The run type of the run under which an expired approval's calls are denied. */
 const APPROVAL_TIMEOUT_RUN = 'approval_timeout';
+
+/** The answer `applyApprovalAnswer` applies: its message, to the run it continues. */
+interface AnswerToApply {
+  agentId: string;
+  runId: string;
+  approvalMessageId: string;
+}
 
 export function approvalActivities({ db, startWebhook, imageMaxBytes }: ActivityDeps) {
   return {
@@ -267,17 +363,7 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
      * (then that answer is returned, its signal being on the way).
      */
     async expireApproval(input: { agentId: string; messageId: string }): Promise<ApprovalAnswered | null> {
-      const answered = await db.transaction(async (tx) => {
-        const answered = await expireOrFindAnswer(tx, input);
-        const agent = await getAgentRow(tx, input.agentId);
-        if (!answered || !agent) return null;
-        // The request it continues the turn with works with the agent's tools and rules as they are now,
-        // by digest as an answer's signal carries them.
-        return {
-          ...answered,
-          contextDigest: await storeRequestPart(tx, await resolveTurnContext(tx, agent)),
-        };
-      });
+      const answered = await db.transaction((tx) => expiredOrAnswered(tx, input));
       const expiry = answered && (await getRun(db, answered.runId));
       if (expiry && expiry.metadata?.run_type === APPROVAL_TIMEOUT_RUN)
         await startWebhook({ kind: 'approval_expired', id: input.messageId, agentId: input.agentId });
@@ -298,26 +384,7 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
      * the run pauses as for an approval. Entered once: a retry finds the pause and its wait.
      */
     async pauseForElicitation(input: ElicitationPauseInput): Promise<ApprovalWait> {
-      const wait = await db.transaction(async (tx) => {
-        const run = await lockRun(tx, input.runId);
-        const message = await requiredMessage(tx, input.messageId);
-        const scope = { agentId: input.agentId, conversationId: message.conversation_id };
-        if (!run || !isActiveRun(run)) return { wait: waitOf(await pendingApproval(tx, scope), message.id) };
-        const shown = await shownElicitations(tx, input.toolCallIds);
-        // As text: a jsonb object would sort the requested schema's fields, which a form shows in order.
-        const elicitations = JSON.stringify(shown);
-        await markApprovalRequest(tx, message.id, { tool_call_ids: input.toolCallIds, elicitations });
-        const calls = (message.tool_calls ?? [])
-          .filter((call) => input.toolCallIds.includes(call.id))
-          .map((call) => ({
-            ...call,
-            kind: 'elicitation' as const,
-            elicitation: shown.find((e) => e.tool_call_id === call.id),
-          }));
-        const agent = await getAgentRow(tx, input.agentId);
-        const wait = await enterPause(tx, { ...input, calls }, run, agent?.approval_timeout_seconds ?? null);
-        return { wait, callbackUrl: run.callback_url };
-      });
+      const wait = await db.transaction((tx) => enterElicitationPause(tx, input));
       if ('callbackUrl' in wait) {
         const { agentId, runId } = input;
         if (wait.callbackUrl) await startRunCallback(startWebhook, { agentId, runId });
@@ -330,11 +397,7 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
      * Applies an answer: client returns are used verbatim, denials become Letta's error returns, and
      * the approved calls (with those of the reply that never needed approval) are left to run.
      */
-    async applyApprovalAnswer(input: {
-      agentId: string;
-      runId: string;
-      approvalMessageId: string;
-    }): Promise<ResumePlan> {
+    async applyApprovalAnswer(input: AnswerToApply): Promise<ResumePlan> {
       const approval = await requiredMessage(db, input.approvalMessageId);
       const meta = approval.metadata as { request_message_id: string };
       const request = await requiredMessage(db, meta.request_message_id);
@@ -344,31 +407,9 @@ export function approvalActivities({ db, startWebhook, imageMaxBytes }: Activity
       const ids = { agentId: input.agentId, runId: input.runId, timezone: agent?.timezone ?? 'UTC' };
       const calls = request.tool_calls ?? [];
       const eliciting = await answeredElicitations(db, waiting);
-      const toRun: ResumePlan['toRun'] = [];
-      for (const call of calls) {
-        const answer = answers.get(call.id);
-        // A call that asked its server's question goes on with the answer, whatever it is.
-        const runs = !waiting.includes(call.id) || eliciting.includes(call.id);
-        if (runs || (answer?.type === 'approval' && answer.approve)) {
-          toRun.push({ id: call.id, name: call.name });
-        } else if (answer?.type === 'tool') {
-          await recordResult(db, call, ids, {
-            ok: answer.status === 'success',
-            ...clientReturn(answer.tool_return, imageMaxBytes),
-            stdout: answer.stdout,
-            stderr: answer.stderr,
-          });
-        } else {
-          await recordResult(db, call, ids, { ok: false, text: denialText(answer?.reason) });
-        }
-      }
+      const toRun = await recordAnswers(db, { calls, waiting, answers, eliciting, ids, imageMaxBytes });
       const config = (await getRun(db, input.runId))?.request_config ?? {};
-      // A client tool's call approved rather than answered with its return: the turn refuses it, as a
-      // client tool runs only on the client.
-      const clientNames = ((config.client_tools as ClientTool[] | undefined) ?? []).map((tool) => tool.name);
-      const approvedClientTools = [...new Set(toRun.map((call) => call.name))].filter((name) =>
-        clientNames.includes(name),
-      );
+      const approvedClientTools = clientToolsApproved(config, toRun);
       return {
         messageId: request.id,
         stepId: request.step_id ?? request.id,

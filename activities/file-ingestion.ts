@@ -33,6 +33,48 @@ function final(error: unknown): unknown {
   return error;
 }
 
+/** The file's text: parsed from the upload the first time, kept since. */
+async function fileText(db: ActivityDeps['db'], file: folders.IngestionFile): Promise<string> {
+  if (file.content !== null) return file.content;
+  if (!file.data) throw ApplicationFailure.nonRetryable('the upload is missing', 'FileParseError');
+  await folders.setFileStatus(db, file.id, 'parsing');
+  try {
+    return await withHeartbeats(parseFile(file.data, file.file_type));
+  } catch (error) {
+    throw final(error);
+  }
+}
+
+/** The chunks as passages, embedded in one request to the folder's embedding model. */
+async function embeddedPassages(
+  providers: ActivityDeps['providers'],
+  file: folders.IngestionFile,
+  chunks: { chunk_index: number; text: string }[],
+): Promise<folders.NewChunkPassage[]> {
+  let vectors: number[][];
+  try {
+    vectors = await withHeartbeats(
+      embedTexts(
+        providers,
+        file.embedding_config,
+        chunks.map((chunk) => chunk.text),
+        `Folder ${file.folder_id}`,
+        Context.current().cancellationSignal,
+      ),
+    );
+  } catch (error) {
+    throw final(error);
+  }
+  if (vectors.length !== chunks.length)
+    throw new Error(`the embedding model returned ${vectors.length} vectors for ${chunks.length} texts`);
+  return chunks.map((chunk, i) => ({
+    id: newId('passage'),
+    chunk_index: chunk.chunk_index,
+    text: chunk.text,
+    embedding: vectors[i],
+  }));
+}
+
 export function fileIngestionActivities({ db, providers }: ActivityDeps) {
   return {
     /** Parses the upload (once: a parsed file keeps its text) and stores its chunks. */
@@ -41,16 +83,7 @@ export function fileIngestionActivities({ db, providers }: ActivityDeps) {
     ): Promise<ParsedFile> {
       const file = await folders.ingestionFile(db, input.fileId, true);
       if (!file) throw gone(input.fileId);
-      let content = file.content;
-      if (content === null) {
-        if (!file.data) throw ApplicationFailure.nonRetryable('the upload is missing', 'FileParseError');
-        await folders.setFileStatus(db, file.id, 'parsing');
-        try {
-          content = await withHeartbeats(parseFile(file.data, file.file_type));
-        } catch (error) {
-          throw final(error);
-        }
-      }
+      const content = await fileText(db, file);
       const chunks = chunkText(content, file.file_type, {
         chunkSize: input.chunkSize,
         overlap: input.chunkOverlap,
@@ -60,8 +93,7 @@ export function fileIngestionActivities({ db, providers }: ActivityDeps) {
           'No chunks created from text: the file holds no text',
           'FileParseError',
         );
-      const text = content;
-      await db.transaction((tx) => folders.storeParsedFile(tx, file.id, text, chunks));
+      await db.transaction((tx) => folders.storeParsedFile(tx, file.id, content, chunks));
       return { totalChunks: chunks.length };
     },
 
@@ -73,33 +105,7 @@ export function fileIngestionActivities({ db, providers }: ActivityDeps) {
       const file = await folders.ingestionFile(db, fileId);
       if (!file) throw gone(fileId);
       const chunks = await folders.chunksToEmbed(db, fileId, start, end);
-      let passages: folders.NewChunkPassage[] = [];
-      if (chunks.length) {
-        let vectors: number[][];
-        try {
-          vectors = await withHeartbeats(
-            embedTexts(
-              providers,
-              file.embedding_config,
-              chunks.map((chunk) => chunk.text),
-              `Folder ${file.folder_id}`,
-              Context.current().cancellationSignal,
-            ),
-          );
-        } catch (error) {
-          throw final(error);
-        }
-        if (vectors.length !== chunks.length)
-          throw new Error(
-            `the embedding model returned ${vectors.length} vectors for ${chunks.length} texts`,
-          );
-        passages = chunks.map((chunk, i) => ({
-          id: newId('passage'),
-          chunk_index: chunk.chunk_index,
-          text: chunk.text,
-          embedding: vectors[i],
-        }));
-      }
+      const passages = chunks.length ? await embeddedPassages(providers, file, chunks) : [];
       try {
         const chunksEmbedded = await db.transaction((tx) => folders.storeChunkPassages(tx, file, passages));
         return { chunksEmbedded };

@@ -60,6 +60,8 @@ import { toolApiAccess } from './tools/tool-api-access';
 import { flushTracing, installTracing } from './observability/tracing';
 import { storeSpans } from './observability/span-store';
 import { clientInterceptors } from './observability/temporal';
+import type { BuiltinActivities, ToolCallActivities, ToolQueueActivities } from '../contracts/activities';
+import type { ToolQueueName } from '../contracts/tool-modes';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -246,6 +248,15 @@ export async function startServer(
         callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
         imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
       });
+      // Each tool worker that can live apart, with the activities of the modes on its queue.
+      const toolCalls = { sandbox: sandboxed, mcp: mcpCalls } satisfies ToolQueueActivities;
+      // Every mode's activity runs on the agent worker (the built-ins' with createActivities): the
+      // sandboxed and MCP calls too, when LOCAL_TOOL_CALLS makes them local activities.
+      const agentToolCalls = {
+        ...sandboxed,
+        ...mcpCalls,
+        ...agentMessageActivities(turns),
+      } satisfies Omit<ToolCallActivities, keyof BuiltinActivities>;
       const swappedIn = options.activities?.({ db });
       const agentWorker = await createAgentWorker({
         connection,
@@ -268,10 +279,7 @@ export async function startServer(
             startWebhook: (subject) => startWebhook(turns, subject),
             laneReleased: (scope) => signalLaneReleased(turns, scope),
           }),
-          // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
-          ...sandboxed,
-          ...mcpCalls,
-          ...agentMessageActivities(turns),
+          ...agentToolCalls,
           ...laneActivities(turns),
           ...scheduleActivities(turns),
           ...webhookActivities({
@@ -284,25 +292,20 @@ export async function startServer(
           }),
         },
       });
-      const sandboxWorker = await createToolWorker({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: queues.sandbox,
-        deployment,
-        tracing,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        activities: swappedIn ?? sandboxed,
-      });
-      const mcpWorker = await createToolWorker({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: queues.mcp,
-        deployment,
-        tracing,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-        activities: swappedIn ?? mcpCalls,
-      });
-      for (const worker of [agentWorker, sandboxWorker, mcpWorker]) {
+      const toolWorkers = [];
+      for (const [queue, activities] of Object.entries(toolCalls) as [ToolQueueName, object][])
+        toolWorkers.push(
+          await createToolWorker({
+            connection,
+            namespace: config.TEMPORAL_NAMESPACE,
+            taskQueue: queues[queue],
+            deployment,
+            tracing,
+            shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+            activities: swappedIn ?? activities,
+          }),
+        );
+      for (const worker of [agentWorker, ...toolWorkers]) {
         const { taskQueue } = worker.options;
         const running = worker.run().catch((error) => {
           if (!stopping.stopping) {
@@ -322,7 +325,7 @@ export async function startServer(
       const versioning = versioningMode(config.WORKER_VERSIONING, role);
       log.info(
         {
-          taskQueues: [queues.agent, queues.sandbox, queues.mcp],
+          taskQueues: Object.values(queues),
           namespace: config.TEMPORAL_NAMESPACE,
           deployment: workerVersion.deploymentName,
           buildId: workerVersion.buildId,
@@ -339,7 +342,7 @@ export async function startServer(
         namespace: config.TEMPORAL_NAMESPACE,
         version: workerVersion,
         mode: versioning,
-        taskQueues: [queues.agent, queues.sandbox, queues.mcp],
+        taskQueues: Object.values(queues),
         timeoutMs: config.TEMPORAL_CONNECT_TIMEOUT_MS,
         log,
         vet: () =>

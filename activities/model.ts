@@ -224,24 +224,36 @@ export function modelActivities(deps: ActivityDeps) {
  */
 async function callModelOnce(deps: ModelCallDeps, input: CallModelInput): Promise<StepReply> {
   const read = await readForModelCall(deps, input);
-  const { stored, agent, requestInput } = read;
+  const { stored, agent } = read;
   if (stored) return { ...replyOf(stored, input), ...(await pausedBy(deps.db, stored, input)) };
   if (!agent) throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
   const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
   const parsed = parseHandle(handle);
   if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, LLM_API_ERROR);
-  const { reply, answer } = await askModel(deps, input, read, parsed);
+  const context = { ...read, agent };
+  const { reply, answer } = await askModel(deps, input, context, parsed);
+  return recordReply(deps, input, context, { ...reply, handle }, answer);
+}
+
+/**
+ * The reply recorded with the two decisions that go with it, each in the transaction that stores it:
+ * the run's end, when the turn said a final reply ends it (`replyEndsRun`), and the pause of the calls
+ * that wait (`waitingCallIds`: by their tools and, for a policy's conditions, their arguments).
+ */
+async function recordReply(
+  deps: ModelCallDeps,
+  input: CallModelInput,
+  { agent, requestInput, clientTools, idempotencyKey }: ModelCallContext,
+  reply: { id: string; stepId: string; callIds: string[]; handle: string },
+  answer: ModelReply,
+): Promise<StepReply> {
   // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
   const toolCalls = (input.parallelToolCalls ? answer.toolCalls : answer.toolCalls.slice(0, 1)).map(
     (call, index) => ({ ...call, id: (reply.callIds[index] ??= ownToolCallId()) }),
   );
   const usage = usageOf(answer);
   // The calls that wait make the reply Letta's approval request.
-  const waiting = waitingCallIds(toolCalls, {
-    ...input,
-    clientTools: read.clientTools,
-    rules: input.approvalRules ?? [],
-  });
+  const waiting = waitingCallIds(toolCalls, { ...input, clientTools, rules: input.approvalRules ?? [] });
   const message: NewMessage = {
     id: reply.id,
     agent_id: agent.id,
@@ -254,10 +266,10 @@ async function callModelOnce(deps: ModelCallDeps, input: CallModelInput): Promis
     metadata: {
       usage,
       finish_reason: answer.finishReason,
-      model: handle,
+      model: reply.handle,
       ...(waiting.length ? { approval_request: { tool_call_ids: waiting } } : {}),
     },
-    idempotency_key: read.idempotencyKey,
+    idempotency_key: idempotencyKey,
   };
   const store = async (q: Queryable) => {
     await storeRequestInput(q, agent.id, input.runId, requestInput);
@@ -268,12 +280,7 @@ async function callModelOnce(deps: ModelCallDeps, input: CallModelInput): Promis
   if (!waiting.length)
     return replyOf(requestInput.length ? await deps.db.transaction(store) : await store(deps.db), input);
   const asked = toolCalls.filter((call) => waiting.includes(call.id));
-  return storePausedReply(
-    deps,
-    input,
-    { store, replyId: message.id, asked, usage, clientTools: read.clientTools },
-    agent,
-  );
+  return storePausedReply(deps, input, { store, replyId: message.id, asked, usage, clientTools }, agent);
 }
 
 /**
@@ -302,6 +309,9 @@ async function readForModelCall({ db, transcripts }: ModelCallDeps, input: CallM
 
 type ModelCallRead = Awaited<ReturnType<typeof readForModelCall>>;
 
+/** What a model call read, for an agent that exists. */
+type ModelCallContext = ModelCallRead & { agent: NonNullable<ModelCallRead['agent']> };
+
 /**
  * The provider's answer, streamed as tokens when the request asks: the reply's message, step and call
  * ids are chosen before the call, so a token stream names them as they will be stored.
@@ -309,18 +319,18 @@ type ModelCallRead = Awaited<ReturnType<typeof readForModelCall>>;
 async function askModel(
   { db, providers, log }: ModelCallDeps,
   input: CallModelInput,
-  { agent, conversationId, summary, transcript, clientTools, requestInput }: ModelCallRead,
+  { agent, conversationId, summary, transcript, clientTools, requestInput }: ModelCallContext,
   parsed: { provider: string; model: string },
 ): Promise<{ reply: { id: string; stepId: string; callIds: string[] }; answer: ModelReply }> {
   const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
-  const system = compiledPrompt(agent!, conversationId);
+  const system = compiledPrompt(agent, conversationId);
   const messages = requestMessages({ system, summary, transcript }, requestInput);
   const tokens = input.streamTokens
     ? tokenStream(db, input, clientTools, reply, (error) =>
         log.warn({ error: errorText(error), runId: input.runId }, 'could not publish token deltas'),
       )
     : undefined;
-  const { llm_config } = agent!;
+  const { llm_config } = agent;
   try {
     const provider = tracedProvider(providers(parsed.provider), {
       name: parsed.provider,
@@ -329,7 +339,7 @@ async function askModel(
     const request = {
       model: parsed.model,
       messages,
-      tools: offeredTools(agent!.tools, input.allowedTools, clientTools, Boolean(llm_config.strict)),
+      tools: offeredTools(agent.tools, input.allowedTools, clientTools, Boolean(llm_config.strict)),
       toolChoice: input.toolChoice,
       parallelToolCalls: input.parallelToolCalls,
       temperature: llm_config.temperature ?? undefined,

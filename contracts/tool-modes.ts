@@ -60,8 +60,16 @@ export type ToolCallActivityOn<Q extends TaskQueueName> = {
 /** The modes, in the list's order. */
 export const toolModes = (): ToolMode[] => Object.keys(EXECUTION_MODES) as ToolMode[];
 
+/** The entry of a mode this build has: a turn's tools stored by a newer build may name one it lacks. */
+const entryOf = (mode: string): (ServerMode | ClientMode) | undefined =>
+  Object.hasOwn(EXECUTION_MODES, mode) ? EXECUTION_MODES[mode as ToolMode] : undefined;
+
 /** Whether the client runs a mode's calls (the turn pauses for their returns) rather than this server. */
-export const runsOnClientMode = (mode: ToolMode): boolean => EXECUTION_MODES[mode].activity === null;
+export const runsOnClientMode = (mode: ToolMode): boolean => entryOf(mode)?.activity === null;
+
+/** Whether this server runs a mode's calls, by its activity. */
+export const isServerMode = (mode: ToolMode): mode is ServerToolMode =>
+  typeof entryOf(mode)?.activity === 'string';
 
 /** The mode whose calls an activity runs, by the activity's name; none for any other activity. */
 export function modeOfActivity(activity: string): ServerToolMode | undefined {

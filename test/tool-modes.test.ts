@@ -6,6 +6,8 @@
  */
 import {
   EXECUTION_MODES,
+  isServerMode,
+  runsOnClientMode,
   modeOfActivity,
   toolModes,
   type TaskQueueName,
@@ -64,6 +66,17 @@ describe('the execution modes, one list', () => {
       mcp: { runMcpTool: call },
     };
     expect([rows, activities, queues, selected, workers]).toHaveLength(5);
+  });
+});
+
+describe('a mode this build lacks', () => {
+  it('is neither the client’s nor run here: a call of it is refused, not run in another mode', () => {
+    // A turn's tools stored by a newer build, during a deploy, may name a mode this build lacks.
+    const newer = 'gpu' as ToolMode;
+    expect(isServerMode(newer)).toBe(false);
+    expect(runsOnClientMode(newer)).toBe(false);
+    expect(toolModes().filter(isServerMode)).toEqual(['builtin', 'code', 'agent', 'sandbox', 'mcp']);
+    expect(toolModes().filter(runsOnClientMode)).toEqual(['client']);
   });
 });
 

@@ -30,7 +30,7 @@ import type {
 } from '../contracts/payloads';
 import {
   EXECUTION_MODES,
-  runsOnClientMode,
+  isServerMode,
   type ServerToolMode,
   type ToolMode,
   type ToolQueueName,
@@ -102,17 +102,15 @@ export const TOOL_MODES: { [M in ToolMode]: ToolModeRow<M> } = {
   client: { label: 'client-side' },
 };
 
-/** A mode's row when this server runs its calls, with its activity and task queue. */
+/**
+ * A mode's row when this server runs its calls, with its activity and task queue; none for the
+ * client's, or for a mode this build lacks (a turn's tools stored by a newer build during a deploy).
+ */
 function serverRow(mode: ToolMode) {
-  if (runsOnClientMode(mode)) return undefined;
-  const row = TOOL_MODES[mode as ServerToolMode];
-  const { activity, queue } = EXECUTION_MODES[mode as ServerToolMode];
+  if (!isServerMode(mode)) return undefined;
+  const row = TOOL_MODES[mode];
+  const { activity, queue } = EXECUTION_MODES[mode];
   return { ...row, activity, queue };
-}
-
-/** Whether a call of `tool` waits for its return from the client instead of running here. */
-export function runsOnClient(tool: TurnTool | undefined): boolean {
-  return tool !== undefined && runsOnClientMode(tool.mode);
 }
 
 /**

@@ -34,6 +34,7 @@ import { waitingCallIds, waitSettings } from '../src/approvals/policies';
 import { addUsage } from '../contracts/usage';
 import type { CallModelInput, ClientTool, StepReply, TokenUsage } from '../contracts/payloads';
 import { finalReplyStopReason } from '../contracts/stop-reasons';
+import { replyEndsRun } from '../contracts/turn-decisions';
 import { storeRunEnd } from './run';
 import { startRunCallback } from './deps';
 import type { ModelActivities } from '../contracts/activities';
@@ -100,11 +101,10 @@ function replyOf(message: MessageRow, input: CallModelInput): StepReply {
     usage: meta.usage ?? { promptTokens: 0, completionTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
   };
   if (reply.toolCalls.length) reply.waitingCallIds = meta.approval_request?.tool_call_ids ?? [];
-  return endsRun(reply, input) ? { ...reply, stopReason: finalReplyStopReason(reply.finishReason) } : reply;
+  return replyEndsRun(reply, input.endsRunWhenFinal)
+    ? { ...reply, stopReason: finalReplyStopReason(reply.finishReason) }
+    : reply;
 }
-
-const endsRun = (reply: Pick<StepReply, 'toolCalls'>, input: CallModelInput) =>
-  Boolean(input.endsRunWhenFinal) && reply.toolCalls.length === 0;
 
 /**
  * A failure the workflow reads as `llm_api_error`, with Letta's error type as its detail; retried by
@@ -204,204 +204,263 @@ function tokenStream(
   return { onDelta, close: () => publisher.close() };
 }
 
-export function modelActivities({
-  db,
-  providers,
-  log,
-  startWebhook,
-  laneReleased,
-  transcriptCacheMessages = 0,
-}: ActivityDeps) {
-  const transcripts = new TranscriptCache(transcriptCacheMessages);
-  /** A retried call whose reply was stored: the wait it entered then, as it stands now. */
-  const pausedBy = async (
-    q: Queryable,
-    stored: MessageRow,
-    input: CallModelInput,
-  ): Promise<Partial<StepReply>> => {
-    if (!stored.metadata?.approval_request) return {};
-    const scope = { agentId: input.agentId, conversationId: stored.conversation_id };
-    return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
-  };
+/** What a model call works with: the process's dependencies and the transcripts kept between steps. */
+interface ModelCallDeps extends ActivityDeps {
+  transcripts: TranscriptCache;
+}
 
-  /**
-   * A reply that pauses ends its run, and is an approval request: the run's callback and the agent's
-   * approval notice go out (each started once, however often this is retried).
-   */
-  const notifyPause = async (input: CallModelInput, reply: StepReply) => {
-    if (!reply.approvalWait) return reply;
-    const { agentId, runId } = input;
-    if ((await getRun(db, runId))?.callback_url) await startRunCallback(startWebhook, input);
-    await startWebhook({ kind: 'approval_requested', id: reply.messageId, agentId });
-    return reply;
-  };
-
-  /** A reply that ends its request, stored in the transaction that ends the run. */
-  const storeFinalReply = async (
-    input: CallModelInput,
-    store: (q: Queryable) => Promise<MessageRow>,
-    replyId: string,
-    usage: TokenUsage,
-  ) => {
-    const { reply, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
-      const message = await store(tx);
-      const reply = replyOf(message, input);
-      // Stored before, by an attempt that ended the run with it.
-      if (message.id !== replyId) return { reply, callbackUrl: null, laneWaited: undefined };
-      const end = {
-        agentId: input.agentId,
-        runId: input.runId,
-        stopReason: reply.stopReason!,
-        usage: addUsage(input.requestUsage, usage),
-        pendingToolCallIds: [],
-      };
-      return { reply, ...(await storeRunEnd(tx, end)) };
-    });
-    if (laneWaited) await laneReleased(laneWaited);
-    if (callbackUrl) await startRunCallback(startWebhook, input);
-    return reply;
-  };
-
+export function modelActivities(deps: ActivityDeps) {
+  const call = { ...deps, transcripts: new TranscriptCache(deps.transcriptCacheMessages ?? 0) };
   return {
     async callModel(input: CallModelInput): Promise<StepReply> {
-      return notifyPause(input, await callModelOnce(input));
+      return notifyPause(call, input, await callModelOnce(call, input));
     },
   } satisfies ModelActivities;
+}
 
-  async function callModelOnce(input: CallModelInput): Promise<StepReply> {
-    {
-      // A request's run is running from its first model call, which stores the messages it brought
-      // with its reply.
-      const idempotencyKey = `${input.runId}:model:${input.step}`;
-      // The reads, at once on connections of their own, wait for the tool returns to flush (the
-      // transcript holds them), not for the run's start: a request's first call reads as it starts.
-      const reads = flushToolReturns(
-        db,
-        input.agentId,
-        input.runId,
-        input.pendingToolCallIds,
-        input.followUpsFrom,
-      ).then(() =>
-        readModelCall(db, transcripts, { agentId: input.agentId, runId: input.runId, idempotencyKey }),
-      );
-      const [started, { stored, agent, conversationId, summary, transcript, clientTools }] =
-        await Promise.all([input.step === 0 ? startRunWithInput(db, input.runId) : undefined, reads]);
-      const requestInput = started ?? [];
-      if (stored) return { ...replyOf(stored, input), ...(await pausedBy(db, stored, input)) };
-      if (!agent)
-        throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
-      const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
-      const parsed = parseHandle(handle);
-      if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, LLM_API_ERROR);
+/**
+ * One model call: the request's earlier tool returns flushed, its context read, the provider asked,
+ * its reply recorded. A retried call whose reply was stored returns that reply, as it stands now.
+ */
+async function callModelOnce(deps: ModelCallDeps, input: CallModelInput): Promise<StepReply> {
+  const read = await readForModelCall(deps, input);
+  const { stored, agent } = read;
+  if (stored) return { ...replyOf(stored, input), ...(await pausedBy(deps.db, stored, input)) };
+  if (!agent) throw ApplicationFailure.nonRetryable(`agent ${input.agentId} no longer exists`, 'AgentGone');
+  const handle = agent.model ?? `${agent.llm_config.model_endpoint_type}/${agent.llm_config.model}`;
+  const parsed = parseHandle(handle);
+  if (!parsed) throw ApplicationFailure.nonRetryable(`Invalid model handle '${handle}'`, LLM_API_ERROR);
+  const context = { ...read, agent };
+  const { reply, answer } = await askModel(deps, input, context, parsed);
+  return recordReply(deps, input, context, { ...reply, handle }, answer);
+}
 
-      const system = compiledPrompt(agent, conversationId);
-      const messages = requestMessages({ system, summary, transcript }, requestInput);
-      // Chosen before the call: a token stream names the reply and its calls as they will be stored.
-      const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
-      const tokens = input.streamTokens
-        ? tokenStream(db, input, clientTools, reply, (error) =>
-            log.warn({ error: errorText(error), runId: input.runId }, 'could not publish token deltas'),
-          )
-        : undefined;
-      let answer: ModelReply;
-      try {
-        answer = await withHeartbeats(
-          tracedProvider(providers(parsed.provider), {
-            name: parsed.provider,
-            stepId: reply.stepId,
-          }).complete(
-            {
-              model: parsed.model,
-              messages,
-              tools: offeredTools(
-                agent.tools,
-                input.allowedTools,
-                clientTools,
-                Boolean(agent.llm_config.strict),
-              ),
-              toolChoice: input.toolChoice,
-              parallelToolCalls: input.parallelToolCalls,
-              temperature: agent.llm_config.temperature ?? undefined,
-              maxTokens: agent.llm_config.max_tokens ?? undefined,
-              reasoningEffort: agent.llm_config.reasoning_effort ?? undefined,
-            },
-            Context.current().cancellationSignal,
-            tokens && streamedWithHeartbeats(tokens.onDelta),
-          ),
-        );
-      } catch (error) {
-        // Cancelled: so the workflow learns, rather than of a provider error. Stopped otherwise (a
-        // shutdown past its grace): retried, the reply not stored.
-        if (cancelledByPerson()) throw new CancelledFailure('the run was cancelled');
-        if (attemptInterrupted()) throw interruption('the model call');
-        throw modelFailure(error);
-      } finally {
-        // Every delta is out before the reply is stored: a stream then sees the reply as complete.
-        await tokens?.close();
-      }
-      // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
-      const toolCalls = (input.parallelToolCalls ? answer.toolCalls : answer.toolCalls.slice(0, 1)).map(
-        (call, index) => ({ ...call, id: (reply.callIds[index] ??= ownToolCallId()) }),
-      );
-      const usage: TokenUsage = {
-        promptTokens: answer.usage.promptTokens,
-        completionTokens: answer.usage.completionTokens,
-        cachedInputTokens: answer.usage.cachedInputTokens ?? 0,
-        reasoningTokens: answer.usage.reasoningTokens ?? 0,
-      };
-      // The calls that wait make the reply Letta's approval request.
-      const waiting = waitingCallIds(toolCalls, { ...input, clientTools, rules: input.approvalRules ?? [] });
-      const replyMessage: NewMessage = {
-        id: reply.id,
-        agent_id: agent.id,
-        run_id: input.runId,
-        step_id: reply.stepId,
-        role: 'assistant',
-        content: answer.text ? [{ type: 'text', text: answer.text }] : null,
-        reasoning: answer.reasoning,
-        tool_calls: toolCalls,
-        metadata: {
-          usage,
-          finish_reason: answer.finishReason,
-          model: handle,
-          ...(waiting.length ? { approval_request: { tool_call_ids: waiting } } : {}),
-        },
-        idempotency_key: idempotencyKey,
-      };
-      const store = async (q: Queryable) => {
-        await storeRequestInput(q, agent.id, input.runId, requestInput);
-        return insertMessage(q, replyMessage);
-      };
-      const { requestUsage } = input;
-      if (endsRun({ toolCalls }, input)) return storeFinalReply(input, store, replyMessage.id, usage);
-      if (!waiting.length)
-        return replyOf(requestInput.length ? await db.transaction(store) : await store(db), input);
-      // The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
-      // ended meanwhile is left unpaused (see releaseCancelledPause).
-      return db.transaction(async (tx) => {
-        const run = await lockRun(tx, input.runId);
-        const message = await store(tx);
-        if (message.id !== replyMessage.id)
-          return { ...replyOf(message, input), ...(await pausedBy(tx, message, input)) };
-        if (!run || !isActiveRun(run)) return replyOf(message, input);
-        const asked = toolCalls.filter((call) => waiting.includes(call.id));
-        const pause = {
-          agentId: agent.id,
-          runId: input.runId,
-          messageId: message.id,
-          toolCallIds: waiting,
-          usage: addUsage(requestUsage, usage),
-          ...waitSettings(
-            input.approvalRules ?? [],
-            asked.map((call) => call.name),
-          ),
-          calls: asked.map((call) => ({ ...call, kind: kindOf(call, clientTools) })),
-        };
-        return {
-          ...replyOf(message, input),
-          approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
-        };
-      });
-    }
+/**
+ * The reply recorded with the two decisions that go with it, each in the transaction that stores it:
+ * the run's end, when the turn said a final reply ends it (`replyEndsRun`), and the pause of the calls
+ * that wait (`waitingCallIds`: by their tools and, for a policy's conditions, their arguments).
+ */
+async function recordReply(
+  deps: ModelCallDeps,
+  input: CallModelInput,
+  { agent, requestInput, clientTools, idempotencyKey }: ModelCallContext,
+  reply: { id: string; stepId: string; callIds: string[]; handle: string },
+  answer: ModelReply,
+): Promise<StepReply> {
+  // Without parallel tool calls, Letta keeps only the first call of a reply that has several.
+  const toolCalls = (input.parallelToolCalls ? answer.toolCalls : answer.toolCalls.slice(0, 1)).map(
+    (call, index) => ({ ...call, id: (reply.callIds[index] ??= ownToolCallId()) }),
+  );
+  const usage = usageOf(answer);
+  // The calls that wait make the reply Letta's approval request.
+  const waiting = waitingCallIds(toolCalls, { ...input, clientTools, rules: input.approvalRules ?? [] });
+  const message: NewMessage = {
+    id: reply.id,
+    agent_id: agent.id,
+    run_id: input.runId,
+    step_id: reply.stepId,
+    role: 'assistant',
+    content: answer.text ? [{ type: 'text', text: answer.text }] : null,
+    reasoning: answer.reasoning,
+    tool_calls: toolCalls,
+    metadata: {
+      usage,
+      finish_reason: answer.finishReason,
+      model: reply.handle,
+      ...(waiting.length ? { approval_request: { tool_call_ids: waiting } } : {}),
+    },
+    idempotency_key: idempotencyKey,
+  };
+  const store = async (q: Queryable) => {
+    await storeRequestInput(q, agent.id, input.runId, requestInput);
+    return insertMessage(q, message);
+  };
+  if (replyEndsRun({ toolCalls }, input.endsRunWhenFinal))
+    return storeFinalReply(deps, input, store, message.id, usage);
+  if (!waiting.length)
+    return replyOf(requestInput.length ? await deps.db.transaction(store) : await store(deps.db), input);
+  const asked = toolCalls.filter((call) => waiting.includes(call.id));
+  return storePausedReply(deps, input, { store, replyId: message.id, asked, usage, clientTools }, agent);
+}
+
+/**
+ * What a model call reads, at once on connections of their own: the request's messages, as its run
+ * starts with its first call, and the call's context, once the tool returns of the step before are
+ * flushed (the transcript holds them), not after the run's start: a request's first call reads as it
+ * starts.
+ */
+async function readForModelCall({ db, transcripts }: ModelCallDeps, input: CallModelInput) {
+  const idempotencyKey = `${input.runId}:model:${input.step}`;
+  const reads = flushToolReturns(
+    db,
+    input.agentId,
+    input.runId,
+    input.pendingToolCallIds,
+    input.followUpsFrom,
+  ).then(() =>
+    readModelCall(db, transcripts, { agentId: input.agentId, runId: input.runId, idempotencyKey }),
+  );
+  const [started, read] = await Promise.all([
+    input.step === 0 ? startRunWithInput(db, input.runId) : undefined,
+    reads,
+  ]);
+  return { ...read, requestInput: started ?? [], idempotencyKey };
+}
+
+type ModelCallRead = Awaited<ReturnType<typeof readForModelCall>>;
+
+/** What a model call read, for an agent that exists. */
+type ModelCallContext = ModelCallRead & { agent: NonNullable<ModelCallRead['agent']> };
+
+/**
+ * The provider's answer, streamed as tokens when the request asks: the reply's message, step and call
+ * ids are chosen before the call, so a token stream names them as they will be stored.
+ */
+async function askModel(
+  { db, providers, log }: ModelCallDeps,
+  input: CallModelInput,
+  { agent, conversationId, summary, transcript, clientTools, requestInput }: ModelCallContext,
+  parsed: { provider: string; model: string },
+): Promise<{ reply: { id: string; stepId: string; callIds: string[] }; answer: ModelReply }> {
+  const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
+  const system = compiledPrompt(agent, conversationId);
+  const messages = requestMessages({ system, summary, transcript }, requestInput);
+  const tokens = input.streamTokens
+    ? tokenStream(db, input, clientTools, reply, (error) =>
+        log.warn({ error: errorText(error), runId: input.runId }, 'could not publish token deltas'),
+      )
+    : undefined;
+  const { llm_config } = agent;
+  try {
+    const provider = tracedProvider(providers(parsed.provider), {
+      name: parsed.provider,
+      stepId: reply.stepId,
+    });
+    const request = {
+      model: parsed.model,
+      messages,
+      tools: offeredTools(agent.tools, input.allowedTools, clientTools, Boolean(llm_config.strict)),
+      toolChoice: input.toolChoice,
+      parallelToolCalls: input.parallelToolCalls,
+      temperature: llm_config.temperature ?? undefined,
+      maxTokens: llm_config.max_tokens ?? undefined,
+      reasoningEffort: llm_config.reasoning_effort ?? undefined,
+    };
+    const onDelta = tokens && streamedWithHeartbeats(tokens.onDelta);
+    const answer = await withHeartbeats(
+      provider.complete(request, Context.current().cancellationSignal, onDelta),
+    );
+    return { reply, answer };
+  } catch (error) {
+    // Cancelled: so the workflow learns, rather than of a provider error. Stopped otherwise (a
+    // shutdown past its grace): retried, the reply not stored.
+    if (cancelledByPerson()) throw new CancelledFailure('the run was cancelled');
+    if (attemptInterrupted()) throw interruption('the model call');
+    throw modelFailure(error);
+  } finally {
+    // Every delta is out before the reply is stored: a stream then sees the reply as complete.
+    await tokens?.close();
   }
+}
+
+const usageOf = (answer: ModelReply): TokenUsage => ({
+  promptTokens: answer.usage.promptTokens,
+  completionTokens: answer.usage.completionTokens,
+  cachedInputTokens: answer.usage.cachedInputTokens ?? 0,
+  reasoningTokens: answer.usage.reasoningTokens ?? 0,
+});
+
+/** A retried call whose reply was stored: the wait it entered then, as it stands now. */
+async function pausedBy(
+  q: Queryable,
+  stored: MessageRow,
+  input: CallModelInput,
+): Promise<Partial<StepReply>> {
+  if (!stored.metadata?.approval_request) return {};
+  const scope = { agentId: input.agentId, conversationId: stored.conversation_id };
+  return { approvalWait: waitOf(await pendingApproval(q, scope), stored.id) };
+}
+
+/**
+ * A reply that pauses ends its run, and is an approval request: the run's callback and the agent's
+ * approval notice go out (each started once, however often this is retried).
+ */
+async function notifyPause({ db, startWebhook }: ModelCallDeps, input: CallModelInput, reply: StepReply) {
+  if (!reply.approvalWait) return reply;
+  const { agentId, runId } = input;
+  if ((await getRun(db, runId))?.callback_url) await startRunCallback(startWebhook, input);
+  await startWebhook({ kind: 'approval_requested', id: reply.messageId, agentId });
+  return reply;
+}
+
+/** A reply that ends its request, stored in the transaction that ends the run. */
+async function storeFinalReply(
+  { db, startWebhook, laneReleased }: ModelCallDeps,
+  input: CallModelInput,
+  store: (q: Queryable) => Promise<MessageRow>,
+  replyId: string,
+  usage: TokenUsage,
+) {
+  const { reply, callbackUrl, laneWaited } = await db.transaction(async (tx) => {
+    const message = await store(tx);
+    const reply = replyOf(message, input);
+    // Stored before, by an attempt that ended the run with it.
+    if (message.id !== replyId) return { reply, callbackUrl: null, laneWaited: undefined };
+    const end = {
+      agentId: input.agentId,
+      runId: input.runId,
+      stopReason: reply.stopReason!,
+      usage: addUsage(input.requestUsage, usage),
+      pendingToolCallIds: [],
+    };
+    return { reply, ...(await storeRunEnd(tx, end)) };
+  });
+  if (laneWaited) await laneReleased(laneWaited);
+  if (callbackUrl) await startRunCallback(startWebhook, input);
+  return reply;
+}
+
+/** A reply whose calls wait, with what its pause is entered with. */
+interface PausedReply {
+  store: (q: Queryable) => Promise<MessageRow>;
+  replyId: string;
+  /** The calls that wait. */
+  asked: ModelReply['toolCalls'];
+  usage: TokenUsage;
+  clientTools: ClientTool[];
+}
+
+/**
+ * The reply and the pause in one transaction, which locks the run's row first: a run a cancel has
+ * ended meanwhile is left unpaused (see releaseCancelledPause).
+ */
+function storePausedReply(
+  { db }: ModelCallDeps,
+  input: CallModelInput,
+  { store, replyId, asked, usage, clientTools }: PausedReply,
+  agent: { id: string; approval_timeout_seconds: number | null },
+): Promise<StepReply> {
+  return db.transaction(async (tx) => {
+    const run = await lockRun(tx, input.runId);
+    const message = await store(tx);
+    if (message.id !== replyId)
+      return { ...replyOf(message, input), ...(await pausedBy(tx, message, input)) };
+    if (!run || !isActiveRun(run)) return replyOf(message, input);
+    const pause = {
+      agentId: agent.id,
+      runId: input.runId,
+      messageId: message.id,
+      toolCallIds: asked.map((call) => call.id),
+      usage: addUsage(input.requestUsage, usage),
+      ...waitSettings(
+        input.approvalRules ?? [],
+        asked.map((call) => call.name),
+      ),
+      calls: asked.map((call) => ({ ...call, kind: kindOf(call, clientTools) })),
+    };
+    return {
+      ...replyOf(message, input),
+      approvalWait: await enterPause(tx, pause, run, agent.approval_timeout_seconds),
+    };
+  });
 }

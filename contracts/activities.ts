@@ -21,6 +21,7 @@ import type {
   ToolOutcome,
   WebhookSubject,
 } from './payloads';
+import type { TaskQueueName, ToolCallActivityName, ToolCallActivityOn, ToolQueueName } from './tool-modes';
 
 /** A tool call of any execution mode (activities/tool-call.ts). */
 export type ToolCallActivity = (input: ToolCallInput) => Promise<ToolOutcome>;
@@ -64,17 +65,22 @@ export interface FileIngestionActivities {
   failIngestion(input: { fileId: string; error: string }): Promise<void>;
 }
 
-/** The execution modes' activities (workflows/tool-calls.ts), one module each in activities/. */
-export interface BuiltinActivities {
-  runBuiltinTool: ToolCallActivity;
-}
-export interface AgentMessageActivities {
-  /**
-   * Sends and waits in one activity, polling: turns recorded before agent messages waited in a child
-   * workflow (workflows/agent-message-call.ts) still call it.
-   */
-  messageAgents: ToolCallActivity;
-}
+/**
+ * The execution modes' activities, by the names contracts/tool-modes.ts gives them, one module each in
+ * activities/: a mode added there is an activity here at once, which its factory must then provide.
+ */
+export type ToolCallActivities = Record<ToolCallActivityName, ToolCallActivity>;
+/** What the worker of task queue `Q` registers to run the calls of the modes on it. */
+export type ToolCallActivitiesOn<Q extends TaskQueueName> = Pick<ToolCallActivities, ToolCallActivityOn<Q>>;
+/** The tool workers that can live apart, each with the activities of its queue (src/server.ts). */
+export type ToolQueueActivities = { [Q in ToolQueueName]: ToolCallActivitiesOn<Q> };
+
+export type BuiltinActivities = Pick<ToolCallActivities, 'runBuiltinTool'>;
+/**
+ * `messageAgents` sends and waits in one activity, polling: turns recorded before agent messages waited
+ * in a child workflow (workflows/agent-message-call.ts) still call it.
+ */
+export type AgentMessageActivities = Pick<ToolCallActivities, 'messageAgents'>;
 /** The steps of an agent message's call (workflows/agent-message-call.ts). */
 export interface AgentMessageCallActivities {
   /** Sends the call's messages, each a turn of its recipient's, told to signal the calling workflow. */
@@ -84,15 +90,9 @@ export interface AgentMessageCallActivities {
   /** Reads the replies and records the call's result, once per tool call id. */
   recordAgentReplies(input: AgentRepliesInput): Promise<ToolOutcome>;
 }
-export interface RunCodeActivities {
-  runCode: ToolCallActivity;
-}
-export interface SandboxActivities {
-  runSandboxTool: ToolCallActivity;
-}
-export interface McpActivities {
-  runMcpTool: ToolCallActivity;
-}
+export type RunCodeActivities = Pick<ToolCallActivities, 'runCode'>;
+export type SandboxActivities = Pick<ToolCallActivities, 'runSandboxTool'>;
+export type McpActivities = Pick<ToolCallActivities, 'runMcpTool'>;
 
 /** A turn waiting in its session for its conversation's lane (src/db/lanes.ts). */
 export interface LaneHolder {

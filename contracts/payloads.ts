@@ -5,6 +5,7 @@
  */
 import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
 import type { ToolCallRecord } from './tool-rules';
+import type { ToolMode } from './tool-modes';
 
 /**
  * A tool the client runs, sent with a request (Letta's `client_tools`): the turn pauses for its return.
@@ -16,8 +17,7 @@ export interface ClientTool {
   parameters?: Record<string, unknown> | null;
 }
 
-/** How a tool call is executed: its row in TOOL_MODES (workflows/tool-calls.ts) and its activity's executor. */
-export type ToolMode = 'builtin' | 'code' | 'agent' | 'sandbox' | 'mcp' | 'client';
+export type { ToolMode } from './tool-modes';
 
 export interface TurnTool {
   id: string;

@@ -60,6 +60,8 @@ import { toolApiAccess, type ToolApiAccess } from './access/tool-api-access';
 import { flushTracing, installTracing, type Tracing } from './observability/tracing';
 import { storeSpans } from './observability/span-store';
 import { clientInterceptors } from './observability/temporal';
+import type { BuiltinActivities, ToolCallActivities, ToolQueueActivities } from '../contracts/activities';
+import type { TaskQueueName, ToolQueueName } from '../contracts/tool-modes';
 
 /** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
 export type Role = 'all' | 'api' | 'worker';
@@ -364,7 +366,7 @@ async function startWorkers(parts: ServerParts): Promise<WorkerDeploymentVersion
 }
 
 /** What each task queue's worker registers; activities a test swaps in run on every worker. */
-function workerActivities(parts: ServerParts): Record<'agent' | 'sandbox' | 'mcp', object> {
+function workerActivities(parts: ServerParts): Record<TaskQueueName, object> {
   const { config, db, log, turns, tools, toolApi, options } = parts;
   const swappedIn = options.activities?.({ db });
   if (swappedIn) return { agent: swappedIn, sandbox: swappedIn, mcp: swappedIn };
@@ -388,6 +390,15 @@ function workerActivities(parts: ServerParts): Record<'agent' | 'sandbox' | 'mcp
     callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
     imageMaxBytes: config.TOOL_RETURN_IMAGE_MAX_BYTES,
   });
+  // Each tool worker that can live apart, with the activities of the modes on its queue.
+  const toolCalls = { sandbox: sandboxed, mcp: mcpCalls } satisfies ToolQueueActivities;
+  // Every mode's activity runs on the agent worker (the built-ins' with createActivities): the
+  // sandboxed and MCP calls too, when LOCAL_TOOL_CALLS makes them local activities.
+  const agentToolCalls = {
+    ...sandboxed,
+    ...mcpCalls,
+    ...agentMessageActivities(turns),
+  } satisfies Omit<ToolCallActivities, keyof BuiltinActivities>;
   const agent = {
     ...createActivities({
       db,
@@ -400,10 +411,7 @@ function workerActivities(parts: ServerParts): Record<'agent' | 'sandbox' | 'mcp
       startWebhook: (subject) => startWebhook(turns, subject),
       laneReleased: (scope) => signalLaneReleased(turns, scope),
     }),
-    // Sandboxed and MCP calls run here too when LOCAL_TOOL_CALLS makes them local activities.
-    ...sandboxed,
-    ...mcpCalls,
-    ...agentMessageActivities(turns),
+    ...agentToolCalls,
     ...laneActivities(turns),
     ...scheduleActivities(turns),
     ...webhookActivities({
@@ -415,14 +423,14 @@ function workerActivities(parts: ServerParts): Record<'agent' | 'sandbox' | 'mcp
       links: linkMaker(db, config),
     }),
   };
-  return { agent, sandbox: sandboxed, mcp: mcpCalls };
+  return { agent, ...toolCalls };
 }
 
 /** The agent worker (workflows and the turn's activities) and the tool modes' workers. */
 async function createWorkers(
   parts: ServerParts,
   deployment: ReturnType<typeof workerDeploymentOptions>,
-  activities: Record<'agent' | 'sandbox' | 'mcp', object>,
+  activities: Record<TaskQueueName, object>,
 ): Promise<Worker[]> {
   const { config, connection, tracing, turns, options } = parts;
   const common = {
@@ -433,6 +441,7 @@ async function createWorkers(
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
   };
   const queues = turns.taskQueues;
+  const toolQueues = Object.keys(queues).filter((queue) => queue !== 'agent') as ToolQueueName[];
   return [
     await createAgentWorker({
       ...common,
@@ -441,8 +450,11 @@ async function createWorkers(
       maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
       activities: activities.agent,
     }),
-    await createToolWorker({ ...common, taskQueue: queues.sandbox, activities: activities.sandbox }),
-    await createToolWorker({ ...common, taskQueue: queues.mcp, activities: activities.mcp }),
+    ...(await Promise.all(
+      toolQueues.map((queue) =>
+        createToolWorker({ ...common, taskQueue: queues[queue], activities: activities[queue] }),
+      ),
+    )),
   ];
 }
 
@@ -475,7 +487,7 @@ async function promoteVersion(parts: ServerParts, version: WorkerDeploymentVersi
   const queues = turns.taskQueues;
   const versioning = versioningMode(config.WORKER_VERSIONING, role);
   const namespace = config.TEMPORAL_NAMESPACE;
-  const polled = [queues.agent, queues.sandbox, queues.mcp];
+  const polled = Object.values(queues);
   log.info(
     {
       taskQueues: polled,

@@ -152,4 +152,31 @@ describe('custom tools through the official Letta client', () => {
     await h.client.tools.delete(tool.id);
     await expect(h.client.tools.retrieve(tool.id)).rejects.toMatchObject({ status: 404 });
   });
+
+  it('refuses a turn of an agent whose tool is of a type no execution mode runs, never running it as a sandboxed tool', async () => {
+    const tool = await h.client.tools.create({
+      source_code: weather('Gets the weather.').replace('get_weather', 'get_weather_elsewhere'),
+    });
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    await h.client.agents.tools.attach(tool.id, { agent_id: agent.id });
+    // As a database written by another version may hold it: tool types enter by our own code alone.
+    await h.server.db.query(`UPDATE tools SET tool_type = 'letta_voice_sleeptime_core' WHERE id = $1`, [
+      tool.id,
+    ]);
+
+    const before = h.stub.requests.length;
+    await expect(
+      h.client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      }),
+    ).rejects.toMatchObject({
+      status: 409,
+      error: {
+        detail: expect.stringContaining(
+          "Tool 'get_weather_elsewhere' is of type 'letta_voice_sleeptime_core', which no execution mode of this server runs",
+        ),
+      },
+    });
+    expect(h.stub.requests.length).toBe(before);
+  });
 });

@@ -7,7 +7,9 @@
  * The run's life is decided here, at the lines of `agentTurn`: a run ends (`endRun`), pauses for a
  * client's tool return or a person's approval (`markPaused`, `waitForAnswer`), is cancelled while it
  * waits (`endOnCancel`), and the request that answers goes on under its own run (`resumedBy`). A
- * pause can last weeks; the turn waits on the `approvalAnswered` signal for as long as it takes.
+ * pause can last weeks; the turn waits on the `approvalAnswered` signal for as long as it takes. A
+ * step's decisions (what the model may call, which calls wait, whether the reply ends the run or pauses
+ * it, what its calls lead to) are the pure functions of contracts/turn-decisions.ts, named in `runStep`.
  */
 import {
   CancellationScope,
@@ -43,24 +45,26 @@ import type {
 import { approvalAnsweredSignal } from '../contracts/messages';
 import { stopReasonKey } from '../contracts/search-attributes';
 import { addUsage, noUsage } from '../contracts/usage';
-import { finalReplyStopReason } from '../contracts/stop-reasons';
+import { PAUSED } from '../contracts/stop-reasons';
 import {
-  allowedTools,
-  approvalRequiredTools,
   approvalRules,
   constraintViolation,
-  isTerminal,
-  mustCallTool,
   prefilledArgs,
   requiredToolAlert,
-  uncalledRequiredTools,
   carriedHistory,
   type ToolCallRecord,
 } from '../contracts/tool-rules';
+import {
+  afterCalls,
+  afterReply,
+  modelChoices,
+  waitingTools,
+  type ModelChoices,
+} from '../contracts/turn-decisions';
 import { stopFor, turnActivities, type TurnActivities } from './turn-activities';
 import { throughInterruptions } from './interrupted-activities';
 import { tellWaiter } from './agent-message-call';
-import { runsOnClient, withClientTools, type ToolCallRequest } from './tool-calls';
+import { withClientTools, type ToolCallRequest } from './tool-calls';
 
 /** What every part of one turn works with. */
 interface Turn {
@@ -215,7 +219,7 @@ function resumeOrStart(
 ): Promise<RequestOutcome> | RequestOutcome {
   if (!continued) return runSteps(turn, request);
   const { usage, pause, steps } = continued;
-  if (pause) return { stopReason: 'requires_approval', usage, pendingToolCallIds: [], pause };
+  if (pause) return { stopReason: PAUSED, usage, pendingToolCallIds: [], pause };
   return runSteps(turn, request, { ...steps!, usage });
 }
 
@@ -273,86 +277,124 @@ async function runSteps(
 /**
  * One step: the model's reply, then its calls by mode. Two decisions go with the model call, since
  * they are stored in the transaction that stores the reply: a final reply ends the run
- * (`endsRunWhenFinal`), and a reply calling any of `approvalTools` pauses it. Returns how the request
+ * (`endsRunWhenFinal`), and a reply calling any of the waiting tools pauses it. Returns how the request
  * ended, or nothing when it goes on to the next step.
  */
 async function runStep(
   turn: Turn,
   request: Request,
   step: number,
-  { outcome, history }: Progress,
+  progress: Progress,
 ): Promise<RequestOutcome | undefined> {
   const { agentId, acts } = turn;
   const { runId, context } = request;
-  const rules = context.toolRules;
-  const available = context.tools.map((t) => t.name);
-  const allowed = allowedTools(rules, available, history);
-  const forced = mustCallTool(rules, history);
-  // A reply without calls ends the request unless required tools are still to be called.
-  const uncalled = uncalledRequiredTools(rules, available, history);
-  const alertsIfFinal = uncalled.length > 0 && step + 1 < request.maxSteps;
-  const pausing = pausingTools(request);
+  const { outcome, history } = progress;
+  const choices = modelChoices(context.toolRules, context.tools, history, step, request.maxSteps);
+  const waiting = waitingTools(toolsOf(request), context.toolRules);
+  const reply = await callModel(turn, request, step, outcome, choices, waiting);
 
+  const next = afterReply(reply, waiting, choices.owedTools);
+  switch (next.next) {
+    case 'end':
+      return { ...outcome, stopReason: next.stopReason, runEnded: next.runEnded };
+    case 'alert':
+      await acts.bookkeeping.appendUserMessage({
+        agentId,
+        runId,
+        step,
+        text: requiredToolAlert(next.owedTools),
+      });
+      return undefined;
+    case 'pause':
+      return {
+        ...outcome,
+        stopReason: PAUSED,
+        pause: { messageId: reply.messageId, calls: next.calls, wait: reply.approvalWait },
+      };
+    case 'run':
+      return runReplyCalls(turn, request, reply, choices.allowedTools, progress);
+  }
+}
+
+/**
+ * The model call of a step, with the tool rules' choices; its reply's usage counted, and the returns
+ * it stored (`pendingToolCallIds`) no longer pending.
+ */
+async function callModel(
+  turn: Turn,
+  request: Request,
+  step: number,
+  outcome: RequestOutcome,
+  choices: ModelChoices,
+  waiting: string[],
+): Promise<StepReply> {
+  const { context } = request;
   setCurrentDetails(`Waiting for the model (step ${step + 1})`);
   const modelCall: CallModelInput = {
-    agentId,
-    runId,
+    agentId: turn.agentId,
+    runId: request.runId,
     step,
-    allowedTools: allowed,
-    toolChoice: forced ? (allowed.length === 1 ? { name: allowed[0] } : 'required') : 'auto',
+    allowedTools: choices.allowedTools,
+    toolChoice: choices.toolChoice,
     parallelToolCalls: context.parallelToolCalls,
-    approvalTools: pausing,
-    approvalRules: approvalRules(rules),
+    // Recorded under this name: it holds the client's tools too.
+    approvalTools: waiting,
+    approvalRules: approvalRules(context.toolRules),
     pendingToolCallIds: outcome.pendingToolCallIds,
     followUpsFrom: outcome.followUpsFrom,
     requestUsage: outcome.usage,
     streamTokens: request.streamTokens,
-    endsRunWhenFinal: !alertsIfFinal && patched(MODEL_CALL_ENDS_RUN),
+    endsRunWhenFinal: choices.owedTools.length === 0 && patched(MODEL_CALL_ENDS_RUN),
   };
   const reply: StepReply = await throughInterruptions(turn.limits.maxInterruptions, () =>
-    acts.model.callModel.executeWithOptions({ ...acts.modelOptions, summary: `model ${context.model}` }, [
-      modelCall,
-    ]),
+    turn.acts.model.callModel.executeWithOptions(
+      { ...turn.acts.modelOptions, summary: `model ${context.model}` },
+      [modelCall],
+    ),
   );
   turn.calledModel = true;
   outcome.usage = addUsage(outcome.usage, reply.usage);
   outcome.pendingToolCallIds = [];
   outcome.followUpsFrom = undefined;
+  return reply;
+}
 
-  if (reply.toolCalls.length === 0) {
-    if (!alertsIfFinal) {
-      const stopReason = finalReplyStopReason(reply.finishReason);
-      return { ...outcome, stopReason, runEnded: reply.stopReason !== undefined };
-    }
-    await acts.run.appendUserMessage({ agentId, runId, step, text: requiredToolAlert(uncalled) });
-    return undefined;
-  }
-
-  const waiting = reply.toolCalls.filter((call) =>
-    reply.waitingCallIds ? reply.waitingCallIds.includes(call.id) : pausing.includes(call.name),
-  );
-  if (waiting.length) {
-    const pause = { messageId: reply.messageId, calls: waiting, wait: reply.approvalWait };
-    return { ...outcome, stopReason: 'requires_approval', pause };
-  }
-
-  outcome.pendingToolCallIds = reply.toolCalls.map((call) => call.id);
+/** Runs a reply's calls: those the rules do not allow are rejected, the others run with their prefilled arguments. */
+async function runReplyCalls(
+  turn: Turn,
+  request: Request,
+  reply: StepReply,
+  allowed: string[],
+  progress: Progress,
+): Promise<RequestOutcome | undefined> {
+  const { agentId, acts } = turn;
+  const { runId } = request;
+  const rules = request.context.toolRules;
+  const { history } = progress;
+  progress.outcome.pendingToolCallIds = reply.toolCalls.map((call) => call.id);
   const outcomes = await runToolCalls(request, reply.toolCalls, (call) => {
     if (!allowed.includes(call.name)) {
       const reason = constraintViolation(rules, call.name, allowed, history);
-      return acts.run.rejectToolCall({ agentId, runId, toolCallId: call.id, toolName: call.name, reason });
+      return acts.bookkeeping.rejectToolCall({
+        agentId,
+        runId,
+        toolCallId: call.id,
+        toolName: call.name,
+        reason,
+      });
     }
     const prefilled = prefilledArgs(rules, call.name, history);
     return acts.runToolCall(callOf(turn, request, reply, call, prefilled), toolOf(request, call.name));
   });
-  return afterCalls(turn, request, reply.messageId, reply.toolCalls, outcomes, { outcome, history });
+  return afterReplyCalls(turn, request, reply.messageId, reply.toolCalls, outcomes, progress);
 }
 
 /**
- * What the calls of a reply lead to: a pause when any of them waits for its MCP server's elicitation,
- * the request's end when one is terminal by the rules, otherwise nothing (the turn goes on).
+ * What the calls of a reply lead to (`afterCalls`): a pause when any of them waits for its MCP
+ * server's elicitation, the request's end when one is terminal by the rules, otherwise nothing (the
+ * turn goes on).
  */
-async function afterCalls(
+async function afterReplyCalls(
   turn: Turn,
   request: Request,
   messageId: string,
@@ -360,23 +402,19 @@ async function afterCalls(
   outcomes: ToolOutcome[],
   { outcome, history }: Progress,
 ): Promise<RequestOutcome | undefined> {
-  const eliciting = calls.filter((_, i) => outcomes[i].waitsFor === 'elicitation');
-  calls.forEach(
-    (call, i) => outcomes[i].waitsFor || history.push({ name: call.name, output: outcomes[i].output }),
-  );
-  if (eliciting.length && patched(ELICITATION_PAUSE)) {
-    const wait = await turn.acts.run.pauseForElicitation({
-      agentId: turn.agentId,
-      runId: request.runId,
-      messageId,
-      toolCallIds: eliciting.map((call) => call.id),
-      usage: outcome.usage,
-    });
-    return { ...outcome, stopReason: 'requires_approval', pause: { messageId, calls: eliciting, wait } };
-  }
-  return calls.some((call) => isTerminal(request.context.toolRules, call.name))
-    ? { ...outcome, stopReason: 'tool_rule' }
-    : undefined;
+  const rules = request.context.toolRules;
+  const { next, made } = afterCalls(calls, outcomes, rules, () => patched(ELICITATION_PAUSE));
+  history.push(...made);
+  if (next.next === 'end') return { ...outcome, stopReason: next.stopReason };
+  if (next.next === 'step') return undefined;
+  const wait = await turn.acts.bookkeeping.pauseForElicitation({
+    agentId: turn.agentId,
+    runId: request.runId,
+    messageId,
+    toolCallIds: next.calls.map((call) => call.id),
+    usage: outcome.usage,
+  });
+  return { ...outcome, stopReason: PAUSED, pause: { messageId, calls: next.calls, wait } };
 }
 
 /**
@@ -391,7 +429,7 @@ async function runAnsweredCalls(
 ): Promise<RequestOutcome | undefined> {
   const { outcome } = progress;
   const { runId } = request;
-  const plan = await turn.acts.run.applyApprovalAnswer({
+  const plan = await turn.acts.bookkeeping.applyApprovalAnswer({
     agentId: turn.agentId,
     runId,
     approvalMessageId: answer.approvalMessageId,
@@ -406,7 +444,7 @@ async function runAnsweredCalls(
   const outcomes = await runToolCalls(request, plan.toRun, (call) =>
     turn.acts.runToolCall(callOf(turn, request, plan, call), toolOf(request, call.name)),
   );
-  return afterCalls(turn, request, plan.messageId, plan.toRun, outcomes, progress);
+  return afterReplyCalls(turn, request, plan.messageId, plan.toRun, outcomes, progress);
 }
 
 /**
@@ -449,21 +487,13 @@ const toolsOf = (request: Request): TurnTool[] => withClientTools(request.client
 
 const toolOf = (request: Request, name: string) => toolsOf(request).find((t) => t.name === name);
 
-/** The tools whose calls pause the run: the client's, and those the rules say need approval. */
-const pausingTools = (request: Request): string[] => [
-  ...toolsOf(request)
-    .filter(runsOnClient)
-    .map((t) => t.name),
-  ...approvalRequiredTools(request.context.toolRules),
-];
-
 /**
  * The run pauses: the model call ended it `requires_approval` as it stored the reply that waits
- * (`approvalTools`). The workflow is tagged and described so, within milliseconds of that.
+ * (`waitingTools`). The workflow is tagged and described so, within milliseconds of that.
  */
 function markPaused(pause: Pause): void {
   setCurrentDetails(`Waiting for approval of ${pause.calls.map((c) => `${c.name} (${c.id})`).join(', ')}`);
-  upsertSearchAttributes([{ key: stopReasonKey, value: 'requires_approval' }]);
+  upsertSearchAttributes([{ key: stopReasonKey, value: PAUSED }]);
 }
 
 /**
@@ -485,10 +515,10 @@ async function waitForAnswer(turn: Turn, pause: Pause): Promise<ApprovalAnswered
   try {
     const reminds = reminderMs !== undefined && (timeoutMs === null || reminderMs < timeoutMs);
     if (reminds && !(await condition(answered, left(reminderMs)))) {
-      await acts.run.remindApproval({ agentId, messageId: pause.messageId });
+      await acts.bookkeeping.remindApproval({ agentId, messageId: pause.messageId });
     }
     if (timeoutMs !== null && !(await condition(answered, left(timeoutMs)))) {
-      const expired = await acts.run.expireApproval({ agentId, messageId: pause.messageId });
+      const expired = await acts.bookkeeping.expireApproval({ agentId, messageId: pause.messageId });
       if (expired && !answered()) answers.set(pause.messageId, expired);
     }
     await condition(answered);
@@ -517,7 +547,9 @@ async function resumedBy(turn: Turn, current: Request, answer: ApprovalAnswered)
  * cancelled, which the cancel then does.
  */
 const loadContext = (turn: Turn, digest: string) =>
-  CancellationScope.nonCancellable(() => turn.acts.run.loadTurnContext({ agentId: turn.agentId, digest }));
+  CancellationScope.nonCancellable(() =>
+    turn.acts.bookkeeping.loadTurnContext({ agentId: turn.agentId, digest }),
+  );
 
 /**
  * The turn goes on in a new run of its workflow (same workflow id, so the API's signals, cancels and
@@ -563,7 +595,7 @@ function continueTurn(turn: Turn, request: Request, outcome: RequestOutcome): Pr
 async function endOnCancel(turn: Turn, runId: string, outcome: RequestOutcome): Promise<AgentTurnResult> {
   const { acts, agentId } = turn;
   const answeredRun = await CancellationScope.nonCancellable(() =>
-    acts.run.denyOnCancel({ agentId, runId, messageId: outcome.pause!.messageId }),
+    acts.bookkeeping.denyOnCancel({ agentId, runId, messageId: outcome.pause!.messageId }),
   );
   const cancelled = { stopReason: 'cancelled', usage: outcome.usage, pendingToolCallIds: [] };
   if (answeredRun) await endRun(turn, answeredRun, { ...cancelled, usage: noUsage() });
@@ -582,7 +614,7 @@ async function endRun(turn: Turn, runId: string, outcome: RequestOutcome): Promi
     await replied(turn);
     return { stopReason, usage };
   }
-  const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.run : turn.acts.runEndUnpatched;
+  const finisher = patched(FINISH_RUN_LOCALLY) ? turn.acts.bookkeeping : turn.acts.regularBookkeeping;
   await CancellationScope.nonCancellable(() =>
     finisher.finishRun({
       agentId: turn.agentId,

@@ -1,8 +1,9 @@
 /**
- * How a tool call runs, by its tool's execution mode: one row per mode in `TOOL_MODES`, with the
- * activity that runs its calls (activities/builtin.ts, sandbox.ts, mcp.ts, ...), the task queue it
- * runs on and how long a call may take. The turn runs every call through `runToolCall`; a new mode is
- * an executor on the activity side and a row here, and the turn's loop does not change.
+ * How a tool call runs, by its tool's execution mode: one row per mode in `TOOL_MODES`, with how long a
+ * call may take and how it is retried; the mode's activity (activities/builtin.ts, sandbox.ts, mcp.ts,
+ * ...) and task queue are its entry in contracts/tool-modes.ts. The turn runs every call through
+ * `runToolCall`; a new mode is an entry there, which the compiler then asks a row of here for
+ * (docs/design.md, "Adding a mode"), and the turn's loop does not change.
  */
 import {
   ActivityCancellationType,
@@ -17,91 +18,99 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   type ActivityOptions,
+  type RetryPolicy,
 } from '@temporalio/workflow';
-import type {
-  AgentMessageActivities,
-  BuiltinActivities,
-  McpActivities,
-  RunCodeActivities,
-  SandboxActivities,
-} from '../contracts/activities';
+import type { ToolCallActivities } from '../contracts/activities';
 import type {
   AgentTurnLimits,
   ClientTool,
   TurnTool,
   ToolCallInput,
-  ToolMode,
   ToolOutcome,
 } from '../contracts/payloads';
+import {
+  EXECUTION_MODES,
+  isServerMode,
+  type ServerToolMode,
+  type ToolMode,
+  type ToolQueueName,
+} from '../contracts/tool-modes';
 import { throughInterruptions } from './interrupted-activities';
 import type { Workflows } from '../contracts/workflows';
 import { agentIdKey, runIdKey } from '../contracts/search-attributes';
 
-type ToolActivities = BuiltinActivities &
-  AgentMessageActivities &
-  RunCodeActivities &
-  SandboxActivities &
-  McpActivities;
-
 /** The task queues of the modes whose workers can live apart from the agent's. */
-export interface ToolQueues {
-  sandbox: string;
-  mcp: string;
-}
+export type ToolQueues = Record<ToolQueueName, string>;
 
-interface ToolModeRow {
+/** How the turn runs a call of a mode this server runs; its activity and queue are the mode's own. */
+interface ServerModeRow {
   /** What the Temporal UI shows after a call's tool name, e.g. `search (MCP)`. */
   label: string;
-  /** The activity that runs the mode's calls; none when the client runs them: the turn pauses for their returns. */
-  activity?: keyof ToolActivities;
   /**
    * The child workflow that runs each call instead, when its calls wait on other workflows: it waits
    * as a workflow does, holding no activity slot. Histories without its `patch` ran the activity, and
    * replay so, as do turns in flight across the upgrade.
    */
   workflow?: { type: 'agentMessageCall'; patch: string };
-  /**
-   * The task queue its calls run on, so a pool of its workers can live apart; the agent's own when
-   * unset. With `localToolCalls` (the turn's limits, LOCAL_TOOL_CALLS) they run as local activities of
-   * the agent worker instead, which every worker process has these modes' activities for.
-   */
-  queue?: keyof ToolQueues;
-  /** How long one call may take (the activity adds a margin): the turn's tool timeout when unset. */
-  timeoutMs?: (limits: AgentTurnLimits, tool: TurnTool) => number | undefined;
+  /** How long one call may take (the activity adds a margin). */
+  timeoutMs: (limits: AgentTurnLimits, tool: TurnTool) => number;
+  /** How a failed attempt is tried again. */
+  retry: (limits: AgentTurnLimits) => RetryPolicy;
 }
 
-export const TOOL_MODES: Partial<Record<ToolMode, ToolModeRow>> = {
+/** The client runs the calls: the turn pauses for their returns. */
+interface ClientModeRow {
+  label: string;
+}
+
+type ToolModeRow<M extends ToolMode> = M extends ServerToolMode ? ServerModeRow : ClientModeRow;
+
+/** The turn's tool timeout, unless the tool has its own. */
+const toolTimeout = (limits: AgentTurnLimits, tool: TurnTool) => tool.timeoutMs ?? limits.toolTimeoutMs;
+
+/** In ms: the SDK parses a duration's text again at every call it schedules. */
+const toolRetry = (limits: AgentTurnLimits): RetryPolicy => ({
+  initialInterval: 1_000,
+  backoffCoefficient: 2,
+  maximumAttempts: limits.toolMaxAttempts,
+});
+
+/**
+ * One row per execution mode, every mode (contracts/tool-modes.ts): its activity and task queue are
+ * the mode's there; a call runs as a local activity of the agent worker when its tool is `local`, or
+ * with `localToolCalls` (the turn's limits, LOCAL_TOOL_CALLS), which every worker process has the
+ * activities for.
+ */
+export const TOOL_MODES: { [M in ToolMode]: ToolModeRow<M> } = {
   // Those that work on the database alone run as local activities (TurnTool.local).
-  builtin: { label: 'built-in', activity: 'runBuiltinTool' },
-  // run_code: the model's own code, in the custom tools' sandbox.
-  code: { label: 'sandbox', activity: 'runCode', queue: 'sandbox' },
+  builtin: { label: 'built-in', timeoutMs: (limits) => limits.toolTimeoutMs, retry: toolRetry },
+  code: { label: 'sandbox', timeoutMs: (limits) => limits.toolTimeoutMs, retry: toolRetry },
   // A message to another agent, whose reply may take that agent's whole turn.
   agent: {
     label: 'agent message',
-    activity: 'messageAgents',
     workflow: { type: 'agentMessageCall', patch: 'agent-message-call-workflow' },
     timeoutMs: (limits) => limits.agentMessageTimeoutMs,
+    retry: toolRetry,
   },
-  sandbox: {
-    label: 'sandbox',
-    activity: 'runSandboxTool',
-    queue: 'sandbox',
-    timeoutMs: (_, tool) => tool.timeoutMs,
-  },
+  sandbox: { label: 'sandbox', timeoutMs: toolTimeout, retry: toolRetry },
   // The call may first have to connect to its server.
   mcp: {
     label: 'MCP',
-    activity: 'runMcpTool',
-    queue: 'mcp',
     timeoutMs: (limits, tool) => (tool.timeoutMs ?? limits.mcpCallTimeoutMs) + limits.mcpConnectTimeoutMs,
+    retry: toolRetry,
   },
   client: { label: 'client-side' },
 };
 
-/** Whether a call of `tool` waits for its return from the client instead of running here. */
-export function runsOnClient(tool: TurnTool | undefined): boolean {
-  const row = tool && TOOL_MODES[tool.mode];
-  return row !== undefined && !row.activity;
+/**
+ * A mode's row when this server runs its calls, with its activity and task queue; none for the
+ * client's, or for a mode this build lacks (a turn's tools stored by a newer build during a deploy).
+ */
+function serverRow(mode: ToolMode) {
+  if (!isServerMode(mode)) return undefined;
+  const row = TOOL_MODES[mode];
+  const { activity, queue } = EXECUTION_MODES[mode];
+  return { ...row, activity, queue };
 }
 
 /**
@@ -126,18 +135,23 @@ export function withClientTools(clientTools: ClientTool[], tools: TurnTool[]): T
 export const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
 /** A tool call's activity options: its timeout plus a margin, heartbeats, retries. */
-export function toolOptions(limits: AgentTurnLimits, timeoutMs: number): ActivityOptions {
+export function toolOptions(
+  limits: AgentTurnLimits,
+  timeoutMs: number,
+  retry: RetryPolicy = toolRetry(limits),
+): ActivityOptions {
   return {
     cancellationType,
     startToCloseTimeout: timeoutMs + 10_000,
     heartbeatTimeout: limits.heartbeatTimeoutMs,
-    // In ms: the SDK parses a duration's text again at every call it schedules.
-    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumAttempts: limits.toolMaxAttempts },
+    retry,
   };
 }
 
 /** Longest failure text the model is given (Letta's MAX_ERROR_MESSAGE_CHAR_LIMIT). */
 const MAX_FAILURE_CHARS = 1000;
+
+type ServerRow = NonNullable<ReturnType<typeof serverRow>>;
 
 type CallFailure = ActivityFailure | ApplicationFailure | ChildWorkflowFailure;
 
@@ -157,8 +171,8 @@ function failureText(toolName: string, failure: CallFailure): string {
 }
 
 /** Whether calls of `tool` run as local activities of the turn's worker. */
-const runsLocally = (limits: AgentTurnLimits, tool: TurnTool) =>
-  tool.local || (limits.localToolCalls === true && TOOL_MODES[tool.mode]?.queue !== undefined);
+const runsLocally = (limits: AgentTurnLimits, tool: TurnTool, queue: string) =>
+  tool.local || (limits.localToolCalls === true && queue !== 'agent');
 
 /** A call as the turn asks for it: the tool it names is resolved here. */
 export type ToolCallRequest = Omit<ToolCallInput, 'toolId' | 'toolVersion'>;
@@ -179,21 +193,21 @@ export function toolCaller(
   turnId?: string,
 ) {
   const base = toolOptions(limits, limits.toolTimeoutMs);
-  const remote = proxyActivities<ToolActivities>(base);
-  const local = proxyLocalActivities<ToolActivities>({
+  const remote = proxyActivities<ToolCallActivities>(base);
+  const local = proxyLocalActivities<ToolCallActivities>({
     startToCloseTimeout: base.startToCloseTimeout,
     retry: base.retry,
   });
-  const schedule = (row: ToolModeRow, tool: TurnTool, input: ToolCallInput, summary: string) => {
-    const activity = row.activity!;
-    const options = toolOptions(limits, row.timeoutMs?.(limits, tool) ?? limits.toolTimeoutMs);
-    if (runsLocally(limits, tool)) {
+  const schedule = (row: ServerRow, tool: TurnTool, input: ToolCallInput, summary: string) => {
+    const { activity } = row;
+    const options = toolOptions(limits, row.timeoutMs(limits, tool), row.retry(limits));
+    if (runsLocally(limits, tool, row.queue)) {
       const { startToCloseTimeout, retry } = options;
       return local[activity].executeWithOptions({ startToCloseTimeout, retry, cancellationType, summary }, [
         input,
       ]);
     }
-    const taskQueue = row.queue && queues[row.queue];
+    const taskQueue = row.queue === 'agent' ? undefined : queues[row.queue];
     return throughInterruptions(limits.maxInterruptions, () =>
       remote[activity].executeWithOptions({ ...options, ...(taskQueue ? { taskQueue } : {}), summary }, [
         input,
@@ -213,8 +227,8 @@ export function toolCaller(
     });
 
   return async function runToolCall(call: ToolCallRequest, tool: TurnTool | undefined): Promise<ToolOutcome> {
-    const row = tool && TOOL_MODES[tool.mode];
-    if (!tool || !row?.activity) {
+    const row = tool && serverRow(tool.mode);
+    if (!tool || !row) {
       return refuse(
         call,
         tool

@@ -47,9 +47,9 @@ export function turnActivities(limits: AgentTurnLimits, queues: ToolQueues, turn
     startToCloseTimeout: model.startToCloseTimeout,
     retry: model.retry,
   };
-  const run = proxyLocalActivities<AgentActivities>(bookkeeping);
+  const local = proxyLocalActivities<AgentActivities>(bookkeeping);
   const refuse = (call: ToolCallRequest, reason: string) =>
-    run.rejectToolCall({
+    local.rejectToolCall({
       agentId: call.agentId,
       runId: call.runId,
       toolCallId: call.toolCallId,
@@ -58,9 +58,10 @@ export function turnActivities(limits: AgentTurnLimits, queues: ToolQueues, turn
     });
   return {
     runToolCall: toolCaller(limits, queues, refuse, turnId),
-    run,
+    /** The run's records and the turn's other short database work (`bookkeeping.finishRun`, ...). */
+    bookkeeping: local,
     // Histories from before FINISH_RUN_LOCALLY (agent-turn.ts) ended their runs with a regular activity.
-    runEndUnpatched: proxyActivities<AgentActivities>(bookkeeping),
+    regularBookkeeping: proxyActivities<AgentActivities>(bookkeeping),
     model: limits.localModelCalls
       ? proxyLocalActivities<AgentActivities>(localModel)
       : proxyActivities<AgentActivities>(model),

@@ -5,26 +5,50 @@ import type { AgentRow, ToolRow } from '../db/rows';
 import { builtinMode, runsLocally } from '../tools/builtin';
 import { mcpToolTimeoutMs, toolTimeoutMs } from '../tools/tool-timeout';
 import { mcpToolTimeouts } from '../db/mcp-servers';
-import { mcpServerIdOf } from '../mcp/tool-sync';
-import type { TurnContext, ToolMode } from '../../contracts/payloads';
+import { MCP_TOOL_TYPE, mcpServerIdOf } from '../mcp/tool-sync';
+import type { TurnContext } from '../../contracts/payloads';
+import type { ServerToolMode, ToolMode } from '../../contracts/tool-modes';
 import { requestPart, storeRequestPart } from '../db/request-parts';
-import { invalid } from '../errors';
+import { conflict, invalid } from '../errors';
 
-/** Letta's executor selection by tool type (tool_execution_manager.py). */
+/**
+ * Letta's executor selection by tool type (tool_execution_manager.py): the tool types this server
+ * stores, each with the mode that runs its tools. Tool types enter by our code alone: `custom` from
+ * `POST /v1/tools` and an agent file's custom tools, `external_mcp` from an MCP server's tools, the
+ * built-ins' from src/tools/builtin (an agent file's other tools are matched to those by name).
+ */
+const MODE_OF_TOOL_TYPE = {
+  letta_core: builtinMode,
+  letta_memory_core: builtinMode,
+  letta_sleeptime_core: builtinMode,
+  letta_builtin: builtinMode,
+  letta_multi_agent_core: builtinMode,
+  letta_files_core: builtinMode,
+  [MCP_TOOL_TYPE]: () => 'mcp' as const,
+  custom: () => 'sandbox' as const,
+} satisfies Record<string, (name: string) => ToolMode>;
+
+export type ModesOfToolTypes = ReturnType<(typeof MODE_OF_TOOL_TYPE)[keyof typeof MODE_OF_TOOL_TYPE]>;
+export type Covering<Modes, Every extends Modes> = Every;
+/**
+ * Every mode this server runs is some tool type's (a client mode's tools come with the request): a new
+ * mode fails to compile here until a tool type selects it.
+ */
+export type ToolTypeModes = Covering<ModesOfToolTypes, ServerToolMode>;
+
+const isKnownToolType = (type: string): type is keyof typeof MODE_OF_TOOL_TYPE =>
+  Object.hasOwn(MODE_OF_TOOL_TYPE, type);
+
+/**
+ * The execution mode of a tool. A tool type no mode runs (one a database written by another version
+ * holds) is refused where a turn starts (409), never run in a mode it was not written for.
+ */
 export function toolMode(tool: Pick<ToolRow, 'tool_type' | 'name'>): ToolMode {
-  switch (tool.tool_type) {
-    case 'letta_core':
-    case 'letta_memory_core':
-    case 'letta_sleeptime_core':
-    case 'letta_builtin':
-    case 'letta_multi_agent_core':
-    case 'letta_files_core':
-      return builtinMode(tool.name);
-    case 'external_mcp':
-      return 'mcp';
-    default:
-      return 'sandbox';
-  }
+  if (!isKnownToolType(tool.tool_type))
+    throw conflict(
+      `Tool '${tool.name}' is of type '${tool.tool_type}', which no execution mode of this server runs: detach it from the agent`,
+    );
+  return MODE_OF_TOOL_TYPE[tool.tool_type](tool.name);
 }
 
 /** A tool's own timeout; an MCP tool's, else its server's (the call's activity is timed by it). */

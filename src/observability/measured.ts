@@ -1,12 +1,6 @@
 /** Model and tool calls measured where they run: in the worker process's activities. */
 import { Context } from '@temporalio/activity';
-import type {
-  AgentMessageActivities,
-  BuiltinActivities,
-  McpActivities,
-  RunCodeActivities,
-  SandboxActivities,
-} from '../../contracts/activities';
+import { modeOfActivity } from '../../contracts/tool-modes';
 import type { ToolCallInput, ToolOutcome } from '../../contracts/payloads';
 import { llmErrorType, ModelApiError, type ModelProvider } from '../llm/types';
 import {
@@ -66,27 +60,15 @@ export function measuredProviders(
   };
 }
 
-type ToolActivityName = keyof (BuiltinActivities &
-  AgentMessageActivities &
-  RunCodeActivities &
-  SandboxActivities &
-  McpActivities);
-
-/** The execution mode (workflows/tool-calls.ts's TOOL_MODES) whose calls each activity runs. */
-const MODE_OF: Record<ToolActivityName | 'recordAgentReplies', string> = {
-  runBuiltinTool: 'builtin',
-  messageAgents: 'agent',
+/** The execution mode (contracts/tool-modes.ts) whose calls an activity runs. */
+const modeOf = (activity: string): string | undefined =>
   // The step of an agent message's call that records it (workflows/agent-message-call.ts).
-  recordAgentReplies: 'agent',
-  runCode: 'code',
-  runSandboxTool: 'sandbox',
-  runMcpTool: 'mcp',
-};
+  activity === 'recordAgentReplies' ? 'agent' : modeOfActivity(activity);
 
 /** The execution mode of the tool call activity running now. */
 const currentMode = () => {
-  const activity = Context.current().info.activityType as keyof typeof MODE_OF;
-  return MODE_OF[activity] ?? activity;
+  const activity = Context.current().info.activityType;
+  return modeOf(activity) ?? activity;
 };
 
 /** What a call that took over an interrupted attempt did (activities/tool-call.ts). */

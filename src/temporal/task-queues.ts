@@ -1,9 +1,10 @@
-/** The task queues, one per execution mode, so each can get its own worker pool. */
-export interface TaskQueues {
-  agent: string;
-  sandbox: string;
-  mcp: string;
-}
+import type { TaskQueueName } from '../../contracts/tool-modes';
+
+/** The task queues by name: the agent's, and each execution mode's whose workers can live apart. */
+export type TaskQueues = Record<TaskQueueName, string>;
+
+/** Each task queue's name after the deployment's prefix: a mode given a queue of its own names it here. */
+const QUEUE_NAMES: TaskQueues = { agent: 'agent', sandbox: 'tools-sandbox', mcp: 'tools-mcp' };
 
 /**
  * Queue names carry the deployment's id (kept in its database, see src/db/deployment.ts): workers of
@@ -11,6 +12,7 @@ export interface TaskQueues {
  * their database. Replicas of one deployment share its queues.
  */
 export function taskQueues(prefix: string, deploymentId: string): TaskQueues {
-  const name = (mode: string) => `${prefix}${deploymentId ? `${deploymentId}.` : ''}${mode}`;
-  return { agent: name('agent'), sandbox: name('tools-sandbox'), mcp: name('tools-mcp') };
+  const name = (queue: string) => `${prefix}${deploymentId ? `${deploymentId}.` : ''}${queue}`;
+  const names = Object.entries(QUEUE_NAMES).map(([queue, suffix]) => [queue, name(suffix)]);
+  return Object.fromEntries(names) as TaskQueues;
 }

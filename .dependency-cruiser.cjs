@@ -70,7 +70,7 @@ const LAYERS = [
 /** What the code map says a layer may import: the layers below it, nearest first. */
 function mayImport(name) {
   const index = LAYERS.findIndex((layer) => layer.name === name);
-  if (name === 'contracts') return '`@temporalio/workflow`, `@temporalio/common`, the `ToolRule` type';
+  if (name === 'contracts') return '`@temporalio/workflow`, `@temporalio/common`';
   if (name === 'wiring') return 'everything';
   return LAYERS.slice(0, index)
     .reverse()
@@ -112,24 +112,11 @@ module.exports = {
     {
       name: 'contracts-import-no-layer',
       comment:
-        'contracts/ is the bottom layer: Temporal definitions and plain types, with the tool rules’ type ' +
-        'from src/schemas (type-only). It does no I/O: workflow code imports it.',
+        'contracts/ is the bottom layer: Temporal definitions and plain types. It does no I/O and imports ' +
+        'nothing of src/: workflow code imports it.',
       severity: 'error',
       from: { path: '^contracts/' },
-      to: {
-        pathNot: [
-          '^contracts/',
-          '^src/schemas/tool-rules\\.ts$',
-          '(^|/)node_modules/@temporalio/(workflow|common)/',
-        ],
-      },
-    },
-    {
-      name: 'contracts-import-schemas-types-only',
-      comment: 'zod stays out of contracts/ and so out of the workflow bundle: types only from src/schemas.',
-      severity: 'error',
-      from: { path: '^contracts/' },
-      to: { path: '^src/schemas/', dependencyTypesNot: ['type-only'] },
+      to: { pathNot: ['^contracts/', '(^|/)node_modules/@temporalio/(workflow|common)/'] },
     },
     {
       name: 'workflows-import-contracts-only',

@@ -3,7 +3,7 @@
  * says why no zod). Ids and short summaries only: transcripts, tool arguments and tool returns stay in
  * the database (small histories; the Temporal UI shows ids and summaries).
  */
-import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
+import type { ApprovalRule, ToolRule } from './tool-rules';
 import type { ToolCallRecord } from './tool-rules';
 import type { ToolMode } from './tool-modes';
 

@@ -4,7 +4,60 @@
  * (src/agent/system-prompt.ts), and unit tests pin them rule by rule. The state is what
  * this request has called so far, in order, and the last tool's output.
  */
-import type { ApprovalRule, ToolRule } from '../src/schemas/tool-rules';
+
+/** The fields every rule has; `prompt_template` is accepted and ignored, as Letta does. */
+type RuleBase = {
+  tool_name: string;
+  prompt_template?: string | null;
+};
+
+type Scalar = string | number | boolean | null;
+
+/**
+ * A condition on one top-level argument of a call (an extension of Letta's `requires_approval` rule):
+ * src/approvals/policies.ts evaluates it.
+ */
+export type ApprovalCondition =
+  | { argument: string; op: 'eq' | 'ne'; value: Scalar }
+  | { argument: string; op: 'gt' | 'gte' | 'lt' | 'lte'; value: number }
+  | { argument: string; op: 'in' | 'not_in'; value: Scalar[] }
+  | { argument: string; op: 'matches' | 'starts_with' | 'outside_folder'; value: string };
+
+/** A policy's fields beyond Letta's `requires_approval` rule. */
+export type ApprovalPolicy = {
+  when?: ApprovalCondition[] | null;
+  approval_timeout_seconds?: number | null;
+  reminder_after_seconds?: number | null;
+};
+
+/**
+ * Letta's nine tool-rule types (letta/schemas/tool_rule.py), discriminated on `type`: the plain type the
+ * workflow works with; src/schemas/tool-rules.ts parses a request's rules into it.
+ */
+export type ToolRule = RuleBase &
+  (
+    | { type: 'run_first'; args?: Record<string, unknown> | null }
+    | { type: 'exit_loop' }
+    | { type: 'continue_loop' }
+    | { type: 'required_before_exit' }
+    | {
+        type: 'constrain_child_tools';
+        children: string[];
+        child_arg_nodes?: { name: string; args?: Record<string, unknown> | null }[] | null;
+      }
+    | { type: 'parent_last_tool'; children: string[] }
+    | {
+        type: 'conditional';
+        child_output_mapping: Record<string, string>;
+        default_child?: string | null;
+        require_output_mapping: boolean;
+      }
+    | { type: 'max_count_per_step'; max_count_limit: number }
+    | ({ type: 'requires_approval' } & ApprovalPolicy)
+  );
+
+export type ToolRuleType = ToolRule['type'];
+export type ApprovalRule = Extract<ToolRule, { type: 'requires_approval' }>;
 
 export interface ToolCallRecord {
   name: string;

@@ -5,7 +5,7 @@
  * (activities/model.ts) applies the two it records with the reply (the run's end, the calls that wait)
  * with the same functions, in the transaction that stores the reply.
  */
-import type { ToolRule } from '../src/schemas/tool-rules';
+import type { ToolRule } from './tool-rules';
 import type { CallModelInput, StepCall, StepReply, ToolOutcome, TurnTool } from './payloads';
 import { finalReplyStopReason } from './stop-reasons';
 import { runsOnClientMode } from './tool-modes';

@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import type { ApprovalCondition, ToolRule } from '../../contracts/tool-rules';
 
-// Letta's nine tool-rule types (letta/schemas/tool_rule.py), discriminated on `type`. Sandbox-safe:
-// the workflow imports these too. `prompt_template` is accepted and ignored, as Letta does.
+export type { ApprovalCondition, ApprovalRule, ToolRule, ToolRuleType } from '../../contracts/tool-rules';
+
+// Letta's nine tool-rule types (letta/schemas/tool_rule.py), discriminated on `type`, parsed into the
+// plain types of contracts/tool-rules.ts. `prompt_template` is accepted and ignored, as Letta does.
 const base = { tool_name: z.string().min(1), prompt_template: z.string().nullish() };
 
 /**
@@ -44,7 +47,7 @@ export const ApprovalConditionSchema = z.discriminatedUnion('op', [
     op: z.literal('outside_folder'),
     value: z.string().regex(/^\//, { message: 'the folder must be an absolute path' }).max(1000),
   }),
-]);
+]) satisfies z.ZodType<ApprovalCondition>;
 
 /**
  * A policy's fields beyond Letta's `requires_approval` rule: the call waits only when one of `when`
@@ -81,9 +84,4 @@ export const ToolRuleSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('max_count_per_step'), ...base, max_count_limit: z.number().int().min(1) }),
   z.object({ type: z.literal('required_before_exit'), ...base }),
   z.object({ type: z.literal('requires_approval'), ...base, ...approvalPolicyFields }),
-]);
-
-export type ToolRule = z.infer<typeof ToolRuleSchema>;
-export type ToolRuleType = ToolRule['type'];
-export type ApprovalRule = Extract<ToolRule, { type: 'requires_approval' }>;
-export type ApprovalCondition = z.infer<typeof ApprovalConditionSchema>;
+]) satisfies z.ZodType<ToolRule>;

@@ -130,12 +130,12 @@ interface ReplyCall {
  */
 export function waitingCallIds(
   calls: ReplyCall[],
-  pausing: { approvalTools: string[]; clientTools: { name: string }[]; rules: ApprovalRule[] },
+  waiting: { approvalTools: string[]; clientTools: { name: string }[]; rules: ApprovalRule[] },
 ): string[] {
   const waits = (call: ReplyCall) => {
-    if (pausing.clientTools.some((tool) => tool.name === call.name)) return true;
-    if (!pausing.approvalTools.includes(call.name)) return false;
-    const rules = pausing.rules.filter((rule) => rule.tool_name === call.name);
+    if (waiting.clientTools.some((tool) => tool.name === call.name)) return true;
+    if (!waiting.approvalTools.includes(call.name)) return false;
+    const rules = waiting.rules.filter((rule) => rule.tool_name === call.name);
     return rules.length === 0 || rules.some((rule) => waitsUnder(rule, call.arguments));
   };
   return calls.filter(waits).map((call) => call.id);

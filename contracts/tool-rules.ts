@@ -174,6 +174,22 @@ export function mustCallTool(rules: ToolRule[], history: ToolCallRecord[]): bool
 export const isTerminal = (rules: ToolRule[], name: string) =>
   rulesOf(rules, 'exit_loop').some((r) => r.tool_name === name);
 
+/**
+ * The rules without repeats, first kept: a rule repeats another when all but its `prompt_template`
+ * (which Letta ignores) is the same, as Letta's rule equality has it (a `max_count_per_step` rule of
+ * another limit is another rule).
+ */
+export function uniqueRules(rules: ToolRule[]): ToolRule[] {
+  const seen = new Set<string>();
+  return rules.filter((rule) => {
+    const { prompt_template: _ignored, ...identity } = rule;
+    const key = JSON.stringify(identity);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** The approval policies: `requires_approval` rules, some with conditions on the calls' arguments. */
 export const approvalRules = (rules: ToolRule[]): ApprovalRule[] => rulesOf(rules, 'requires_approval');
 

@@ -131,6 +131,28 @@ describe('the agents API through the official Letta client', () => {
     expect((await client.agents.list({ name })).getPaginatedItems()).toEqual([]);
   });
 
+  it('echoes the embedding handle an agent was made with, as Letta does', async () => {
+    const created = await createAgent({ embedding: 'openai/text-embedding-3-small' });
+    expect(created.embedding).toBe('openai/text-embedding-3-small');
+    expect((await client.agents.retrieve(created.id)).embedding).toBe('openai/text-embedding-3-small');
+  });
+
+  it("keeps one of each tool rule given twice, on create and update (Letta's rule equality)", async () => {
+    const exit = { type: 'exit_loop' as const, tool_name: 'send_message' };
+    const created = await createAgent({ tool_rules: [exit, exit, { ...exit, prompt_template: 'x' }] });
+    expect((await client.agents.retrieve(created.id)).tool_rules).toEqual([exit]);
+    const cont = { type: 'continue_loop' as const, tool_name: 'conversation_search' };
+    const max = (limit: number) => ({
+      type: 'max_count_per_step' as const,
+      tool_name: 'test_tool',
+      max_count_limit: limit,
+    });
+    const updated = await client.agents.update(created.id, {
+      tool_rules: [cont, cont, max(2), max(2), max(3)],
+    });
+    expect(updated.tool_rules).toEqual([cont, max(2), max(3)]);
+  });
+
   it("turns a tool's default_requires_approval into a rule when the tool is attached", async () => {
     await server.db.query(`UPDATE tools SET default_requires_approval = true WHERE name = 'memory_rethink'`);
     try {

@@ -14,11 +14,15 @@ describe('blocks', () => {
       value: 'Be kind.',
     });
     expect(await h.client.blocks.retrieve(block.id)).toMatchObject({ value: 'Be kind.' });
+    // A value past the limit sent with it: Letta's BlockUpdate refuses it as a 422 (its SDK tests
+    // expect UnprocessableEntityError); past the stored limit alone, the core's 400.
     await expect(h.client.blocks.update(block.id, { value: 'x'.repeat(10), limit: 5 })).rejects.toMatchObject(
-      {
-        status: 400,
-      },
+      { status: 422 },
     );
+    const limit = (await h.client.blocks.retrieve(block.id)).limit!;
+    await expect(h.client.blocks.update(block.id, { value: 'x'.repeat(limit + 1) })).rejects.toMatchObject({
+      status: 400,
+    });
     await h.client.blocks.delete(block.id);
     await expect(h.client.blocks.retrieve(block.id)).rejects.toMatchObject({ status: 404 });
   });

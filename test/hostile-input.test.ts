@@ -118,7 +118,7 @@ const ROUTES: FuzzRoute[] = [
     query: [...PAGE, 'conversation_id', 'include_return_message_types'],
   },
   { method: 'POST', path: '/v1/messages/search', body: SearchMessagesSchema, base: { query: 'hi' } },
-  { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name'] },
+  { method: 'GET', path: '/v1/tags/', query: [...PAGE, 'name', 'query_text'] },
   {
     method: 'POST',
     path: '/v1/agents/{agent}/schedule',

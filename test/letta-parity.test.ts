@@ -116,6 +116,8 @@ describe('Letta parity', () => {
 
     const tags = await h.client.tags.list({ name: 'parity-' });
     expect(tags).toEqual(['parity-x', 'parity-y']);
+    // Letta's deprecated spelling filters the same way.
+    expect(await h.client.tags.list({ query_text: 'parity-y' })).toEqual(['parity-y']);
     const tools = await h.client.tools.search({ query: 'memory insert' });
     expect(tools[0].tool.name).toBe('memory_insert');
   });

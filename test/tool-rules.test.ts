@@ -10,6 +10,7 @@ import {
   renderRule,
   approvalRequiredTools,
   uncalledRequiredTools,
+  uniqueRules,
 } from '../contracts/tool-rules';
 import type { ToolRule } from '../src/schemas/tool-rules';
 import type { ToolCallRecord } from '../contracts/tool-rules';
@@ -161,6 +162,20 @@ describe('tool rules, rule by rule', () => {
         '\t- <tool_rule>\na requires continuing your response when called\n</tool_rule>\n' +
         '\t- <tool_rule>\nAfter using a, you must use one of these tools: b\n</tool_rule>',
     );
+  });
+});
+
+describe('uniqueRules', () => {
+  it('keeps the first of rules alike but for prompt_template, and rules of another limit or type', () => {
+    const rules: ToolRule[] = [
+      { type: 'exit_loop', tool_name: 'a' },
+      { type: 'exit_loop', tool_name: 'a', prompt_template: 'ignored' },
+      { type: 'continue_loop', tool_name: 'a' },
+      { type: 'max_count_per_step', tool_name: 'b', max_count_limit: 2 },
+      { type: 'max_count_per_step', tool_name: 'b', max_count_limit: 2 },
+      { type: 'max_count_per_step', tool_name: 'b', max_count_limit: 3 },
+    ];
+    expect(uniqueRules(rules)).toEqual([rules[0], rules[2], rules[3], rules[5]]);
   });
 });
 

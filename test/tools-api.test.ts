@@ -64,6 +64,29 @@ describe('custom tools through the official Letta client', () => {
     expect(custom.every((t) => t.tool_type === 'custom')).toBe(true);
   });
 
+  it("refuses new source with a json_schema naming another function, and renames by a schema alone (Letta's test)", async () => {
+    const tool = await h.client.tools.create({
+      source_code:
+        'def initial_tool(x: int) -> int:\n    """Doubles.\n\n    Args:\n        x: A number\n    """\n    return x * 2\n',
+    });
+    const schema = {
+      name: 'custom_schema_name',
+      description: 'Multiplies.',
+      parameters: { type: 'object', properties: { value: { type: 'number' } }, required: ['value'] },
+    };
+    const renamedSource =
+      'def renamed_function(value: float) -> float:\n    """Multiplies."""\n    return value * 2\n';
+    await expect(
+      h.client.tools.update(tool.id, { source_code: renamedSource, json_schema: schema }),
+    ).rejects.toMatchObject({ status: 400 });
+    expect((await h.client.tools.retrieve(tool.id)).name).toBe('initial_tool');
+    const renamed = await h.client.tools.update(tool.id, {
+      json_schema: { ...schema, name: 'renamed_function' },
+    });
+    expect(renamed.name).toBe('renamed_function');
+    await h.client.tools.delete(tool.id);
+  });
+
   it('takes an explicit json_schema, or one built from args_json_schema', async () => {
     const schema = {
       name: 'ts_echo',

@@ -16,6 +16,7 @@ import { newId } from '../ids';
 import { unmaskValues } from '../masking';
 import { parseHandle, providerEndpoint, providerProblem } from '../llm';
 import type { ToolRule } from '../schemas/tool-rules';
+import { uniqueRules } from '../../contracts/tool-rules';
 import { BASE_TOOLS, MULTI_AGENT_TOOLS } from '../tools/builtin';
 import {
   DEFAULT_AGENT_TYPE,
@@ -165,7 +166,7 @@ export async function insertNewAgent(
     ...(body.tools ?? []),
   ];
   const tools = await resolveTools(tx, [...new Set(toolNames)], body.tool_ids ?? []);
-  let rules: ToolRule[] = body.tool_rules ?? [];
+  let rules: ToolRule[] = uniqueRules(body.tool_rules ?? []);
   if (body.include_base_tool_rules === true) {
     const base = BASE_TOOLS.filter((name) => tools.some((t) => t.name === name));
     rules = [...rules, ...base.map((name): ToolRule => ({ type: 'continue_loop', tool_name: name }))];
@@ -281,7 +282,7 @@ export async function updateAgent(
       system: body.system ?? undefined,
       model: modelChange?.handle,
       llm_config: llmConfig,
-      tool_rules: body.tool_rules ?? undefined,
+      tool_rules: body.tool_rules ? uniqueRules(body.tool_rules) : undefined,
       tags: body.tags ?? undefined,
       metadata: body.metadata ?? undefined,
       timezone: body.timezone ?? undefined,
@@ -299,7 +300,10 @@ export async function updateAgent(
       );
       // A newly attached tool brings its default_requires_approval along, as in Letta.
       const added = tools.filter((t) => !agent.tools.some((old) => old.id === t.id));
-      const rules = withApprovalRules(body.tool_rules ?? agent.tool_rules, added);
+      const rules = withApprovalRules(
+        body.tool_rules ? uniqueRules(body.tool_rules) : agent.tool_rules,
+        added,
+      );
       await repo.updateAgentRow(tx, agent.id, { tool_rules: rules });
     }
     if (body.block_ids) {

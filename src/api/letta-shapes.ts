@@ -208,6 +208,14 @@ export const AGENT_RELATIONSHIPS = [
 export type AgentRelationship = (typeof AGENT_RELATIONSHIPS)[number];
 export const ALL_RELATIONSHIPS: ReadonlySet<AgentRelationship> = new Set(AGENT_RELATIONSHIPS);
 
+/** An agent's embedding handle as Letta shows it: its config's handle, else `provider/model`. */
+function embeddingHandle(config: Record<string, unknown> | null): string | null {
+  if (!config) return null;
+  if (typeof config.handle === 'string') return config.handle;
+  const { embedding_endpoint_type: provider, embedding_model: model } = config;
+  return typeof provider === 'string' && typeof model === 'string' ? `${provider}/${model}` : null;
+}
+
 export function agentStateShape(
   agent: AgentRecord,
   extra: { message_ids?: string[]; pending_approval?: unknown; identities?: IdentityRow[] } = {},
@@ -240,6 +248,7 @@ export function agentStateShape(
       strict: Boolean(agent.llm_config.strict),
       reasoning: { reasoning_effort: agent.llm_config.reasoning_effort ?? null },
     },
+    embedding: embeddingHandle(agent.embedding_config),
     embedding_config: agent.embedding_config,
     blocks,
     memory: {

@@ -96,4 +96,17 @@ export const UpdateAgentSchema = CreateAgentSchema.omit({
 });
 export type UpdateAgent = z.infer<typeof UpdateAgentSchema>;
 
-export const UpdateBlockSchema = CreateBlockSchema.extend({ value: z.string() }).partial();
+/**
+ * A block's change; a value past the limit given with it is refused as Letta's BlockUpdate refuses it
+ * (422). A value past the block's stored limit is the core's check (src/agent/blocks.ts).
+ */
+export const UpdateBlockSchema = CreateBlockSchema.extend({ value: z.string() })
+  .partial()
+  .superRefine((patch, ctx) => {
+    if (patch.value != null && patch.limit != null && patch.value.length > patch.limit)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: `Edit failed: Exceeds ${patch.limit} character limit (requested ${patch.value.length})`,
+      });
+  });

@@ -82,6 +82,19 @@ function checkTypeScript(body: ToolCreate, name: string): void {
   }
 }
 
+/**
+ * New Python source must define the function its schema names, as Letta's update checks (`def name`):
+ * a json_schema whose name is not the source's function is a 400.
+ */
+function checkPythonDefines(body: ToolCreate, name: string): void {
+  if (body.source_type !== 'python') return;
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (!new RegExp(`\\bdef\\s+${escaped}\\s*\\(`).test(body.source_code))
+    throw invalid(
+      `Tool name '${name}' does not match the source code: it defines no function '${name}' (send a json_schema of its function's name, or the source of '${name}')`,
+    );
+}
+
 /** New source must at least parse: a 400 naming the error, before anything is stored. */
 async function checkSource(body: ToolCreate, options: PythonSchemaOptions) {
   if (body.source_type !== 'python') return;
@@ -210,6 +223,7 @@ export async function modifyTool(
       : (tool.json_schema as JsonSchema);
   const { name } = checkSchema(schema);
   checkTypeScript(body, name);
+  if (patch.source_code !== undefined) checkPythonDefines(body, name);
   checkMetadata(body.metadata_);
   if (name !== tool.name && (await getToolByName(db, name))) {
     throw conflict(`A tool named '${name}' already exists`);

@@ -57,7 +57,11 @@ function includedRelationships(
 const isModernSdk = (req: Request) =>
   Object.keys(req.headers).some((h) => h.startsWith('x-stainless-')) || !req.get('user-agent');
 
-const ListTagsQuery = pageQuery(50, 'asc').extend({ name: z.string().optional() });
+/** Letta's `query_text` is the deprecated name of `name`, which wins when both are given. */
+const ListTagsQuery = pageQuery(50, 'asc').extend({
+  name: z.string().optional(),
+  query_text: z.string().optional(),
+});
 
 /**
  * `requires_approval` from the body, the TS client's `body_requires_approval`, or the query; with it,
@@ -322,8 +326,8 @@ const listTagsDoc: RouteDoc = {
 };
 
 async function listTags({ ctx }: AgentsContext, req: Request, res: Response) {
-  const { name, ...page } = parseQuery(ListTagsQuery, req);
-  res.json(await repo.agentTags(ctx.db, { name }, page));
+  const { name, query_text, ...page } = parseQuery(ListTagsQuery, req);
+  res.json(await repo.agentTags(ctx.db, { name: name ?? query_text }, page));
 }
 
 const listCoreMemoryBlocksDoc: RouteDoc = {

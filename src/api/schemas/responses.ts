@@ -119,6 +119,8 @@ export const AgentStateSchema = z
       strict: z.boolean(),
       reasoning: z.object({ reasoning_effort: z.string().nullable() }),
     }),
+    /** The embedding model's handle (`provider/model`), from embedding_config. */
+    embedding: z.string().nullable(),
     embedding_config: JsonObject.nullable(),
     blocks: z.array(BlockSchema),
     memory: z.object({

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { insertMcpServer } from '../src/db/mcp-servers';
 import { newId } from '../src/ids';
 import { syncMcpTools } from '../src/mcp/tool-sync';
+import { pythonAlias } from '../src/mcp/stdio-sandbox';
 import { projectRoot } from '../src/paths';
 import { uniqueSuffix } from './helpers/env';
 import { mcpServerFile, stdioConfig } from './helpers/mcp-servers';
@@ -169,6 +170,11 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
     });
   });
 
+  it("runs a config's bare `python` as python3 where the PATH has no python, as Letta's configs say it", async () => {
+    const { tools } = await registered(h.client, { ...probe, command: 'python' });
+    expect(tools.length).toBeGreaterThan(0);
+  });
+
   it('server-everything lists its tools and runs them, in the sandbox', async () => {
     const { tools, run } = await registered(h.client, stdioConfig('everything', ['stdio']));
     expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo', 'get-sum', 'get-env']));
@@ -249,6 +255,21 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
     );
     const { run } = await registered(h.client, shownScript);
     expect(await run('echo', { message: 'hi' })).toEqual({ status: 'success', text: 'Echo: hi' });
+  });
+});
+
+describe('pythonAlias', () => {
+  const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-python-alias-'));
+  afterAll(() => fs.rmSync(bin, { recursive: true, force: true }));
+  const make = (name: string) => fs.writeFileSync(path.join(bin, name), '#!/bin/sh\n', { mode: 0o755 });
+
+  it('names python3 for python only while the PATH has python3 and no python', () => {
+    expect(pythonAlias('python', bin)).toBe('python');
+    make('python3');
+    expect(pythonAlias('python', `relative:${bin}`)).toBe('python3');
+    expect(pythonAlias('node', bin)).toBe('node');
+    make('python');
+    expect(pythonAlias('python', bin)).toBe('python');
   });
 });
 

@@ -185,6 +185,21 @@ function viewFor(options: McpStdioOptions): View {
 const ALLOW_MORE =
   "The MCP sandbox shows the host's system folders, the node this server runs on and its node_modules, read-only: MCP_STDIO_READ_ONLY_PATHS shows more host folders";
 
+/**
+ * A bare `python` runs `python3` where the PATH has no `python`: Letta's image has both names, Debian
+ * only the second (its python-is-python3 adds the first), and MCP configs written for Letta say
+ * `python -m …`.
+ */
+export function pythonAlias(command: string, searchPath: string): string {
+  if (command !== 'python') return command;
+  const onPath = (name: string) =>
+    searchPath
+      .split(':')
+      .filter((dir) => path.isAbsolute(dir))
+      .some((dir) => executable(path.join(dir, name)));
+  return !onPath('python') && onPath('python3') ? 'python3' : command;
+}
+
 /** The command's file in the sandbox: a bare name is looked up on the PATH the server is given. */
 function commandFile(command: string, searchPath: string, view: View): string {
   if (!command.includes('/')) {
@@ -245,7 +260,7 @@ function sandboxed(
   env: Record<string, string>,
 ): Command {
   const view = viewFor(options);
-  const file = commandFile(command, env.PATH, view);
+  const file = commandFile(pythonAlias(command, env.PATH), env.PATH, view);
   args.forEach((arg) => checkArgument(arg, view));
   // The SDK adds some of this server's own variables (HOME, USER...) to the environment it spawns
   // with: none is the server's to see. (bwrap sets PWD, to its --chdir.)
@@ -348,7 +363,7 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
       const env = environment(options, config);
       if (options.mode === 'host')
         return new StdioClientTransport({
-          command: config.command,
+          command: pythonAlias(config.command, env.PATH),
           args: config.args,
           env,
           stderr: 'pipe',

@@ -78,7 +78,9 @@ describe('a turn that continues as new', () => {
       expect(input.continued?.pause ?? input.continued?.steps).toBeDefined();
       expect(runIds).toContain(input.runId);
     }
-    expect(continued.some((input) => input.continued?.pause)).toBe(true);
+    // Whether one of these runs began at a pause or before a model call depends on whether the answer
+    // reached the workflow before the task that saw the pause: continuedPause below answers until a
+    // run begins at a pause, for the tests that need one.
     // Every run keeps the turn's search attributes: the Temporal UI finds the turn by its first run.
     for (const run of chain) {
       const { searchAttributes } = await temporalClient()

@@ -192,22 +192,22 @@ const ALLOW_MORE =
  */
 export function pythonAlias(command: string, searchPath: string): string {
   if (command !== 'python') return command;
-  const onPath = (name: string) =>
-    searchPath
-      .split(':')
-      .filter((dir) => path.isAbsolute(dir))
-      .some((dir) => executable(path.join(dir, name)));
-  return !onPath('python') && onPath('python3') ? 'python3' : command;
+  return !onPath('python', searchPath) && onPath('python3', searchPath) ? 'python3' : command;
+}
+
+/** The executable file a bare name runs on `searchPath` (its absolute folders), of those `shown`. */
+function onPath(name: string, searchPath: string, shown = (_file: string) => true): string | undefined {
+  return searchPath
+    .split(':')
+    .filter((dir) => path.isAbsolute(dir))
+    .map((dir) => path.join(dir, name))
+    .find((file) => shown(file) && executable(file));
 }
 
 /** The command's file in the sandbox: a bare name is looked up on the PATH the server is given. */
 function commandFile(command: string, searchPath: string, view: View): string {
   if (!command.includes('/')) {
-    const found = searchPath
-      .split(':')
-      .filter((dir) => path.isAbsolute(dir))
-      .map((dir) => path.join(dir, command))
-      .find((file) => view.shows(file) && executable(file));
+    const found = onPath(command, searchPath, (file) => view.shows(file));
     if (found) return found;
     throw new McpStdioRefusedError(
       `the command ${command} is not found on the MCP sandbox's PATH (${searchPath}). ${ALLOW_MORE}`,

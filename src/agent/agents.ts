@@ -264,6 +264,7 @@ export async function updateAgent(
           config,
         )
       : undefined;
+  const toolRules = body.tool_rules ? uniqueRules(body.tool_rules) : undefined;
   await db.transaction(async (tx) => {
     const llmConfig =
       modelChange?.llmConfig ??
@@ -282,7 +283,7 @@ export async function updateAgent(
       system: body.system ?? undefined,
       model: modelChange?.handle,
       llm_config: llmConfig,
-      tool_rules: body.tool_rules ? uniqueRules(body.tool_rules) : undefined,
+      tool_rules: toolRules,
       tags: body.tags ?? undefined,
       metadata: body.metadata ?? undefined,
       timezone: body.timezone ?? undefined,
@@ -300,10 +301,7 @@ export async function updateAgent(
       );
       // A newly attached tool brings its default_requires_approval along, as in Letta.
       const added = tools.filter((t) => !agent.tools.some((old) => old.id === t.id));
-      const rules = withApprovalRules(
-        body.tool_rules ? uniqueRules(body.tool_rules) : agent.tool_rules,
-        added,
-      );
+      const rules = withApprovalRules(toolRules ?? agent.tool_rules, added);
       await repo.updateAgentRow(tx, agent.id, { tool_rules: rules });
     }
     if (body.block_ids) {

@@ -235,6 +235,11 @@ export interface AgentTurnLimits {
   localModelCalls?: boolean;
   /** The turn workflow's task timeout (STEP_TASK_TIMEOUT_MS); Temporal's default when unset. */
   taskTimeoutMs?: number;
+  /**
+   * A run of the turn continues as new once its history holds this many events (TURN_HISTORY_MAX_EVENTS);
+   * turns started before it have none: when Temporal suggests it.
+   */
+  historyMaxEvents?: number;
 }
 
 export interface AgentTurnInput {

@@ -223,9 +223,17 @@ function resumeOrStart(
   return runSteps(turn, request, { ...steps!, usage });
 }
 
-/** Whether Temporal suggests continuing as new, and this run has gone on enough to. */
+/**
+ * Whether this run has gone on enough to continue as new: Temporal suggests it, or its history holds
+ * the turn's `historyMaxEvents`, before which every workflow task costs more as the history grows.
+ */
 const continueAsNewSuggested = (turn: Turn) =>
-  turn.calledModel && workflowInfo().continueAsNewSuggested && patched(CONTINUES_AS_NEW);
+  turn.calledModel && historyIsLong(turn.limits) && patched(CONTINUES_AS_NEW);
+
+const historyIsLong = ({ historyMaxEvents }: AgentTurnLimits) => {
+  const { continueAsNewSuggested: suggested, historyLength } = workflowInfo();
+  return suggested || (historyMaxEvents !== undefined && historyLength >= historyMaxEvents);
+};
 
 /**
  * Whether the turn continues as new at a pause, before it waits: not once its answer has come (the

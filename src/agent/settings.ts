@@ -46,6 +46,13 @@ export const turnSettings = z
         "workflow task timeout of an agent turn (at least 1000); with the local switches above, a local call holds the turn's task, which the worker renews at 80% of this",
       shownDefault: "unset: Temporal's 10 s",
     }),
+    TURN_HISTORY_MAX_EVENTS: wholeNumber
+      .min(100)
+      .max(50_000)
+      .default(1_000)
+      .describe(
+        "a turn's run continues as new once its Temporal history holds this many events (or sooner, when Temporal suggests it: 4,096 events or 4 MiB), so that a long turn's thousandth step costs what its first did (a workflow task costs more as its run's history grows)",
+      ),
     LOCAL_TOOL_CALLS: flag
       .default(false)
       .describe(

@@ -209,6 +209,7 @@ function turnLimits(config: TurnServices['config'], maxSteps: number): AgentTurn
     localToolCalls: config.LOCAL_TOOL_CALLS,
     localModelCalls: config.LOCAL_MODEL_CALLS,
     taskTimeoutMs: config.STEP_TASK_TIMEOUT_MS,
+    historyMaxEvents: config.TURN_HISTORY_MAX_EVENTS,
   };
 }
 

@@ -7,9 +7,10 @@
  * Correct by construction: a message's role, content, calls and returns never change once stored (the
  * database refuses it: migration 0034), and its `seq` is never reused; so the messages the window holds
  * up to the cached one's last `seq`, named by their seqs, are the cached ones exactly when the seqs are
- * the same. The statement returns every seq of the window and the fields of the newer messages only;
- * seqs that differ (a reset deleted messages, a message stored late under an older seq, another window
- * of the agent) make the call read the whole window again.
+ * the same. The statement returns the seqs up to the cached one's as one list, compared as text with the
+ * cached list, and the fields of the newer messages only; seqs that differ (a reset deleted messages, a
+ * message stored late under an older seq, another window of the agent) make the call read the whole
+ * window again.
  */
 import type { Queryable } from './database';
 import type { TranscriptRow } from './rows';
@@ -18,14 +19,19 @@ import type { TranscriptRow } from './rows';
 interface CachedTranscript {
   conversationId: string | null;
   startSeq: number;
-  seqs: number[];
+  /** The messages' seqs in order, joined by commas, as the statement lists them. */
+  seqs: string;
+  lastSeq: number;
   rows: TranscriptRow[];
 }
 
+/** One newer message (none: a row of the window alone, its fields null), with the window's values. */
 type Row = TranscriptRow & {
-  seq: number;
-  /** The seqs up to which the cached transcript was offered (-1: none, or of another window). */
+  seq: number | null;
+  /** The seq up to which the cached transcript was offered (-1: none, or of another window). */
   known: number;
+  /** The window's seqs up to `known`, joined by commas (null: none). */
+  known_seqs: string | null;
   window_conversation: string | null;
   window_start: number;
 };
@@ -37,25 +43,27 @@ export const WINDOW = `SELECT r.agent_id, r.conversation_id,
   FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
   WHERE r.id = $1`;
 
+/** The run's messages the model sees, bounded by the window's values read once (InitPlans). */
+const IN_WINDOW = `m.agent_id = (SELECT agent_id FROM w)
+    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
+    AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')`;
+
 /**
  * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
  * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
- * filter over every message of the agent. The fields of messages up to `known` ($2, when the window is
- * the cached one's: $3, $4) stay out of the answer.
+ * filter over every message of the agent. Of the messages up to `known` ($2, when the window is the
+ * cached one's: $3, $4) only their seqs come back, as one list; a row per newer message, or one row of
+ * the window alone.
  */
 const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW}),
   k AS MATERIALIZED (SELECT CASE WHEN conversation_id IS NOT DISTINCT FROM $3::text AND start_seq = $4::bigint
-      THEN $2::bigint ELSE -1 END AS known FROM w)
-  SELECT m.seq, (SELECT known FROM k) AS known,
-    (SELECT conversation_id FROM w) AS window_conversation, (SELECT start_seq FROM w) AS window_start,
-    CASE WHEN m.seq > (SELECT known FROM k) THEN m.role END AS role,
-    CASE WHEN m.seq > (SELECT known FROM k) THEN m.content END AS content,
-    CASE WHEN m.seq > (SELECT known FROM k) THEN m.tool_calls END AS tool_calls,
-    CASE WHEN m.seq > (SELECT known FROM k) THEN m.tool_returns END AS tool_returns
-  FROM messages m
-  WHERE m.agent_id = (SELECT agent_id FROM w)
-    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
-    AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')
+      THEN $2::bigint ELSE -1 END AS known FROM w),
+  s AS MATERIALIZED (SELECT string_agg(m.seq::text, ',' ORDER BY m.seq) AS seqs FROM messages m
+    WHERE ${IN_WINDOW} AND m.seq <= (SELECT known FROM k))
+  SELECT (SELECT known FROM k) AS known, (SELECT seqs FROM s) AS known_seqs,
+    w.conversation_id AS window_conversation, w.start_seq AS window_start,
+    m.seq, m.role, m.content, m.tool_calls, m.tool_returns
+  FROM w LEFT JOIN messages m ON ${IN_WINDOW} AND m.seq > (SELECT known FROM k)
   ORDER BY m.seq`;
 
 /** The last transcript read of each agent, the least recently used dropped past `maxMessages` in all. */
@@ -98,8 +106,6 @@ const fieldsOf = ({ role, content, tool_calls, tool_returns }: Row): TranscriptR
   tool_returns,
 });
 
-const sameSeqs = (a: number[], b: number[]) => a.length === b.length && a.every((seq, i) => seq === b[i]);
-
 /** The transcript of the call of `runId` by `agentId`: the cached messages, and those after them. */
 export async function readTranscript(
   db: Queryable,
@@ -107,24 +113,21 @@ export async function readTranscript(
   key: { agentId: string; runId: string },
 ): Promise<TranscriptRow[]> {
   const cached = cache.get(key.agentId);
-  const offered = cached?.seqs.at(-1) ?? -1;
   const read = (known: number) =>
     db.query<Row>(TRANSCRIPT, [key.runId, known, cached?.conversationId ?? null, cached?.startSeq ?? -1]);
-  let rows = await read(offered);
-  const knownOf = (answer: Row[]) => answer[0]?.known ?? -1;
-  const seqsUpTo = (known: number) => rows.filter((row) => row.seq <= known).map((row) => row.seq);
-  if (knownOf(rows) >= 0 && !sameSeqs(cached!.seqs, seqsUpTo(knownOf(rows)))) rows = await read(-1);
-  const known = knownOf(rows);
-  const transcript = [
-    ...(known >= 0 ? cached!.rows : []),
-    ...rows.filter((row) => row.seq > known).map(fieldsOf),
-  ];
-  if (rows.length)
-    cache.set(key.agentId, {
-      conversationId: rows[0].window_conversation,
-      startSeq: rows[0].window_start,
-      seqs: rows.map((row) => row.seq),
-      rows: transcript,
-    });
+  let rows = await read(cached?.lastSeq ?? -1);
+  if (!rows.length) return [];
+  const kept = rows[0].known >= 0 && (rows[0].known_seqs ?? '') === cached!.seqs;
+  if (rows[0].known >= 0 && !kept) rows = await read(-1);
+  const newer = rows.filter((row) => row.seq !== null);
+  const seqs = [...(kept ? [cached!.seqs] : []), ...newer.map((row) => String(row.seq))];
+  const transcript = [...(kept ? cached!.rows : []), ...newer.map(fieldsOf)];
+  cache.set(key.agentId, {
+    conversationId: rows[0].window_conversation,
+    startSeq: rows[0].window_start,
+    seqs: seqs.filter(Boolean).join(','),
+    lastSeq: newer.at(-1)?.seq ?? (kept ? cached!.lastSeq : -1),
+    rows: transcript,
+  });
   return transcript;
 }

@@ -180,6 +180,37 @@ describe('Letta parity', () => {
     expect(await sent()).toMatchObject({ temperature: 0.9, max_completion_tokens: 123 });
   });
 
+  it("gives a new agent Letta's model settings: temperature 1, 16384 output tokens, parallel calls read true but run only when set", async () => {
+    const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const letta = {
+      max_output_tokens: 16384,
+      parallel_tool_calls: true,
+      strict: false,
+      provider_type: 'openai',
+      temperature: 1.0,
+      reasoning: { reasoning_effort: 'minimal' },
+      response_format: null,
+    };
+    expect(agent.model_settings).toEqual(letta);
+    expect(agent.llm_config).toMatchObject({
+      temperature: 1.0,
+      max_tokens: 16384,
+      parallel_tool_calls: false,
+    });
+    const renamed = await h.client.agents.update(agent.id, { name: 'renamed' });
+    expect(renamed.model_settings).toEqual(letta);
+    h.stub.enqueue({ text: 'ok' });
+    await h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'hi' }] });
+    const sent = h.stub.requests.at(-1) as unknown as Record<string, unknown>;
+    expect(sent).toMatchObject({ temperature: 1.0, max_completion_tokens: 16384 });
+    // Unset, parallel calls stay off as on Letta (its llm_config's default), and no reasoning effort goes out.
+    expect(sent.parallel_tool_calls).not.toBe(true);
+    expect(sent).not.toHaveProperty('reasoning_effort');
+    // An OpenAI-compatible server of one's own keeps its own output limit.
+    const proxied = await h.client.agents.create({ model: 'openai-proxy/gpt-4o-mini' });
+    expect(proxied.llm_config.max_tokens ?? null).toBeNull();
+  });
+
   it('honours an llm_config update as it honours model_settings: what goes to the model, and what it returns', async () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     expect(agent.llm_config.parallel_tool_calls).toBe(false);

@@ -21,6 +21,7 @@ import { BASE_TOOLS, MULTI_AGENT_TOOLS } from '../tools/builtin';
 import {
   DEFAULT_AGENT_TYPE,
   DEFAULT_TEMPERATURE,
+  defaultMaxOutputTokens,
   defaultContextWindow,
   LETTA_V1_SYSTEM_PROMPT,
 } from './defaults';
@@ -54,8 +55,9 @@ function resolveLlmConfig(
     context_window: body.context_window_limit ?? defaultContextWindow(parsed.provider, parsed.model),
     handle,
     temperature: DEFAULT_TEMPERATURE,
-    max_tokens: null,
-    parallel_tool_calls: body.parallel_tool_calls ?? false,
+    max_tokens: defaultMaxOutputTokens(handle),
+    // Unset unless given: it reads false in llm_config and true in model_settings, as on Letta.
+    ...(body.parallel_tool_calls != null ? { parallel_tool_calls: body.parallel_tool_calls } : {}),
     strict: false,
     put_inner_thoughts_in_kwargs: false,
     enable_reasoner: false,

@@ -2,7 +2,7 @@
 
 export const DEFAULT_AGENT_TYPE = 'letta_v1_agent';
 export const DEFAULT_BLOCK_LIMIT = 100_000;
-export const DEFAULT_TEMPERATURE = 0.7;
+export const DEFAULT_TEMPERATURE = 1.0;
 
 export const DEFAULT_BLOCK_DESCRIPTIONS: Record<string, string> = {
   persona:
@@ -26,6 +26,21 @@ const CONTEXT_WINDOWS: Record<string, number> = {
 
 export function defaultContextWindow(provider: string, model: string): number {
   return CONTEXT_WINDOWS[model] ?? (provider === 'anthropic' ? 200_000 : 128_000);
+}
+
+/**
+ * The max_tokens a new agent of this handle gets, as Letta's providers list them
+ * (`get_default_max_output_tokens`): OpenAI's and Anthropic's models by name. An `openai-proxy/…`
+ * handle (an OpenAI-compatible server of one's own, whose models may hold less) gets none: the
+ * server's own default applies.
+ */
+export function defaultMaxOutputTokens(handle: string): number | null {
+  const [provider, model = ''] = handle.split(/\/(.*)/s);
+  if (provider === 'openai')
+    return /^gpt-5\.[234]/.test(model) && !model.includes('-chat') ? 128_000 : 16_384;
+  if (provider !== 'anthropic') return null;
+  if (/claude-(opus|sonnet)-4-6/.test(model)) return 21_000;
+  return /opus|sonnet/.test(model) ? 16_384 : 8_192;
 }
 
 /** letta/prompts/system_prompts/letta_v1.py */

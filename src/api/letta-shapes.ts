@@ -216,6 +216,22 @@ function embeddingHandle(config: Record<string, unknown> | null): string | null 
   return typeof provider === 'string' && typeof model === 'string' ? `${provider}/${model}` : null;
 }
 
+/**
+ * Letta's model_settings of an llm_config (`LLMConfig._to_model_settings`): an OpenAI model's reasoning
+ * effort reads "minimal" when unset, and parallel tool calls read true unless the agent set them.
+ */
+function modelSettings(llm: AgentRecord['llm_config']) {
+  const provider = llm.model_endpoint_type;
+  return {
+    provider_type: provider,
+    temperature: llm.temperature ?? null,
+    max_output_tokens: llm.max_tokens ?? null,
+    parallel_tool_calls: llm.parallel_tool_calls ?? true,
+    strict: Boolean(llm.strict),
+    reasoning: { reasoning_effort: llm.reasoning_effort ?? (provider === 'openai' ? 'minimal' : null) },
+    response_format: null,
+  };
+}
 export function agentStateShape(
   agent: AgentRecord,
   extra: { message_ids?: string[]; pending_approval?: unknown; identities?: IdentityRow[] } = {},
@@ -239,15 +255,8 @@ export function agentStateShape(
     description: agent.description,
     system: agent.system,
     model: agent.model,
-    llm_config: agent.llm_config,
-    model_settings: {
-      provider_type: agent.llm_config.model_endpoint_type,
-      temperature: agent.llm_config.temperature ?? null,
-      max_output_tokens: agent.llm_config.max_tokens ?? null,
-      parallel_tool_calls: Boolean(agent.llm_config.parallel_tool_calls),
-      strict: Boolean(agent.llm_config.strict),
-      reasoning: { reasoning_effort: agent.llm_config.reasoning_effort ?? null },
-    },
+    llm_config: { ...agent.llm_config, parallel_tool_calls: agent.llm_config.parallel_tool_calls ?? false },
+    model_settings: modelSettings(agent.llm_config),
     embedding: embeddingHandle(agent.embedding_config),
     embedding_config: agent.embedding_config,
     blocks,

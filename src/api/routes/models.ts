@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ApiContext } from '../context';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { EmbeddingModelSchema, ModelSchema, type EmbeddingModel, type Model } from '../schemas/models';
-import { DEFAULT_TEMPERATURE, defaultContextWindow } from '../../agent/defaults';
+import { DEFAULT_TEMPERATURE, defaultContextWindow, defaultMaxOutputTokens } from '../../agent/defaults';
 import { PROVIDERS, providerEndpoint, providerProblem, providerRegistry } from '../../llm';
 import { errorText } from '../../temporal/connection';
 import { embeddingConfigOf } from '../../memory/embeddings';
@@ -96,7 +96,7 @@ function llmModelShape(provider: string, id: string, endpoint: string): Model {
     max_context_window: contextWindow,
     put_inner_thoughts_in_kwargs: false,
     temperature: DEFAULT_TEMPERATURE,
-    max_tokens: null,
+    max_tokens: defaultMaxOutputTokens(`${provider}/${id}`),
     enable_reasoner: false,
     reasoning_effort: null,
     max_reasoning_tokens: 0,

@@ -25,7 +25,7 @@ export const ModelSchema = z
     max_context_window: z.number().int(),
     put_inner_thoughts_in_kwargs: z.boolean(),
     temperature: z.number(),
-    max_tokens: z.null(),
+    max_tokens: z.number().nullable(),
     enable_reasoner: z.boolean(),
     reasoning_effort: z.null(),
     max_reasoning_tokens: z.number().int(),

@@ -118,6 +118,8 @@ export const AgentStateSchema = z
       parallel_tool_calls: z.boolean(),
       strict: z.boolean(),
       reasoning: z.object({ reasoning_effort: z.string().nullable() }),
+      /** Structured outputs are not offered: always null. */
+      response_format: z.null(),
     }),
     /** The embedding model's handle (`provider/model`), from embedding_config. */
     embedding: z.string().nullable(),

@@ -76,19 +76,25 @@ describe('npm start -- --check', () => {
     }
   }, 60_000);
 
-  it('while the server runs, says its ports are in use by it rather than a problem, and exits 0', async () => {
+  it('while the server runs on its defaults, says its ports are in use by it rather than a problem, and exits 0', async () => {
     const env = {
       DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'letta-check-running-')),
-      DATABASE_URL: schema.url,
       PORT: String(await freePort()),
       TEMPORAL_PORT: String(await freePort()),
       TEMPORAL_UI_PORT: String(await freePort()),
       OPENAI_BASE_URL: stub.baseURL,
       OPENAI_API_KEY: 'test-key',
     };
-    const server = startProcess('node', [main], env); // its own embedded Temporal on the two ports
+    // The embedded PGlite in DATA_DIR, and its own embedded Temporal on the two ports.
+    const server = startProcess('node', [main], env);
     try {
       await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, server, 120_000);
+      // A default start is quiet: webpack's report of the workflow bundle is a debug line, and the
+      // secrets key beside the embedded database needs no word.
+      expect(server.output()).toContain('using the embedded PGlite database');
+      expect(server.output()).not.toContain('workflow-bundle');
+      expect(server.output()).not.toContain('Workflow bundle created');
+      expect(server.output()).not.toContain('SECRETS_KEY');
       const { code, output } = await check(env);
       expect(output).toMatch(
         new RegExp(`• port ${env.PORT}: PORT ${env.PORT} is in use by this server, running \\(version `),

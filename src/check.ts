@@ -16,6 +16,7 @@ import { environmentsReport } from './sandbox/install-process';
 import { modalUnsupportedReason } from './sandbox/modal-support';
 import { sandboxFix } from './banner';
 import { errorText } from './temporal/connection';
+import { reachableHost } from './net/hosts';
 import { findTemporalBinary, goAvailable, TEMPORAL_CLI_VERSION } from './temporal/cli-binary';
 
 export interface CheckResult {
@@ -24,12 +25,15 @@ export interface CheckResult {
   detail: string;
   /** What to do about it, when not ok. */
   fix?: string;
+  /** Neither passed nor a problem: a fact to know (a port this server, already running, holds). */
+  note?: true;
 }
 
 type Check = (config: Config) => Promise<CheckResult | CheckResult[]>;
 
 const passed = (name: string, detail: string): CheckResult => ({ name, ok: true, detail });
 const failed = (name: string, detail: string, fix: string): CheckResult => ({ name, ok: false, detail, fix });
+const noted = (name: string, detail: string): CheckResult => ({ name, ok: true, detail, note: true });
 
 /** A promise that gives up after `ms`, with `what` in its error. */
 function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
@@ -151,6 +155,24 @@ function portFree(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** The version of this server when one answers its health check at `host:port` (open without the password). */
+async function runningServerVersion(host: string, port: number): Promise<string | undefined> {
+  try {
+    const response = await fetch(`http://${reachableHost(host)}:${port}/v1/health/`, {
+      signal: AbortSignal.timeout(2_000),
+    });
+    const body = (await response.json()) as { server_version?: unknown };
+    return typeof body.server_version === 'string' ? body.server_version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Each port the server would listen on is free, or taken. Taken by this server, already running (its
+ * health check answers on PORT), is no problem to fix: the check says so, and that the embedded
+ * Temporal's ports are then most likely that server's.
+ */
 const ports: Check = async (config) => {
   const wanted = [
     { name: 'PORT', port: config.PORT, host: config.HOST },
@@ -161,17 +183,23 @@ const ports: Check = async (config) => {
           { name: 'TEMPORAL_UI_PORT', port: config.TEMPORAL_UI_PORT, host: '127.0.0.1' },
         ]),
   ];
-  return Promise.all(
-    wanted.map(async ({ name, port, host }) =>
-      (await portFree(host, port))
-        ? passed(`port ${port}`, `${name} is free on ${host}`)
-        : failed(
-            `port ${port}`,
-            `${name} ${port} is taken on ${host} (another server running?)`,
-            `stop what listens there, or set ${name}`,
-          ),
-    ),
-  );
+  const free = await Promise.all(wanted.map(({ host, port }) => portFree(host, port)));
+  const running = free[0] ? undefined : await runningServerVersion(config.HOST, config.PORT);
+  return wanted.map(({ name, port, host }, i) => {
+    if (free[i]) return passed(`port ${port}`, `${name} is free on ${host}`);
+    if (running !== undefined)
+      return noted(
+        `port ${port}`,
+        i === 0
+          ? `${name} ${port} is in use by this server, running (version ${running}; its /v1/health/ answers)`
+          : `${name} ${port} is in use, probably by the running server's embedded Temporal`,
+      );
+    return failed(
+      `port ${port}`,
+      `${name} ${port} is taken on ${host} (another server running?)`,
+      `stop what listens there, or set ${name}`,
+    );
+  });
 };
 
 const models: Check = async (config) => {
@@ -250,7 +278,11 @@ export async function runChecks(config: Config): Promise<CheckResult[]> {
 
 export function checkReport(results: CheckResult[]): string {
   const lines = results.map((r) =>
-    r.ok ? `  ✓ ${r.name}: ${r.detail}` : `  ✗ ${r.name}: ${r.detail}\n      → ${r.fix}`,
+    r.note
+      ? `  • ${r.name}: ${r.detail}`
+      : r.ok
+        ? `  ✓ ${r.name}: ${r.detail}`
+        : `  ✗ ${r.name}: ${r.detail}\n      → ${r.fix}`,
   );
   const bad = results.filter((r) => !r.ok).length;
   const verdict = bad ? `${bad} problem${bad > 1 ? 's' : ''} to fix` : 'everything the server needs is here';

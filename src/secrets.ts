@@ -79,18 +79,21 @@ function createKeyFile(file: string): void {
 
 /**
  * SECRETS_KEY, or else the key kept in `<DATA_DIR>/secrets.key` (made on first use, mode 0600), so a
- * single process needs no setup. Processes that share a database but not DATA_DIR must share SECRETS_KEY.
+ * single process needs no setup. Processes that share a database but not DATA_DIR must share SECRETS_KEY:
+ * on a PostgreSQL database (`DATABASE_URL`) a warning says so. The embedded PGlite lives in DATA_DIR
+ * beside the key and opens in one process only, so there the key file is all it takes.
  */
-export function loadSecretsKey(config: { SECRETS_KEY?: Buffer; dataDir: string }, log: Logger): Buffer {
+export function loadSecretsKey(
+  config: { SECRETS_KEY?: Buffer; DATABASE_URL?: string; dataDir: string },
+  log: Logger,
+): Buffer {
   if (config.SECRETS_KEY) return config.SECRETS_KEY;
   const file = path.join(config.dataDir, 'secrets.key');
   if (!fs.existsSync(file)) createKeyFile(file);
   const key = parseSecretsKey(fs.readFileSync(file, 'utf8').trim());
   if (!key) throw new SecretsKeyError(`${file} does not hold a 32-byte key (base64 or hex)`);
-  log.warn(
-    { file },
-    'SECRETS_KEY is unset: secrets are encrypted with the key kept in this file. Separate api and ' +
-      'worker processes (or replicas) must all be given the same SECRETS_KEY',
-  );
+  if (config.DATABASE_URL)
+    log.warn({ file }, 'SECRETS_KEY is unset: every process sharing this database needs the same one');
+  else log.debug({ file }, 'secrets are encrypted with the key kept in this file');
   return key;
 }

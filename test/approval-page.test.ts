@@ -358,3 +358,42 @@ describe('the approval page', () => {
     }
   });
 });
+
+describe('the approval page on a server without a password', () => {
+  const h = useAgentServer('openai');
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('says the server has no password, and signs in with the field left empty', async () => {
+    const agent = await h.client.agents.create({
+      name: 'open-server-agent',
+      model: 'openai/gpt-4o-mini',
+      tool_rules: [{ type: 'requires_approval', tool_name: INSERT }],
+    });
+    h.stub.enqueue({ toolCalls: [{ name: INSERT, arguments: { label: 'human', new_str: 'Likes tea' } }] });
+    const paused = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Remember that I like tea.' }],
+    });
+    expect(paused.stop_reason.stop_reason).toBe('requires_approval');
+
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${h.server.url}/approvals`);
+      await page.getByText('This server has no password').waitFor();
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('Live: the list updates by itself.').waitFor();
+      await page.locator('#requests .call', { hasText: INSERT }).waitFor();
+      expect(await page.locator('#login-error').innerText()).toBe('');
+    } catch (error) {
+      await page.screenshot({ path: path.join(ARTIFACTS, 'failed-open-server.png'), fullPage: true });
+      throw error;
+    } finally {
+      await page.close();
+    }
+  });
+});

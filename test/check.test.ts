@@ -76,6 +76,42 @@ describe('npm start -- --check', () => {
     }
   }, 60_000);
 
+  it('while the server runs on its defaults, says its ports are in use by it rather than a problem, and exits 0', async () => {
+    const env = {
+      DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'letta-check-running-')),
+      PORT: String(await freePort()),
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'test-key',
+    };
+    // The embedded PGlite in DATA_DIR, and its own embedded Temporal on the two ports.
+    const server = startProcess('node', [main], env);
+    try {
+      await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, server, 120_000);
+      // A default start is quiet: webpack's report of the workflow bundle is a debug line, and the
+      // secrets key beside the embedded database needs no word.
+      expect(server.output()).toContain('using the embedded PGlite database');
+      expect(server.output()).not.toContain('workflow-bundle');
+      expect(server.output()).not.toContain('Workflow bundle created');
+      expect(server.output()).not.toContain('SECRETS_KEY');
+      const { code, output } = await check(env);
+      expect(output).toMatch(
+        new RegExp(`• port ${env.PORT}: PORT ${env.PORT} is in use by this server, running \\(version `),
+      );
+      expect(output).toContain(
+        `• port ${env.TEMPORAL_PORT}: TEMPORAL_PORT ${env.TEMPORAL_PORT} is in use, probably by the running server's embedded Temporal`,
+      );
+      expect(output).toContain(`• port ${env.TEMPORAL_UI_PORT}: TEMPORAL_UI_PORT`);
+      expect(output).not.toContain('✗');
+      expect(code).toBe(0);
+    } finally {
+      process.kill(server.child.pid!, 'SIGTERM');
+      await server.exited;
+      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it('says when a model endpoint refuses its key', async () => {
     const { code, output } = await check({
       DATABASE_URL: schema.url,

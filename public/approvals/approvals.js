@@ -27,7 +27,10 @@ const sessionState = () => ({
 });
 
 const state = {
+  /** The password or token signed in with: '' on a server without a password, null when signed out. */
   credential: sessionStorage.getItem(STORED.credential),
+  /** Whether the server asks no password (it then answers on loopback only, to anyone there). */
+  open: false,
   approver: sessionStorage.getItem(STORED.approver) ?? '',
   ...sessionState(),
   retryMs: FIRST_RETRY_MS,
@@ -63,12 +66,15 @@ function detailOf(body, status) {
   return `The server answered ${status}`;
 }
 
+/** The credential as the API takes it; none on a server without a password, signed in without one. */
+const authorization = () => (state.credential ? { authorization: `Bearer ${state.credential}` } : {});
+
 async function api(path, { method = 'GET', body, headers = {} } = {}) {
   const response = await fetch(path, {
     method,
     cache: 'no-store',
     headers: {
-      authorization: `Bearer ${state.credential}`,
+      ...authorization(),
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...headers,
     },
@@ -135,7 +141,7 @@ async function signIn(event) {
   const credential = $('credential').value.trim();
   const approver = $('approver').value.trim();
   error.textContent = '';
-  if (!credential) {
+  if (!credential && !state.open) {
     error.textContent = 'Enter the server password or an access token.';
     return $('credential').focus();
   }
@@ -195,6 +201,20 @@ function handleFailure(failure, show) {
   show(failure instanceof ApiError ? failure.message : 'The server could not be reached.');
 }
 
+/**
+ * A server without a password answers the API without any credential: the sign-in then says so, and
+ * takes an empty field (or an access token, to answer only for the agents it reaches).
+ */
+async function showWhetherOpen() {
+  try {
+    state.open = (await fetch('/v1/approvals/?limit=1', { cache: 'no-store' })).ok;
+  } catch {
+    state.open = false;
+  }
+  $('open-server').hidden = !state.open;
+  $('credential').required = !state.open;
+}
+
 // ---- The list ----------------------------------------------------------------------------------
 
 /** Calls of one approval request are answered together, so the list shows requests. */
@@ -235,13 +255,13 @@ function refresh() {
     do {
       refreshAgain = false;
       await loadList();
-    } while (refreshAgain && state.credential);
+    } while (refreshAgain && state.credential !== null);
   })().finally(() => (refreshing = undefined));
   return refreshing;
 }
 
 async function loadList() {
-  if (!state.credential) return; // signed out meanwhile
+  if (state.credential === null) return; // signed out meanwhile
   let items;
   try {
     items = await api(`/v1/approvals/?limit=${LIST_LIMIT}&order=desc`);
@@ -729,7 +749,7 @@ async function listen() {
   state.stream = controller;
   try {
     const response = await fetch('/v1/approvals/stream', {
-      headers: { authorization: `Bearer ${state.credential}`, accept: 'text/event-stream' },
+      headers: { ...authorization(), accept: 'text/event-stream' },
       cache: 'no-store',
       signal: controller.signal,
     });
@@ -768,5 +788,6 @@ $('sign-out').addEventListener('click', () => signOut());
 $('approver').value = state.approver;
 // Ages and expiries, drawn again now and then.
 setInterval(renderList, 30_000);
-if (state.credential) enterWorkspace();
+showWhetherOpen();
+if (state.credential !== null) enterWorkspace();
 else $('approver').focus();

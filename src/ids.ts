@@ -23,6 +23,10 @@ export type IdPrefix =
 
 export const newId = (prefix: IdPrefix) => `${prefix}-${randomUUID()}`;
 
+/** The pattern of an id of this kind: its prefix, then a lower-case UUID. */
+export const idPattern = (prefix: IdPrefix) =>
+  new RegExp(`^${prefix}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
+
 export function isId(prefix: IdPrefix, value: string): boolean {
-  return new RegExp(`^${prefix}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).test(value);
+  return idPattern(prefix).test(value);
 }

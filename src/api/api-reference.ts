@@ -39,7 +39,7 @@ const INFO = {
 
 /** `/openapi.json` describes `routes` and these two routes themselves. */
 export function apiReference(routes: DocumentedRoute[]): DocumentedRouter {
-  const reference = documentedRouter('API reference');
+  const reference = documentedRouter('API reference', { public: true });
   let document: unknown;
   reference.get(
     '/openapi.json',

@@ -6,6 +6,7 @@ import type { ApiContext } from './context';
 import { inputGuard } from './input-guard';
 import { httpMetrics } from './http-metrics';
 import { errorHandler, unknownRoute } from './errors';
+import { methodNotAllowed } from './route-book';
 import { healthRouter } from './health';
 import { apiReference } from './api-reference';
 import { approvalPage } from './approval-page';
@@ -88,7 +89,9 @@ export function createApp(deps: ApiDependencies): express.Express {
   const page = approvalPage();
   const links = approvalLinkRouter(deps);
   const mcpOauth = mcpOauthRouter(deps);
-  app.use(apiReference([health, page, links, ...routers, mcpOauth].flatMap((r) => r.routes)).router);
+  const documented = [health, page, links, ...routers, mcpOauth];
+  const reference = apiReference(documented.flatMap((r) => r.routes));
+  app.use(reference.router);
   // The approval page holds no data: it asks for the password or a token, which its API calls carry.
   app.use(page.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
@@ -98,6 +101,9 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(accessControl(access));
   app.use(keepingContext(express.json({ limit: config.MAX_REQUEST_BODY_BYTES })));
   app.use(inputGuard({ maxJsonDepth: config.MAX_JSON_DEPTH }));
+  // Before the routes: a method the document does not list for a path never reaches a route of a
+  // neighbouring path (DELETE …/archival-memory/search is not a delete of the memory named "search").
+  app.use(methodNotAllowed([...documented, reference].flatMap((r) => r.routes)));
   for (const routes of routers) app.use(routes.router);
   app.use(unknownRoute);
   app.use(errorHandler(deps.log));

@@ -50,7 +50,7 @@ const answersOf = (
   }));
 
 export function approvalLinkRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('Approval page');
+  const router = documentedRouter('Approval page', { public: true });
   const on = routeTable(router, approvalLinkContext(ctx));
   on.get('/approvals/act/:token', openSignedApprovalLinkDoc, openSignedApprovalLink);
   on.post(
@@ -93,6 +93,7 @@ const openSignedApprovalLinkDoc: RouteDoc = {
   description:
     'Shows what the link of an approval notice would do (approve or deny every call of its request), with a button that does it. Needs no password: the signed link is the credential.',
   mediaType: 'text/html',
+  errors: [409, 410],
 };
 
 async function openSignedApprovalLink(
@@ -129,6 +130,7 @@ const actOnSignedApprovalLinkDoc: RouteDoc = {
   description:
     'Approves or denies, as the link says, every call of its request, once; a denial takes `reason` (a form field, or JSON). JSON in, JSON out; a form gets a page.',
   body: z.object({ reason: z.string().optional() }),
+  errors: [400, 404, 409, 410, 422],
 };
 
 async function actOnSignedApprovalLink(

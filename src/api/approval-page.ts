@@ -36,7 +36,7 @@ const strictHeaders: RequestHandler = (_req, res, next) => {
 };
 
 export function approvalPage(): DocumentedRouter {
-  const page = documentedRouter('Approval page');
+  const page = documentedRouter('Approval page', { public: true });
   page.get(
     '/approvals',
     {

@@ -49,7 +49,7 @@ const HealthSchema = z
   .meta({ id: 'Health' });
 
 export function healthRouter({ db, temporal, timeoutMs, stopping }: HealthDependencies): DocumentedRouter {
-  const router = documentedRouter('Health');
+  const router = documentedRouter('Health', { public: true });
   const doc = {
     summary: 'Check the server',
     description:

@@ -12,15 +12,39 @@ import {
 } from 'zod-openapi';
 import type { DocumentedRoute } from './route-book';
 
-/** Letta's (FastAPI's) error answer: a message, or for a 422 one entry per problem. */
+/**
+ * Letta's (FastAPI's) error answer: a message, or for a 422 one entry per problem, its place a path of
+ * names and array indexes.
+ */
 const ErrorSchema = z
   .object({
     detail: z.union([
       z.string(),
-      z.array(z.object({ type: z.string(), loc: z.array(z.string()), msg: z.string() })),
+      z.array(
+        z.object({
+          type: z.string(),
+          loc: z.array(z.union([z.string(), z.number().int()])),
+          msg: z.string(),
+        }),
+      ),
     ]),
   })
   .meta({ id: 'HTTPError' });
+
+/** What each error status of the API means, as its answers' descriptions say. */
+const ERROR_STATUS: Record<number, string> = {
+  400: 'The request is well formed but cannot be done as asked (src/errors.ts `invalid`)',
+  401: 'No password or access token, or a wrong one',
+  403: 'A `Host` or `Origin` this server does not serve, or a token’s grant that does not cover this',
+  404: 'A resource the request names does not exist',
+  409: 'The request conflicts with the stored state',
+  413: 'The body is larger than MAX_REQUEST_BODY_BYTES',
+  422: 'The request does not match its schema: one entry per problem, with where it is',
+  429: 'Too many failed password checks from this address (AUTH_FAILURE_LIMIT)',
+};
+
+/** Any route can fail on this server's side or a service's behind it (the database, Temporal, a model). */
+const SERVER_ERROR = '5XX';
 
 const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
 
@@ -40,8 +64,15 @@ export function openApiPath(path: string): string {
 }
 
 /** The route's path as OpenAPI writes it, with its parameters' names. */
-function pathOf(route: DocumentedRoute): { path: string; params: string[] } {
-  const params = [...route.path.matchAll(/:(\w+)/g)].map((match) => lettaParam(route.path, match[1]));
+function pathOf(route: DocumentedRoute): { path: string; params: z.ZodObject | undefined } {
+  const names = [...route.path.matchAll(/:(\w+)/g)].map((match) => match[1]);
+  if (!names.length) return { path: openApiPath(route.path), params: undefined };
+  const declared = route.params?.shape ?? {};
+  const params = z.object(
+    Object.fromEntries(
+      names.map((name) => [lettaParam(route.path, name), (declared[name] as z.ZodType) ?? z.string()]),
+    ),
+  );
   return { path: openApiPath(route.path), params };
 }
 
@@ -53,35 +84,60 @@ function operationId(route: DocumentedRoute): string {
 
 function answerOf(route: DocumentedRoute) {
   if (route.mediaType) return { [route.mediaType]: { schema: z.string() } };
-  if (!route.response) return json(z.object({}));
+  // A stream with no JSON answer of its own (the approval changes) is only events.
+  if (!route.response)
+    return route.streams ? { 'text/event-stream': { schema: z.string() } } : json(z.object({}));
   if (!route.streams) return json(route.response);
   return { ...json(route.response), 'text/event-stream': { schema: route.response } };
 }
 
 function requestBodyOf(route: DocumentedRoute): ZodOpenApiOperationObject['requestBody'] {
-  if (route.body) return { required: true, content: json(route.body) };
+  // A route parses a missing body as `{}` (validation.ts): required where `{}` is refused.
+  if (route.body) return { required: !route.body.safeParse({}).success, content: json(route.body) };
   if (route.form) return { required: true, content: { 'multipart/form-data': { schema: route.form } } };
   return undefined;
 }
 
-function operationOf(route: DocumentedRoute, params: string[]): ZodOpenApiOperationObject {
+/**
+ * The error statuses a route answers: the access checks' (401, 403, 429) where it asks for the password,
+ * the API's own (400, 404, 409, 422) on the routes behind them, a body's limit (413), and what the route
+ * declares itself.
+ */
+function errorStatusesOf(route: DocumentedRoute): number[] {
+  const statuses = new Set(route.errors ?? []);
+  if (!route.public) for (const status of [400, 401, 403, 404, 409, 422, 429]) statuses.add(status);
+  if (route.body || route.form) statuses.add(413);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function errorAnswersOf(route: DocumentedRoute): ZodOpenApiOperationObject['responses'] {
+  const content = route.mediaType ? { [route.mediaType]: { schema: z.string() } } : json(ErrorSchema);
+  const answers = errorStatusesOf(route).map((status) => [
+    String(status),
+    { description: ERROR_STATUS[status] ?? 'An error, in Letta’s shape', content },
+  ]);
+  answers.push([SERVER_ERROR, { description: 'This server, or a service behind it, failed', content }]);
+  return Object.fromEntries(answers) as ZodOpenApiOperationObject['responses'];
+}
+
+function operationOf(route: DocumentedRoute, params: z.ZodObject | undefined): ZodOpenApiOperationObject {
   const requestBody = requestBodyOf(route);
   return {
     operationId: operationId(route),
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
+    ...(route.public ? { security: [] } : {}),
     requestParams: {
-      ...(params.length ? { path: z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) } : {}),
+      ...(params ? { path: params } : {}),
       ...(route.query ? { query: route.query } : {}),
     },
     ...(requestBody ? { requestBody } : {}),
     responses: {
-      '200': {
-        description: 'OK',
-        content: answerOf(route),
-      },
-      default: { description: 'An error, in Letta’s shape', content: json(ErrorSchema) },
+      ...(route.noContent
+        ? { '204': { description: 'Done; no body' } }
+        : { '200': { description: 'OK', content: answerOf(route) } }),
+      ...errorAnswersOf(route),
     },
   };
 }

@@ -8,6 +8,8 @@ import { Router, type NextFunction, type Request, type RequestHandler, type Resp
 import type { RouteParameters } from 'express-serve-static-core';
 import type { z } from 'zod';
 import { scopedAccess, type ScopedTokenUse } from './scoped-access';
+import { parseParams } from './validation';
+import { sendError } from './errors';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -20,8 +22,14 @@ export interface RouteDoc extends ScopedTokenUse {
   /** A multipart/form-data body (uploads): its fields, a file field as `z.any()` with `format: binary`. */
   form?: z.ZodType;
   query?: z.ZodObject;
-  /** The JSON of a 200 answer; none: the route answers with no body, or with `{}`. */
+  /** The path's parameters as the handler parses them (an id's pattern), by their express names. */
+  params?: z.ZodObject;
+  /** The JSON of a 200 answer; none: the route answers with `{}`. */
   response?: z.ZodType;
+  /** Answers 204 with no body. */
+  noContent?: boolean;
+  /** Error statuses the route answers beyond those of the access checks and the API's own (openapi.ts). */
+  errors?: number[];
   /** Answers with server-sent events (each `data:` one JSON of `response`) when asked to stream. */
   streams?: boolean;
   /** Answers with a document of this media type rather than JSON (the reference's HTML page). */
@@ -34,6 +42,8 @@ export interface DocumentedRoute extends RouteDoc {
   path: string;
   /** The group the reference lists it under. */
   tag: string;
+  /** Answers without the password (mounted before the access checks). */
+  public: boolean;
 }
 
 /** Registers a route; its handlers' `req.params` are typed from the path, as with express's own. */
@@ -49,14 +59,47 @@ export interface DocumentedRouter extends Record<Method, Register> {
   routes: DocumentedRoute[];
 }
 
-export function documentedRouter(tag: string): DocumentedRouter {
+export interface RouterOptions {
+  /** Its routes answer without the password: the app mounts the router before the access checks. */
+  public?: boolean;
+  /** The path parameters of its routes, by their express names: checked before any handler (422). */
+  params?: z.ZodObject;
+}
+
+/** The parameters of `path` that `params` declares, checked as the document says (422 otherwise). */
+function paramCheck(path: string, params: z.ZodObject | undefined): RequestHandler[] {
+  const names = [...path.matchAll(/:(\w+)/g)].map((match) => match[1]).filter((name) => params?.shape[name]);
+  if (!params || !names.length) return [];
+  const schema = params.pick(Object.fromEntries(names.map((name) => [name, true])) as Record<string, true>);
+  return [
+    (req, _res, next) => {
+      parseParams(schema, req);
+      next();
+    },
+  ];
+}
+
+export function documentedRouter(tag: string, options: RouterOptions = {}): DocumentedRouter {
   const router = Router();
   const routes: DocumentedRoute[] = [];
   const register =
     (method: Method): Register =>
     (path, doc, ...handlers) => {
-      routes.push({ ...doc, method, path, tag });
-      router[method](path, scopedAccess(method, path, doc), ...(handlers as RequestHandler[]));
+      const params = doc.params ?? options.params;
+      routes.push({
+        ...doc,
+        ...(params ? { params } : {}),
+        method,
+        path,
+        tag,
+        public: options.public ?? false,
+      });
+      router[method](
+        path,
+        ...paramCheck(path, params),
+        scopedAccess(method, path, doc),
+        ...(handlers as RequestHandler[]),
+      );
     };
   return {
     router,
@@ -111,5 +154,45 @@ export function routeTable<Shared>(
     put: register('put'),
     patch: register('patch'),
     delete: register('delete'),
+  };
+}
+
+/**
+ * Of the documented paths `path` matches, the one OpenAPI would pick: a literal segment before a
+ * parameter, from the left (`/v1/folders/count` before `/v1/folders/:folderId`).
+ */
+function documentedPathOf(templates: string[][], path: string): string[] | undefined {
+  const segments = path.replace(/(.)\/$/, '$1').split('/');
+  const matching = templates.filter(
+    (template) =>
+      template.length === segments.length &&
+      template.every((part, i) => (part.startsWith(':') ? segments[i] !== '' : part === segments[i])),
+  );
+  const literalsFirst = (a: string[], b: string[]) => {
+    const differs = a.findIndex((part, i) => part.startsWith(':') !== b[i].startsWith(':'));
+    return differs < 0 ? 0 : a[differs].startsWith(':') ? 1 : -1;
+  };
+  return matching.sort(literalsFirst)[0];
+}
+
+/**
+ * A request for a documented path with a method the document does not list for it (OPTIONS and TRACE
+ * too) gets 405 with `Allow`, the methods it lists (HEAD with GET, as express answers it).
+ */
+export function methodNotAllowed(routes: DocumentedRoute[]): RequestHandler {
+  const methods = new Map<string, Set<string>>();
+  for (const route of routes) {
+    const allowed = methods.get(route.path) ?? new Set<string>();
+    allowed.add(route.method.toUpperCase());
+    if (route.method === 'get') allowed.add('HEAD');
+    methods.set(route.path, allowed);
+  }
+  const templates = [...methods.keys()].map((path) => path.split('/'));
+  return (req, res, next) => {
+    const template = documentedPathOf(templates, req.path);
+    const allowed = template && methods.get(template.join('/'));
+    if (!allowed || allowed.has(req.method)) return next();
+    res.setHeader('allow', [...allowed].sort().join(', '));
+    sendError(res, 405, 'Method Not Allowed');
   };
 }

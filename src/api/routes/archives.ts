@@ -256,7 +256,7 @@ async function modifyArchive(
   res.json(archiveShape(await loadArchive(archiveId)));
 }
 
-const deleteArchiveRouteDoc: RouteDoc = { summary: 'Delete an archive' };
+const deleteArchiveRouteDoc: RouteDoc = { summary: 'Delete an archive', noContent: true };
 
 async function deleteArchiveRoute(
   { ctx }: ArchivesContext,
@@ -297,7 +297,10 @@ async function createPassagesInArchive(
   res.json(await addToArchive(req.params.archiveId, parseBody(CreateArchivePassagesSchema, req).passages));
 }
 
-const deletePassageFromArchiveDoc: RouteDoc = { summary: 'Delete a passage from an archive' };
+const deletePassageFromArchiveDoc: RouteDoc = {
+  summary: 'Delete a passage from an archive',
+  noContent: true,
+};
 
 async function deletePassageFromArchive(
   { ctx, loadArchive }: ArchivesContext,

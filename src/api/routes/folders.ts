@@ -96,7 +96,7 @@ function folderPassageShape(row: folders.FolderPassageRow, folderId: string): Fo
 const MISSING_FILE = [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }];
 
 export function foldersRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('Folders');
+  const router = documentedRouter('Folders', { params: FileParams });
   const on = routeTable(router, foldersContext(ctx));
   const receive = receiveFile('File', ctx.config.FILE_MAX_BYTES, UPLOAD_FORM);
 
@@ -205,7 +205,7 @@ const retrieveFileOfFolderDoc: RouteDoc = {
   response: FileMetadataSchema,
 };
 
-const deleteFileFromFolderDoc: RouteDoc = { summary: 'Delete a file from a folder' };
+const deleteFileFromFolderDoc: RouteDoc = { summary: 'Delete a file from a folder', noContent: true };
 
 async function createFolderRoute({ ctx }: FoldersContext, req: Request, res: Response) {
   res.json(folderShape(await createFolder(ctx, parseBody(CreateFolderSchema, req))));

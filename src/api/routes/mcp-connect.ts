@@ -39,7 +39,7 @@ const McpConnectEventSchema = z
 type McpConnectEvent = z.infer<typeof McpConnectEventSchema>;
 
 export function mcpConnectRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('MCP servers');
+  const router = documentedRouter('MCP servers', { params: McpServerParams });
   const on = routeTable(router, ctx);
   on.get('/v1/mcp-servers/connect/:mcpServerId', connectMcpServerDoc, connectMcpServer);
 

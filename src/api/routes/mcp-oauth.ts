@@ -28,8 +28,20 @@ const CallbackAnswer = z.object({
   server_url: z.string(),
 });
 
+/** The client ID metadata document (RFC 7591's client metadata, with its `client_id`). */
+const ClientMetadataAnswer = z
+  .object({
+    client_id: z.string(),
+    client_name: z.string(),
+    redirect_uris: z.array(z.string()),
+    grant_types: z.array(z.string()),
+    response_types: z.array(z.string()),
+    token_endpoint_auth_method: z.string(),
+  })
+  .loose();
+
 export function mcpOauthRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('MCP servers');
+  const router = documentedRouter('MCP servers', { public: true });
   const on = routeTable(router, mcpOauthContext(ctx));
   on.get(CALLBACK_PATH, mcpOauthCallbackDoc, mcpOauthCallback);
   on.get(CLIENT_METADATA_PATH, oauthClientMetadataDoc, oauthClientMetadata);
@@ -54,6 +66,7 @@ const mcpOauthCallbackDoc: RouteDoc = {
     "Where an OAuth-protected MCP server's authorization server sends the user back: the code is exchanged for tokens and the server's tools are synced. Needs no password; acts only with the state of a pending authorization, once, before it expires (400 otherwise).",
   query: CallbackQuery,
   response: CallbackAnswer,
+  errors: [400, 404, 422],
 };
 
 async function mcpOauthCallback({ ctx, oauth }: McpOauthContext, req: Request, res: Response) {
@@ -95,6 +108,8 @@ const oauthClientMetadataDoc: RouteDoc = {
   summary: "This server's OAuth client metadata",
   description:
     'The client ID metadata document (SEP-991) authorization servers read when this server uses its URL as its client_id. Needs no password.',
+  response: ClientMetadataAnswer,
+  errors: [404],
 };
 
 function oauthClientMetadata({ oauth }: McpOauthContext, _req: Request, res: Response) {

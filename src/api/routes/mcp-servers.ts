@@ -90,7 +90,7 @@ export async function runMcpToolNow(
  * connects again with the new config before it is stored, so a stored config is one that worked.
  */
 export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('MCP servers');
+  const router = documentedRouter('MCP servers', { params: McpToolParams });
   const on = routeTable(router, mcpServersContext(ctx));
   on.post(BASE, createMcpServerDoc, createMcpServer);
   on.get(BASE, listMcpServersDoc, listMcpServers);
@@ -223,7 +223,7 @@ async function updateMcpServer(
   res.json(await serverShape(updated));
 }
 
-const deleteMcpServerDoc: RouteDoc = { summary: 'Delete MCP server' };
+const deleteMcpServerDoc: RouteDoc = { summary: 'Delete MCP server', noContent: true };
 
 async function deleteMcpServer(
   { ctx, loadServer }: McpServersContext,

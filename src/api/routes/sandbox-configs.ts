@@ -51,7 +51,9 @@ function assertWritable(type: SandboxType): void {
  * Letta's create-or-update does.
  */
 export function sandboxConfigsRouter(ctx: ApiContext): DocumentedRouter {
-  const router = documentedRouter('Sandbox configs');
+  const router = documentedRouter('Sandbox configs', {
+    params: SandboxConfigParams.extend(EnvVarParams.shape),
+  });
   const on = routeTable(router, sandboxConfigsContext(ctx));
   on.post(BASE, createSandboxConfigDoc, createSandboxConfig);
   on.post(`${BASE}/local`, createCustomLocalSandboxConfigDoc, createCustomLocalSandboxConfig);
@@ -184,7 +186,7 @@ async function updateSandboxConfig(
   res.json(sandboxConfigShape(await repo.updateSandboxConfig(ctx.db, stored.id, merged.config)));
 }
 
-const deleteSandboxConfigDoc: RouteDoc = { summary: 'Delete sandbox config' };
+const deleteSandboxConfigDoc: RouteDoc = { summary: 'Delete sandbox config', noContent: true };
 
 async function deleteSandboxConfig(
   { ctx, loadConfig }: SandboxConfigsContext,
@@ -276,7 +278,7 @@ async function updateSandboxEnvVar(
   }
 }
 
-const deleteSandboxEnvVarDoc: RouteDoc = { summary: 'Delete sandbox env var' };
+const deleteSandboxEnvVarDoc: RouteDoc = { summary: 'Delete sandbox env var', noContent: true };
 
 async function deleteSandboxEnvVar(
   { ctx, loadEnvVar }: SandboxConfigsContext,

@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { isId, type IdPrefix } from '../../ids';
+import { idPattern, type IdPrefix } from '../../ids';
 
-/** A path parameter that must be an id of this kind (422 otherwise, as Letta's pattern check). */
+/**
+ * A parameter that must be an id of this kind (422 otherwise, as Letta's pattern check); the pattern
+ * is the document's too.
+ */
 export const idOf = (prefix: IdPrefix) =>
-  z.string().refine((value) => isId(prefix, value), `expected an id like ${prefix}-<uuid4>`);
+  z.string().regex(idPattern(prefix), `expected an id like ${prefix}-<uuid4>`);
 
 /** A query value the client may send once or repeated (qs `arrayFormat: 'repeat'`). */
 export const queryList = <T extends z.ZodType>(item: T) =>

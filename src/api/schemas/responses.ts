@@ -67,11 +67,15 @@ export const ToolExecutionResultSchema = z
   .meta({ id: 'ToolExecutionResult' });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResultSchema>;
 
+const sandboxConfigRow = { id: z.string(), organization_id: z.null(), created_at: Time, updated_at: Time };
+
+/** One object per type, not an intersection: the document's objects admit no property they do not name. */
 export const SandboxConfigSchema = z
-  .intersection(
-    TypedSandboxConfigSchema,
-    z.object({ id: z.string(), organization_id: z.null(), created_at: Time, updated_at: Time }),
-  )
+  .discriminatedUnion('type', [
+    TypedSandboxConfigSchema.options[0].extend(sandboxConfigRow),
+    TypedSandboxConfigSchema.options[1].extend(sandboxConfigRow),
+    TypedSandboxConfigSchema.options[2].extend(sandboxConfigRow),
+  ])
   .meta({ id: 'SandboxConfig' });
 export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
 

@@ -2,8 +2,10 @@
 # Letta's own server, its last release (letta 0.16.8 from PyPI), as the reference the Python suite runs
 # against beside ours, wired to a local OpenAI-compatible model endpoint.
 #
-#   bash scripts/letta-server.sh --port 8390 --openai-base-url http://127.0.0.1:8399/v1 --data-dir DIR
+#   bash scripts/letta-server.sh --port 8390 --openai-base-url http://127.0.0.1:8399/v1 --data-dir DIR \
+#     [--setting MCP_DISABLE_STDIO=false ...]
 #   bash scripts/letta-server.sh --install-only
+#   bash scripts/letta-server.sh --python test/python/letta_own_tests.py this REPORT.xml
 #
 # Install (once per machine, in LETTA_REFERENCE_DIR, default ~/.cache/letta-temporal/letta-0.16.8):
 # Python 3.11 (the one Letta's own Docker image runs), Letta's dependencies at the versions of the
@@ -13,12 +15,16 @@
 # connects to LETTA_PG_URI), it needs pgvector, and Debian 12 has no pgvector package; so it runs a
 # PostgreSQL 16 + pgvector of its own from the `pgserver` wheel, in DIR/pg, on a free loopback port.
 # Its schema comes from the alembic migrations in the sdist (the wheel has none).
+# Letta's own tests: the sdist's tests/ (the release commit's) in DIR/tests, and the pytest plugins its
+# uv.lock pins for them in the same environment, since they import letta; `--python ARGS` runs that
+# environment's Python with LETTA_REFERENCE_DIR set (test/python/letta_own_tests.py).
 #
 # Run: everything Letta keeps is in DIR (HOME=DIR, so ~/.letta is DIR/.letta; its PostgreSQL is
 # DIR/pg); an empty or missing DIR starts fresh, a used one is reused. Letta execs in the foreground;
 # its PostgreSQL gets SIGINT (fast shutdown) when Letta's process ends, however it ends (pdeathsig).
-# Letta sees a clean environment: only the settings below, so no provider or telemetry key of the
-# caller's reaches it, and a proxy that refuses every connection stands in for the internet.
+# Letta sees a clean environment: only the settings below and those given with --setting, so no
+# provider or telemetry key of the caller's reaches it, and a proxy that refuses every connection
+# stands in for the internet.
 set -euo pipefail
 
 version=0.16.8
@@ -29,12 +35,14 @@ template="$ref_dir/pgdata-template"
 say() { echo "letta-server: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-port=8283 base_url="" data_dir="" install_only=false pristine=false
+port=8283 base_url="" data_dir="" install_only=false pristine=false python_args=() settings=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --python) shift; python_args=("$@"); [ $# -gt 0 ] || die "--python needs arguments"; break ;;
     --port) port="$2"; shift 2 ;;
     --openai-base-url) base_url="$2"; shift 2 ;;
     --data-dir) data_dir="$2"; shift 2 ;;
+    --setting) settings+=("$2"); shift 2 ;;
     --install-only) install_only=true; shift ;;
     --pristine) pristine=true; shift ;;
     *) die "unknown argument: $1" ;;
@@ -63,17 +71,22 @@ start_pg() {
   die "PostgreSQL did not start (see $pgdata/../postgres.log)"
 }
 
+# The machine's offline wheel folder has none of Letta's dependencies: PyPI itself.
+pip() { env -u PIP_FIND_LINKS -u PIP_NO_INDEX "$venv/bin/pip" -q "$@"; }
+
+# Extracts the given paths of the sdist (pyproject.toml, tests, …) into $ref_dir/src.
+from_sdist() {
+  pip download --no-deps --no-binary :all: "letta==$version" -d "$ref_dir/sdist" &&
+    tar -xzf "$ref_dir/sdist/letta-$version.tar.gz" -C "$ref_dir/src" --strip-components=1 "${@/#/letta-$version/}" &&
+    rm -rf "$ref_dir/sdist"
+}
+
 install() {
   say "installing letta==$version in $ref_dir (a few minutes)"
   rm -rf "$ref_dir" && mkdir -p "$ref_dir/src"
   "${LETTA_PYTHON:-python3.11}" -m venv "$venv"
-  # The machine's offline wheel folder has none of Letta's dependencies: PyPI itself.
-  local pip=(env -u PIP_FIND_LINKS -u PIP_NO_INDEX "$venv/bin/pip" -q)
-  "${pip[@]}" install uv==0.13.9
-  "${pip[@]}" download --no-deps --no-binary :all: "letta==$version" -d "$ref_dir/sdist"
-  tar -xzf "$ref_dir/sdist/letta-$version.tar.gz" -C "$ref_dir/src" --strip-components=1 \
-    "letta-$version/pyproject.toml" "letta-$version/uv.lock" "letta-$version/alembic.ini" "letta-$version/alembic"
-  rm -rf "$ref_dir/sdist"
+  pip install uv==0.13.9
+  from_sdist pyproject.toml uv.lock alembic.ini alembic
   # psycopg2 would build from source; Letta runs on asyncpg and its migrations on pg8000.
   (cd "$ref_dir/src" && "$venv/bin/uv" export -q --frozen --no-hashes --no-dev --no-emit-project \
     --extra server --extra postgres --no-emit-package psycopg2 -o "$ref_dir/requirements.txt")
@@ -92,9 +105,20 @@ install() {
   touch "$ref_dir/.complete"
 }
 
+# Called in a `||` list, where errexit is off: each step only after the one before it succeeded.
+install_tests() {
+  say "installing Letta's own tests in $ref_dir/tests"
+  rm -rf "$ref_dir/src/tests" "$ref_dir/tests" && from_sdist tests && mv "$ref_dir/src/tests" "$ref_dir/tests" &&
+    (cd "$ref_dir/src" && "$venv/bin/uv" export -q --frozen --no-hashes --no-emit-project --extra dev) |
+    grep -E '^(pytest|pytest-asyncio|pytest-order|pytest-mock|iniconfig|pluggy)==' >"$ref_dir/test-requirements.txt" &&
+    "$venv/bin/uv" pip install -q --python "$venv/bin/python" -r "$ref_dir/test-requirements.txt" &&
+    touch "$ref_dir/.tests-complete"
+}
+
 mkdir -p "$(dirname "$ref_dir")"
-(flock 9; [ -f "$ref_dir/.complete" ] || install) 9>"$ref_dir.lock"
+(flock 9; [ -f "$ref_dir/.complete" ] || install; [ -f "$ref_dir/.tests-complete" ] || install_tests) 9>"$ref_dir.lock"
 $install_only && { say "installed: $ref_dir"; exit 0; }
+[ ${#python_args[@]} -eq 0 ] || LETTA_REFERENCE_DIR="$ref_dir" exec "$venv/bin/python" "${python_args[@]}"
 
 [ -n "$base_url" ] || die "--openai-base-url is required"
 data_dir="${data_dir:-$(mktemp -d -t letta-reference.XXXXXX)}"
@@ -127,6 +151,6 @@ exec env -i \
   OPENAI_API_KEY="${OPENAI_API_KEY:-sk-letta-reference}" OPENAI_BASE_URL="$base_url" \
   HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost,::1 \
   http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 no_proxy=127.0.0.1,localhost,::1 \
-  DD_TRACE_ENABLED=false DD_INSTRUMENTATION_TELEMETRY_ENABLED=false \
+  DD_TRACE_ENABLED=false DD_INSTRUMENTATION_TELEMETRY_ENABLED=false "${settings[@]}" \
   "$venv/bin/python" -c "$launcher" "$($pristine && echo --pristine || echo --patched)" \
   server --host 127.0.0.1 --port "$port"

@@ -34,11 +34,18 @@ def free_port() -> int:
 
 
 def server_command(
-    target: str, data_dir: Path, port: int, model_url: str, database_url: str | None, metrics_port: int | None
+    target: str,
+    data_dir: Path,
+    port: int,
+    model_url: str,
+    database_url: str | None,
+    metrics_port: int | None,
+    settings: dict[str, str],
 ) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}
     if target == "letta":
         command = ["bash", str(ROOT / "scripts/letta-server.sh"), "--port", str(port)]
+        command += [arg for name, value in settings.items() for arg in ("--setting", f"{name}={value}")]
         return command + ["--openai-base-url", model_url, "--data-dir", str(data_dir)], env
     if target != "this":
         raise ValueError(f"the server is one of {TARGETS}, not {target!r}")
@@ -54,6 +61,7 @@ def server_command(
         env["DATABASE_URL"] = database_url
     if metrics_port:
         env["METRICS_PORT"] = str(metrics_port)
+    env.update(settings)
     return ["node", str(ROOT / "dist/src/main.js")], env
 
 
@@ -84,16 +92,21 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def running_server(
-    target: str, model_url: str, database_url: str | None = None, metrics_port: int | None = None
+    target: str,
+    model_url: str,
+    database_url: str | None = None,
+    metrics_port: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """The server's base URL once it answers its health check; stopped, and its state removed, after.
 
-    With `metrics_port`, this server serves its Prometheus metrics there (Letta's has no such setting).
+    With `metrics_port`, this server serves its Prometheus metrics there (Letta's has no such setting);
+    `settings` are more environment variables of the server.
     """
     data_dir = Path(tempfile.mkdtemp(prefix=f"letta-suite-{target}-"))
     data_dir.chmod(0o755)  # this server's sandbox uid (nobody, when run as root) reads the tools' venvs in it
     port = free_port()
-    command, env = server_command(target, data_dir, port, model_url, database_url, metrics_port)
+    command, env = server_command(target, data_dir, port, model_url, database_url, metrics_port, settings or {})
     log = data_dir / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

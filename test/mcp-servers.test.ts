@@ -230,6 +230,41 @@ describe('MCP servers', () => {
     expect((await toolOf(server.id!, 'get-env')).tags).toEqual(['mcp:everything-env-2']);
   });
 
+  it('keeps the same tool of two servers as two tools, both offered to one agent, each call reaching its own server', async () => {
+    const left = await register('left', stdioConfig('everything', ['stdio'], { SIDE: 'left' }));
+    const right = await register('right', stdioConfig('everything', ['stdio'], { SIDE: 'right' }));
+    const leftTool = await toolOf(left.id!, 'get-env');
+    // The name was taken: the second server's tool is stored under its server's name.
+    const rightTool = await toolOf(right.id!, 'right__get-env');
+    expect(rightTool).toMatchObject({ tool_type: 'external_mcp', tags: ['mcp:right'] });
+    expect(rightTool.json_schema).toMatchObject({ name: 'right__get-env' });
+    expect(await h.client.mcpServers.refresh(right.id!)).toMatchObject({
+      added: [],
+      updated: [],
+      deleted: [],
+    });
+
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [leftTool.id!, rightTool.id!],
+    });
+    const before = h.stub.requests.length;
+    h.stub.enqueue({ toolCalls: [{ name: 'get-env' }] });
+    h.stub.enqueue({ toolCalls: [{ name: 'right__get-env' }] });
+    h.stub.enqueue({ text: 'Both.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask both.' }],
+    });
+    const offered = h.stub.requests[before].tools!.map((t) => t.function.name);
+    expect(offered).toEqual(expect.arrayContaining(['get-env', 'right__get-env']));
+    const sides = response.messages.flatMap((m) =>
+      m.message_type === 'tool_return_message'
+        ? [(JSON.parse((m as { tool_return: string }).tool_return) as Record<string, string>).SIDE]
+        : [],
+    );
+    expect(sides).toEqual(['left', 'right']);
+  });
+
   it("cuts a tool's return at its return_char_limit, which the tools API may change", async () => {
     const server = await register('everything-limit', stdioConfig('everything', ['stdio']));
     const echo = await toolOf(server.id!, 'echo');

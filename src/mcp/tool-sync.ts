@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Database, Queryable } from '../db';
-import { getMcpServer, type McpServerRow } from '../db/mcp-servers';
+import { getMcpServer, recordMcpConnection, type McpServerRow } from '../db/mcp-servers';
 import type { ToolRow } from '../db/rows';
 import {
   deleteTool,
@@ -22,6 +22,7 @@ import { strictParameters } from '../schemas/strict-mode';
 import { normalizeMcpSchema } from './normalize-schema';
 import { paramHeaderProblem } from './request-headers';
 import type { TaskSupport } from './tasks';
+import type { McpClientPool, McpServerRef } from './client-pool';
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../returns/tool-returns';
 
 export const MCP_TOOL_TYPE = 'external_mcp';
@@ -188,13 +189,19 @@ async function storedNameOf(
 /**
  * Makes the server's stored tools match `listed`, in one transaction holding the server's row (syncs of
  * one server take turns). A stored tool keeps the name it was stored under (storedNameOf). A server
- * deleted meanwhile syncs nothing.
+ * deleted meanwhile syncs nothing, nor does one whose config is no longer at `configVersion` (the
+ * tools were listed with an older config).
  */
-export function syncMcpTools(db: Database, serverId: string, listed: Tool[]): Promise<SyncSummary> {
+export function syncMcpTools(
+  db: Database,
+  serverId: string,
+  listed: Tool[],
+  configVersion?: number,
+): Promise<SyncSummary> {
   return db.transaction(async (tx) => {
     const summary: SyncSummary = { added: [], updated: [], deleted: [], skipped: [] };
     const server = await getMcpServer(tx, serverId, true);
-    if (!server) return summary;
+    if (!server || (configVersion !== undefined && server.config_version !== configVersion)) return summary;
     const stored = new Map((await toolsOfMcpServer(tx, serverId)).map((tool) => [mcpToolNameOf(tool), tool]));
     const kept = new Set<string>();
     for (const tool of listed) {
@@ -227,4 +234,26 @@ export function syncMcpTools(db: Database, serverId: string, listed: Tool[]): Pr
     }
     return summary;
   });
+}
+
+/**
+ * Connects to a stored server (when it is used: servers are stored first), lists its tools with its
+ * stored config and stores them, recording on the server how it went (`connection`): the tools
+ * listed, or the failure to list them.
+ */
+export async function syncServerTools(
+  db: Database,
+  pool: McpClientPool,
+  server: McpServerRow & Pick<McpServerRef, 'identityId'>,
+): Promise<{ listed: Tool[]; summary: SyncSummary } | { failure: unknown }> {
+  let listed: Tool[];
+  try {
+    listed = await pool.listTools(server);
+  } catch (failure) {
+    await recordMcpConnection(db, server, failure instanceof Error ? failure.message : String(failure));
+    return { failure };
+  }
+  const summary = await syncMcpTools(db, server.id, listed, server.config_version);
+  await recordMcpConnection(db, server, null);
+  return { listed, summary };
 }

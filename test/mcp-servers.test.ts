@@ -15,6 +15,8 @@ import { descendantsOf } from './helpers/process';
 import { connectTemporalClient, payloadTexts, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
 import { projectRoot } from '../src/paths';
+import { getMcpServer, recordMcpConnection } from '../src/db/mcp-servers';
+import { syncMcpTools } from '../src/mcp/tool-sync';
 import type { McpConnectionSchema } from '../src/api/schemas/mcp-servers';
 
 type McpConnection = z.infer<typeof McpConnectionSchema>;
@@ -430,6 +432,27 @@ describe('MCP servers', () => {
     expect(connectionOf(updated).status).toBe('failed');
     expect((await h.client.tools.list({ name: 'echo' })).items).toHaveLength(1);
     await expect(h.client.mcpServers.tools.list(server.id!)).rejects.toMatchObject({ status: 424 });
+  });
+
+  it('records what a listing found only for the config it listed with', async () => {
+    const { url } = await httpEverything('streamableHttp');
+    const server = await register('versioned', { mcp_server_type: 'streamable_http', server_url: url });
+    const before = (await getMcpServer(h.server.db, server.id!))!;
+    // A listing made with that config, ending after the config changed (to one nothing answers).
+    const gone = `http://127.0.0.1:${await freePort()}/mcp`;
+    await h.client.mcpServers.update(server.id!, {
+      config: { mcp_server_type: 'streamable_http', server_url: gone },
+    });
+    const late = [{ name: 'late', inputSchema: { type: 'object' as const, properties: {} } }];
+    expect(await syncMcpTools(h.server.db, server.id!, late, before.config_version)).toEqual({
+      added: [],
+      updated: [],
+      deleted: [],
+      skipped: [],
+    });
+    await recordMcpConnection(h.server.db, before, null);
+    expect((await h.client.tools.list({ name: 'late' })).items).toEqual([]);
+    expect(connectionOf(await h.client.mcpServers.retrieve(server.id!)).status).toBe('failed');
   });
 
   it('stores a server too slow to answer, and listing its tools is a 408', async () => {

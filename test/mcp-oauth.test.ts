@@ -272,9 +272,15 @@ describe('OAuth-protected MCP servers', () => {
 
   it('refuses metadata that sends the OAuth requests to a private address', async () => {
     const hostile = await oauthServer({ authorizationServer: 'http://10.255.255.1/' });
-    const refused = await register('hostile', hostile.url).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ status: 400 });
-    expect(String((refused as Error).message)).toMatch(/10\.255\.255\.1 is a private address/);
-    expect(await h.client.mcpServers.list()).toEqual([]);
+    // Stored, as a server not reached is (stored first, connected when used), with why it failed.
+    const server = await register('hostile', hostile.url);
+    const { connection } = server as unknown as { connection: { status: string; last_error: string } };
+    expect(connection.status).toBe('failed');
+    expect(connection.last_error).toMatch(/10\.255\.255\.1 is a private address/);
+    expect(statusOf(server)?.authorization_url ?? null).toBeNull();
+    await expect(h.client.mcpServers.tools.list(server.id!)).rejects.toMatchObject({
+      status: 424,
+      message: expect.stringMatching(/10\.255\.255\.1 is a private address/),
+    });
   });
 });

@@ -7,6 +7,7 @@ import type {
   McpServerCreateParams,
   StreamableHTTPMcpServer,
 } from '@letta-ai/letta-client/resources/mcp-servers/mcp-servers';
+import type { z } from 'zod';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
 import { startAuthProxy, startHttpEverything, stdioConfig } from './helpers/mcp-servers';
@@ -14,8 +15,16 @@ import { descendantsOf } from './helpers/process';
 import { connectTemporalClient, payloadTexts, turnWorkflowId, finishedTurnHistory } from './helpers/temporal';
 import { freePort } from './helpers/env';
 import { projectRoot } from '../src/paths';
+import { getMcpServer, recordMcpConnection } from '../src/db/mcp-servers';
+import { syncMcpTools } from '../src/mcp/tool-sync';
+import type { McpConnectionSchema } from '../src/api/schemas/mcp-servers';
+
+type McpConnection = z.infer<typeof McpConnectionSchema>;
 
 type Config = McpServerCreateParams['config'];
+
+/** Our `connection` of an MCP server, which Letta's client does not type. */
+const connectionOf = (server: object) => (server as { connection: McpConnection }).connection;
 
 /** The server-everything processes over stdio this process started (the server's connections). */
 const everythingProcesses = () =>
@@ -54,7 +63,7 @@ describe('MCP servers', () => {
     TOOL_RETURN_IMAGE_MAX_BYTES: '1000',
   });
   const children: ChildProcess[] = [];
-  // Tool names are unique: a server left registered would keep the next one's tools out.
+  // Tool names are unique: a server left registered would rename the next one's tools (<server>__<tool>).
   afterEach(async () => {
     for (const server of await h.client.mcpServers.list()) await h.client.mcpServers.delete(server.id!);
   });
@@ -230,6 +239,41 @@ describe('MCP servers', () => {
     expect((await toolOf(server.id!, 'get-env')).tags).toEqual(['mcp:everything-env-2']);
   });
 
+  it('keeps the same tool of two servers as two tools, both offered to one agent, each call reaching its own server', async () => {
+    const left = await register('left', stdioConfig('everything', ['stdio'], { SIDE: 'left' }));
+    const right = await register('right', stdioConfig('everything', ['stdio'], { SIDE: 'right' }));
+    const leftTool = await toolOf(left.id!, 'get-env');
+    // The name was taken: the second server's tool is stored under its server's name.
+    const rightTool = await toolOf(right.id!, 'right__get-env');
+    expect(rightTool).toMatchObject({ tool_type: 'external_mcp', tags: ['mcp:right'] });
+    expect(rightTool.json_schema).toMatchObject({ name: 'right__get-env' });
+    expect(await h.client.mcpServers.refresh(right.id!)).toMatchObject({
+      added: [],
+      updated: [],
+      deleted: [],
+    });
+
+    const agent = await h.client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [leftTool.id!, rightTool.id!],
+    });
+    const before = h.stub.requests.length;
+    h.stub.enqueue({ toolCalls: [{ name: 'get-env' }] });
+    h.stub.enqueue({ toolCalls: [{ name: 'right__get-env' }] });
+    h.stub.enqueue({ text: 'Both.' });
+    const response = await h.client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'Ask both.' }],
+    });
+    const offered = h.stub.requests[before].tools!.map((t) => t.function.name);
+    expect(offered).toEqual(expect.arrayContaining(['get-env', 'right__get-env']));
+    const sides = response.messages.flatMap((m) =>
+      m.message_type === 'tool_return_message'
+        ? [(JSON.parse((m as { tool_return: string }).tool_return) as Record<string, string>).SIDE]
+        : [],
+    );
+    expect(sides).toEqual(['left', 'right']);
+  });
+
   it("cuts a tool's return at its return_char_limit, which the tools API may change", async () => {
     const server = await register('everything-limit', stdioConfig('everything', ['stdio']));
     const echo = await toolOf(server.id!, 'echo');
@@ -348,17 +392,76 @@ describe('MCP servers', () => {
     }
   });
 
-  it('answers 400 for a config that cannot reach its server and 408 for one that does not answer', async () => {
-    const refused = register('nowhere', {
-      mcp_server_type: 'streamable_http',
-      server_url: `http://127.0.0.1:${await freePort()}/mcp`,
+  it('stores a server it cannot reach, says why on the server, and connects when its tools are used', async () => {
+    const port = await freePort();
+    const config: Config = { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` };
+    const server = await register('later', config);
+    expect(server).toMatchObject({ server_name: 'later', server_url: config.server_url });
+    expect(connectionOf(server)).toMatchObject({ status: 'failed', last_error: expect.any(String) });
+    const triedAt = Date.parse(connectionOf(server).last_tried_at!);
+    expect(connectionOf(await h.client.mcpServers.retrieve(server.id!))).toEqual(connectionOf(server));
+
+    // Listing its tools tries again: a clear 424 while nothing listens, the attempt recorded.
+    await expect(h.client.mcpServers.tools.list(server.id!)).rejects.toMatchObject({
+      status: 424,
+      error: { detail: expect.stringMatching(/^MCP server 'later': /) },
     });
-    await expect(refused).rejects.toMatchObject({ status: 400 });
-    const mute = register('mute', { mcp_server_type: 'stdio', command: 'sleep', args: ['30'] });
-    await expect(mute).rejects.toMatchObject({ status: 408 });
-    const names = (await h.client.mcpServers.list()).map((s) => s.server_name);
-    expect(names).not.toEqual(expect.arrayContaining(['nowhere']));
-    expect(names).not.toEqual(expect.arrayContaining(['mute']));
+    const again = connectionOf(await h.client.mcpServers.retrieve(server.id!));
+    expect(again.status).toBe('failed');
+    expect(Date.parse(again.last_tried_at!)).toBeGreaterThanOrEqual(triedAt);
+
+    // Once the server listens there, listing its tools connects, stores them, and says so.
+    children.push((await startHttpEverything('streamableHttp', port)).child);
+    const tools = await h.client.mcpServers.tools.list(server.id!);
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['echo']));
+    expect(connectionOf(await h.client.mcpServers.retrieve(server.id!))).toMatchObject({
+      status: 'connected',
+      last_error: null,
+    });
+  });
+
+  it('stores an update it cannot reach, as Letta, keeping the tools of the config that answered', async () => {
+    const { url } = await httpEverything('streamableHttp');
+    const server = await register('moving', { mcp_server_type: 'streamable_http', server_url: url });
+    expect(connectionOf(server).status).toBe('connected');
+    const gone = `http://127.0.0.1:${await freePort()}/mcp`;
+    const updated = await h.client.mcpServers.update(server.id!, {
+      config: { mcp_server_type: 'streamable_http', server_url: gone },
+    });
+    expect(updated).toMatchObject({ server_url: gone });
+    expect(connectionOf(updated).status).toBe('failed');
+    expect((await h.client.tools.list({ name: 'echo' })).items).toHaveLength(1);
+    await expect(h.client.mcpServers.tools.list(server.id!)).rejects.toMatchObject({ status: 424 });
+  });
+
+  it('records what a listing found only for the config it listed with', async () => {
+    const { url } = await httpEverything('streamableHttp');
+    const server = await register('versioned', { mcp_server_type: 'streamable_http', server_url: url });
+    const before = (await getMcpServer(h.server.db, server.id!))!;
+    // A listing made with that config, ending after the config changed (to one nothing answers).
+    const gone = `http://127.0.0.1:${await freePort()}/mcp`;
+    await h.client.mcpServers.update(server.id!, {
+      config: { mcp_server_type: 'streamable_http', server_url: gone },
+    });
+    const late = [{ name: 'late', inputSchema: { type: 'object' as const, properties: {} } }];
+    expect(await syncMcpTools(h.server.db, server.id!, late, before.config_version)).toEqual({
+      added: [],
+      updated: [],
+      deleted: [],
+      skipped: [],
+    });
+    await recordMcpConnection(h.server.db, before, null);
+    expect((await h.client.tools.list({ name: 'late' })).items).toEqual([]);
+    expect(connectionOf(await h.client.mcpServers.retrieve(server.id!)).status).toBe('failed');
+  });
+
+  it('stores a server too slow to answer, and listing its tools is a 408', async () => {
+    const mute = await register('mute', { mcp_server_type: 'stdio', command: 'sleep', args: ['30'] });
+    expect(connectionOf(mute)).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringMatching(/took longer than 5000 ms/),
+    });
+    await expect(h.client.mcpServers.tools.list(mute.id!)).rejects.toMatchObject({ status: 408 });
   });
 
   it('a server killed mid-call: the activity fails, the connection is made again, the retry succeeds', async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import type { McpServerCreateParams } from '@letta-ai/letta-client/resources/mcp-servers/mcp-servers';
 import pino from 'pino';
-import { insertMcpServer } from '../src/db/mcp-servers';
+import { insertMcpServer, recordMcpConnection } from '../src/db/mcp-servers';
 import { newId } from '../src/ids';
 import { syncMcpTools } from '../src/mcp/tool-sync';
 import { pythonAlias } from '../src/mcp/stdio-sandbox';
@@ -24,7 +24,7 @@ function useServer(env: Record<string, string>, log?: pino.Logger) {
     harness.server = await startTestServer({ MCP_CONNECT_TIMEOUT_MS: '10000', ...env }, log);
     harness.client = new Letta({ baseURL: harness.server.url, apiKey: 'unused', maxRetries: 0 });
   });
-  // Tool names are unique: a server left registered would keep the next one's tools out.
+  // Tool names are unique: a server left registered would rename the next one's tools (<server>__<tool>).
   afterEach(async () => {
     for (const server of await harness.client.mcpServers.list())
       await harness.client.mcpServers.delete(server.id!);
@@ -100,16 +100,16 @@ describe('stdio MCP servers in the sandbox (MCP_STDIO=sandboxed)', () => {
 
   it('a command that writes to the host leaves no file there', async () => {
     const writes = hostTargets.map((file) => `echo x > ${file}`).join('; ');
-    const attempt = await refusal(
-      h.client.mcpServers.create({
-        server_name: 'writer',
-        config: { mcp_server_type: 'stdio', command: 'sh', args: ['-c', `${writes}; exit 1`] },
-      }),
-    );
-    expect(attempt.status).toBe(400);
-    // What the shell said on stderr is in the error: the host's folders are read-only or not there.
-    expect(attempt.detail).toMatch(/Read-only file system/);
-    expect(attempt.detail).toMatch(/Directory nonexistent|No such file/);
+    const server = await h.client.mcpServers.create({
+      server_name: 'writer',
+      config: { mcp_server_type: 'stdio', command: 'sh', args: ['-c', `${writes}; exit 1`] },
+    });
+    // Stored, and what the shell said on stderr is its connection's error: the host's folders are
+    // read-only or not there.
+    const { connection } = server as unknown as { connection: { status: string; last_error: string } };
+    expect(connection.status).toBe('failed');
+    expect(connection.last_error).toMatch(/Read-only file system/);
+    expect(connection.last_error).toMatch(/Directory nonexistent|No such file/);
     expect(hostTargets.filter((file) => fs.existsSync(file))).toEqual([]);
   });
 
@@ -291,6 +291,7 @@ describe('MCP_STDIO=off', () => {
       config: stdioConfig('everything', ['stdio']),
     });
     await syncMcpTools(h.server.db, id, [{ name: 'echo', inputSchema: { type: 'object', properties: {} } }]);
+    await recordMcpConnection(h.server.db, { id, config_version: 1 }, null);
     const echo = (await h.client.mcpServers.tools.list(id))[0];
     const result = await h.client.mcpServers.tools.run(echo.id!, { mcp_server_id: id, args: {} });
     expect(result.status).toBe('error');

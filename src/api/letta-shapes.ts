@@ -131,7 +131,13 @@ export function toolRunFromSourceShape(
 
 /** Letta's flat MCP server shape: id, name and config fields, its credentials masked. */
 export function mcpServerShape(server: McpServerRow) {
-  return { id: server.id, server_name: server.server_name, ...maskedConfig(server.config) };
+  const { status, last_error, last_tried_at } = server.connection;
+  return {
+    id: server.id,
+    server_name: server.server_name,
+    ...maskedConfig(server.config),
+    connection: { status, last_error, last_tried_at: iso(last_tried_at) },
+  };
 }
 
 /** Letta's SandboxConfig; there are no organizations here. */

@@ -4,11 +4,24 @@ import { deleteMcpOauth } from './mcp-oauth';
 import { decryptSecret, encryptSecret } from '../secrets';
 import { SECRET_FIELDS, type McpServerConfig } from '../schemas/mcp-server';
 
+/**
+ * A server's connection as last tried with its config: not yet (`pending`), its tools listed
+ * (`connected`), or `failed`, with the error.
+ */
+export interface McpConnection {
+  status: 'pending' | 'connected' | 'failed';
+  last_error: string | null;
+  last_tried_at: Date | null;
+}
+
 /** A registered server with its whole config, credentials decrypted: never sent out as it is. */
 export interface McpServerRow {
   id: string;
   server_name: string;
   config: McpServerConfig;
+  /** Counts the config's changes (connections are recorded for the config they were made with). */
+  config_version: number;
+  connection: McpConnection;
   created_at: Date;
   updated_at: Date;
 }
@@ -20,6 +33,10 @@ export interface StoredMcpServer {
   mcp_server_type: string;
   config: Record<string, unknown>;
   secrets: string | null;
+  config_version: number;
+  connection_status: McpConnection['status'];
+  last_error: string | null;
+  last_tried_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -43,6 +60,12 @@ export const mcpServerOf = (stored: StoredMcpServer): McpServerRow => ({
     ...stored.config,
     ...(stored.secrets ? JSON.parse(decryptSecret(stored.secrets)) : {}),
   } as McpServerConfig,
+  config_version: stored.config_version,
+  connection: {
+    status: stored.connection_status,
+    last_error: stored.last_error,
+    last_tried_at: stored.last_tried_at && new Date(stored.last_tried_at),
+  },
   created_at: new Date(stored.created_at),
   updated_at: new Date(stored.updated_at),
 });
@@ -53,13 +76,14 @@ export async function insertMcpServer(
 ): Promise<McpServerRow> {
   const { plain, secrets } = split(server.config);
   const [row] = await db.query<StoredMcpServer>(
-    `INSERT INTO mcp_servers (id, server_name, mcp_server_type, config, secrets)
-     VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+    `INSERT INTO mcp_servers (id, server_name, mcp_server_type, config, secrets, connection_status)
+     VALUES ($1, $2, $3, $4, $5, 'pending') RETURNING *`,
     [server.id, server.server_name, server.config.mcp_server_type, json(plain), secrets],
   );
   return mcpServerOf(row);
 }
 
+/** Stores a new name and config; its connection is to be tried again (`pending`). */
 export async function updateMcpServer(
   db: Queryable,
   id: string,
@@ -67,7 +91,8 @@ export async function updateMcpServer(
 ): Promise<McpServerRow> {
   const { plain, secrets } = split(server.config);
   const [row] = await db.query<StoredMcpServer>(
-    `UPDATE mcp_servers SET server_name = $2, config = $3, secrets = $4, updated_at = now()
+    `UPDATE mcp_servers SET server_name = $2, config = $3, secrets = $4, updated_at = now(),
+       config_version = config_version + 1, connection_status = 'pending', last_error = NULL
      WHERE id = $1 RETURNING *`,
     [id, server.server_name, json(plain), secrets],
   );
@@ -85,6 +110,22 @@ export async function getMcpServer(
     [id],
   );
   return row && mcpServerOf(row);
+}
+
+/**
+ * Records how connecting to the server with its config at `config_version` went: `connected`, or
+ * `failed` with `error`. Nothing is recorded once its config has changed since.
+ */
+export async function recordMcpConnection(
+  db: Queryable,
+  server: Pick<McpServerRow, 'id' | 'config_version'>,
+  error: string | null,
+): Promise<void> {
+  await db.query(
+    `UPDATE mcp_servers SET connection_status = $3, last_error = $4, last_tried_at = now()
+     WHERE id = $1 AND config_version = $2`,
+    [server.id, server.config_version, error === null ? 'connected' : 'failed', error],
+  );
 }
 
 export async function getMcpServerByName(db: Queryable, name: string): Promise<McpServerRow | undefined> {

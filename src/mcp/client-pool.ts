@@ -177,6 +177,11 @@ export class McpClientPool {
     return fresh.client;
   }
 
+  /** Throws McpStdioRefusedError for a config this process will not start (stdio.check); connects to nothing. */
+  async check(config: McpServerConfig): Promise<void> {
+    if (config.mcp_server_type === 'stdio') await this.options.stdio.check(config);
+  }
+
   async listTools(server: McpServerRef): Promise<Tool[]> {
     return this.using(server, (client) => listMcpTools(client, this.options.timeouts));
   }

@@ -6,7 +6,7 @@ export const mcpSettings = z
   .object({
     MCP_CONNECT_TIMEOUT_MS: milliseconds
       .default(30_000)
-      .describe('longest connecting to an MCP server may take (a registration past it: 408)'),
+      .describe('longest connecting to an MCP server may take (listing the tools of one past it: 408)'),
     MCP_LIST_TIMEOUT_MS: milliseconds
       .default(30_000)
       .describe("longest listing an MCP server's tools may take"),

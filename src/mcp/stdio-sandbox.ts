@@ -102,6 +102,8 @@ export interface McpStdioLauncher {
   describe(): string;
   /** Null when stdio servers run as configured; otherwise why they cannot (the sandbox probe, run once). */
   problem(): Promise<string | null>;
+  /** Throws McpStdioRefusedError when the server may not run here; starts nothing. */
+  check(config: StdioConfig): Promise<void>;
   /** The transport that starts the server; throws McpStdioRefusedError when it may not run. */
   transport(config: StdioConfig): Promise<StdioClientTransport>;
 }
@@ -354,12 +356,23 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
         : options.mode === 'host'
           ? 'host (NO isolation)'
           : 'off',
-    async transport(config) {
+    async check(config) {
       if (options.mode === 'off') {
         throw new McpStdioRefusedError(
           'stdio MCP servers are turned off on this server (MCP_STDIO=off): register a streamable_http or sse server instead',
         );
       }
+      if (options.mode === 'host') return;
+      const reason = await problem();
+      if (reason) {
+        throw new McpStdioRefusedError(
+          `the MCP sandbox (bubblewrap) does not work on this host (${reason.slice(0, 300)}): fix it, or set MCP_STDIO=host to run stdio servers without isolation`,
+        );
+      }
+      sandboxed(options, config.command, config.args, environment(options, config));
+    },
+    async transport(config) {
+      await this.check(config);
       const env = environment(options, config);
       if (options.mode === 'host')
         return new StdioClientTransport({
@@ -369,12 +382,6 @@ export function mcpStdioLauncher(options: McpStdioOptions): McpStdioLauncher {
           stderr: 'pipe',
           maxBufferSize: options.maxMessageBytes,
         });
-      const reason = await problem();
-      if (reason) {
-        throw new McpStdioRefusedError(
-          `the MCP sandbox (bubblewrap) does not work on this host (${reason.slice(0, 300)}): fix it, or set MCP_STDIO=host to run stdio servers without isolation`,
-        );
-      }
       return sandboxedTransport(options, limits, config, env);
     },
   };

@@ -9,7 +9,13 @@ import { McpTimeoutError } from './connection';
 import { McpStdioRefusedError } from './stdio-sandbox';
 import { McpAuthorizationRequiredError } from './oauth-connect';
 import { mcpToolResult, type McpToolResult } from './tool-result';
-import { mcpInputSchemaOf, mcpOutputSchemaOf, mcpServerIdOf, mcpTaskSupportOf } from './tool-sync';
+import {
+  mcpInputSchemaOf,
+  mcpOutputSchemaOf,
+  mcpServerIdOf,
+  mcpTaskSupportOf,
+  mcpToolNameOf,
+} from './tool-sync';
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpElicitationRow } from '../db/mcp-elicitations';
 import type { McpCallOutcome, PendingElicitation } from './elicited-calls';
@@ -58,7 +64,7 @@ export async function callMcpTool(
   const called = calledArguments(tool, args);
   const taskSupport = mcpTaskSupportOf(tool);
   return resultOf(tool, () =>
-    pool.callTool(server, tool.name, called, {
+    pool.callTool(server, mcpToolNameOf(tool), called, {
       ...options,
       inputSchema: mcpInputSchemaOf(tool),
       taskSupport,
@@ -86,16 +92,16 @@ export async function answerMcpElicitation(
   const withSchema = { ...options, inputSchema: mcpInputSchemaOf(tool) };
   const { retry } = elicitation;
   if (retry) {
-    const call = { name: tool.name, arguments: calledArguments(tool, args) };
+    const call = { name: mcpToolNameOf(tool), arguments: calledArguments(tool, args) };
     // A step pauses once per call: questions after the one answered are declined.
     const declining = { ...withSchema, elicitation: { answer: () => ({ action: 'decline' as const }) } };
     return resultOf(tool, () => pool.continueInputs(server, call, withAnswer(retry, answer), declining));
   }
   return resultOf(tool, async () => {
-    const held = await pool.answerHeld(key, answer, tool.name, withSchema);
+    const held = await pool.answerHeld(key, answer, mcpToolNameOf(tool), withSchema);
     if (held) return held;
     if (!sessionId || !resumptionToken) throw new McpSessionGoneError(sessionGoneText(server));
-    return pool.resumeCall(server, { sessionId, resumptionToken }, answer, tool.name, withSchema);
+    return pool.resumeCall(server, { sessionId, resumptionToken }, answer, mcpToolNameOf(tool), withSchema);
   });
 }
 

@@ -166,8 +166,14 @@ def test_unreachable_server(client, register):
         with pytest.raises(letta_client.UnprocessableEntityError) as refused:
             register({"mcp_server_type": "streamable_http", "server_url": url})
         assert "Non-public IP not allowed" in str(refused.value)
-    else:
-        # Ours connects before storing: a config that cannot connect is a 400.
-        with pytest.raises(letta_client.BadRequestError):
-            register({"mcp_server_type": "streamable_http", "server_url": url})
-    assert {s.id for s in client.mcp_servers.list()} == before  # nothing stored
+        assert {s.id for s in client.mcp_servers.list()} == before  # nothing stored
+        return
+    # Ours stores it, as Letta stores a server it cannot reach at a public address, and says why on
+    # the server (`connection`, a field Letta's client keeps as it is); listing its tools tries again.
+    server = register({"mcp_server_type": "streamable_http", "server_url": url})
+    connection = server.to_dict()["connection"]
+    assert connection["status"] == "failed" and connection["last_error"]
+    assert server.id in [s.id for s in client.mcp_servers.list()]
+    with pytest.raises(letta_client.APIStatusError) as unreachable:
+        client.mcp_servers.tools.list(server.id)
+    assert unreachable.value.status_code == 424

@@ -14,7 +14,7 @@ import { parseParams } from '../validation';
 import { McpServerParams } from '../schemas/mcp-servers';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import * as repo from '../../db/mcp-servers';
-import { syncMcpTools } from '../../mcp/tool-sync';
+import { syncServerTools } from '../../mcp/tool-sync';
 
 /** How often a stream waiting for a user's authorization looks whether the callback came. */
 const AUTHORIZATION_POLL_MS = 500;
@@ -75,9 +75,9 @@ async function* connectEvents(
   closed: AbortSignal,
 ): AsyncGenerator<McpConnectEvent> {
   const connected = async (): Promise<McpConnectEvent> => {
-    const tools = await ctx.mcp.listTools(server);
-    await syncMcpTools(ctx.db, server.id, tools);
-    return { event: 'success', tools: tools as unknown as Record<string, unknown>[] };
+    const synced = await syncServerTools(ctx.db, ctx.mcp, server);
+    if ('failure' in synced) throw synced.failure;
+    return { event: 'success', tools: synced.listed as unknown as Record<string, unknown>[] };
   };
   const failed = (error: unknown): McpConnectEvent => ({
     event: 'error',

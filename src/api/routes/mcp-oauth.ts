@@ -12,7 +12,7 @@ import { HttpError } from '../errors';
 import { parseQuery } from '../validation';
 import * as repo from '../../db/mcp-servers';
 import { CALLBACK_PATH, CLIENT_METADATA_PATH, clientMetadataOf } from '../../mcp/oauth';
-import { syncMcpTools } from '../../mcp/tool-sync';
+import { syncServerTools } from '../../mcp/tool-sync';
 
 const CallbackQuery = z.object({
   code: z.string().min(1).optional(),
@@ -94,10 +94,8 @@ async function mcpOauthCallback({ ctx, oauth }: McpOauthContext, req: Request, r
   };
   await oauth().exchange(server, code).catch(failed('the authorization could not be completed'));
   await ctx.mcp.drop(server.id);
-  const tools = await ctx.mcp
-    .listTools(server)
-    .catch(failed('authorized, but its tools could not be listed'));
-  await syncMcpTools(ctx.db, server.id, tools);
+  const synced = await syncServerTools(ctx.db, ctx.mcp, server);
+  if ('failure' in synced) failed('authorized, but its tools could not be listed')(synced.failure);
   const { server_url } = server.config as { server_url: string };
   res
     .set('cache-control', 'no-store')

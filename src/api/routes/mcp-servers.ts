@@ -20,7 +20,6 @@ import { mcpServerShape, toolExecutionShape, toolShape } from '../letta-shapes';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { ToolExecutionResultSchema, ToolSchema } from '../schemas/responses';
 import * as repo from '../../db/mcp-servers';
-import { deleteMcpOauth } from '../../db/mcp-oauth';
 import { isUniqueViolation } from '../../db/sql';
 import { getAgentRow } from '../../db/agents';
 import { newId } from '../../ids';
@@ -29,7 +28,7 @@ import { McpAuthorizationRequiredError, authorizePath } from '../../mcp/oauth-co
 import { authorizesPerIdentity } from '../../mcp/acting-identity';
 import { getIdentity } from '../../db/identities';
 import { McpStdioRefusedError } from '../../mcp/stdio-sandbox';
-import { syncMcpTools } from '../../mcp/tool-sync';
+import { syncServerTools } from '../../mcp/tool-sync';
 import { toolsOfMcpServer } from '../../db/tools';
 import { updatedConfig } from '../../mcp/server-config';
 import { callMcpTool, serverOfTool } from '../../mcp/tool-call';
@@ -42,17 +41,21 @@ const BASE = '/v1/mcp-servers';
 
 /**
  * What reaching a server can end in: 400 for a stdio server this server will not start (MCP_STDIO), 408
- * when it is too slow (as Letta), and otherwise `unreachable`: 400 for a config being registered (the
- * request's own config does not work), 502 for a stored server that stopped answering.
+ * when it is too slow (as Letta), 424 when it cannot be reached or refuses (the server the request
+ * depends on failed).
  */
-async function fromServer<T>(serverName: string, unreachable: 400 | 502, work: () => Promise<T>): Promise<T> {
+function reachError(serverName: string, error: unknown): unknown {
+  if (error instanceof HttpError || error instanceof DomainError || !(error instanceof Error)) return error;
+  const detail = `MCP server '${serverName}': ${error.message}`;
+  if (error instanceof McpStdioRefusedError) return new HttpError(400, detail);
+  return new HttpError(error instanceof McpTimeoutError ? 408 : 424, detail);
+}
+
+async function fromServer<T>(serverName: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof HttpError || error instanceof DomainError || !(error instanceof Error)) throw error;
-    const detail = `MCP server '${serverName}': ${error.message}`;
-    if (error instanceof McpStdioRefusedError) throw new HttpError(400, detail);
-    throw new HttpError(error instanceof McpTimeoutError ? 408 : unreachable, detail);
+    throw reachError(serverName, error);
   }
 }
 
@@ -68,7 +71,7 @@ export async function runMcpToolNow(
   const server = await serverOfTool(ctx.db, tool).catch((error: unknown) => {
     throw error instanceof ToolError ? new HttpError(404, error.message) : error;
   });
-  const result = await fromServer(server.server_name, 502, () =>
+  const result = await fromServer(server.server_name, () =>
     callMcpTool(ctx.mcp, server, tool, args, {
       timeoutMs: mcpToolTimeoutMs(tool, server.config) ?? ctx.config.MCP_CALL_TIMEOUT_MS,
       // No one to ask during a direct run: the request says how its elicitations are answered.
@@ -86,8 +89,9 @@ export async function runMcpToolNow(
 }
 
 /**
- * Letta's MCP servers API. Registering a server connects to it and stores its tools; a config change
- * connects again with the new config before it is stored, so a stored config is one that worked.
+ * Letta's MCP servers API. A server is stored first and connected to when it is used, as Letta does: a
+ * registration or a config change is stored, then tried once, its tools stored if it answers; listing
+ * its tools or calling them connects then. How its last attempt went is on the server (`connection`).
  */
 export function mcpServersRouter(ctx: ApiContext): DocumentedRouter {
   const router = documentedRouter('MCP servers', { params: McpToolParams });
@@ -114,9 +118,9 @@ function mcpServersContext(ctx: ApiContext) {
     return { ...mcpServerShape(server), ...(oauthStatus ? { oauth_status: oauthStatus } : {}) };
   };
 
-  /** A registration whose server asked for a user's authorization: its URL, or none. */
-  const pendingAuthorization = async (id: string) =>
-    (await ctx.mcp.oauth?.status(id))?.authorization_url ?? undefined;
+  /** Whether the server waits for a user's authorization (nothing to connect with until it comes). */
+  const authorizationPending = async (id: string) =>
+    Boolean((await ctx.mcp.oauth?.status(id))?.authorization_url);
 
   const loadServer = async (req: Request) => {
     const { mcpServerId } = parseParams(McpServerParams, req);
@@ -132,10 +136,32 @@ function mcpServersContext(ctx: ApiContext) {
     return tool;
   };
 
-  /** Lists the tools with this config (connecting on the pool's client for this server id). */
-  const listTools = (id: string, name: string, config: McpServerConfig) =>
-    fromServer(name, 400, () => ctx.mcp.listTools({ id, config }));
-  return { ctx, serverShape, pendingAuthorization, loadServer, loadTool, listTools };
+  /** Refuses (400) a config this server will not start (MCP_STDIO); connects to nothing. */
+  const checkConfig = (name: string, config: McpServerConfig) =>
+    fromServer(name, () => ctx.mcp.check(config));
+
+  /** Connects to the server and stores its tools; its failure, recorded, as the answer's error. */
+  const syncTools = async (server: repo.McpServerRow) => {
+    const synced = await syncServerTools(ctx.db, ctx.mcp, server);
+    if ('failure' in synced) throw reachError(server.server_name, synced.failure);
+    const { summary } = synced;
+    if (summary.skipped.length)
+      ctx.log.warn({ server: server.server_name, skipped: summary.skipped }, 'MCP tools skipped');
+    return summary;
+  };
+
+  /**
+   * A server just stored, tried once (as Letta does): its tools stored if it answers, else its
+   * failure recorded. The server as it is now.
+   */
+  const tried = async (server: repo.McpServerRow) => {
+    await syncTools(server).catch((error: unknown) => {
+      if (!(error instanceof HttpError)) throw error;
+      ctx.log.info({ server: server.server_name, error: error.message }, 'MCP server stored, not reached');
+    });
+    return (await repo.getMcpServer(ctx.db, server.id)) ?? server;
+  };
+  return { ctx, serverShape, authorizationPending, loadServer, loadTool, checkConfig, syncTools, tried };
 }
 
 type McpServersContext = ReturnType<typeof mcpServersContext>;
@@ -143,38 +169,29 @@ type McpServersContext = ReturnType<typeof mcpServersContext>;
 const createMcpServerDoc: RouteDoc = {
   summary: 'Create MCP server',
   description:
-    'Connects to the server with the config given and stores its tools: a config that does not ' +
-    'work is refused (400; 408 when the server is too slow). A server that asks for OAuth ' +
-    'authorization by a user is stored without tools, its `oauth_status.authorization_url` where ' +
-    'the user authorizes; the callback then stores its tools.',
+    'Stores the server, then connects to it once and stores its tools, as Letta does: a server that ' +
+    'cannot be reached now is stored all the same, its `connection` saying why (its tools are listed ' +
+    'when it answers). A stdio server this server will not start is refused (400). A server that asks ' +
+    'for OAuth authorization by a user is stored without tools, its `oauth_status.authorization_url` ' +
+    'where the user authorizes; the callback then stores its tools.',
   body: McpServerCreateSchema,
   response: McpServerSchema,
 };
 
 async function createMcpServer(
-  { ctx, listTools, pendingAuthorization, serverShape }: McpServersContext,
+  { ctx, checkConfig, serverShape, tried }: McpServersContext,
   req: Request,
   res: Response,
 ) {
   const { server_name, config } = parseBody(McpServerCreateSchema, req);
   if (await repo.getMcpServerByName(ctx.db, server_name)) throw nameTaken(server_name);
-  const id = newId('mcp_server');
-  try {
-    const tools = await listTools(id, server_name, config);
-    const server = await repo.insertMcpServer(ctx.db, { id, server_name, config });
-    const summary = await syncMcpTools(ctx.db, id, tools);
-    if (summary.skipped.length)
-      ctx.log.warn({ server: server_name, skipped: summary.skipped }, 'MCP tools skipped');
-    res.json(await serverShape(server));
-  } catch (error) {
-    await ctx.mcp.drop(id);
-    if (!isUniqueViolation(error) && (await pendingAuthorization(id))) {
-      res.json(await serverShape(await repo.insertMcpServer(ctx.db, { id, server_name, config })));
-      return;
-    }
-    await deleteMcpOauth(ctx.db, id);
-    throw isUniqueViolation(error) ? nameTaken(server_name) : error;
-  }
+  await checkConfig(server_name, config);
+  const server = await repo
+    .insertMcpServer(ctx.db, { id: newId('mcp_server'), server_name, config })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? nameTaken(server_name) : error;
+    });
+  res.json(await serverShape(await tried(server)));
 }
 
 const listMcpServersDoc: RouteDoc = { summary: 'List MCP servers', response: z.array(McpServerSchema) };
@@ -197,14 +214,14 @@ const updateMcpServerDoc: RouteDoc = {
   summary: 'Update MCP server',
   description:
     'Fields left out or null keep their values, a masked credential sent back keeps the stored ' +
-    'one, and the type cannot change. The server is connected to with the new config before it is ' +
-    'stored, and its tools are synced.',
+    'one, and the type cannot change. The config is stored, then tried once as at registration: ' +
+    'its tools are synced if the server answers, and its `connection` says how it went.',
   body: McpServerUpdateSchema,
   response: McpServerSchema,
 };
 
 async function updateMcpServer(
-  { ctx, listTools, loadServer, serverShape }: McpServersContext,
+  { ctx, checkConfig, loadServer, serverShape, tried }: McpServersContext,
   req: Request<{ mcpServerId: string }>,
   res: Response,
 ) {
@@ -212,15 +229,13 @@ async function updateMcpServer(
   const update = parseBody(McpServerUpdateSchema, req);
   const serverName = update.server_name ?? server.server_name;
   const config = updatedConfig(server.config, update.config);
-  const tools = await listTools(server.id, serverName, config);
-  let updated: repo.McpServerRow;
-  try {
-    updated = await repo.updateMcpServer(ctx.db, server.id, { server_name: serverName, config });
-  } catch (error) {
-    throw isUniqueViolation(error) ? nameTaken(serverName) : error;
-  }
-  await syncMcpTools(ctx.db, server.id, tools);
-  res.json(await serverShape(updated));
+  await checkConfig(serverName, config);
+  const updated = await repo
+    .updateMcpServer(ctx.db, server.id, { server_name: serverName, config })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? nameTaken(serverName) : error;
+    });
+  res.json(await serverShape(await tried(updated)));
 }
 
 const deleteMcpServerDoc: RouteDoc = { summary: 'Delete MCP server', noContent: true };
@@ -253,7 +268,7 @@ async function authorizeMcpServer({ ctx, loadServer }: McpServersContext, req: R
     throw new HttpError(400, `MCP server '${server.server_name}' does not authorize per identity`);
   if (identityId && !(await getIdentity(ctx.db, identityId))) throw notFound(`Identity ${identityId}`);
   const ref = { ...server, ...(identityId ? { identityId } : {}) };
-  const waiting = await fromServer(server.server_name, 502, () =>
+  const waiting = await fromServer(server.server_name, () =>
     ctx.mcp.listTools(ref).then(
       () => false,
       (error: unknown) => {
@@ -282,28 +297,33 @@ const refreshMcpServerToolsDoc: RouteDoc = {
 };
 
 async function refreshMcpServerTools(
-  { ctx, listTools, loadServer }: McpServersContext,
+  { ctx, loadServer, syncTools }: McpServersContext,
   req: Request<{ mcpServerId: string }>,
   res: Response,
 ) {
   const server = await loadServer(req);
   const { agent_id } = parseQuery(RefreshQuery, req);
   if (agent_id && !(await getAgentRow(ctx.db, agent_id))) throw notFound(`Agent ${agent_id}`);
-  const tools = await listTools(server.id, server.server_name, server.config);
-  res.json(await syncMcpTools(ctx.db, server.id, tools));
+  res.json(await syncTools(server));
 }
 
 const listToolsForMcpServerDoc: RouteDoc = {
   summary: 'List tools for MCP server',
+  description:
+    'The stored tools of a server that answered with its config. One not connected to yet, or ' +
+    'whose last attempt failed, is connected to first (unless it waits for a user to authorize it): ' +
+    'one that cannot be reached is a 424 (408 when too slow), its `connection` saying why.',
   response: z.array(ToolSchema),
 };
 
 async function listToolsForMcpServer(
-  { ctx, loadServer }: McpServersContext,
+  { ctx, authorizationPending, loadServer, syncTools }: McpServersContext,
   req: Request<{ mcpServerId: string }>,
   res: Response,
 ) {
   const server = await loadServer(req);
+  if (server.connection.status !== 'connected' && !(await authorizationPending(server.id)))
+    await syncTools(server);
   res.json((await toolsOfMcpServer(ctx.db, server.id)).map(toolShape));
 }
 

@@ -31,10 +31,24 @@ export const McpOauthStatusSchema = z.object({
   authorization_url: z.string().nullable(),
 });
 
+/**
+ * Ours: how connecting to the server with its config last went. Servers are stored first and
+ * connected to when used: `pending` (not tried with this config), `connected` (its tools listed), or
+ * `failed` (`last_error` says why).
+ */
+export const McpConnectionSchema = z
+  .object({
+    status: z.enum(['pending', 'connected', 'failed']),
+    last_error: z.string().nullable(),
+    last_tried_at: z.string().nullable(),
+  })
+  .meta({ id: 'MCPServerConnection' });
+
 const StringMap = z.record(z.string(), z.string());
 const ServerFields = {
   id: z.string(),
   server_name: z.string(),
+  connection: McpConnectionSchema,
   /** Ours: the longest one call of its tools may take, unless the tool sets its own. */
   tool_timeout_seconds: z.number().nullish(),
   /** Ours: whether its tools' calls run again after an interrupted attempt; unset: their annotations say. */

@@ -38,6 +38,7 @@ import { toolReturnParts } from './0032-tool-return-parts';
 import { toolCallTakeovers } from './0033-tool-call-takeovers';
 import { requestParts } from './0034-request-parts';
 import { workerBuilds } from './0035-worker-builds';
+import { mcpServerConnections } from './0036-mcp-server-connections';
 
 export const migrations: Migration[] = [
   initial,
@@ -75,4 +76,5 @@ export const migrations: Migration[] = [
   toolCallTakeovers,
   requestParts,
   workerBuilds,
+  mcpServerConnections,
 ];

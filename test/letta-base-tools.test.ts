@@ -55,6 +55,20 @@ describe("Letta's base tools, and its tool tests that differed (issue 66)", () =
     expect(await names()).toContain('send_message');
     const [memory] = (await h.client.tools.list({ name: 'memory' })).getPaginatedItems();
     expect(memory).toMatchObject({ tool_type: 'letta_memory_core', tags: ['letta_memory_core'] });
+
+    // A custom tool of a built-in's name (one a database held before the built-in came) stays custom.
+    const named = async (name: string) => (await h.client.tools.list({ name })).getPaginatedItems();
+    await h.client.tools.delete((await named('memory_finish_edits'))[0].id);
+    const custom = await h.client.tools.create({
+      source_code: 'def memory_finish_edits() -> str:\n    """Mine."""\n    return "done"\n',
+    });
+    await names();
+    expect(await named('memory_finish_edits')).toEqual([
+      expect.objectContaining({ id: custom.id, tool_type: 'custom' }),
+    ]);
+    await h.client.tools.delete(custom.id);
+    await names();
+    expect((await named('memory_finish_edits'))[0].tool_type).toBe('letta_sleeptime_core');
   });
 
   it("runs a built-in through the agent's tool-run route against its memory (test_calling_tools)", async () => {

@@ -1,4 +1,5 @@
 import { useAgentServer } from './helpers/agent-server';
+import { inventoryArgsSchema } from './helpers/pydantic-schemas';
 
 /** The names Letta 0.16.8 lists in GET /v1/tools/ (its LETTA_TOOL_SET) that it upserts when one is missing. */
 const LETTA_TOOL_SET = [
@@ -132,12 +133,10 @@ describe("Letta's base tools, and its tool tests that differed (issue 66)", () =
     const response = await h.client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: "I'm Bob, and I need tea" }],
     });
-    const ret = response.messages.find((m) => m.message_type === 'tool_return_message') as {
-      status: string;
-      tool_return: string;
-    };
-    expect(ret.status).toBe('success');
-    expect(ret.tool_return).toContain("Renamed memory block 'human' to 'user'");
+    expect(response.messages.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'success',
+      tool_return: expect.stringContaining("Renamed memory block 'human' to 'user'"),
+    });
     expect(await blockLabels(agent.id)).toEqual(expect.arrayContaining(['user', 'persona', 'todo']));
     expect((await h.client.agents.blocks.retrieve('user', { agent_id: agent.id })).value).toBe('Name: Bob');
     // The step after the call reads the blocks as the call left them.
@@ -147,42 +146,11 @@ describe("Letta's base tools, and its tool tests that differed (issue 66)", () =
   });
 
   it('accepts Pydantic args_schema tools with nested models, as Letta stores them (test_pydantic_*_tool)', async () => {
-    // InventoryEntryData.model_json_schema(), as client.tools.add sends it.
-    const inventory = {
-      $defs: {
-        InventoryEntry: {
-          properties: {
-            timestamp: { title: 'Timestamp', type: 'integer' },
-            item: { $ref: '#/$defs/InventoryItem' },
-            transaction_id: { title: 'Transaction Id', type: 'string' },
-          },
-          required: ['timestamp', 'item', 'transaction_id'],
-          title: 'InventoryEntry',
-          type: 'object',
-        },
-        InventoryItem: {
-          properties: {
-            sku: { title: 'Sku', type: 'string' },
-            price: { title: 'Price', type: 'number' },
-          },
-          required: ['sku', 'price'],
-          title: 'InventoryItem',
-          type: 'object',
-        },
-      },
-      properties: {
-        data: { $ref: '#/$defs/InventoryEntry' },
-        quantity_change: { title: 'Quantity Change', type: 'integer' },
-      },
-      required: ['data', 'quantity_change'],
-      title: 'InventoryEntryData',
-      type: 'object',
-    };
     const source =
       'def manage_inventory(data: InventoryEntry, quantity_change: int) -> bool:\n    """\n    Implementation of the manage_inventory tool\n    """\n    return True\n';
     const tool = await h.client.tools.upsert({
       source_code: source,
-      args_json_schema: inventory,
+      args_json_schema: inventoryArgsSchema,
       description: 'Update inventory catalogue with a new data entry',
       tags: ['inventory', 'shop'],
     });

@@ -2,6 +2,7 @@ import schemas from '../src/tools/builtin/schemas.json';
 import { schemaHealth } from '../src/schemas/schema-health';
 import { strictParameters } from '../src/schemas/strict-mode';
 import { inlineRefs } from '../src/schemas/json-refs';
+import { inventoryArgsSchema } from './helpers/pydantic-schemas';
 
 const closed = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
   type: 'object',
@@ -130,32 +131,12 @@ describe("schema health (Letta's validate_complete_json_schema)", () => {
   });
 });
 
-/** Pydantic's model_json_schema() of a model with nested models (Letta's inventory tool's). */
 const inventory = {
-  $defs: {
-    InventoryEntry: {
-      properties: {
-        timestamp: { title: 'Timestamp', type: 'integer' },
-        item: { $ref: '#/$defs/InventoryItem' },
-      },
-      required: ['timestamp', 'item'],
-      title: 'InventoryEntry',
-      type: 'object',
-    },
-    InventoryItem: {
-      properties: { sku: { title: 'Sku', type: 'string' } },
-      required: ['sku'],
-      title: 'InventoryItem',
-      type: 'object',
-    },
-  },
+  ...inventoryArgsSchema,
   properties: {
-    data: { $ref: '#/$defs/InventoryEntry', description: 'The entry.' },
-    quantity_change: { title: 'Quantity Change', type: 'integer' },
+    ...inventoryArgsSchema.properties,
+    data: { ...inventoryArgsSchema.properties.data, description: 'The entry.' },
   },
-  required: ['data', 'quantity_change'],
-  title: 'InventoryEntryData',
-  type: 'object',
 };
 
 describe('schemas with $defs and $ref (Pydantic models)', () => {

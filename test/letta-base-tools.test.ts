@@ -114,6 +114,31 @@ describe("Letta's base tools, and its tool tests that differed (issue 66)", () =
     ).rejects.toMatchObject({ status: 400 });
   });
 
+  it('loses no edit when route runs and a turn edit the same block at once (the agent lock)', async () => {
+    const agent = await createAgent({ tools: ['memory'] });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'from the turn' } }] },
+      { text: 'Noted.' },
+    );
+    const lines = Array.from({ length: 12 }, (_, i) => `line ${i}`);
+    const [turn, ...runs] = await Promise.all([
+      h.client.agents.messages.create(agent.id, { messages: [{ role: 'user', content: 'Remember' }] }),
+      ...lines.map((line, i) =>
+        h.client.agents.tools.run(i % 2 ? 'memory_insert' : 'memory', {
+          agent_id: agent.id,
+          args:
+            i % 2
+              ? { label: 'human', new_string: line }
+              : { command: 'insert', path: 'human', insert_text: line },
+        }),
+      ),
+    ]);
+    expect(turn.stop_reason.stop_reason).toBe('end_turn');
+    expect(runs.map((r) => r.status)).toEqual(lines.map(() => 'success'));
+    const value = (await h.client.agents.blocks.retrieve('human', { agent_id: agent.id })).value;
+    expect(value.split('\n').sort()).toEqual(['Name: Alice', 'from the turn', ...lines].sort());
+  });
+
   it('runs memory_apply_patch in a turn: blocks added, edited and renamed in one call, the next step sees them', async () => {
     const agent = await createAgent({ tools: ['memory_apply_patch'] });
     const patch = [

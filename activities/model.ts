@@ -24,6 +24,7 @@ import {
 import { tokenPublisher } from '../src/db/token-deltas';
 import { errorText } from '../src/temporal/connection';
 import { canBeStrict, strictParameters } from '../src/schemas/strict-mode';
+import { inlineRefs } from '../src/schemas/json-refs';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
 import { heartbeatProgress, withHeartbeats } from './heartbeat';
@@ -44,7 +45,8 @@ import { tracedProvider } from '../src/observability/genai';
 /**
  * A server tool as the model sees it: in strict form when the agent's `llm_config.strict` is on and
  * the schema can be strict; one with a free-form object (a bare `dict` parameter) cannot, and goes as
- * it is (Letta's convert_to_structured_output refuses it).
+ * it is (Letta's convert_to_structured_output refuses it). Its `$ref`s to its own definitions are
+ * inlined for every provider (Gemini takes none).
  */
 function serverToolSchema(tool: ToolRow, agentStrict: boolean): FunctionSchema {
   const schema = tool.json_schema as {
@@ -52,7 +54,7 @@ function serverToolSchema(tool: ToolRow, agentStrict: boolean): FunctionSchema {
     description?: string;
     parameters?: Record<string, unknown>;
   };
-  const parameters = schema.parameters ?? { type: 'object', properties: {} };
+  const parameters = inlineRefs(schema.parameters ?? { type: 'object', properties: {} });
   const strict = agentStrict && canBeStrict(parameters);
   return {
     name: tool.name,
@@ -64,7 +66,7 @@ function serverToolSchema(tool: ToolRow, agentStrict: boolean): FunctionSchema {
 const clientToolSchema = (tool: ClientTool): FunctionSchema => ({
   name: tool.name,
   description: tool.description ?? undefined,
-  parameters: tool.parameters ?? { type: 'object', properties: {} },
+  parameters: inlineRefs(tool.parameters ?? { type: 'object', properties: {} }),
 });
 
 /** The allowed server tools, then the request's client tools, which replace server tools of their name. */

@@ -82,8 +82,8 @@ describe('agent files (.af)', () => {
     expect(agent.blocks.map((b) => [b.label, b.value, b.limit]).sort()).toEqual(
       source.blocks.map((b) => [b.label, b.value, b.limit]).sort(),
     );
-    // Custom tools come with their source; Letta's built-ins map to ours; send_message (not one of
-    // ours) is left out, and so are its rules.
+    // Custom tools come with their source; Letta's built-ins map to ours; send_message (the reply of
+    // Letta's older agent types, which here reply in text) is left out, and so are its rules.
     const toolNames = agent.tools.map((t) => t.name).sort();
     expect(toolNames).toEqual([
       'analyze_data',
@@ -245,11 +245,18 @@ describe('agent files (.af)', () => {
     const agent = await h.client.agents.retrieve(agent_ids[0], { include: ['agent.tools'] });
     expect(agent.name).toBe(AgentFileSchema.parse(JSON.parse(LETTA_CODE)).agents[0].name);
     expect(agent.model).toBe('openai/gpt-4o-mini');
-    // Letta's `memory` tool is not one of ours: left out.
+    // Letta's `memory` tool, which letta-code agents carry, is ours too.
     expect(agent.tools.map((t) => t.name)).toEqual(
-      expect.arrayContaining(['Bash', 'Read', 'conversation_search', 'fetch_webpage', 'web_search']),
+      expect.arrayContaining([
+        'Bash',
+        'Read',
+        'conversation_search',
+        'fetch_webpage',
+        'web_search',
+        'memory',
+      ]),
     );
-    expect(agent.tools.map((t) => t.name)).not.toContain('memory');
+    expect(agent.tools.find((t) => t.name === 'memory')!.tool_type).toBe('letta_memory_core');
     const types = (await allMessages(agent.id)).map((m) => m.message_type);
     expect(types).toContain('approval_request_message');
     expect(types).toContain('approval_response_message');

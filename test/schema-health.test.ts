@@ -1,6 +1,8 @@
 import schemas from '../src/tools/builtin/schemas.json';
 import { schemaHealth } from '../src/schemas/schema-health';
 import { strictParameters } from '../src/schemas/strict-mode';
+import { inlineRefs } from '../src/schemas/json-refs';
+import { inventoryArgsSchema } from './helpers/pydantic-schemas';
 
 const closed = (properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
   type: 'object',
@@ -126,5 +128,56 @@ describe("schema health (Letta's validate_complete_json_schema)", () => {
         ]);
       }
     });
+  });
+});
+
+const inventory = {
+  ...inventoryArgsSchema,
+  properties: {
+    ...inventoryArgsSchema.properties,
+    data: { ...inventoryArgsSchema.properties.data, description: 'The entry.' },
+  },
+};
+
+describe('schemas with $defs and $ref (Pydantic models)', () => {
+  it('inlines every reference, keeping what sits beside it, and drops the definitions', () => {
+    const inlined = inlineRefs(inventory);
+    expect(JSON.stringify(inlined)).not.toContain('$ref');
+    expect(inlined).not.toHaveProperty('$defs');
+    expect(inlined.properties.data).toEqual({
+      ...inventory.$defs.InventoryEntry,
+      properties: { ...inventory.$defs.InventoryEntry.properties, item: inventory.$defs.InventoryItem },
+      description: 'The entry.',
+    });
+    expect(inventory.properties.data).toHaveProperty('$ref'); // the input is not changed
+  });
+
+  it('keeps a recursive reference, with its definitions, where inlining could not end', () => {
+    const tree = {
+      $defs: {
+        Node: {
+          type: 'object',
+          properties: { children: { type: 'array', items: { $ref: '#/$defs/Node' } } },
+          required: ['children'],
+        },
+      },
+      type: 'object',
+      properties: { root: { $ref: '#/$defs/Node' } },
+      required: ['root'],
+    };
+    const inlined = inlineRefs(tree);
+    expect(inlined.properties.root).toMatchObject({
+      properties: { children: { items: { $ref: '#/$defs/Node' } } },
+    });
+    expect(inlined.$defs).toEqual(tree.$defs);
+    expect(schemaHealth(tree).status).not.toBe('INVALID');
+  });
+
+  it("reads a nested model's types through its references: usable, and strict once closed", () => {
+    expect(schemaHealth(inventory)).toEqual({
+      status: 'NON_STRICT_ONLY',
+      reasons: expect.arrayContaining(['parameters.properties.data: additionalProperties is not false']),
+    });
+    expect(schemaHealth(strictParameters(inlineRefs(inventory))).status).toBe('STRICT_COMPLIANT');
   });
 });

@@ -97,10 +97,10 @@ describe('a tool’s mode', () => {
   });
 
   it('is refused for a tool type no mode runs, never taken for a sandboxed tool', () => {
-    const unknown = () => toolMode({ tool_type: 'letta_voice_sleeptime_core', name: 'store_memories' });
+    const unknown = () => toolMode({ tool_type: 'external_composio', name: 'github_star_repo' });
     expect(unknown).toThrow(DomainError);
     expect(unknown).toThrow(
-      "Tool 'store_memories' is of type 'letta_voice_sleeptime_core', which no execution mode of this server runs",
+      "Tool 'github_star_repo' is of type 'external_composio', which no execution mode of this server runs",
     );
     try {
       unknown();

@@ -183,9 +183,7 @@ describe('custom tools through the official Letta client', () => {
     const agent = await h.client.agents.create({ model: 'openai/gpt-4o-mini' });
     await h.client.agents.tools.attach(tool.id, { agent_id: agent.id });
     // As a database written by another version may hold it: tool types enter by our own code alone.
-    await h.server.db.query(`UPDATE tools SET tool_type = 'letta_voice_sleeptime_core' WHERE id = $1`, [
-      tool.id,
-    ]);
+    await h.server.db.query(`UPDATE tools SET tool_type = 'external_composio' WHERE id = $1`, [tool.id]);
 
     const before = h.stub.requests.length;
     await expect(
@@ -196,7 +194,7 @@ describe('custom tools through the official Letta client', () => {
       status: 409,
       error: {
         detail: expect.stringContaining(
-          "Tool 'get_weather_elsewhere' is of type 'letta_voice_sleeptime_core', which no execution mode of this server runs",
+          "Tool 'get_weather_elsewhere' is of type 'external_composio', which no execution mode of this server runs",
         ),
       },
     });

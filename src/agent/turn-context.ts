@@ -21,6 +21,7 @@ const MODE_OF_TOOL_TYPE = {
   letta_core: builtinMode,
   letta_memory_core: builtinMode,
   letta_sleeptime_core: builtinMode,
+  letta_voice_sleeptime_core: builtinMode,
   letta_builtin: builtinMode,
   letta_multi_agent_core: builtinMode,
   letta_files_core: builtinMode,

@@ -108,7 +108,10 @@ export function toolsOfMcpServer(db: Queryable, serverId: string): Promise<ToolR
   );
 }
 
-/** A built-in tool as this version of the server defines it, inserted or brought up to date by name. */
+/**
+ * A built-in tool as this version of the server defines it, inserted or brought up to date by name; a
+ * custom or MCP tool of its name (made before this version had the built-in) stays as it is.
+ */
 export async function upsertBuiltinTool(
   db: Queryable,
   tool: Pick<ToolRow, 'name' | 'tool_type' | 'description' | 'json_schema' | 'enable_parallel_execution'>,
@@ -117,7 +120,8 @@ export async function upsertBuiltinTool(
     `INSERT INTO tools (id, name, tool_type, description, source_type, json_schema, tags, enable_parallel_execution)
      VALUES ($1, $2, $3, $4, 'python', $5, $6, $7)
      ON CONFLICT (name) DO UPDATE SET tool_type = $3, description = $4, json_schema = $5, tags = $6,
-       enable_parallel_execution = $7, updated_at = now()`,
+       enable_parallel_execution = $7, updated_at = now()
+     WHERE tools.tool_type LIKE 'letta\\_%'`,
     [
       newId('tool'),
       tool.name,

@@ -2,8 +2,11 @@
  * Letta's schema health (letta/functions/schema_validator.py: validate_complete_json_schema): whether a
  * tool's parameters schema can be used by OpenAI's strict mode as it is (STRICT_COMPLIANT), only
  * without it (NON_STRICT_ONLY, e.g. open objects), or not at all (INVALID). Optional properties are
- * not held against a schema: the strict transform heals them (strict-mode.ts).
+ * not held against a schema: the strict transform heals them (strict-mode.ts). References to the
+ * schema's definitions (`$defs`) are read in place (json-refs.ts), as the model is sent them.
  */
+import { inlineRefs } from './json-refs';
+
 export type SchemaHealthStatus = 'STRICT_COMPLIANT' | 'NON_STRICT_ONLY' | 'INVALID';
 
 export interface SchemaHealth {
@@ -78,6 +81,7 @@ function checkObject(node: Node, at: string, found: Findings): void {
 }
 
 function checkNode(node: Node, at: string, found: Findings): void {
+  if (typeof node.$ref === 'string') return; // a recursive model's reference, which stays as it is
   for (const key of COMBINATORS) {
     const options = node[key];
     if (options === undefined) continue;
@@ -106,8 +110,9 @@ function checkNode(node: Node, at: string, found: Findings): void {
 }
 
 /** The health of a tool's parameters schema, with Letta's reasons. */
-export function schemaHealth(parameters: unknown): SchemaHealth {
+export function schemaHealth(given: unknown): SchemaHealth {
   const found = new Findings();
+  const parameters = inlineRefs(given);
   if (!isNode(parameters) || typeOf(parameters) !== 'object') {
     found.invalid.push("parameters: the top level must be of type 'object'");
   } else {

@@ -19,6 +19,7 @@ import {
   type PythonSchemaOptions,
 } from './python-schema';
 import { schemaHealth, type SchemaHealth } from '../schemas/schema-health';
+import { inlineRefs } from '../schemas/json-refs';
 import { transpileTool, TypeScriptSourceError } from '../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../mcp/tool-sync';
 
@@ -27,24 +28,63 @@ const MAX_NAME_LENGTH = 48;
 
 type JsonSchema = { name?: unknown; description?: unknown; parameters?: unknown } & Record<string, unknown>;
 
+type Node = Record<string, unknown>;
+
+const isNode = (value: unknown): value is Node =>
+  Boolean(value) && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * A property of an args_json_schema as Letta's generate_schema_from_args_schema_v2 gives it, after its
+ * round trip through a Pydantic model (generate_model_from_args_json_schema): nested models inline,
+ * an optional one as its type, each field with its description ("" when it has none), titles and
+ * defaults dropped. What that round trip refuses is a 400.
+ */
+function argsField(field: Node): Node {
+  if (Array.isArray(field.anyOf)) {
+    const options = (field.anyOf as unknown[]).filter(isNode);
+    const types = options.filter((option) => option.type !== 'null');
+    if (types.length === 1 && types.length < options.length) return argsField(types[0]);
+    throw new ToolSchemaError('General Union types are not yet supported');
+  }
+  switch (field.type) {
+    case 'string':
+    case 'integer':
+    case 'number':
+    case 'boolean':
+      return { type: field.type, ...(Array.isArray(field.enum) ? { enum: field.enum } : {}) };
+    case 'array':
+      return { type: 'array', items: isNode(field.items) ? argsField(field.items) : { type: 'string' } };
+    case 'object':
+      if (isNode(field.properties)) return argsModel(field);
+      if (field.additionalProperties === false)
+        throw new ToolSchemaError('additionalProperties=false is not supported.');
+      if (isNode(field.additionalProperties))
+        throw new ToolSchemaError(
+          'Dictionary types with nested type arguments are not supported (consider using a Pydantic model instead)',
+        );
+      return { type: 'object' };
+  }
+  throw new ToolSchemaError(`Unable to convert pydantic field schema to type: ${JSON.stringify(field)}`);
+}
+
+const argsProperties = (properties: unknown) =>
+  Object.fromEntries(
+    Object.entries(isNode(properties) ? properties : {}).map(([key, field]) => {
+      const node = isNode(field) ? field : {};
+      return [key, { ...argsField(node), description: node.description ?? '' }];
+    }),
+  );
+
+const argsModel = (model: Node) => ({
+  type: 'object',
+  properties: argsProperties(model.properties),
+  required: Array.isArray(model.required) ? model.required : [],
+});
+
 /** Letta's generate_schema_from_args_schema_v2, from a JSON schema of the arguments. */
 async function schemaFromArgs(source: string, args: Record<string, unknown>, options: PythonSchemaOptions) {
   const { name, docstring } = await pythonSignature(source, options);
-  const properties = (args.properties ?? {}) as Record<string, Record<string, unknown>>;
-  return {
-    name,
-    description: docstring ?? `The ${name} tool`,
-    parameters: {
-      type: 'object',
-      properties: Object.fromEntries(
-        Object.entries(properties).map(([key, prop]) => {
-          const { title: _title, default: _default, ...rest } = prop;
-          return [key, { ...rest, description: prop.description ?? null }];
-        }),
-      ),
-      required: Array.isArray(args.required) ? args.required : [],
-    },
-  };
+  return { name, description: docstring ?? `The ${name} tool`, parameters: argsModel(inlineRefs(args)) };
 }
 
 async function deriveSchema(body: ToolCreate, options: PythonSchemaOptions): Promise<JsonSchema> {

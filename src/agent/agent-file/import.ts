@@ -9,8 +9,9 @@
  * (src/memory/history-invariant.ts: each assistant message with tool calls is followed by exactly their
  * returns): a file's history that breaks it is repaired as it is read (a return of no waiting call is
  * left out, a call without a return gets an error return, as migration 0010 gave them), never stored
- * broken. Groups, sources, files, MCP servers and skills are not imported; nor are Letta's built-in
- * tools this server lacks (`send_message`, the file tools, …), whose tool rules are left out with them.
+ * broken. Groups, sources, files, MCP servers and skills are not imported; nor are tools this server
+ * does not run (Composio's, LangChain's) and `send_message` (NOT_IMPORTED), whose tool rules are left
+ * out with them.
  */
 import type { TurnSettings } from '../settings';
 import type { Database, Queryable } from '../../db';
@@ -38,9 +39,16 @@ import { packageFunctionResponse, stringifyReturn } from '../../returns/tool-ret
 
 const failed = (reason: string) => invalid(`Import failed: ${reason}`);
 
+/**
+ * Letta's built-ins an imported agent does not get: `send_message` is how Letta's older agent types
+ * (memgpt_agent, memgpt_v2_agent) speak, and their loop shows its argument as the reply; here every
+ * agent runs as a letta_v1_agent, which replies in text, so the tool would only turn replies into calls.
+ */
+const NOT_IMPORTED = new Set(['send_message']);
+
 export interface ImportResult {
   agentIds: string[];
-  /** Tools of the file left out: built-ins this server lacks, MCP and other external tools. */
+  /** Tools of the file left out: send_message, MCP and other external tools. */
   skippedTools: string[];
   /** What was repaired in the histories to keep the invariant. */
   repairs: string[];
@@ -456,7 +464,12 @@ export async function importAgentFile(
       const existing = await getToolByName(tx, ours?.name ?? tool.name);
       if (ours && (!existing || existing.tool_type === 'custom')) {
         tools.set(tool.id, await storeTool(tx, ours, options.overrideExistingTools ? 'replace' : 'keep'));
-      } else if (existing && existing.tool_type !== 'custom' && existing.tool_type !== MCP_TOOL_TYPE) {
+      } else if (
+        existing &&
+        existing.tool_type !== 'custom' &&
+        existing.tool_type !== MCP_TOOL_TYPE &&
+        !NOT_IMPORTED.has(existing.name)
+      ) {
         // One of Letta's built-ins that this server has too (or a custom tool named as one: ours wins).
         tools.set(tool.id, existing);
       } else skippedTools.push(tool.name);

@@ -12,7 +12,13 @@ import {
   SearchToolsSchema,
 } from '../../schemas/tools';
 import { toolExecutionShape, toolRunFromSourceShape, toolShape } from '../letta-shapes';
-import { ToolExecutionResultSchema, ToolReturnMessageSchema, ToolSchema } from '../schemas/responses';
+import {
+  ToolExecutionResultSchema,
+  ToolReturnMessageSchema,
+  ToolSchema,
+  type ToolExecutionResult,
+} from '../schemas/responses';
+import type { AgentRow } from '../../db/rows';
 import { ToolSearchResultSchema } from '../schemas/tools';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { deleteTool, getTool, listTools, searchTools } from '../../db/tools';
@@ -21,12 +27,22 @@ import { pythonSignature, ToolSchemaError, type PythonSchemaOptions } from '../.
 import { getAgent } from '../../db/agents';
 import { SandboxUnavailableError, type ToolJob } from '../../sandbox';
 import { runCustomTool, sandboxEnvironments } from '../../tools/custom-tools';
-import { builtinToolNames, ensureBuiltinTools } from '../../tools/builtin';
+import {
+  builtinToolNames,
+  ensureBuiltinTools,
+  isBuiltinTool,
+  restoreBuiltinTools,
+  type BuiltinToolName,
+  runBuiltinToolNow,
+  ToolError,
+} from '../../tools/builtin';
+import { webSettings } from '../../tools/builtin/web-settings';
+import { providerRegistry } from '../../llm';
 import { runtimeFields } from '../../sandbox/node-runtime';
 import { transpileTool, TypeScriptSourceError } from '../../sandbox/typescript';
 import { MCP_TOOL_TYPE } from '../../mcp/tool-sync';
 import { runMcpToolNow } from './mcp-servers';
-import { DEFAULT_RETURN_CHAR_LIMIT } from '../../returns/tool-returns';
+import { DEFAULT_RETURN_CHAR_LIMIT, friendlyError } from '../../returns/tool-returns';
 
 type ToolRunFromSource = z.infer<typeof ToolRunFromSourceSchema>;
 
@@ -139,7 +155,8 @@ async function runToolFromSource({ ctx, execute, python }: ToolsContext, req: Re
 
 const runToolForAgentDoc: RouteDoc = {
   summary: 'Run tool for agent',
-  description: 'Custom and MCP tools only; the return is null when the tool failed.',
+  description:
+    "Custom, MCP and built-in tools (a built-in against the agent's memory, as in a turn; run_code and the messages to other agents run only in a turn); the return is null when the tool failed.",
   body: AgentToolRunSchema,
   response: ToolExecutionResultSchema,
   // Running code with the agent's secrets is more than its tokens grant (and a sandboxed call
@@ -165,9 +182,40 @@ async function runToolForAgent(
     const environments = await sandboxEnvironments(ctx.db, choices);
     const { run } = await execute(() => runCustomTool(choices, environments, call, undefined, ctx.toolApi));
     execution = toolExecutionShape(run, tool.return_char_limit);
-  } else throw new HttpError(400, `Tool ${tool.name} is built in: only custom and MCP tools run here`);
+  } else if (isBuiltinTool(tool.name)) execution = await runBuiltinTool(ctx, agent, tool.name, args);
+  else
+    throw new HttpError(400, `Tool ${tool.name} is of type ${tool.tool_type}, which this route does not run`);
   // Letta leaves the return out when the tool failed (agents.py: run_tool_for_agent).
   res.json({ ...execution, func_return: execution.status === 'error' ? null : execution.func_return });
+}
+
+/** A built-in's run as Letta's LettaCoreToolExecutor answers it: its own failure is an error result. */
+async function runBuiltinTool(
+  ctx: ApiContext,
+  agent: AgentRow,
+  name: BuiltinToolName,
+  args: Record<string, unknown>,
+): Promise<ToolExecutionResult> {
+  const context = {
+    db: ctx.db,
+    agent,
+    web: webSettings(ctx.config),
+    providers: providerRegistry(ctx.config),
+    files: { grepPageSize: ctx.config.GREP_FILES_PAGE_SIZE },
+  };
+  const shape = { stdout: [], agent_state: null, sandbox_config_fingerprint: null };
+  try {
+    const funcReturn = await runBuiltinToolNow(context, name, args);
+    return { ...shape, status: 'success', func_return: funcReturn ?? null, stderr: [] };
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    return {
+      ...shape,
+      status: 'error',
+      func_return: null,
+      stderr: [friendlyError(name, 'ValueError', error.message)],
+    };
+  }
 }
 
 // Letta's upsert of its built-in tools, which clients call when an agent names one a server lacks.
@@ -208,6 +256,7 @@ const listToolsRouteDoc: RouteDoc = {
 
 async function listToolsRoute({ ctx }: ToolsContext, req: Request, res: Response) {
   const query = parseQuery(ListToolsQuery, req);
+  if (!query.after) await restoreBuiltinTools(ctx.db);
   const tools = await listTools(
     ctx.db,
     { name: query.name, names: query.names, toolTypes: query.tool_types, search: query.search },

@@ -6,13 +6,13 @@
  */
 import schemas from './schemas.json';
 import type { Database, Queryable } from '../../db';
-import { agentSecrets, attachBlocks, lockAgentBlocks } from '../../db/agents';
-import { insertBlock, updateBlock } from '../../db/blocks';
+import { agentLockOnly, agentSecrets, attachBlocks, lockAgentBlocks } from '../../db/agents';
+import { detachBlock, insertBlock, updateBlock } from '../../db/blocks';
 import type { BlockValueWrite } from '../../db/tool-executions';
-import { upsertBuiltinTool } from '../../db/tools';
+import { toolsWhere, upsertBuiltinTool } from '../../db/tools';
 import type { AgentRow, MemoryBlock } from '../../db/rows';
 import { insertArchival, searchArchival, type Providers } from '../../memory/archival';
-import { DomainError } from '../../errors';
+import { DomainError, invalid } from '../../errors';
 import { ModelApiError } from '../../llm/types';
 import { conversationSearch } from './conversation-search';
 import { fetchWebpageOrContents } from './fetch-webpage';
@@ -26,9 +26,11 @@ import {
   memoryInsert,
   memoryReplace,
   memoryRethink,
+  rethinkUserMemory,
   type EditableBlock,
   type MemoryEdit,
 } from './memory-edits';
+import { memoryApplyPatch, memoryCommand, type BlockToolOutcome, type PlannedBlock } from './memory-blocks';
 
 import { ToolError } from '../../returns/tool-error';
 
@@ -40,6 +42,7 @@ interface BuiltinTool {
   toolType:
     | 'letta_core'
     | 'letta_sleeptime_core'
+    | 'letta_voice_sleeptime_core'
     | 'letta_memory_core'
     | 'letta_builtin'
     | 'letta_multi_agent_core'
@@ -59,6 +62,8 @@ interface BuiltinTool {
    * (in a sandbox), `agent` for messages to other agents (their own turns).
    */
   mode?: 'code' | 'agent';
+  /** Why this server cannot run it: its call is answered with this error. */
+  unavailable?: string;
 }
 
 const MULTI_AGENT: BuiltinTool = {
@@ -68,16 +73,37 @@ const MULTI_AGENT: BuiltinTool = {
   mode: 'agent',
 };
 
+/** A tool of Letta's voice agents, which run their own loop with the voice chat's transcript. */
+const VOICE_AGENT_ONLY = (name: string): BuiltinTool => ({
+  toolType: 'letta_voice_sleeptime_core',
+  parallel: false,
+  local: true,
+  idempotent: true,
+  unavailable: `${name} works on the transcript of Letta's voice agents (voice_convo_agent, voice_sleeptime_agent), which this server does not run`,
+});
+
 const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
+  send_message: { toolType: 'letta_core', parallel: false, local: true, idempotent: true },
   conversation_search: { toolType: 'letta_core', parallel: true, local: true, idempotent: true },
   memory_insert: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
   memory_replace: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
   memory_rethink: { toolType: 'letta_sleeptime_core', parallel: false, local: true },
+  memory_finish_edits: { toolType: 'letta_sleeptime_core', parallel: false, local: true, idempotent: true },
+  memory: { toolType: 'letta_memory_core', parallel: false, local: true },
+  memory_apply_patch: { toolType: 'letta_memory_core', parallel: false, local: true },
   core_memory_append: { toolType: 'letta_memory_core', parallel: false, local: true },
   core_memory_replace: { toolType: 'letta_memory_core', parallel: false, local: true },
   fetch_webpage: { toolType: 'letta_builtin', parallel: true, local: false, idempotent: true },
   web_search: { toolType: 'letta_builtin', parallel: true, local: false, idempotent: true },
   run_code: { toolType: 'letta_builtin', parallel: true, local: false, mode: 'code' },
+  run_code_with_tools: {
+    toolType: 'letta_builtin',
+    parallel: false,
+    local: true,
+    idempotent: true,
+    unavailable:
+      "run_code_with_tools runs the model's code with a client that calls each of the agent's tools through POST /v1/agents/{agent_id}/tools/{tool_name}/run, which the scoped token of sandboxed code may not use on this server (it would run the agent's tools with its secrets, and could call itself without end): use run_code, or a custom tool",
+  },
   archival_memory_insert: { toolType: 'letta_core', parallel: false, local: false },
   archival_memory_search: { toolType: 'letta_core', parallel: true, local: false, idempotent: true },
   open_files: { toolType: 'letta_files_core', parallel: false, local: true, idempotent: true },
@@ -86,6 +112,15 @@ const BUILTIN_TOOLS: Record<BuiltinToolName, BuiltinTool> = {
   send_message_to_agent_and_wait_for_reply: { ...MULTI_AGENT },
   send_message_to_agents_matching_tags: { ...MULTI_AGENT },
   send_message_to_agent_async: { ...MULTI_AGENT },
+  rethink_user_memory: { toolType: 'letta_voice_sleeptime_core', parallel: false, local: true },
+  finish_rethinking_memory: {
+    toolType: 'letta_voice_sleeptime_core',
+    parallel: false,
+    local: true,
+    idempotent: true,
+  },
+  store_memories: VOICE_AGENT_ONLY('store_memories'),
+  search_memory: VOICE_AGENT_ONLY('search_memory'),
 };
 
 /** The tools a `letta_v1_agent` gets unless `include_base_tools` is false. */
@@ -119,6 +154,15 @@ export async function ensureBuiltinTools(db: Database): Promise<void> {
       enable_parallel_execution: tool.parallel,
     });
   }
+}
+
+/**
+ * Puts back the built-in tools someone deleted, as Letta's tool listing does (tool_manager.py:
+ * list_tools_async upserts its base tools when one is missing); a read when none is.
+ */
+export async function restoreBuiltinTools(db: Database): Promise<void> {
+  const names = builtinToolNames();
+  if ((await toolsWhere(db, 'name', names)).length < names.length) await ensureBuiltinTools(db);
 }
 
 type Args = Record<string, unknown>;
@@ -166,6 +210,15 @@ const EDITS: Record<string, (blocks: EditableBlock[], args: Args) => MemoryEdit>
       old_content: requireString(a, 'old_content'),
       new_content: requireString(a, 'new_content'),
     }),
+  rethink_user_memory: (blocks, a) =>
+    rethinkUserMemory(blocks, { new_memory: requireString(a, 'new_memory') }),
+};
+
+/** Tools that may create, delete, rename or edit several blocks in one call. */
+const BLOCK_TOOLS: Record<string, (blocks: PlannedBlock[], args: Args) => BlockToolOutcome> = {
+  memory: memoryCommand,
+  memory_apply_patch: (blocks, a) =>
+    memoryApplyPatch(blocks, { label: requireString(a, 'label'), patch: requireString(a, 'patch') }),
 };
 
 /** A memory edit's result, and the block value it writes unless it wrote already (a new block). */
@@ -184,6 +237,7 @@ export function planBlockEdit(
   args: Args,
   blocks: MemoryBlock[],
 ): PlannedMemoryEdit | undefined {
+  if (!(name in EDITS)) return undefined;
   return writeOf(EDITS[name](blocks, args), blocks);
 }
 
@@ -210,12 +264,34 @@ export async function planMemoryEdit(
   args: Args,
 ): Promise<PlannedMemoryEdit> {
   const blocks = await lockAgentBlocks(tx, agentId);
+  if (name in BLOCK_TOOLS)
+    return { result: await writeBlocks(tx, agentId, blocks, BLOCK_TOOLS[name](blocks, args)) };
   const edit = EDITS[name](blocks, args);
   const planned = writeOf(edit, blocks);
   if (planned) return planned;
   checkLimit(edit);
   await createBlock(tx, agentId, edit);
   return { result: edit.result };
+}
+
+/** Writes what a block tool changed of the agent's blocks (read and locked in `tx` as `before`). */
+async function writeBlocks(tx: Queryable, agentId: string, before: MemoryBlock[], after: BlockToolOutcome) {
+  for (const block of after.blocks) {
+    const was = before.find((b) => b.id === block.id);
+    if (was?.label === block.label && was.value === block.value && was.description === block.description)
+      continue;
+    if (was?.value !== block.value) checkLimit({ ...block, result: '' }, was?.char_limit);
+    if (!was) await createBlock(tx, agentId, block, block.description);
+    else
+      await updateBlock(tx, was.id, {
+        label: block.label,
+        value: block.value,
+        description: block.description,
+      });
+  }
+  for (const block of before)
+    if (!after.blocks.some((b) => b.id === block.id)) await detachBlock(tx, agentId, block.id);
+  return after.result;
 }
 
 /** Applies a memory edit, its block write included. */
@@ -226,7 +302,7 @@ async function editMemory(tx: Queryable, agentId: string, name: string, args: Ar
 }
 
 /** Tools whose effect is a database write: planned from the blocks read with the call. */
-export const editsMemory = (name: string) => name in EDITS;
+export const editsMemory = (name: string) => name in EDITS || name in BLOCK_TOOLS;
 
 const DEFAULT_CHAR_LIMIT = 100_000;
 
@@ -236,12 +312,17 @@ function checkLimit(edit: MemoryEdit, limit = DEFAULT_CHAR_LIMIT) {
   }
 }
 
-async function createBlock(tx: Queryable, agentId: string, edit: MemoryEdit) {
+async function createBlock(
+  tx: Queryable,
+  agentId: string,
+  edit: Pick<MemoryEdit, 'label' | 'value'>,
+  description: string | null = null,
+) {
   const id = await insertBlock(tx, {
     label: edit.label,
     value: edit.value,
     char_limit: DEFAULT_CHAR_LIMIT,
-    description: null,
+    description,
     read_only: false,
     hidden: null,
     metadata: null,
@@ -310,7 +391,15 @@ export async function executeBuiltinTool(
   args: Args,
 ): Promise<unknown> {
   const { db, agent, web, signal } = context;
+  const unavailable = BUILTIN_TOOLS[name].unavailable;
+  if (unavailable) throw new ToolError(unavailable);
   switch (name) {
+    case 'send_message':
+      return 'Sent message successfully.';
+    case 'memory_finish_edits':
+      return null;
+    case 'finish_rethinking_memory':
+      return '';
     case 'conversation_search':
       return conversationSearch(db, agent, args);
     case 'web_search':
@@ -345,4 +434,21 @@ export async function executeBuiltinTool(
     default:
       return editMemory(db, agent.id, name, args);
   }
+}
+
+/**
+ * Runs a built-in tool outside a turn (`POST /v1/agents/{agent_id}/tools/{tool_name}/run`), as a turn's
+ * call of it runs: a memory tool in a transaction holding the agent's lock, its blocks locked, the
+ * others with the context a turn's activity gives them. Tools of other execution modes (run_code, the
+ * messages to other agents) run in a turn only.
+ */
+export async function runBuiltinToolNow(
+  context: Omit<BuiltinToolContext, 'db'> & { db: Database },
+  name: BuiltinToolName,
+  args: Args,
+): Promise<unknown> {
+  if (builtinMode(name) !== 'builtin') throw invalid(`${name} runs only within a turn of its agent`);
+  const { db, agent } = context;
+  if (!editsMemory(name)) return executeBuiltinTool(context, name, args);
+  return db.transaction((tx) => editMemory(tx, agent.id, name, args), agentLockOnly(agent.id));
 }

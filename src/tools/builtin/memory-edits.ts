@@ -114,12 +114,14 @@ export function memoryReplace(
   return edited(args.label, replaceAll(current, oldString, newString));
 }
 
+/** `field` names the inserted text in errors: `memory`'s insert command calls it `insert_text`. */
 export function memoryInsert(
   blocks: EditableBlock[],
   args: { label: string; new_string: string; insert_line?: number },
+  field = 'new_string',
 ): MemoryEdit {
   const block = writable(blocks, args.label);
-  rejectLineNumbers('new_string', args.new_string, true);
+  rejectLineNumbers(field, args.new_string, true);
   const lines = expandTabs(block.value).split('\n');
   let insertLine = args.insert_line ?? -1;
   if (insertLine === -1) insertLine = lines.length;
@@ -144,6 +146,16 @@ export function memoryRethink(
   if (block?.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
   rejectLineNumbers('new_memory', args.new_memory, true);
   return edited(args.label, args.new_memory, !block);
+}
+
+/**
+ * Letta's voice sleep-time agent's `rethink_user_memory`: rewrites its target block, `human`, created
+ * if missing; it returns nothing.
+ */
+export function rethinkUserMemory(blocks: EditableBlock[], args: { new_memory: string }): MemoryEdit {
+  const block = blocks.find((b) => b.label === 'human');
+  if (block?.read_only) throw new ToolError(READ_ONLY_BLOCK_EDIT_ERROR);
+  return { ...edited('human', args.new_memory, !block), result: '' };
 }
 
 export function coreMemoryAppend(

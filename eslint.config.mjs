@@ -39,7 +39,7 @@ const bundled = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', '.tools/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', '.tools/', 'coverage/', '.venv-*/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -9,7 +9,8 @@ export const CreateBlockSchema = z.object({
     .string()
     .nullish()
     .transform((value) => value ?? ''),
-  limit: z.number().int().positive().nullish(),
+  /** Stored as PostgreSQL's integer. */
+  limit: z.number().int().positive().max(2147483647).nullish(),
   description: z.string().nullish(),
   read_only: z.boolean().nullish(),
   hidden: z.boolean().nullish(),

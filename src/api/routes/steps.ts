@@ -7,7 +7,7 @@ import { parseBody, parseQuery } from '../validation';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { lettaMessages, stepShape } from '../letta-shapes';
 import { LettaMessageSchema, StepSchema } from '../schemas/responses';
-import { pageQuery, stringList } from '../schemas/common';
+import { isoMoment, pageQuery, stringList } from '../schemas/common';
 import { getStep, listSteps, setStepFeedback, stepMessages } from '../../db/steps';
 import { getRun } from '../../db/runs';
 import { runSpans, stepSpans } from '../../db/trace-spans';
@@ -19,8 +19,8 @@ const ListStepsQuery = pageQuery(50, 'desc').extend({
   agent_id: z.string().optional(),
   model: z.string().optional(),
   feedback: Feedback.optional(),
-  start_date: z.coerce.date().optional(),
-  end_date: z.coerce.date().optional(),
+  start_date: isoMoment.optional(),
+  end_date: isoMoment.optional(),
   tags: stringList,
 });
 

@@ -4,12 +4,15 @@ import { pageQuery } from './common';
 import { ApprovalAnswersSchema } from './messages';
 import { ElicitationSchema, LettaMessageSchema } from './responses';
 
+/** An age in seconds; at most ten billion (about 317 years), so that now less the age is a stored moment. */
+const ageSeconds = z.coerce.number().nonnegative().max(1e10).optional();
+
 export const ListApprovalsQuery = pageQuery(50, 'desc').extend({
   agent_id: z.string().optional(),
   tool_name: z.string().optional(),
   tag: z.string().optional(),
-  older_than_seconds: z.coerce.number().nonnegative().optional(),
-  newer_than_seconds: z.coerce.number().nonnegative().optional(),
+  older_than_seconds: ageSeconds,
+  newer_than_seconds: ageSeconds,
 });
 
 const kind = z

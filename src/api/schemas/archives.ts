@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery, queryBoolean, stringList } from './common';
+import { isoMoment, pageQuery, queryBoolean, stringList } from './common';
 
 const JsonObject = z.record(z.string(), z.unknown());
 const tags = z.array(z.string()).nullish();
@@ -65,6 +65,6 @@ export const SearchPassagesSchema = z.object({
   tags,
   tag_match_mode: z.enum(['any', 'all']).default('any'),
   limit: z.number().int().min(1).max(100).default(50),
-  start_date: z.coerce.date().nullish(),
-  end_date: z.coerce.date().nullish(),
+  start_date: isoMoment.nullish(),
+  end_date: isoMoment.nullish(),
 });

@@ -29,5 +29,13 @@ export const pageQuery = (defaultLimit: number, defaultOrder: 'asc' | 'desc') =>
 
 export { queryBoolean };
 
+/**
+ * A moment as ISO 8601 writes it, a date and time (without an offset: the server's local time) or a
+ * date alone (midnight UTC), which JavaScript's Date reads; its pattern is the document's too.
+ */
+export const isoMoment = z
+  .union([z.iso.datetime({ offset: true, local: true }), z.iso.date()])
+  .transform((value) => new Date(value));
+
 /** Letta's answer of a few deletes and closes: a sentence saying what was done. */
 export const MessageAnswerSchema = z.object({ message: z.string() });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageQuery, stringList } from './common';
+import { isoMoment, pageQuery, stringList } from './common';
 import { ClientToolSchema } from '../../schemas/tools';
 import { ElicitationResponseSchema } from './mcp-servers';
 import {
@@ -96,7 +96,7 @@ const InputMessage = z.preprocess(
 const lettaRequest = (streamingByDefault: boolean) =>
   z
     .object({
-      messages: z.array(InputMessage).nullish(),
+      messages: z.array(InputMessage).min(1, 'Messages must not be empty').nullish(),
       input: Content.nullish(),
       max_steps: z.number().int().min(1).default(50),
       client_tools: z.array(ClientToolSchema).nullish(),
@@ -119,8 +119,6 @@ const lettaRequest = (streamingByDefault: boolean) =>
           message: 'Exactly one of messages or input must be provided',
           path: ['messages'],
         });
-      } else if (body.messages && body.messages.length === 0) {
-        ctx.addIssue({ code: 'custom', message: 'Messages must not be empty', path: ['messages'] });
       }
     });
 
@@ -143,8 +141,8 @@ export const SearchMessagesSchema = z.object({
   query: z.string(),
   agent_id: z.string().nullish(),
   conversation_id: z.string().nullish(),
-  start_date: z.coerce.date().nullish(),
-  end_date: z.coerce.date().nullish(),
+  start_date: isoMoment.nullish(),
+  end_date: isoMoment.nullish(),
   limit: z.number().int().min(1).max(1000).default(50),
   search_mode: z.enum(['vector', 'fts', 'hybrid']).nullish(),
 });

@@ -129,13 +129,13 @@ export function toolRunFromSourceShape(
   };
 }
 
-/** Letta's flat MCP server shape: id, name and config fields, its credentials masked. */
-export function mcpServerShape(server: McpServerRow) {
+/** Letta's flat MCP server shape: id, name and config fields, its credentials masked unless shown (MCP_SHOW_CREDENTIALS). */
+export function mcpServerShape(server: McpServerRow, showCredentials = false) {
   const { status, last_error, last_tried_at } = server.connection;
   return {
     id: server.id,
     server_name: server.server_name,
-    ...maskedConfig(server.config),
+    ...(showCredentials ? server.config : maskedConfig(server.config)),
     connection: { status, last_error, last_tried_at: iso(last_tried_at) },
   };
 }

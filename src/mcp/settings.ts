@@ -1,9 +1,14 @@
 /** MCP servers' settings: connecting, listing and calling, stdio servers' sandbox, and OAuth. */
 import { z } from 'zod';
-import { milliseconds, optional, pathList, wholeNumber } from '../settings-fields';
+import { flag, milliseconds, optional, pathList, wholeNumber } from '../settings-fields';
 
 export const mcpSettings = z
   .object({
+    MCP_SHOW_CREDENTIALS: flag
+      .default(false)
+      .describe(
+        "`true`: the API returns an MCP server's env values, headers and tokens in full, as Letta does; by default they are masked (`****` and at most their last four characters), so that reading the server list does not give away every server's credentials",
+      ),
     MCP_CONNECT_TIMEOUT_MS: milliseconds
       .default(30_000)
       .describe('longest connecting to an MCP server may take (listing the tools of one past it: 408)'),

@@ -83,49 +83,18 @@ NEEDS: dict[str, tuple[str, str]] = {
     f"{CLIENT_SIDE}test_client_side_tool_error_return[{MODEL_HANDLE}]": REAL_MODEL,
 }
 
-BEING_FIXED = "A known difference being fixed (issue 66)."
-MCP_STORE_FIRST = (
-    "Registering or updating an MCP server connects to it first here, and a server that cannot be reached "
-    "(the tests' `api.example.com`, a stdio command whose script does not exist) is refused (400); Letta "
-    f"stores it and connects when it is used. {BEING_FIXED}"
-)
-MODEL_SETTINGS = (
-    "The agent's `model_settings` defaults differ from Letta's (temperature, `parallel_tool_calls`, "
-    f"`max_output_tokens`, `reasoning_effort`, `response_format`). {BEING_FIXED}"
-)
-PYDANTIC_ARGS_SCHEMA = (
-    "A tool whose `args_schema` is a Pydantic model (JSON Schema with `$defs` / `$ref`) is refused (400). "
-    f"{BEING_FIXED}"
+MASKED_CREDENTIALS = (
+    "An MCP server's env values, headers and tokens come back masked here (`****` and at most their last "
+    "four characters), so that whoever can read the server list does not read every server's credentials; "
+    "Letta returns them in full, and reads a stdio server's env back. A security choice: "
+    "`MCP_SHOW_CREDENTIALS=true` returns them in full, as Letta does."
 )
 
-#: Tests that pass on Letta 0.16.8 and fail here, by test id: why (a known difference being fixed,
-#: or a deliberate choice and the setting that restores Letta's behaviour).
+#: Tests that pass on Letta 0.16.8 and fail here, by test id: why (a deliberate choice, and the setting
+#: that restores Letta's behaviour).
 DIFFERENCES: dict[str, str] = {
-    "sdk/agents_test::test_create[caren_agent]": MODEL_SETTINGS,
-    "sdk/agents_test::test_update[caren_agent]": MODEL_SETTINGS,
-    "sdk/mcp_servers_test::test_create_sse_mcp_server": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_create_streamable_http_mcp_server": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_list_mcp_servers": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_get_specific_mcp_server": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_update_stdio_mcp_server": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_update_sse_mcp_server": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_multiple_server_types_coexist": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_partial_update_preserves_fields": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_concurrent_server_operations": MCP_STORE_FIRST,
-    "sdk/mcp_servers_test::test_comprehensive_mcp_server_tool_listing": (
-        "An MCP server's tool whose name another tool has already (here `echo`, of an MCP server that an "
-        "earlier test, failing, left registered) is left out of its server's tools; Letta lists each "
-        f"server's own. {BEING_FIXED}"
-    ),
-    "test_sdk_client::test_base_tools_upsert_on_list": (
-        "`GET /v1/tools/` lacks some of Letta's base tools (`memory`, `memory_apply_patch`, `send_message`, "
-        f"…). {BEING_FIXED}"
-    ),
-    "test_sdk_client::test_upsert_tools": PYDANTIC_ARGS_SCHEMA,
-    "test_sdk_client::test_create_agent_with_tools": PYDANTIC_ARGS_SCHEMA,
-    "test_sdk_client::test_calling_tools": (
-        f"`POST /v1/agents/{{id}}/tools/{{name}}/run` refuses built-in tools (400); Letta runs them there. {BEING_FIXED}"
-    ),
+    "sdk/mcp_servers_test::test_get_specific_mcp_server": MASKED_CREDENTIALS,
+    "sdk/mcp_servers_test::test_update_stdio_mcp_server": MASKED_CREDENTIALS,
 }
 
 

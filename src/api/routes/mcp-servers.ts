@@ -115,7 +115,10 @@ function mcpServersContext(ctx: ApiContext) {
   /** Letta's MCP server shape (mcpServerShape), with an OAuth-protected server's `oauth_status`. */
   const serverShape = async (server: repo.McpServerRow): Promise<McpServer> => {
     const oauthStatus = await ctx.mcp.oauth?.status(server.id);
-    return { ...mcpServerShape(server, ctx.config.MCP_SHOW_CREDENTIALS), ...(oauthStatus ? { oauth_status: oauthStatus } : {}) };
+    return {
+      ...mcpServerShape(server, ctx.config.MCP_SHOW_CREDENTIALS),
+      ...(oauthStatus ? { oauth_status: oauthStatus } : {}),
+    };
   };
 
   /** Whether the server waits for a user's authorization (nothing to connect with until it comes). */

@@ -96,8 +96,9 @@ export function documentedRouter(tag: string, options: RouterOptions = {}): Docu
       });
       router[method](
         path,
-        ...paramCheck(path, params),
+        // A token this route is not for is refused whatever its ids: access before their form.
         scopedAccess(method, path, doc),
+        ...paramCheck(path, params),
         ...(handlers as RequestHandler[]),
       );
     };

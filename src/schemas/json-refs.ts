@@ -12,14 +12,22 @@ const isObject = (value: unknown): value is Schema =>
 
 const LOCAL_REF = /^#\/(\$defs|definitions)\/(.+)$/;
 
+/**
+ * Most references one schema is inlined with: definitions that each name another several times would
+ * otherwise grow the schema exponentially. Past it, references stay as they are, with their definitions.
+ */
+const MAX_INLINED = 10_000;
+
 export function inlineRefs<T>(schema: T): T {
-  if (!isObject(schema)) return schema;
+  // Without definitions no reference resolves: the schema is taken as it is (every model call's tools).
+  if (!isObject(schema) || (schema.$defs === undefined && schema.definitions === undefined)) return schema;
   const { $defs, definitions, ...rest } = schema;
   const defs: Record<string, Record<string, unknown>> = {
     $defs: isObject($defs) ? $defs : {},
     definitions: isObject(definitions) ? definitions : {},
   };
-  let keptRecursive = false;
+  let keptRefs = false;
+  let inlinedCount = 0;
   const walk = (node: unknown, seen: readonly string[]): unknown => {
     if (Array.isArray(node)) return node.map((item) => walk(item, seen));
     if (!isObject(node)) return node;
@@ -27,8 +35,8 @@ export function inlineRefs<T>(schema: T): T {
     if (match) {
       const target = defs[match[1]][decodeURIComponent(match[2])];
       if (!isObject(target)) return node;
-      if (seen.includes(node.$ref as string)) {
-        keptRecursive = true;
+      if (seen.includes(node.$ref as string) || ++inlinedCount > MAX_INLINED) {
+        keptRefs = true;
         return node;
       }
       const { $ref: _ref, ...siblings } = node;
@@ -37,7 +45,7 @@ export function inlineRefs<T>(schema: T): T {
     return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, walk(value, seen)]));
   };
   const inlined = walk(rest, []) as Schema;
-  if (keptRecursive) {
+  if (keptRefs) {
     if (isObject($defs)) inlined.$defs = $defs;
     if (isObject(definitions)) inlined.definitions = definitions;
   }

@@ -135,7 +135,7 @@ export const runLiveness = (ctx: TurnServices, run: RunRow): TurnLiveness =>
   );
 
 /** Letta's `max_steps` when a request gives none. */
-const DEFAULT_MAX_STEPS = 50;
+export const DEFAULT_MAX_STEPS = 50;
 
 /** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_TURNS_PER_RUN = 500;

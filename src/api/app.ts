@@ -29,6 +29,7 @@ import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
 import { approvalsRouter } from './routes/approvals';
+import { agUiRouter } from './routes/ag-ui';
 import { approvalLinkRouter } from './approval-links';
 import { mcpOauthRouter } from './routes/mcp-oauth';
 import { keepingContext, traceRequests } from '../observability/http';
@@ -58,6 +59,7 @@ const ROUTERS = [
   schedulesRouter,
   accessTokensRouter,
   approvalsRouter,
+  agUiRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

@@ -122,7 +122,7 @@ describe('the AG-UI endpoint', () => {
   it('sends memory edits as state deltas', async () => {
     h.stub.enqueue(
       {
-        toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_str: 'Likes teal.' } }],
+        toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes teal.' } }],
       },
       { text: 'Noted' },
     );
@@ -133,5 +133,84 @@ describe('the AG-UI endpoint', () => {
     expect(run.types()).toContain(EventType.STATE_DELTA);
     expect((agent.state as { memory: Record<string, string> }).memory.human).toContain('Likes teal.');
     expect(run.types()).toEqual(expect.arrayContaining([EventType.TOOL_CALL_RESULT]));
+  });
+
+  it('shows a run’s context entries to the model, in the system message only', async () => {
+    h.stub.enqueue({ text: 'You are on the pricing page' });
+    const agent = frontend();
+    say(agent, 'where am I?');
+    await agent.runAgent({ context: [{ description: 'current page', value: '/pricing' }] });
+    const system = String(h.stub.requests.at(-1)!.messages[0].content);
+    expect(system).toContain('<context description="current page">/pricing</context>');
+  });
+
+  it('ends a run that waits for approval with an interrupt, and a resume answers it with edited arguments', async () => {
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const guarded = await client.agents.create({
+      name: 'ag-ui-guarded',
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Bob' }],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    const agent = new HttpAgent({
+      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId: randomUUID(),
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes red.' } }] },
+      { text: 'Saved' },
+    );
+    say(agent, 'remember I like red');
+    let finished: {
+      outcome: string;
+      interrupts?: { id: string; reason: string; toolCallId?: string; metadata?: Record<string, unknown> }[];
+    } = { outcome: '' };
+    await agent.runAgent({}, { onRunFinishedEvent: (params) => void (finished = params as typeof finished) });
+    expect(finished.outcome).toBe('interrupt');
+    const [interrupt] = finished.interrupts!;
+    expect(interrupt.reason).toBe('tool_approval');
+    expect(interrupt.id).toBe(interrupt.toolCallId);
+    // The same pause is in the approval inbox.
+    const inbox = await fetch(`${h.server.url}/v1/approvals/?agent_id=${guarded.id}`, {
+      headers: { authorization: `Bearer ${PASSWORD}` },
+    }).then((r) => r.json() as Promise<{ tool_call_id: string }[]>);
+    expect(inbox.map((item) => item.tool_call_id)).toEqual([interrupt.id]);
+
+    const resumed = recorder();
+    const result = await agent.runAgent(
+      {
+        resume: [
+          {
+            interruptId: interrupt.id,
+            status: 'resolved',
+            payload: { approve: true, arguments: { label: 'human', new_string: 'Likes crimson.' } },
+          },
+        ],
+      },
+      resumed.subscriber,
+    );
+    expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Saved');
+    expect((agent.state as { memory: Record<string, string> }).memory.human).toContain('Likes crimson.');
+    const record = await fetch(
+      `${h.server.url}/v1/approvals/${String(interrupt.metadata!.approval_request_id)}`,
+      {
+        headers: { authorization: `Bearer ${PASSWORD}` },
+      },
+    );
+    expect(record.status).toBe(200);
+    expect(await record.json()).toMatchObject({
+      status: 'answered',
+      answered_by: { kind: 'password' },
+      tool_calls: [{ decision: 'approved', edited_arguments: expect.stringContaining('crimson') }],
+    });
+
+    // A resume for what no longer waits is a RUN_ERROR that says so.
+    const late = recorder();
+    await agent
+      .runAgent({ resume: [{ interruptId: interrupt.id, status: 'resolved' }] }, late.subscriber)
+      .catch(() => undefined);
+    const error = late.events.find((e) => e.type === EventType.RUN_ERROR) as unknown as { message: string };
+    expect(error.message).toMatch(/already answered|No tool call is currently awaiting approval/);
   });
 });

@@ -54,6 +54,7 @@ import {
   type TurnLiveness,
 } from '../../agent/turns';
 import { DomainError } from '../../errors';
+import { checkRequestContext } from '../../agent/request-context';
 import { newId } from '../../ids';
 
 export function agUiRouter(ctx: ApiContext): DocumentedRouter {
@@ -97,6 +98,7 @@ async function runAgent(ctx: ApiContext, req: Request<{ agentId: string }>, res:
   const input = parseInput(req);
   const props = ForwardedPropsSchema.safeParse(input.forwardedProps ?? {});
   if (!props.success) throw new HttpError(422, `forwardedProps: ${props.error.issues[0].message}`);
+  checkRequestContext(input.context ?? [], ctx.config.REQUEST_CONTEXT_MAX_BYTES);
   const { agentId } = req.params;
   if (!(await getAgentRow(ctx.db, agentId))) throw notFound(`Agent ${agentId}`);
   const out = openAgUiStream(ctx, req, res);
@@ -191,6 +193,7 @@ async function startOrAnswer(run: AgUiRun): Promise<{ run: RunRow; alive: TurnLi
       parameters: parameters as Record<string, unknown> | undefined,
     })),
     maxSteps: run.maxSteps ?? DEFAULT_MAX_STEPS,
+    requestContext: input.context ?? [],
     background: false,
     runType: 'ag_ui_run',
     streamTokens: true,

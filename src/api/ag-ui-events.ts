@@ -64,6 +64,17 @@ export class AgUiEvents {
     }
   }
 
+  /** A user's message of the run, for a frontend that joins it without it. */
+  userMessage(row: MessageRow): void {
+    for (const message of agUiMessages(row)) {
+      const messageId = message.id;
+      this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'user' });
+      if (message.content)
+        this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: String(message.content) });
+      this.emit({ type: EventType.TEXT_MESSAGE_END, messageId });
+    }
+  }
+
   /** Closes every open part, then the step: a run's last event may follow. */
   finish(): void {
     for (const [key, closing] of this.open) {

@@ -24,6 +24,7 @@ import { HttpError, notFound } from '../errors';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { answererOf } from '../scoped-access';
 import { CancelledRunsSchema } from '../schemas/messages';
+import { RunAgentInputDocSchema } from '../schemas/ag-ui';
 import { cancelConversationRuns } from './messages';
 import { AgUiEvents, agUiMessages } from '../ag-ui-events';
 import { answersFor, followUpOf, INTERRUPT_REASONS, lateResumes, trailingUserMessages } from '../ag-ui-input';
@@ -75,7 +76,7 @@ const runAgentDoc: RouteDoc = {
   summary: 'Run an agent (AG-UI)',
   description:
     "AG-UI 1.0's run: a RunAgentInput in, AG-UI events out (server-sent events, or AG-UI's protobuf framing when `Accept` asks for it). `threadId` names one of the agent's conversations (`default`, a conversation's id, or any other string: a conversation made for it); the same `runId` sent again joins that run. See docs/using-it.md, \"From an AG-UI frontend\".",
-  body: RunAgentInputSchema as unknown as z.ZodType,
+  body: RunAgentInputDocSchema,
   streams: true,
   errors: [404],
 };

@@ -115,6 +115,8 @@ describe('the AG-UI endpoint', () => {
     const second = recorder();
     const result = await agent.runAgent({ tools: [SET_COLOR] }, second.subscriber);
     expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Teal it is');
+    // The frontend's own result is not sent back to it.
+    expect(agent.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
     // The model got the frontend's result as the call's return.
     const toolMessage = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool');
     expect(String(toolMessage?.content)).toContain('the page is teal now');

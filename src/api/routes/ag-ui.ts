@@ -258,7 +258,8 @@ async function streamRun(
 ) {
   const { ctx, out } = run;
   const afterSeq = await sendSnapshots(run, snapshot);
-  const events = new AgUiEvents(out.emit);
+  const frontendResults = run.input.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : []));
+  const events = new AgUiEvents(out.emit, new Set(frontendResults));
   const tokens = new TokenChunks();
   // A joined run's input is stored with its first reply, after the snapshot: its pieces wait for it,
   // so that the frontend gets the user's message before the reply (whole, once stored).

@@ -3,7 +3,8 @@
  * process of its own beside a second API process, on a Temporal dev server and PostgreSQL of the
  * test's. A frontend's run pauses on an approval; the server is killed with SIGKILL and started again,
  * and the frontend's resume goes on with the same turn; another pause is resumed through the second
- * API process, which shares nothing with the first but the database and Temporal.
+ * API process, which shares nothing with the first but the database and Temporal; an MCP server's
+ * question (an elicitation) is an interrupt too, whose resume reaches the server.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +19,7 @@ import type { StartedProcess } from './helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
 import { freePort } from './helpers/env';
 import { startTemporalServer } from './helpers/temporal-server';
+import { startElicitServer } from './helpers/mcp-servers';
 
 const PASSWORD = 'ag-ui-durable-password';
 
@@ -31,9 +33,11 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
   let server: StartedProcess;
   let secondApi: StartedProcess;
   let agentId: string;
+  let elicit: Awaited<ReturnType<typeof startElicitServer>>;
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-ag-ui-'));
+    elicit = await startElicitServer();
     schema = await createTestSchema();
     stub = await startOpenAiStub();
     ({ server: temporal } = await startTemporalServer(dataDir));
@@ -42,7 +46,8 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
       databaseUrl: schema.url,
       temporalAddress: temporal.address,
       openAiBaseUrl: stub.baseURL,
-      extra: { LETTA_SERVER_PASSWORD: PASSWORD },
+      // The MCP server that asks questions listens on loopback, which an operator allows.
+      extra: { LETTA_SERVER_PASSWORD: PASSWORD, OUTBOUND_ALLOW_PRIVATE: '127.0.0.1' },
     });
     secondEnv = { ...env, PORT: String(await freePort()) };
     server = await startApiProcess(env, 'all');
@@ -59,6 +64,7 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
   afterAll(async () => {
     if (server) await killProcess(server, 'SIGKILL');
     if (secondApi) await killProcess(secondApi, 'SIGKILL');
+    if (elicit) await killProcess(elicit.process, 'SIGKILL');
     await temporal?.stop();
     await stub?.close();
     await schema?.drop();
@@ -132,5 +138,51 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
     expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Remembered: Likes tea.');
     expect(second.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(memoryOf(second)).toContain('Likes tea.');
+  });
+
+  it("surfaces an MCP server's question as an interrupt, whose resume answers the server", async () => {
+    const client = new Letta({ baseURL: apiUrl(env), apiKey: PASSWORD, maxRetries: 0 });
+    const registered = await client.mcpServers.create({
+      server_name: 'booking',
+      config: { mcp_server_type: 'streamable_http', server_url: elicit.url },
+    });
+    const tools = await client.mcpServers.tools.list(registered.id!);
+    const booker = await client.agents.create({
+      model: 'openai/gpt-4o-mini',
+      tool_ids: [tools.find((tool) => tool.name === 'book_table')!.id!],
+    });
+    const agent = new HttpAgent({
+      url: `${apiUrl(secondEnv)}/v1/ag-ui/agents/${booker.id}`,
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId: randomUUID(),
+    });
+    stub.enqueue({ toolCalls: [{ name: 'book_table', arguments: {} }] }, (request) => ({
+      text: `tool said: ${String(request.messages.at(-1)?.content)}`,
+    }));
+    agent.addMessage({ id: randomUUID(), role: 'user', content: 'Book me a table.' });
+    let interrupts: Interrupt[] = [];
+    await agent.runAgent(
+      {},
+      {
+        onRunFinishedEvent: (params) =>
+          void (interrupts = params.outcome === 'interrupt' ? params.interrupts : []),
+      },
+    );
+    expect(interrupts).toEqual([
+      expect.objectContaining({ reason: 'mcp_elicitation', message: 'Who is the table for?' }),
+    ]);
+    expect(Object.keys((interrupts[0].responseSchema as { properties: object }).properties)).toEqual([
+      'name',
+      'guests',
+      'seating',
+      'extras',
+    ]);
+    const before = (await elicit.answers()).length;
+    const content = { name: 'Ada', guests: 4, seating: 'terrace', extras: ['cake'] };
+    const result = await agent.runAgent({
+      resume: [{ interruptId: interrupts[0].id, status: 'resolved', payload: content }],
+    });
+    expect((await elicit.answers()).slice(before)).toEqual([{ action: 'accept', content }]);
+    expect(String(result.newMessages.find((m) => m.role === 'assistant')?.content)).toContain('booked:');
   });
 });

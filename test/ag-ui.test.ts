@@ -3,12 +3,15 @@
  * plain run, a frontend tool answered, memory edits as state deltas, a run cancelled, a dropped stream
  * joined again, a thread loaded from scratch, and what a frontend gets for input it should not send.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Letta from '@letta-ai/letta-client';
 import { HttpAgent, type AgentSubscriber, type BaseEvent, type Message } from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
+import { asFunctionModule, loadModule, typeProblems } from './helpers/doc-code';
 
 const PASSWORD = 'ag-ui-password';
 
@@ -338,5 +341,41 @@ describe('the AG-UI endpoint', () => {
     expect(text).toMatch(
       /"type":"RUN_ERROR","message":"Conversation conv-[^"]* not found","code":"not_found"/,
     );
+  });
+
+  describe("docs/using-it.md's AG-UI example", () => {
+    const block = /^<!-- ag-ui-example -->\n\n```ts\n([\s\S]*?)^```$/m.exec(
+      fs.readFileSync(path.join(__dirname, '..', 'docs', 'using-it.md'), 'utf8'),
+    );
+    const source = asFunctionModule(block![1], 'example', 'agentId: string');
+
+    it('type-checks against the published @ag-ui/client', () => {
+      expect(typeProblems(source)).toEqual([]);
+    });
+
+    it('runs as written: the frontend tool is answered and the turn ends with the reply', async () => {
+      const { example } = loadModule<{ example: (agentId: string) => Promise<void> }>(
+        source.replaceAll('http://127.0.0.1:8283', h.server.url),
+      );
+      h.stub.enqueue(
+        { toolCalls: [{ name: SET_COLOR.name, arguments: { color: 'teal' } }] },
+        { text: 'The page is teal now.' },
+      );
+      let printed = '';
+      const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        printed += String(chunk);
+        return true;
+      });
+      process.env.LETTA_SERVER_PASSWORD = PASSWORD;
+      try {
+        await example!(agentId);
+      } finally {
+        write.mockRestore();
+        delete process.env.LETTA_SERVER_PASSWORD;
+      }
+      expect(printed).toBe('The page is teal now.');
+      const toolMessage = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool');
+      expect(String(toolMessage?.content)).toContain('the page is teal');
+    });
   });
 });

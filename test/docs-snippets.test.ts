@@ -8,10 +8,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
 import type { ChatRequest } from './helpers/openai-stub';
 import type { StubReply } from './helpers/model-stub';
 import { useAgentServer } from './helpers/agent-server';
+import { loadModule, typeProblems } from './helpers/doc-code';
 
 const root = path.join(__dirname, '..');
 const DOC = path.join(root, 'docs', 'using-it.md');
@@ -113,41 +113,13 @@ describe("docs/using-it.md's TypeScript snippets", () => {
   });
 
   it('type-check against the official client', () => {
-    // A file of the test folder that is never written: the client's types resolve from the project.
-    const file = path.join(__dirname, 'docs-snippets.generated.ts');
-    const options: ts.CompilerOptions = {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.CommonJS,
-      moduleResolution: ts.ModuleResolutionKind.Node10,
-      lib: ['lib.es2023.d.ts'],
-      types: ['node'],
-      strict: true,
-      esModuleInterop: true,
-      skipLibCheck: true,
-      noEmit: true,
-    };
-    const host = ts.createCompilerHost(options);
-    const source = ts.createSourceFile(file, snippetModule(), ts.ScriptTarget.ES2022);
-    const { getSourceFile, fileExists } = host;
-    host.getSourceFile = (name, ...rest) => (name === file ? source : getSourceFile(name, ...rest));
-    host.fileExists = (name) => name === file || fileExists(name);
-    const program = ts.createProgram([file], options, host);
-    const problems = ts
-      .getPreEmitDiagnostics(program)
-      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    expect(problems).toEqual([]);
+    expect(typeProblems(snippetModule())).toEqual([]);
   });
 
   it('run as written: each flow does what the doc says', async () => {
-    const { outputText } = ts.transpileModule(snippetModule().replaceAll(DOC_URL, h.server.url), {
-      compilerOptions: {
-        target: ts.ScriptTarget.ES2022,
-        module: ts.ModuleKind.CommonJS,
-        esModuleInterop: true,
-      },
-    });
-    const exports: { run?: (step: (name: string) => Promise<void>) => Promise<void> } = {};
-    new Function('require', 'exports', outputText)(require, exports);
+    const exports = loadModule<{ run: (step: (name: string) => Promise<void>) => Promise<void> }>(
+      snippetModule().replaceAll(DOC_URL, h.server.url),
+    );
 
     let printed = '';
     const log = jest.spyOn(console, 'log').mockImplementation((...parts: unknown[]) => {

@@ -24,7 +24,8 @@ import { HttpError, notFound } from '../errors';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { answererOf } from '../scoped-access';
 import { CancelledRunsSchema } from '../schemas/messages';
-import { RunAgentInputDocSchema } from '../schemas/ag-ui';
+import { MAX_AG_UI_ID_LENGTH, RunAgentInputDocSchema } from '../schemas/ag-ui';
+import { ClientToolSchema } from '../../schemas/tools';
 import { cancelConversationRuns } from './messages';
 import { AgUiEvents, agUiMessages } from '../ag-ui-events';
 import { answersFor, followUpOf, INTERRUPT_REASONS, lateResumes, trailingUserMessages } from '../ag-ui-input';
@@ -81,17 +82,31 @@ const runAgentDoc: RouteDoc = {
   errors: [404],
 };
 
+/** What this server asks beyond AG-UI's schema: ids it can keep, frontend tools as client tools. */
+const StoredInputSchema = z.object({
+  threadId: z.string().min(1).max(MAX_AG_UI_ID_LENGTH),
+  runId: z.string().min(1).max(MAX_AG_UI_ID_LENGTH),
+  tools: z.array(ClientToolSchema).optional(),
+});
+
+type Issue = { code: string; path: PropertyKey[]; message: string };
+
+const invalidInput = (issues: Issue[]) =>
+  new HttpError(
+    422,
+    issues.map((issue) => ({
+      type: issue.code,
+      loc: ['body', ...issue.path.map(String)],
+      msg: issue.message,
+    })),
+  );
+
+/** The request as AG-UI's own schema reads it, then as this server keeps it (422 naming each misfit). */
 const parseInput = (req: Request): RunAgentInput => {
   const parsed = RunAgentInputSchema.safeParse(req.body);
-  if (!parsed.success)
-    throw new HttpError(
-      422,
-      parsed.error.issues.map((issue) => ({
-        type: issue.code,
-        loc: ['body', ...issue.path.map(String)],
-        msg: issue.message,
-      })),
-    );
+  if (!parsed.success) throw invalidInput(parsed.error.issues);
+  const stored = StoredInputSchema.safeParse(parsed.data);
+  if (!stored.success) throw invalidInput(stored.error.issues);
   return parsed.data;
 };
 
@@ -188,11 +203,9 @@ async function startOrAnswer(run: AgUiRun): Promise<{ run: RunRow; alive: TurnLi
   const { ctx, input, to, res } = run;
   const options = {
     ...to,
-    clientTools: (input.tools ?? []).map(({ name, description, parameters }) => ({
-      name,
-      description,
-      parameters: parameters as Record<string, unknown> | undefined,
-    })),
+    clientTools: (input.tools ?? []).map(({ name, description, parameters }) =>
+      ClientToolSchema.parse({ name, description, parameters }),
+    ),
     maxSteps: run.maxSteps ?? DEFAULT_MAX_STEPS,
     requestContext: input.context ?? [],
     background: false,

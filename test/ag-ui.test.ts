@@ -316,6 +316,12 @@ describe('the AG-UI endpoint', () => {
     expect((await post('/v1/ag-ui/agents/agent-00000000-0000-4000-8000-000000000000', valid)).status).toBe(
       404,
     );
+    // Ids the server keeps, and frontend tools as client tools, have limits AG-UI's schema leaves open.
+    expect((await post(`/v1/ag-ui/agents/${agentId}`, { ...valid, threadId: 'x'.repeat(257) })).status).toBe(
+      422,
+    );
+    const oddTool = { ...valid, tools: [{ name: 'odd', description: 'd', parameters: 'not a schema' }] };
+    expect((await post(`/v1/ag-ui/agents/${agentId}`, oddTool)).status).toBe(422);
     expect((await post(`/v1/ag-ui/agents/${agentId}`, valid, 'wrong')).status).toBe(401);
     const tooMuch = { ...valid, context: [{ description: 'page', value: 'x'.repeat(70_000) }] };
     expect((await post(`/v1/ag-ui/agents/${agentId}`, tooMuch)).status).toBe(400);

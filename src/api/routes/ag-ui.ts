@@ -419,20 +419,27 @@ function openAgUiStream(ctx: ApiContext, req: Request, res: Response): AgUiStrea
   return { emit, fail, end, gone: gone.signal, state: {} };
 }
 
-/** An error's words for RUN_ERROR: the caller's mistakes as they are, anything else logged. */
+/**
+ * An error's words for RUN_ERROR: the caller's mistakes as the API would answer them (a detail's own
+ * message and code, such as PENDING_APPROVAL's), anything else logged.
+ */
 function failureOf(error: unknown, ctx: ApiContext): { message: string; kind: string } {
-  if (error instanceof HttpError)
-    return {
-      message: typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail),
-      kind: String(error.status),
-    };
-  if (error instanceof DomainError)
-    return {
-      message: typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail),
-      kind: error.kind,
-    };
-  ctx.log.error({ err: error }, 'an AG-UI run failed');
-  return { message: 'An unknown error occurred', kind: 'internal_error' };
+  const known =
+    error instanceof HttpError
+      ? { detail: error.detail, kind: String(error.status) }
+      : error instanceof DomainError
+        ? { detail: error.detail, kind: error.kind }
+        : undefined;
+  if (!known) {
+    ctx.log.error({ err: error }, 'an AG-UI run failed');
+    return { message: 'An unknown error occurred', kind: 'internal_error' };
+  }
+  if (typeof known.detail === 'string') return { message: known.detail, kind: known.kind };
+  const said = known.detail as { message?: unknown; code?: unknown } | null;
+  return {
+    message: typeof said?.message === 'string' ? said.message : JSON.stringify(known.detail),
+    kind: typeof said?.code === 'string' ? said.code : known.kind,
+  };
 }
 
 const cancelThreadDoc: RouteDoc = {

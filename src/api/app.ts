@@ -10,6 +10,7 @@ import { methodNotAllowed } from './route-book';
 import { healthRouter } from './health';
 import { apiReference } from './api-reference';
 import { approvalPage } from './approval-page';
+import { agUiPage } from './ag-ui-page';
 import { agentsRouter } from './routes/agents';
 import { agentFilesRouter } from './routes/agent-files';
 import { agentFoldersRouter } from './routes/agent-folders';
@@ -94,6 +95,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   app.use(reference.router);
   // The approval page holds no data: it asks for the password or a token, which its API calls carry.
   app.use(page.router);
+  app.use(agUiPage().router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
   app.use(links.router);
   // An MCP server's OAuth callback is a browser's redirect: its state is the credential.

@@ -10,6 +10,7 @@ import { TranscriptCache } from '../src/db/transcripts';
 import type { InputMessage, MessageRow, ToolRow, TranscriptRow } from '../src/db/rows';
 import { pendingApproval } from '../src/db/conversations';
 import { compiledPrompt } from '../src/agent/agents';
+import { withRequestContext } from '../src/agent/request-context';
 import { modelContext } from '../src/memory/context';
 import { HistoryInvariantError } from '../src/memory/history-invariant';
 import { parseHandle } from '../src/llm';
@@ -321,11 +322,11 @@ type ModelCallContext = ModelCallRead & { agent: NonNullable<ModelCallRead['agen
 async function askModel(
   { db, providers, log }: ModelCallDeps,
   input: CallModelInput,
-  { agent, conversationId, summary, transcript, clientTools, requestInput }: ModelCallContext,
+  { agent, conversationId, summary, transcript, clientTools, requestContext, requestInput }: ModelCallContext,
   parsed: { provider: string; model: string },
 ): Promise<{ reply: { id: string; stepId: string; callIds: string[] }; answer: ModelReply }> {
   const reply = { id: newId('message'), stepId: newId('step'), callIds: [] as string[] };
-  const system = compiledPrompt(agent, conversationId);
+  const system = withRequestContext(compiledPrompt(agent, conversationId), requestContext);
   const messages = requestMessages({ system, summary, transcript }, requestInput);
   const tokens = input.streamTokens
     ? tokenStream(db, input, clientTools, reply, (error) =>

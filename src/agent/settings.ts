@@ -18,6 +18,13 @@ export const turnSettings = z
       .describe(
         "largest an agent's tools and tool rules may be as a turn carries them (JSON bytes): a message or an answer to an agent past it is a 400 that says so, rather than a turn Temporal fails (it refuses a payload past 2 MB; see [Temporal's limits](operations.md#temporals-limits))",
       ),
+    REQUEST_CONTEXT_MAX_BYTES: wholeNumber
+      .min(0)
+      .max(1024 * 1024)
+      .default(64 * 1024)
+      .describe(
+        "largest the context entries of one request may be together (their descriptions' and values' UTF-8 bytes; an AG-UI run's `context`), which every model call of its run shows in the system message: a request past it is a 400 that says so, and nothing of it is stored",
+      ),
     AGENT_SESSION_IDLE_MS: milliseconds
       .default(600_000)
       .describe(

@@ -23,6 +23,8 @@ import type { AgentRow, PendingApproval, RunRow } from '../db/rows';
 import { newId } from '../ids';
 import { storedTurnContext } from './turn-context';
 import { storeRequestPart } from '../db/request-parts';
+import type { RequestContextEntry } from '../db/model-calls';
+import { checkRequestContext } from './request-context';
 import type {
   AgentTurnInput,
   ApprovalAnswered,
@@ -73,6 +75,11 @@ interface RequestOptions {
   /** The conversation the turn belongs to; null: the agent's default conversation. */
   conversationId: string | null;
   clientTools: ClientTool[];
+  /**
+   * Context for this request alone (an AG-UI run's `context`): every model call of its run shows it in
+   * the system message (src/agent/request-context.ts); the transcript never holds it.
+   */
+  requestContext?: RequestContextEntry[];
   maxSteps: number;
   approvalTimeoutSeconds?: number | null;
   background: boolean;
@@ -135,7 +142,7 @@ export const runLiveness = (ctx: TurnServices, run: RunRow): TurnLiveness =>
   );
 
 /** Letta's `max_steps` when a request gives none. */
-const DEFAULT_MAX_STEPS = 50;
+export const DEFAULT_MAX_STEPS = 50;
 
 /** Turns a session runs before it continues as new (Temporal may suggest it sooner). */
 const SESSION_TURNS_PER_RUN = 500;
@@ -143,14 +150,17 @@ const SESSION_TURNS_PER_RUN = 500;
 /**
  * A run's own settings, read by the workflow when the run continues a paused turn. Its client tools
  * by name; their schemas a request part (src/db/request-parts.ts), stored once however many requests
- * send them, which the run's model calls read by `client_tools_digest`.
+ * send them, which the run's model calls read by `client_tools_digest`; its context entries, checked
+ * against `maxContextBytes`, another, read by `request_context_digest`.
  */
-async function requestConfig(tx: Queryable, request: RequestOptions) {
-  const { clientTools } = request;
+async function requestConfig(tx: Queryable, request: RequestOptions, maxContextBytes: number) {
+  const { clientTools, requestContext = [] } = request;
+  checkRequestContext(requestContext, maxContextBytes);
   return {
     max_steps: request.maxSteps,
     client_tools: clientTools.map(({ name }) => ({ name })),
     ...(clientTools.length ? { client_tools_digest: await storeRequestPart(tx, clientTools) } : {}),
+    ...(requestContext.length ? { request_context_digest: await storeRequestPart(tx, requestContext) } : {}),
     approval_timeout_seconds: request.approvalTimeoutSeconds ?? null,
     ...(request.streamTokens ? { stream_tokens: true } : {}),
   };
@@ -247,7 +257,7 @@ export async function startAgentTurn(
         agent_id: request.agentId,
         background: request.background,
         metadata: { ...request.metadata, run_type: request.runType },
-        request_config: await requestConfig(tx, request),
+        request_config: await requestConfig(tx, request, ctx.config.REQUEST_CONTEXT_MAX_BYTES),
         workflow_id: workflowId,
         input: request.userMessages,
         conversation_id: request.conversationId,
@@ -431,7 +441,7 @@ export async function answerPausedTurn(
         newRun: {
           background: request.background,
           metadata: { run_type: request.runType },
-          request_config: await requestConfig(tx, request),
+          request_config: await requestConfig(tx, request, ctx.config.REQUEST_CONTEXT_MAX_BYTES),
         },
         answeredBy: request.answeredBy,
       });

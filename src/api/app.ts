@@ -30,6 +30,7 @@ import { schedulesRouter } from './routes/schedules';
 import { foldersRouter } from './routes/folders';
 import { accessTokensRouter } from './routes/access-tokens';
 import { approvalsRouter } from './routes/approvals';
+import { agUiRouter } from './routes/ag-ui';
 import { approvalLinkRouter } from './approval-links';
 import { mcpOauthRouter } from './routes/mcp-oauth';
 import { keepingContext, traceRequests } from '../observability/http';
@@ -59,6 +60,7 @@ const ROUTERS = [
   schedulesRouter,
   accessTokensRouter,
   approvalsRouter,
+  agUiRouter,
 ];
 
 export function createApp(deps: ApiDependencies): express.Express {

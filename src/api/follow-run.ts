@@ -66,8 +66,10 @@ export function modelFailureAnswer(stop: RunStop): { status: number; body: unkno
 }
 
 export interface FollowOptions {
-  /** Gets each message of the run as it is stored, in order. */
-  onMessages?: (rows: MessageRow[]) => void;
+  /** Gets each message of the run as it is stored, in order (and is waited for). */
+  onMessages?: (rows: MessageRow[]) => void | Promise<void>;
+  /** Messages stored up to this seq are not handed on: the caller has them. */
+  afterSeq?: number;
   /** Gets the pieces of the run's replies while the provider streams them (`stream_tokens`). */
   onTokens?: (notice: TokenNotice) => void;
   /** Whether the caller went away: following ends. */
@@ -78,19 +80,19 @@ export async function followRun(
   ctx: ApiContext,
   runId: string,
   alive: TurnLiveness,
-  { onMessages, onTokens, abandoned = () => false }: FollowOptions,
+  { onMessages, onTokens, afterSeq = 0, abandoned = () => false }: FollowOptions,
 ): Promise<RunStop | undefined> {
   // Without a stream to feed, only the run's stop matters: it wakes for the stop alone, not at each
   // message, and the run's messages are read once, after it.
   const follower = ctx.runEvents.follow(runId, { onTokens, stopsOnly: !onMessages });
   try {
-    let lastSeq = 0;
+    let lastSeq = afterSeq;
     const flush = async () => {
       if (!onMessages) return;
       const rows = await runMessagesAfter(ctx.db, runId, lastSeq);
       if (rows.length) {
         lastSeq = rows[rows.length - 1].seq;
-        onMessages(rows);
+        await onMessages(rows);
       }
     };
     for (let checked = Date.now(); !abandoned();) {

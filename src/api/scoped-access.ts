@@ -5,6 +5,7 @@
  *
  * - `/v1/agents/{agent_id}/…` needs `read_agent` / `write_agent` on that agent, or `read_messages` /
  *   `write_messages` under `/messages`; reads are GETs (and the POSTs a route declares as reads);
+ * - `/v1/ag-ui/agents/{agent_id}/…` (AG-UI's runs) needs `write_messages` on that agent;
  * - `/v1/runs/{run_id}/…` and `/v1/conversations/{conversation_id}/…` need the messages access on the
  *   agent the run or conversation belongs to; one of another agent is answered as not found, so that a
  *   token learns nothing of what it may not see; their lists and creation, the messages access on the
@@ -109,6 +110,10 @@ export function tokenAccess(
       owner: { param: use.agentQuery, kind: 'agent', inQuery: true },
       needs: reads ? 'read_messages' : 'write_messages',
     };
+  // An agent's AG-UI routes are its messages (a run, a thread's cancel).
+  const agUi = /^\/v1\/ag-ui\/agents\/:(\w+)(\/.*)?$/.exec(path);
+  if (agUi)
+    return { owner: { param: agUi[1], kind: 'agent' }, needs: reads ? 'read_messages' : 'write_messages' };
   const [, collection, param, rest = ''] =
     /^\/v1\/(agents|runs|conversations|approvals)\/:(\w+)(\/.*)?$/.exec(path) ?? [];
   if (!collection) return undefined;

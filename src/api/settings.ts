@@ -97,6 +97,13 @@ export const apiSettings = z
     STREAM_KEEPALIVE_MS: milliseconds
       .default(20_000)
       .describe('interval of keep-alive `ping` events on a stream (as Letta)'),
+    AG_UI_SNAPSHOT_MESSAGES: wholeNumber
+      .min(1)
+      .max(10_000)
+      .default(500)
+      .describe(
+        "how many of a thread's latest messages an AG-UI frontend gets in MESSAGES_SNAPSHOT when it joins the thread (a run with no new message, or a run id sent again)",
+      ),
   })
   .meta({
     title: 'HTTP API',

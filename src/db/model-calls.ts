@@ -1,7 +1,7 @@
 /**
  * What a model call reads before it calls the provider: its agent with the blocks and tools the request
- * is built from, the client tools its run's request sent, the reply an earlier attempt stored, and the
- * run's context window, in one statement;
+ * is built from, the client tools and context its run's request sent, the reply an earlier attempt
+ * stored, and the run's context window, in one statement;
  * the transcript in a second, which finds the window itself, so that the two go at once: every
  * statement is a round trip and the pg client's work.
  */
@@ -10,6 +10,12 @@ import type { AgentDirectories, AgentRow, BlockRow, MessageRow, ToolRow, Transcr
 import type { ClientTool } from '../../contracts/payloads';
 import { agentDirectories } from './file-agents';
 import { readTranscript, WINDOW, type TranscriptCache } from './transcripts';
+
+/** One entry of the context a request sends for its run alone (an AG-UI run's `context`). */
+export interface RequestContextEntry {
+  description: string;
+  value: string;
+}
 
 export interface ModelCallAgent extends AgentRow {
   blocks: BlockRow[];
@@ -27,6 +33,8 @@ export interface ModelCallRead {
   transcript: TranscriptRow[];
   /** The client tools the run's request sent, with their schemas. */
   clientTools: ClientTool[];
+  /** The context the run's request sent, which its model calls show and the transcript never holds. */
+  requestContext: RequestContextEntry[];
 }
 
 type Row = Partial<AgentRow> & {
@@ -38,6 +46,7 @@ type Row = Partial<AgentRow> & {
   call_conversation_id: string | null;
   call_summary: string | null;
   call_client_tools: string | null;
+  call_request_context: string | null;
 };
 
 /** A row as JSON gives it: its times as text. */
@@ -60,7 +69,10 @@ const CONTEXT = `SELECT a.*,
     w.summary AS call_summary,
     (SELECT coalesce(p.body, (r.request_config->'client_tools')::text)
       FROM runs r LEFT JOIN request_parts p ON p.digest = r.request_config->>'client_tools_digest'
-      WHERE r.id = $1) AS call_client_tools
+      WHERE r.id = $1) AS call_client_tools,
+    (SELECT p.body
+      FROM runs r JOIN request_parts p ON p.digest = r.request_config->>'request_context_digest'
+      WHERE r.id = $1) AS call_request_context
   FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2 LEFT JOIN (${WINDOW}) w ON true`;
 
 /**
@@ -85,6 +97,7 @@ export async function readModelCall(
     call_conversation_id,
     call_summary,
     call_client_tools,
+    call_request_context,
     ...agentRow
   } = row;
   if (!call_run_found) throw new Error(`run ${key.runId} does not exist`);
@@ -103,5 +116,6 @@ export async function readModelCall(
     summary: call_summary,
     transcript,
     clientTools: call_client_tools ? (JSON.parse(call_client_tools) as ClientTool[]) : [],
+    requestContext: call_request_context ? (JSON.parse(call_request_context) as RequestContextEntry[]) : [],
   };
 }

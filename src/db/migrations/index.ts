@@ -39,6 +39,7 @@ import { toolCallTakeovers } from './0033-tool-call-takeovers';
 import { requestParts } from './0034-request-parts';
 import { workerBuilds } from './0035-worker-builds';
 import { mcpServerConnections } from './0036-mcp-server-connections';
+import { agUiThreads } from './0037-ag-ui-threads';
 
 export const migrations: Migration[] = [
   initial,
@@ -77,4 +78,5 @@ export const migrations: Migration[] = [
   requestParts,
   workerBuilds,
   mcpServerConnections,
+  agUiThreads,
 ];

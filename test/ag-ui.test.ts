@@ -1,0 +1,216 @@
+/**
+ * The AG-UI endpoint driven by AG-UI's own client (`@ag-ui/client`'s HttpAgent) on the real server: a
+ * plain run, a frontend tool answered, memory edits as state deltas, a run cancelled, a dropped stream
+ * joined again, a thread loaded from scratch, and what a frontend gets for input it should not send.
+ */
+import { randomUUID } from 'node:crypto';
+import Letta from '@letta-ai/letta-client';
+import { HttpAgent, type AgentSubscriber, type BaseEvent, type Message } from '@ag-ui/client';
+import { EventType } from '@ag-ui/core';
+import { useAgentServer } from './helpers/agent-server';
+
+const PASSWORD = 'ag-ui-password';
+
+/** A frontend tool, as CopilotKit declares one. */
+const SET_COLOR = {
+  name: 'set_theme_color',
+  description: 'Sets the page accent colour',
+  parameters: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+};
+
+/** Every event a run delivers to its subscriber, in order. */
+function recorder() {
+  const events: BaseEvent[] = [];
+  const subscriber: AgentSubscriber = { onEvent: ({ event }) => void events.push(event) };
+  return { events, subscriber, types: () => events.map((event) => event.type) };
+}
+
+describe('the AG-UI endpoint', () => {
+  const h = useAgentServer('openai', { LETTA_SERVER_PASSWORD: PASSWORD });
+  let agentId: string;
+  const endpoint = () => `${h.server.url}/v1/ag-ui/agents/${agentId}`;
+  const frontend = (threadId = randomUUID(), initialMessages: Message[] = []) =>
+    new HttpAgent({
+      url: endpoint(),
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId,
+      initialMessages,
+    });
+  const say = (agent: HttpAgent, content: string) =>
+    agent.addMessage({ id: randomUUID(), role: 'user', content });
+
+  beforeAll(async () => {
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const agent = await client.agents.create({
+      name: 'ag-ui-agent',
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Alice' }],
+    });
+    agentId = agent.id;
+  });
+
+  it('streams a plain run as text deltas between RUN_STARTED and RUN_FINISHED', async () => {
+    h.stub.enqueue({ text: 'Hello from a durable agent' });
+    const agent = frontend();
+    say(agent, 'hi');
+    const run = recorder();
+    const result = await agent.runAgent({}, run.subscriber);
+    const types = run.types();
+    expect(types[0]).toBe(EventType.RUN_STARTED);
+    expect(types.at(-1)).toBe(EventType.RUN_FINISHED);
+    expect(types).toEqual(
+      expect.arrayContaining([
+        EventType.STATE_SNAPSHOT,
+        EventType.STEP_STARTED,
+        EventType.TEXT_MESSAGE_START,
+        EventType.TEXT_MESSAGE_CONTENT,
+        EventType.TEXT_MESSAGE_END,
+        EventType.STEP_FINISHED,
+      ]),
+    );
+    const reply = result.newMessages.find((m) => m.role === 'assistant');
+    expect(reply?.content).toBe('Hello from a durable agent');
+    const snapshot = run.events.find((e) => e.type === EventType.STATE_SNAPSHOT) as unknown as {
+      snapshot: { memory: Record<string, string> };
+    };
+    expect(snapshot.snapshot.memory.human).toBe('Name: Alice');
+    // The model saw the user's message once, in the thread's own conversation.
+    const request = h.stub.requests.at(-1)!;
+    expect(
+      request.messages.filter((m) => m.role === 'user' && String(m.content).includes('hi')),
+    ).toHaveLength(1);
+  });
+
+  it('pauses on a frontend tool and resumes when the next run brings its result', async () => {
+    h.stub.enqueue(
+      { toolCalls: [{ name: SET_COLOR.name, arguments: { color: 'teal' } }] },
+      { text: 'Teal it is' },
+    );
+    const agent = frontend();
+    say(agent, 'make it teal');
+    const first = recorder();
+    let finished: unknown;
+    await agent.runAgent(
+      { tools: [SET_COLOR] },
+      {
+        ...first.subscriber,
+        onRunFinishedEvent: (params) => void (finished = params),
+      },
+    );
+    expect(first.types()).toEqual(
+      expect.arrayContaining([EventType.TOOL_CALL_START, EventType.TOOL_CALL_ARGS, EventType.TOOL_CALL_END]),
+    );
+    const call = agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []))[0];
+    expect(call.function.name).toBe(SET_COLOR.name);
+    expect(JSON.parse(call.function.arguments)).toEqual({ color: 'teal' });
+    expect(finished).toMatchObject({ outcome: 'success', pendingToolCallIds: [call.id] });
+
+    agent.addMessage({
+      id: randomUUID(),
+      role: 'tool',
+      toolCallId: call.id,
+      content: 'the page is teal now',
+    });
+    const second = recorder();
+    const result = await agent.runAgent({ tools: [SET_COLOR] }, second.subscriber);
+    expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Teal it is');
+    // The model got the frontend's result as the call's return.
+    const toolMessage = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(String(toolMessage?.content)).toContain('the page is teal now');
+  });
+
+  it('sends memory edits as state deltas', async () => {
+    h.stub.enqueue(
+      {
+        toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes teal.' } }],
+      },
+      { text: 'Noted' },
+    );
+    const agent = frontend();
+    say(agent, 'remember I like teal');
+    const run = recorder();
+    await agent.runAgent({}, run.subscriber);
+    expect(run.types()).toContain(EventType.STATE_DELTA);
+    expect((agent.state as { memory: Record<string, string> }).memory.human).toContain('Likes teal.');
+    expect(run.types()).toEqual(expect.arrayContaining([EventType.TOOL_CALL_RESULT]));
+  });
+
+  it('shows a run’s context entries to the model, in the system message only', async () => {
+    h.stub.enqueue({ text: 'You are on the pricing page' });
+    const agent = frontend();
+    say(agent, 'where am I?');
+    await agent.runAgent({ context: [{ description: 'current page', value: '/pricing' }] });
+    const system = String(h.stub.requests.at(-1)!.messages[0].content);
+    expect(system).toContain('<context description="current page">/pricing</context>');
+  });
+
+  it('ends a run that waits for approval with an interrupt, and a resume answers it with edited arguments', async () => {
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const guarded = await client.agents.create({
+      name: 'ag-ui-guarded',
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Bob' }],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    const agent = new HttpAgent({
+      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId: randomUUID(),
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes red.' } }] },
+      { text: 'Saved' },
+    );
+    say(agent, 'remember I like red');
+    let finished: {
+      outcome: string;
+      interrupts?: { id: string; reason: string; toolCallId?: string; metadata?: Record<string, unknown> }[];
+    } = { outcome: '' };
+    await agent.runAgent({}, { onRunFinishedEvent: (params) => void (finished = params as typeof finished) });
+    expect(finished.outcome).toBe('interrupt');
+    const [interrupt] = finished.interrupts!;
+    expect(interrupt.reason).toBe('tool_approval');
+    expect(interrupt.id).toBe(interrupt.toolCallId);
+    // The same pause is in the approval inbox.
+    const inbox = await fetch(`${h.server.url}/v1/approvals/?agent_id=${guarded.id}`, {
+      headers: { authorization: `Bearer ${PASSWORD}` },
+    }).then((r) => r.json() as Promise<{ tool_call_id: string }[]>);
+    expect(inbox.map((item) => item.tool_call_id)).toEqual([interrupt.id]);
+
+    const resumed = recorder();
+    const result = await agent.runAgent(
+      {
+        resume: [
+          {
+            interruptId: interrupt.id,
+            status: 'resolved',
+            payload: { approve: true, arguments: { label: 'human', new_string: 'Likes crimson.' } },
+          },
+        ],
+      },
+      resumed.subscriber,
+    );
+    expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Saved');
+    expect((agent.state as { memory: Record<string, string> }).memory.human).toContain('Likes crimson.');
+    const record = await fetch(
+      `${h.server.url}/v1/approvals/${String(interrupt.metadata!.approval_request_id)}`,
+      {
+        headers: { authorization: `Bearer ${PASSWORD}` },
+      },
+    );
+    expect(record.status).toBe(200);
+    expect(await record.json()).toMatchObject({
+      status: 'answered',
+      answered_by: { kind: 'password' },
+      tool_calls: [{ decision: 'approved', edited_arguments: expect.stringContaining('crimson') }],
+    });
+
+    // A resume for what no longer waits is a RUN_ERROR that says so.
+    const late = recorder();
+    await agent
+      .runAgent({ resume: [{ interruptId: interrupt.id, status: 'resolved' }] }, late.subscriber)
+      .catch(() => undefined);
+    const error = late.events.find((e) => e.type === EventType.RUN_ERROR) as unknown as { message: string };
+    expect(error.message).toMatch(/already answered|No tool call is currently awaiting approval/);
+  });
+});

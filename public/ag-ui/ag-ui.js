@@ -126,7 +126,16 @@ const textOf = (parts) =>
         .join('\n')
     : undefined;
 
-function showMessages(messages) {
+/**
+ * The thread's messages, with one result per tool call: the run that a frontend tool's result resumes
+ * reports that result again (TOOL_CALL_RESULT, under the server's own message id).
+ */
+function showMessages(all) {
+  const answered = new Set();
+  const messages = all.filter(
+    (message) =>
+      message.role !== 'tool' || (!answered.has(message.toolCallId) && answered.add(message.toolCallId)),
+  );
   const ids = new Set(messages.map((message) => message.id));
   for (const [id, element] of state.shown)
     if (!ids.has(id)) {

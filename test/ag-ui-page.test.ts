@@ -128,6 +128,7 @@ describe('the AG-UI chat page', () => {
       `${MODULES}/zod/v4/..%5c..%5cpackage.json`,
       `${MODULES}/@ag-ui/client/node_modules/rxjs/dist/esm5/%2e%2e/%2e%2e/package`,
       `${MODULES}/tslib/tslib.es6.mjs/../tslib.js`,
+      `${MODULES}/tslib/tslib.es6.mjs/index.js`,
       `${MODULES}/../../package.json`,
       `${MODULES}/%2e%2e/package.json`,
       `${MODULES}/%2e%2e/%2e%2e/src/config`,

@@ -65,6 +65,14 @@ const notServed: RequestHandler = (_req, res) => sendError(res, 404, 'Not a modu
 const onlyModules: RequestHandler = (req, res, next) =>
   MODULE_NAME.test(req.path) ? next() : notServed(req, res, next);
 
+/** Answers a GET of the path it is mounted at with `file`, and nothing below it. */
+const sendOnly =
+  (file: string): RequestHandler =>
+  (req, res, next) =>
+    req.path === '/' && (req.method === 'GET' || req.method === 'HEAD')
+      ? res.sendFile(file)
+      : notServed(req, res, next);
+
 export function agUiPage(): DocumentedRouter {
   const { html, importMapHash } = readPage();
   const strictHeaders = pageHeaders([importMapHash]);
@@ -83,7 +91,7 @@ export function agUiPage(): DocumentedRouter {
   for (const served of SERVED_MODULES) {
     const file = path.join(NODE_MODULES, served);
     const url = `${MODULES_PATH}/${served}`;
-    if (/\.m?js$/.test(served)) page.router.get(url, strictHeaders, (_req, res) => res.sendFile(file));
+    if (/\.m?js$/.test(served)) page.router.use(url, strictHeaders, sendOnly(file));
     else
       page.router.use(
         url,

@@ -4,7 +4,8 @@
  * strict Content-Security-Policy, and only the modules it needs are served; a chat streams the agent's
  * reply, runs the page's frontend tool when the model calls it (the accent colour changes) and resumes
  * the run with its result; approval interrupts are approved or denied on the page, the memory panel follows
- * the state's deltas; a reload shows the thread's history. Screenshots go to test-artifacts/ag-ui-page/.
+ * the state's deltas; a reload shows the thread's history; a scoped access token chats with its agent.
+ * Screenshots go to test-artifacts/ag-ui-page/.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -55,30 +56,32 @@ describe('the AG-UI chat page', () => {
     page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   /**
-   * A tab that records what went wrong in it: script errors, console errors, failed requests. Before
-   * sign-in the page asks whether the server has a password (a 401 says it has): that one is expected.
+   * A tab that records what went wrong in it: script errors, console errors, failed requests, but the
+   * `expected` answers (`status url`). Before sign-in the page asks whether the server has a password
+   * (a 401 says it has).
    */
-  const watchedTab = async () => {
+  const watchedTab = async (expected: string[] = []) => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const problems: string[] = [];
-    const passwordProbe = (url: string, status: string) =>
-      status.includes('401') && url === `${h.server.url}/v1/agents/?limit=1`;
+    const allowed = [`401 ${h.server.url}/v1/agents/?limit=1`, ...expected];
+    const isExpected = (status: number, url: string) => allowed.includes(`${status} ${url}`);
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
-      if (message.type() === 'error' && !passwordProbe(message.location().url, message.text()))
+      const status = Number(/status of (\d+)/.exec(message.text())?.[1]);
+      if (message.type() === 'error' && !isExpected(status, message.location().url))
         problems.push(`console: ${message.text()} (${message.location().url})`);
     });
     page.on('requestfailed', (request) => problems.push(`failed: ${request.url()}`));
     page.on('response', (response) => {
-      if (response.status() >= 400 && !passwordProbe(response.url(), String(response.status())))
+      if (response.status() >= 400 && !isExpected(response.status(), response.url()))
         problems.push(`${response.status()}: ${response.url()}`);
     });
     return { page, problems };
   };
 
-  const signIn = async (page: Page) => {
+  const signIn = async (page: Page, credential = PASSWORD) => {
     await page.goto(`${h.server.url}/ag-ui`);
-    await page.getByLabel('Server password or access token').fill(PASSWORD);
+    await page.getByLabel('Server password or access token').fill(credential);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
   };
@@ -320,6 +323,31 @@ describe('the AG-UI chat page', () => {
         .at(-1);
       expect(String(denial?.content)).toContain('Alice dislikes noise');
       expect(await page.locator('#memory dd').allInnerTexts()).toEqual(['Name: Alice\nLikes jazz']);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('chats with a scoped access token, which names its agent since it may not list the agents', async () => {
+    const agent = await client.agents.create({ name: 'Di', model: 'openai/gpt-4o-mini' });
+    const { token } = await client.accessTokens.create({
+      hostname: h.server.url,
+      policy: [{ type: 'agent', id: agent.id, access: ['write_messages'] }],
+    });
+    h.stub.enqueue({ text: 'Hello through a token.' });
+    // A token may not list the agents: the sign-in and the agent picker hear so.
+    const { page, problems } = await watchedTab(
+      ['limit=1', 'limit=100'].map((query) => `403 ${h.server.url}/v1/agents/?${query}`),
+    );
+    try {
+      await signIn(page, token);
+      await page.getByText('Enter the id of an agent this token reaches').waitFor();
+      await page.getByRole('textbox', { name: 'Agent' }).fill(agent.id);
+      await page.getByRole('button', { name: 'Open' }).click();
+      await send(page, 'Hi');
+      await page.locator('.message.assistant .text', { hasText: 'Hello through a token.' }).waitFor();
+      await screenshot(page, 'scoped-token');
       expect(problems).toEqual([]);
     } finally {
       await page.close();

@@ -8,6 +8,7 @@ import Letta from '@letta-ai/letta-client';
 import { HttpAgent, type AgentSubscriber, type BaseEvent, type Message } from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { useAgentServer } from './helpers/agent-server';
+import { eventually } from './helpers/eventually';
 
 const PASSWORD = 'ag-ui-password';
 
@@ -114,6 +115,8 @@ describe('the AG-UI endpoint', () => {
     const second = recorder();
     const result = await agent.runAgent({ tools: [SET_COLOR] }, second.subscriber);
     expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Teal it is');
+    // The frontend's own result is not sent back to it.
+    expect(agent.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
     // The model got the frontend's result as the call's return.
     const toolMessage = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool');
     expect(String(toolMessage?.content)).toContain('the page is teal now');
@@ -212,5 +215,128 @@ describe('the AG-UI endpoint', () => {
       .catch(() => undefined);
     const error = late.events.find((e) => e.type === EventType.RUN_ERROR) as unknown as { message: string };
     expect(error.message).toMatch(/already answered|No tool call is currently awaiting approval/);
+  });
+
+  it('joins a dropped run when the same run id comes again, with the thread up to it as a snapshot', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.stub.enqueue({ text: 'Worth the wait', heldUntil: held });
+    const threadId = randomUUID();
+    const first = frontend(threadId);
+    say(first, 'take your time');
+    const runId = randomUUID();
+    const dropped = first.runAgent({ runId }, { onRunStartedEvent: () => void first.abortRun() });
+    await dropped.catch(() => undefined);
+    // The turn goes on without its stream: the model is asked, and holds its reply.
+    await eventually(
+      async () => String(h.stub.requests.at(-1)?.messages.at(-1)?.content),
+      (content) => content.includes('take your time'),
+    );
+    const requestsBefore = h.stub.requests.length;
+
+    // Another tab, with nothing of the thread, sends the same run id: it gets the thread so far, then the run.
+    const second = frontend(threadId);
+    const joined = recorder();
+    const result = second.runAgent({ runId }, joined.subscriber);
+    await eventually(
+      async () => joined.types(),
+      (types) => types.includes(EventType.MESSAGES_SNAPSHOT),
+    );
+    release();
+    await result;
+    expect(joined.types().filter((type) => type === EventType.RUN_FINISHED)).toHaveLength(1);
+    const texts = second.messages.map((m) => (typeof m.content === 'string' ? m.content : ''));
+    expect(texts).toEqual(['take your time', 'Worth the wait']);
+    expect(second.messages[0].id).toBe(first.messages[0].id);
+    // One turn: the model was asked once.
+    expect(h.stub.requests.length).toBe(requestsBefore);
+  });
+
+  it('loads a thread from scratch: a run with no messages gets its history and starts nothing', async () => {
+    h.stub.enqueue({ text: 'First answer' });
+    const threadId = randomUUID();
+    const agent = frontend(threadId);
+    say(agent, 'first question');
+    await agent.runAgent();
+    const requests = h.stub.requests.length;
+
+    const reloaded = frontend(threadId);
+    const run = recorder();
+    await reloaded.runAgent({}, run.subscriber);
+    expect(run.types()).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.STATE_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(reloaded.messages.map((m) => [m.id, m.role, m.content])).toEqual(
+      agent.messages.map((m) => [m.id, m.role, m.content]),
+    );
+    expect(h.stub.requests.length).toBe(requests);
+  });
+
+  it('cancels a thread’s run: its stream ends with the cancelled outcome', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.stub.enqueue({ text: 'never shown', heldUntil: held });
+    const threadId = randomUUID();
+    const agent = frontend(threadId);
+    say(agent, 'a long job');
+    let outcome: string | undefined;
+    const running = agent.runAgent({}, { onRunFinishedEvent: (params) => void (outcome = params.outcome) });
+    await eventually(
+      async () => String(h.stub.requests.at(-1)?.messages.at(-1)?.content),
+      (content) => content.includes('a long job'),
+    );
+    const cancel = await fetch(`${endpoint()}/threads/${threadId}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PASSWORD}` },
+    });
+    expect(cancel.status).toBe(200);
+    expect(Object.values((await cancel.json()) as Record<string, string>)).toEqual(['cancelled']);
+    await running;
+    release();
+    expect(outcome).toBe('cancelled');
+  });
+
+  it('answers what a frontend should not send with clear errors', async () => {
+    const post = (path: string, body: unknown, token = PASSWORD) =>
+      fetch(`${h.server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const valid = { threadId: randomUUID(), runId: randomUUID(), messages: [] };
+    const invalid = await post(`/v1/ag-ui/agents/${agentId}`, { threadId: 1, messages: 'no' });
+    expect(invalid.status).toBe(422);
+    expect(((await invalid.json()) as { detail: { loc: string[] }[] }).detail[0].loc[0]).toBe('body');
+    expect((await post('/v1/ag-ui/agents/agent-00000000-0000-4000-8000-000000000000', valid)).status).toBe(
+      404,
+    );
+    expect((await post(`/v1/ag-ui/agents/${agentId}`, valid, 'wrong')).status).toBe(401);
+    const tooMuch = { ...valid, context: [{ description: 'page', value: 'x'.repeat(70_000) }] };
+    expect((await post(`/v1/ag-ui/agents/${agentId}`, tooMuch)).status).toBe(400);
+    expect((await post(`/v1/ag-ui/agents/${agentId}/threads/${randomUUID()}/cancel`, {})).status).toBe(404);
+
+    // A scoped token reaches its own agent's AG-UI runs only.
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const other = await client.agents.create({ name: 'ag-ui-other', model: 'openai/gpt-4o-mini' });
+    const { token } = await client.accessTokens.create({
+      hostname: 'https://app.example.com',
+      policy: [{ type: 'agent', id: agentId, access: ['read_messages', 'write_messages'] }],
+    });
+    expect((await post(`/v1/ag-ui/agents/${other.id}`, valid, token)).status).toBe(403);
+    const mine = await post(`/v1/ag-ui/agents/${agentId}`, valid, token);
+    expect(mine.status).toBe(200);
+    expect(await mine.text()).toContain('"type":"RUN_FINISHED"');
+
+    // A thread naming another agent's conversation is refused in the stream, which still ends properly.
+    const conversation = await client.conversations.create({ agent_id: other.id });
+    const stolen = await post(`/v1/ag-ui/agents/${agentId}`, { ...valid, threadId: conversation.id });
+    const text = await stolen.text();
+    expect(text).toContain('"type":"RUN_STARTED"');
+    expect(text).toMatch(
+      /"type":"RUN_ERROR","message":"Conversation conv-[^"]* not found","code":"not_found"/,
+    );
   });
 });

@@ -35,7 +35,14 @@ export class AgUiEvents {
   private readonly closed = new Set<string>();
   private step: string | undefined;
 
-  constructor(private readonly emit: Emit) {}
+  /**
+   * `answered`: tool calls whose results the frontend has (its own frontend tools' results, which the
+   * run's request brought): they are not sent back to it.
+   */
+  constructor(
+    private readonly emit: Emit,
+    private readonly answered: ReadonlySet<string> = new Set(),
+  ) {}
 
   /** A piece of a reply as the provider streams it (`final`: its stored form, which closes it). */
   chunk(chunk: StreamChunk, final: boolean): void {
@@ -50,7 +57,7 @@ export class AgUiEvents {
         for (const call of callsOf(chunk)) this.toolCall(chunk.id, call, final);
         return;
       case 'tool_return_message':
-        for (const result of chunk.tool_returns)
+        for (const result of chunk.tool_returns.filter((r) => !this.answered.has(r.tool_call_id)))
           this.emit({
             type: EventType.TOOL_CALL_RESULT,
             messageId: `${chunk.otid ?? chunk.id}-${result.tool_call_id}`,
@@ -61,6 +68,17 @@ export class AgUiEvents {
         return;
       default:
         return;
+    }
+  }
+
+  /** A user's message of the run, for a frontend that joins it without it. */
+  userMessage(row: MessageRow): void {
+    for (const message of agUiMessages(row)) {
+      const messageId = message.id;
+      this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'user' });
+      if (message.content)
+        this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: String(message.content) });
+      this.emit({ type: EventType.TEXT_MESSAGE_END, messageId });
     }
   }
 

@@ -24,6 +24,7 @@ import { HttpError, notFound } from '../errors';
 import { documentedRouter, type DocumentedRouter, routeTable, type RouteDoc } from '../route-book';
 import { answererOf } from '../scoped-access';
 import { CancelledRunsSchema } from '../schemas/messages';
+import { RunAgentInputDocSchema } from '../schemas/ag-ui';
 import { cancelConversationRuns } from './messages';
 import { AgUiEvents, agUiMessages } from '../ag-ui-events';
 import { answersFor, followUpOf, INTERRUPT_REASONS, lateResumes, trailingUserMessages } from '../ag-ui-input';
@@ -75,7 +76,7 @@ const runAgentDoc: RouteDoc = {
   summary: 'Run an agent (AG-UI)',
   description:
     "AG-UI 1.0's run: a RunAgentInput in, AG-UI events out (server-sent events, or AG-UI's protobuf framing when `Accept` asks for it). `threadId` names one of the agent's conversations (`default`, a conversation's id, or any other string: a conversation made for it); the same `runId` sent again joins that run. See docs/using-it.md, \"From an AG-UI frontend\".",
-  body: RunAgentInputSchema as unknown as z.ZodType,
+  body: RunAgentInputDocSchema,
   streams: true,
   errors: [404],
 };
@@ -257,16 +258,24 @@ async function streamRun(
 ) {
   const { ctx, out } = run;
   const afterSeq = await sendSnapshots(run, snapshot);
-  const events = new AgUiEvents(out.emit);
+  const frontendResults = run.input.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : []));
+  const events = new AgUiEvents(out.emit, new Set(frontendResults));
   const tokens = new TokenChunks();
+  // A joined run's input is stored with its first reply, after the snapshot: its pieces wait for it,
+  // so that the frontend gets the user's message before the reply (whole, once stored).
+  let piecesFollow = !snapshot;
   const stop = await followRun(ctx, row.id, alive, {
     afterSeq,
     onMessages: async (rows) => {
+      piecesFollow = true;
+      if (snapshot) for (const row of rows) if (row.role === 'user') events.userMessage(row);
       for (const message of outputMessages(rows))
         for (const chunk of tokens.ofStored(message)) events.chunk(chunk, true);
       if (rows.some((r) => r.role === 'tool')) await sendStateDelta(run);
     },
-    onTokens: (notice) => tokens.ofNotice(notice).forEach((chunk) => events.chunk(chunk, false)),
+    onTokens: (notice) => {
+      if (piecesFollow) tokens.ofNotice(notice).forEach((chunk) => events.chunk(chunk, false));
+    },
     abandoned: () => out.gone.aborted,
   });
   events.finish();
@@ -350,6 +359,8 @@ const APPROVAL_RESPONSE_SCHEMA = {
   },
 };
 
+const PROTO_MEDIA_TYPE = 'application/vnd.ag-ui.event+proto';
+
 interface AgUiStream {
   emit: (event: Event) => void;
   /** A RUN_ERROR for `error`, in words the caller can act on. */
@@ -362,7 +373,11 @@ interface AgUiStream {
 
 /** An answer of AG-UI events in the encoding the request accepts, kept alive while it waits. */
 function openAgUiStream(ctx: ApiContext, req: Request, res: Response): AgUiStream {
-  const encoder = new EventEncoder({ accept: req.get('accept') ?? undefined });
+  // AG-UI's protobuf framing only when asked for by name: `*/*` and no Accept get server-sent events.
+  const accept = req.get('accept') ?? '';
+  const encoder = new EventEncoder({
+    accept: accept.includes(PROTO_MEDIA_TYPE) ? accept : 'text/event-stream',
+  });
   const sse = !encoder.getContentType().includes('proto');
   res.writeHead(200, {
     'content-type': encoder.getContentType(),

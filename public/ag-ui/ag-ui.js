@@ -126,16 +126,7 @@ const textOf = (parts) =>
         .join('\n')
     : undefined;
 
-/**
- * The thread's messages, with one result per tool call: the run that a frontend tool's result resumes
- * reports that result again (TOOL_CALL_RESULT, under the server's own message id).
- */
-function showMessages(all) {
-  const answered = new Set();
-  const messages = all.filter(
-    (message) =>
-      message.role !== 'tool' || (!answered.has(message.toolCallId) && answered.add(message.toolCallId)),
-  );
+function showMessages(messages) {
   const ids = new Set(messages.map((message) => message.id));
   for (const [id, element] of state.shown)
     if (!ids.has(id)) {

@@ -93,7 +93,7 @@ export function createApp(deps: ApiDependencies): express.Express {
   const chatPage = agUiPage();
   const links = approvalLinkRouter(deps);
   const mcpOauth = mcpOauthRouter(deps);
-  const documented = [health, page, chatPage, links, ...routers, mcpOauth];
+  const documented = [health, page, links, ...routers, chatPage, mcpOauth];
   const reference = apiReference(documented.flatMap((r) => r.routes));
   app.use(reference.router);
   // The pages hold no data: they ask for the password or a token, which their API calls carry.

@@ -17,7 +17,7 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8283 DATA_DIR=/data
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The approval page's files, served as they are (no build step).
+# The pages' files (the approval page, the AG-UI chat page), served as they are (no build step).
 COPY --from=build /app/public ./public
 # Read by python3 to derive Python tools' schemas (not compiled: it is Python).
 COPY --from=build /app/src/tools/python ./src/tools/python

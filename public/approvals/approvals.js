@@ -4,6 +4,7 @@
 // tab's sessionStorage, and sends it as `Authorization: Bearer …` with every call of the approvals API.
 // A browser never adds that header by itself, so another site cannot make a visitor's browser answer an
 // approval (no CSRF). Data from the server goes into the page as text, never as HTML.
+import { $, announce, h, showSignedIn, showWhetherOpen, signInRefusal } from './shared/page.js';
 
 const STORED = { credential: 'letta-approvals.credential', approver: 'letta-approvals.approver' };
 /** While the live stream is down, the list is fetched this often. */
@@ -11,8 +12,6 @@ const POLL_MS = 5_000;
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
 const LIST_LIMIT = 100;
-
-const $ = (id) => document.getElementById(id);
 
 /** What a session knows, none of which outlives it. */
 const sessionState = () => ({
@@ -35,20 +34,6 @@ const state = {
   ...sessionState(),
   retryMs: FIRST_RETRY_MS,
 };
-
-/** An element with attributes (`on…` ones are listeners) and children; `false`/`null` children are left out. */
-function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith('on')) element.addEventListener(name.slice(2), value);
-    else element.setAttribute(name, value === true ? '' : String(value));
-  }
-  element.append(
-    ...children.flat().filter((child) => child !== undefined && child !== null && child !== false),
-  );
-  return element;
-}
 
 class ApiError extends Error {
   constructor(status, detail) {
@@ -92,13 +77,6 @@ async function api(path, { method = 'GET', body, headers = {} } = {}) {
 }
 
 // ---- Announcements and times -------------------------------------------------------------------
-
-/** Says `text` through the live region (emptied first, so that the same words are said again). */
-function announce(text) {
-  const region = $('announcer');
-  region.textContent = '';
-  setTimeout(() => (region.textContent = text), 50);
-}
 
 function ago(iso) {
   const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
@@ -155,11 +133,7 @@ async function signIn(event) {
   } catch (failure) {
     state.credential = null;
     error.textContent =
-      failure instanceof ApiError && failure.status === 401
-        ? 'The server refused this password or token.'
-        : failure instanceof ApiError
-          ? failure.message
-          : 'The server could not be reached.';
+      failure instanceof ApiError ? signInRefusal(failure.status, failure.message) : signInRefusal(0);
     return $('credential').focus();
   }
   state.approver = approver;
@@ -170,9 +144,7 @@ async function signIn(event) {
 }
 
 function enterWorkspace() {
-  $('login').hidden = true;
-  $('workspace').hidden = false;
-  $('session').hidden = false;
+  showSignedIn(true);
   $('who').textContent = state.approver ? `Answering as ${state.approver}` : 'Signed in';
   $('waiting-title').focus();
   refresh();
@@ -184,11 +156,9 @@ function signOut(message = '') {
   clearInterval(state.poll);
   sessionStorage.removeItem(STORED.credential);
   Object.assign(state, { credential: null, ...sessionState() });
-  $('workspace').hidden = true;
-  $('session').hidden = true;
+  showSignedIn(false);
   $('detail').replaceChildren();
   $('detail').hidden = true;
-  $('login').hidden = false;
   $('login-error').textContent = message;
   $('approver').value = state.approver;
   $('credential').focus();
@@ -199,20 +169,6 @@ function handleFailure(failure, show) {
   if (failure instanceof ApiError && failure.status === 401)
     return signOut('The server no longer accepts this password or token: sign in again.');
   show(failure instanceof ApiError ? failure.message : 'The server could not be reached.');
-}
-
-/**
- * A server without a password answers the API without any credential: the sign-in then says so, and
- * takes an empty field (or an access token, to answer only for the agents it reaches).
- */
-async function showWhetherOpen() {
-  try {
-    state.open = (await fetch('/v1/approvals/?limit=1', { cache: 'no-store' })).ok;
-  } catch {
-    state.open = false;
-  }
-  $('open-server').hidden = !state.open;
-  $('credential').required = !state.open;
 }
 
 // ---- The list ----------------------------------------------------------------------------------
@@ -788,6 +744,6 @@ $('sign-out').addEventListener('click', () => signOut());
 $('approver').value = state.approver;
 // Ages and expiries, drawn again now and then.
 setInterval(renderList, 30_000);
-showWhetherOpen();
+showWhetherOpen('/v1/approvals/?limit=1').then((open) => (state.open = open));
 if (state.credential !== null) enterWorkspace();
 else $('approver').focus();

@@ -10,6 +10,7 @@ import { methodNotAllowed } from './route-book';
 import { healthRouter } from './health';
 import { apiReference } from './api-reference';
 import { approvalPage } from './approval-page';
+import { agUiPage } from './ag-ui-page';
 import { agentsRouter } from './routes/agents';
 import { agentFilesRouter } from './routes/agent-files';
 import { agentFoldersRouter } from './routes/agent-folders';
@@ -89,13 +90,15 @@ export function createApp(deps: ApiDependencies): express.Express {
   // The API's description is no secret: a browser opens the reference without the password, which its
   // "try it" requests then carry.
   const page = approvalPage();
+  const chatPage = agUiPage();
   const links = approvalLinkRouter(deps);
   const mcpOauth = mcpOauthRouter(deps);
-  const documented = [health, page, links, ...routers, mcpOauth];
+  const documented = [health, page, links, ...routers, chatPage, mcpOauth];
   const reference = apiReference(documented.flatMap((r) => r.routes));
   app.use(reference.router);
-  // The approval page holds no data: it asks for the password or a token, which its API calls carry.
+  // The pages hold no data: they ask for the password or a token, which their API calls carry.
   app.use(page.router);
+  app.use(chatPage.router);
   // A signed link is its own credential: a chat bot or an e-mail acts on a pause without the password.
   app.use(links.router);
   // An MCP server's OAuth callback is a browser's redirect: its state is the credential.

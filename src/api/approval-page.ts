@@ -10,30 +10,13 @@
  * (src/api/access.ts).
  */
 import path from 'node:path';
-import express, { type RequestHandler } from 'express';
-import { projectRoot } from '../paths';
+import express from 'express';
 import { documentedRouter, type DocumentedRouter } from './route-book';
+import { PAGES, pageHeaders, serveSharedFiles } from './page-files';
 
-/** At the project's root, beside package.json: `npm start` (dist/) and the Docker image serve them as they are. */
-const FILES = path.join(projectRoot, 'public', 'approvals');
+const FILES = path.join(PAGES, 'approvals');
 
-/** The page's own files only: no inline script or style, nothing from elsewhere, never in a frame. */
-const POLICY = [
-  "default-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "object-src 'none'",
-].join('; ');
-
-const strictHeaders: RequestHandler = (_req, res, next) => {
-  res.set({
-    'content-security-policy': POLICY,
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-  });
-  next();
-};
+const strictHeaders = pageHeaders();
 
 export function approvalPage(): DocumentedRouter {
   const page = documentedRouter('Approval page', { public: true });
@@ -48,6 +31,7 @@ export function approvalPage(): DocumentedRouter {
     strictHeaders,
     (_req, res) => res.sendFile(path.join(FILES, 'index.html')),
   );
+  serveSharedFiles(page.router, '/approvals', strictHeaders);
   page.router.use('/approvals', strictHeaders, express.static(FILES, { index: false, redirect: false }));
   return page;
 }

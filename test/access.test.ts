@@ -61,6 +61,7 @@ const OPEN_ROUTES = [
   '/openapi.json',
   '/docs',
   '/approvals',
+  '/ag-ui',
   '/v1/tools/mcp/oauth/client-metadata.json',
 ];
 /** Open routes that act only with what the request carries: without it, a 4xx of their own. */

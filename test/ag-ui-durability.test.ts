@@ -3,7 +3,8 @@
  * process of its own beside a second API process, on a Temporal dev server and PostgreSQL of the
  * test's. A frontend's run pauses on an approval; the server is killed with SIGKILL and started again,
  * and the frontend's resume goes on with the same turn; another pause is resumed through the second
- * API process, which shares nothing with the first but the database and Temporal; an MCP server's
+ * API process, which shares nothing with the first but the database and Temporal (a frontend tool's
+ * result too, sent there while the server is down); an MCP server's
  * question (an elicitation) is an interrupt too, whose resume reaches the server.
  */
 import fs from 'node:fs';
@@ -138,6 +139,46 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
     expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Remembered: Likes tea.');
     expect(second.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(memoryOf(second)).toContain('Likes tea.');
+  });
+
+  it("takes a frontend tool's result on the second API process after the server was killed", async () => {
+    const lookup = {
+      name: 'read_clipboard',
+      description: 'Reads what the user copied',
+      parameters: { type: 'object', properties: {} },
+    };
+    stub.enqueue({ toolCalls: [{ name: lookup.name, arguments: {} }] }, (request) => ({
+      text: `You copied: ${String(request.messages.at(-1)?.content)}`,
+    }));
+    const threadId = randomUUID();
+    const first = frontendOn(env, threadId);
+    first.addMessage({ id: randomUUID(), role: 'user', content: 'what did I copy?' });
+    let pending: string[] = [];
+    await first.runAgent(
+      { tools: [lookup] },
+      {
+        onRunFinishedEvent: (params) =>
+          void (pending = params.outcome === 'success' ? params.pendingToolCallIds : []),
+      },
+    );
+    expect(pending).toHaveLength(1);
+
+    await killProcess(server, 'SIGKILL');
+    // The tab sends the tool's result to the other API process while the server is down.
+    const second = frontendOn(secondEnv, threadId);
+    second.setMessages(first.messages);
+    second.addMessage({
+      id: randomUUID(),
+      role: 'tool',
+      toolCallId: pending[0],
+      content: 'a recipe for soup',
+    });
+    const answered = second.runAgent({ tools: [lookup] });
+    server = await startApiProcess(env, 'all');
+    const result = await answered;
+    expect(String(result.newMessages.find((m) => m.role === 'assistant')?.content)).toContain(
+      '"message": "a recipe for soup"',
+    );
   });
 
   it("surfaces an MCP server's question as an interrupt, whose resume answers the server", async () => {

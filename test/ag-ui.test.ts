@@ -40,6 +40,12 @@ describe('the AG-UI endpoint', () => {
       threadId,
       initialMessages,
     });
+  /** The model's next reply is `text`, held until the returned function lets it go. */
+  const holdReply = (text: string) => {
+    let release!: () => void;
+    h.stub.enqueue({ text, heldUntil: new Promise<void>((resolve) => (release = resolve)) });
+    return () => release();
+  };
   const say = (agent: HttpAgent, content: string) =>
     agent.addMessage({ id: randomUUID(), role: 'user', content });
 
@@ -220,10 +226,73 @@ describe('the AG-UI endpoint', () => {
     expect(error.message).toMatch(/already answered|No tool call is currently awaiting approval/);
   });
 
+  it('streams the model’s reasoning as REASONING events before its text', async () => {
+    h.stub.enqueue({ text: 'Blue.', reasoning: 'The user asked for a colour; blue is calm.' });
+    const agent = frontend();
+    say(agent, 'pick a colour');
+    const run = recorder();
+    await agent.runAgent({}, run.subscriber);
+    const types = run.types();
+    const reasoning = types.indexOf(EventType.REASONING_MESSAGE_START);
+    expect(reasoning).toBeGreaterThan(0);
+    expect(reasoning).toBeLessThan(types.indexOf(EventType.TEXT_MESSAGE_START));
+    expect(agent.messages.find((m) => m.role === 'reasoning')?.content).toBe(
+      'The user asked for a colour; blue is calm.',
+    );
+  });
+
+  it('denies a call whose interrupt is cancelled, and the model reads the reason', async () => {
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const guarded = await client.agents.create({
+      name: 'ag-ui-denied',
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: 'Name: Dan' }],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    const agent = new HttpAgent({
+      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId: randomUUID(),
+    });
+    h.stub.enqueue(
+      { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Hates Mondays.' } }] },
+      { text: 'Understood, I will not.' },
+    );
+    say(agent, 'remember that I hate Mondays');
+    let interruptId = '';
+    await agent.runAgent(
+      {},
+      {
+        onRunFinishedEvent: (params) =>
+          void (interruptId = params.outcome === 'interrupt' ? params.interrupts[0].id : ''),
+      },
+    );
+    await agent.runAgent({
+      resume: [{ interruptId, status: 'cancelled', payload: { reason: 'not something to keep' } }],
+    });
+    const denial = h.stub.requests.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(String(denial?.content)).toContain('User reason: not something to keep');
+    expect((agent.state as { memory: Record<string, string> }).memory.human).toBe('Name: Dan');
+  });
+
+  it('honours forwardedProps.max_steps', async () => {
+    h.stub.setDefault(() => ({ toolCalls: [{ name: 'conversation_search', arguments: { query: 'x' } }] }));
+    const agent = frontend();
+    say(agent, 'search forever');
+    let result: unknown;
+    try {
+      await agent.runAgent(
+        { forwardedProps: { max_steps: 2 } },
+        { onRunFinishedEvent: ({ event }) => void (result = event.result) },
+      );
+    } finally {
+      h.stub.setDefault(() => ({ text: 'ok' }));
+    }
+    expect(result).toMatchObject({ stop_reason: 'max_steps' });
+  });
+
   it('joins a dropped run when the same run id comes again, with the thread up to it as a snapshot', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    h.stub.enqueue({ text: 'Worth the wait', heldUntil: held });
+    const release = holdReply('Worth the wait');
     const threadId = randomUUID();
     const first = frontend(threadId);
     say(first, 'take your time');
@@ -279,9 +348,7 @@ describe('the AG-UI endpoint', () => {
   });
 
   it('cancels a thread’s run: its stream ends with the cancelled outcome', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    h.stub.enqueue({ text: 'never shown', heldUntil: held });
+    const release = holdReply('never shown');
     const threadId = randomUUID();
     const agent = frontend(threadId);
     say(agent, 'a long job');

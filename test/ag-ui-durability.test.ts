@@ -1,11 +1,13 @@
 /**
  * An AG-UI interrupt outlives the server: the server (`npm start`'s process: API and workers) runs as a
  * process of its own beside a second API process, on a Temporal dev server and PostgreSQL of the
- * test's. A frontend's run pauses on an approval; the server is killed with SIGKILL and started again,
+ * test's. A stream in flight at a graceful stop (SIGTERM, a deploy) ends saying how to join the run
+ * again. A frontend's run pauses on an approval; the server is killed with SIGKILL and started again,
  * and the frontend's resume goes on with the same turn; another pause is resumed through the second
  * API process, which shares nothing with the first but the database and Temporal (a frontend tool's
  * result too, sent there while the server is down); an MCP server's
- * question (an elicitation) is an interrupt too, whose resume reaches the server.
+ * question (an elicitation) is an interrupt too, whose resume reaches the server. Last, the same on the
+ * server's defaults, as `npm start` runs it: a frontend tool's pause outlives a kill -9 of its process.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,11 +18,12 @@ import { HttpAgent, type Interrupt } from '@ag-ui/client';
 import type { RunningDevServer } from '../src/temporal/dev-server';
 import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
-import type { StartedProcess } from './helpers/process';
+import { processesMentioning, startProcess, waitForStatus, type StartedProcess } from './helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
-import { freePort } from './helpers/env';
+import { freePort, freePortBelowEphemeral } from './helpers/env';
 import { startTemporalServer } from './helpers/temporal-server';
 import { startElicitServer } from './helpers/mcp-servers';
+import { eventually } from './helpers/eventually';
 
 const PASSWORD = 'ag-ui-durable-password';
 
@@ -48,7 +51,12 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
       temporalAddress: temporal.address,
       openAiBaseUrl: stub.baseURL,
       // The MCP server that asks questions listens on loopback, which an operator allows.
-      extra: { LETTA_SERVER_PASSWORD: PASSWORD, OUTBOUND_ALLOW_PRIVATE: '127.0.0.1' },
+      // A deploy's grace, short: a stream in flight is ended a second before it runs out.
+      extra: {
+        LETTA_SERVER_PASSWORD: PASSWORD,
+        OUTBOUND_ALLOW_PRIVATE: '127.0.0.1',
+        SHUTDOWN_GRACE_MS: '3000',
+      },
     });
     secondEnv = { ...env, PORT: String(await freePort()) };
     server = await startApiProcess(env, 'all');
@@ -117,6 +125,35 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
     const result = await approve(before, interrupt);
     expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Remembered: Likes jazz.');
     expect(memoryOf(before)).toContain('Likes jazz.');
+  });
+
+  it('ends a stream at a graceful stop with SERVER_STOPPING, and the same run id joins the run after the restart', async () => {
+    let release!: () => void;
+    stub.enqueue(
+      { text: 'cut by the deploy', heldUntil: new Promise<void>((resolve) => (release = resolve)) },
+      { text: 'Finished after the deploy' },
+    );
+    const threadId = randomUUID();
+    const runId = randomUUID();
+    const before = frontendOn(env, threadId);
+    before.addMessage({ id: randomUUID(), role: 'user', content: 'outlive the deploy' });
+    const errors: { code?: string; message: string }[] = [];
+    const streaming = before
+      .runAgent({ runId }, { onRunErrorEvent: ({ event }) => void errors.push(event) })
+      .catch(() => undefined);
+    await eventually(
+      async () => String(stub.requests.at(-1)?.messages.at(-1)?.content),
+      (content) => content.includes('outlive the deploy'),
+    );
+    await killProcess(server, 'SIGTERM');
+    await streaming;
+    release();
+    expect(errors).toEqual([expect.objectContaining({ code: 'SERVER_STOPPING' })]);
+
+    server = await startApiProcess(env, 'all');
+    const after = frontendOn(env, threadId);
+    await after.runAgent({ runId });
+    expect(after.messages.map((m) => m.content)).toEqual(['outlive the deploy', 'Finished after the deploy']);
   });
 
   it('takes a resume on a second API process', async () => {
@@ -227,3 +264,67 @@ describe('an AG-UI interrupt across a kill -9 of the server and a second API pro
     expect(String(result.newMessages.find((m) => m.role === 'assistant')?.content)).toContain('booked:');
   });
 });
+
+describe("on the server's defaults (PGlite, the embedded Temporal, no password)", () => {
+  let dataDir: string;
+  let stub: OpenAiStub;
+  let env: Record<string, string>;
+  let server: StartedProcess;
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-ag-ui-defaults-'));
+    stub = await startOpenAiStub();
+    env = {
+      DATA_DIR: dataDir,
+      OPENAI_BASE_URL: stub.baseURL,
+      OPENAI_API_KEY: 'test-key',
+      PORT: String(await freePortBelowEphemeral()),
+      TEMPORAL_PORT: String(await freePortBelowEphemeral()),
+      TEMPORAL_UI_PORT: String(await freePortBelowEphemeral()),
+    };
+    server = await startDefaultServer(env);
+  });
+  afterAll(async () => {
+    if (server) await killProcess(server, 'SIGTERM');
+    for (const pid of processesMentioning(dataDir)) process.kill(pid, 'SIGKILL');
+    await stub?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('resumes a frontend tool’s pause after a kill -9 of `npm start`’s process', async () => {
+    const url = `http://127.0.0.1:${env.PORT}`;
+    const client = new Letta({ baseURL: url, apiKey: 'unused', maxRetries: 0 });
+    const { id } = await client.agents.create({ model: 'openai/gpt-4o-mini' });
+    const tool = {
+      name: 'ask_user',
+      description: 'Asks the user',
+      parameters: { type: 'object', properties: {} },
+    };
+    stub.enqueue({ toolCalls: [{ name: tool.name, arguments: {} }] }, { text: 'Thanks for answering.' });
+    const agent = new HttpAgent({ url: `${url}/v1/ag-ui/agents/${id}`, threadId: randomUUID() });
+    agent.addMessage({ id: randomUUID(), role: 'user', content: 'ask me something' });
+    let pending: string[] = [];
+    await agent.runAgent(
+      { tools: [tool] },
+      {
+        onRunFinishedEvent: (params) =>
+          void (pending = params.outcome === 'success' ? params.pendingToolCallIds : []),
+      },
+    );
+    expect(pending).toHaveLength(1);
+
+    await killProcess(server, 'SIGKILL');
+    server = await startDefaultServer(env);
+
+    agent.addMessage({ id: randomUUID(), role: 'tool', toolCallId: pending[0], content: 'blue' });
+    const result = await agent.runAgent({ tools: [tool] });
+    expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Thanks for answering.');
+  });
+});
+
+/** `npm start`'s process as built (node dist/src/main.js): every role, PGlite, its own Temporal. */
+async function startDefaultServer(env: Record<string, string>): Promise<StartedProcess> {
+  const proc = startProcess('node', ['dist/src/main.js'], env);
+  await waitForStatus(`http://127.0.0.1:${env.PORT}/v1/health/`, 200, proc, 120_000);
+  return proc;
+}

@@ -267,6 +267,23 @@ describe('the AG-UI endpoint', () => {
           void (interruptId = params.outcome === 'interrupt' ? params.interrupts[0].id : ''),
       },
     );
+    // A resume entry for an interrupt that is not waiting is refused, and the pause stays.
+    const stale = recorder();
+    await agent
+      .runAgent(
+        {
+          resume: [
+            { interruptId, status: 'cancelled' },
+            { interruptId: 'call-long-gone', status: 'resolved' },
+          ],
+        },
+        stale.subscriber,
+      )
+      .catch(() => undefined);
+    expect(stale.events.find((e) => e.type === EventType.RUN_ERROR)).toMatchObject({
+      code: '409',
+      message: expect.stringContaining('call-long-gone'),
+    });
     await agent.runAgent({
       resume: [{ interruptId, status: 'cancelled', payload: { reason: 'not something to keep' } }],
     });

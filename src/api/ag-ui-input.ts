@@ -91,7 +91,7 @@ const clientReturnOf = (message: Extract<Message, { role: 'tool' }>): ApprovalAn
 
 /**
  * The answers `input` gives the calls the turn waits for: empty when it answers none of them, all of
- * them or a 422 naming what is missing.
+ * them or a 422 naming what is missing; a resume entry for an interrupt that does not wait is a 409.
  */
 export function answersFor(
   input: Pick<RunAgentInput, 'messages' | 'resume'>,
@@ -101,6 +101,12 @@ export function answersFor(
     input.messages.flatMap((m) => (m.role === 'tool' ? [[m.toolCallId, m] as const] : [])),
   );
   const resumes = new Map((input.resume ?? []).map((entry) => [entry.interruptId, entry]));
+  const stale = [...resumes.keys()].filter((id) => !waiting.some((call) => call.tool_call_id === id));
+  if (stale.length)
+    throw new HttpError(
+      409,
+      `Interrupt ${stale.join(', ')} is not waiting for an answer: it was answered, expired or cancelled`,
+    );
   const answers = waiting.flatMap((call): ApprovalAnswer[] => {
     if (call.kind === 'client_tool') {
       const result = results.get(call.tool_call_id);

@@ -8,12 +8,19 @@ import { HttpError } from './errors';
 
 export class ServerStopping {
   private since?: number;
+  private readonly stopped = new AbortController();
 
   /** `graceMs`: how long the calls running here may take to finish (SHUTDOWN_GRACE_MS). */
   constructor(private readonly graceMs: number) {}
 
   begin(): void {
     this.since ??= Date.now();
+    this.stopped.abort();
+  }
+
+  /** Aborts when the stop begins: for what must end before the connections are cut (a stream). */
+  get signal(): AbortSignal {
+    return this.stopped.signal;
   }
 
   get stopping(): boolean {

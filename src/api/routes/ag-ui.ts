@@ -374,6 +374,12 @@ const APPROVAL_RESPONSE_SCHEMA = {
 
 const PROTO_MEDIA_TYPE = 'application/vnd.ag-ui.event+proto';
 
+/** How long before a stop's grace ends a stream says so, ahead of the connection's cut. */
+const STOP_MARGIN_MS = 1_000;
+
+const SERVER_STOPPING =
+  'This server is stopping; the run goes on. Send the same run again (the same threadId and runId) to join it.';
+
 interface AgUiStream {
   emit: (event: Event) => void;
   /** A RUN_ERROR for `error`, in words the caller can act on. */
@@ -411,11 +417,26 @@ function openAgUiStream(ctx: ApiContext, req: Request, res: Response): AgUiStrea
     emit({ type: EventType.RUN_ERROR, message, code: code ?? kind });
     ended = true;
   };
+  let cut: NodeJS.Timeout | undefined;
   const end = () => {
     clearInterval(keepalive);
+    clearTimeout(cut);
     ended = true;
-    res.end();
+    if (!res.writableEnded) res.end();
   };
+  // A stop (a deploy) ends the stream before its grace cuts the connection, saying how to go on.
+  const endAtStop = () => {
+    cut = setTimeout(
+      () => {
+        fail(new HttpError(503, SERVER_STOPPING), 'SERVER_STOPPING');
+        end();
+      },
+      Math.max(0, ctx.stopping.graceLeftMs() - STOP_MARGIN_MS),
+    );
+  };
+  if (ctx.stopping.signal.aborted) endAtStop();
+  else ctx.stopping.signal.addEventListener('abort', endAtStop, { once: true });
+  res.on('close', () => ctx.stopping.signal.removeEventListener('abort', endAtStop));
   return { emit, fail, end, gone: gone.signal, state: {} };
 }
 

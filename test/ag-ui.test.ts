@@ -7,7 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Letta from '@letta-ai/letta-client';
-import { HttpAgent, type AgentSubscriber, type BaseEvent, type Message } from '@ag-ui/client';
+import {
+  HttpAgent,
+  type AgentSubscriber,
+  type BaseEvent,
+  type Message,
+  type RunAgentInput,
+} from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
@@ -89,6 +95,32 @@ describe('the AG-UI endpoint', () => {
     expect(
       request.messages.filter((m) => m.role === 'user' && String(m.content).includes('hi')),
     ).toHaveLength(1);
+  });
+
+  it('speaks AG-UI’s protobuf framing to a client that asks for it', async () => {
+    /** AG-UI's client, asking for the binary framing its transport also reads. */
+    class ProtobufAgent extends HttpAgent {
+      protected override requestInit(input: RunAgentInput): RequestInit {
+        const init = super.requestInit(input);
+        return { ...init, headers: { ...(init.headers as Record<string, string>), Accept: PROTO } };
+      }
+    }
+    const PROTO = 'application/vnd.ag-ui.event+proto';
+    let contentType: string | null = null;
+    const agent = new ProtobufAgent({
+      url: endpoint(),
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      fetch: async (url, init) => {
+        const response = await fetch(url, init);
+        contentType = response.headers.get('content-type');
+        return response;
+      },
+    });
+    h.stub.enqueue({ text: 'Binary hello' });
+    say(agent, 'hi in bytes');
+    const result = await agent.runAgent();
+    expect(contentType).toBe(PROTO);
+    expect(result.newMessages.find((m) => m.role === 'assistant')?.content).toBe('Binary hello');
   });
 
   it('pauses on a frontend tool and resumes when the next run brings its result', async () => {

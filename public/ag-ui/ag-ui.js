@@ -158,7 +158,8 @@ function showInterrupts(interrupts) {
   const answers = new Map();
   const answer = (interrupt, entry, card) => {
     answers.set(interrupt.id, entry);
-    card.replaceChildren(h('p', {}, entry.payload.approve ? 'Approved.' : 'Denied.'));
+    const said = entry.status === 'cancelled' ? 'Declined.' : entry.payload.approve ? 'Approved.' : 'Denied.';
+    card.replaceChildren(h('p', {}, said));
     if (answers.size === interrupts.length) {
       box.hidden = true;
       box.replaceChildren();
@@ -173,7 +174,41 @@ function showInterrupts(interrupts) {
   }
 }
 
+/**
+ * An MCP server's question: its form is answered on the approval page (/approvals), which shows the
+ * server's requested fields; here it can only be declined.
+ */
+function questionCard(interrupt, answer) {
+  const card = h(
+    'div',
+    { class: 'interrupt', 'data-interrupt-id': interrupt.id },
+    h('p', {}, interrupt.message ?? 'An MCP server asks you something.'),
+    h(
+      'p',
+      {},
+      'Answer it on the ',
+      h('a', { href: '/approvals', target: '_blank', rel: 'noopener' }, 'approval page'),
+      ', then reload.',
+    ),
+    h(
+      'div',
+      { class: 'answers' },
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          onclick: () => answer(interrupt, { interruptId: interrupt.id, status: 'cancelled' }, card),
+        },
+        'Decline',
+      ),
+    ),
+  );
+  return card;
+}
+
 function interruptCard(interrupt, answer) {
+  if (interrupt.reason === 'mcp_elicitation') return questionCard(interrupt, answer);
   const { tool_name: toolName, arguments: args } = interrupt.metadata ?? {};
   const reason = h('input', {
     type: 'text',

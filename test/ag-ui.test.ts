@@ -46,6 +46,22 @@ describe('the AG-UI endpoint', () => {
       threadId,
       initialMessages,
     });
+  /** A frontend of a new agent whose memory edits wait for approval. */
+  const guardedFrontend = async (name: string, human: string) => {
+    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
+    const guarded = await client.agents.create({
+      name,
+      model: 'openai/gpt-4o-mini',
+      memory_blocks: [{ label: 'human', value: human }],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
+    });
+    const agent = new HttpAgent({
+      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
+      headers: { Authorization: `Bearer ${PASSWORD}` },
+      threadId: randomUUID(),
+    });
+    return { guarded, agent };
+  };
   /** The model's next reply is `text`, held until the returned function lets it go. */
   const holdReply = (text: string) => {
     let release!: () => void;
@@ -189,18 +205,7 @@ describe('the AG-UI endpoint', () => {
   });
 
   it('ends a run that waits for approval with an interrupt, and a resume answers it with edited arguments', async () => {
-    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
-    const guarded = await client.agents.create({
-      name: 'ag-ui-guarded',
-      model: 'openai/gpt-4o-mini',
-      memory_blocks: [{ label: 'human', value: 'Name: Bob' }],
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    const agent = new HttpAgent({
-      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
-      headers: { Authorization: `Bearer ${PASSWORD}` },
-      threadId: randomUUID(),
-    });
+    const { guarded, agent } = await guardedFrontend('ag-ui-guarded', 'Name: Bob');
     h.stub.enqueue(
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes red.' } }] },
       { text: 'Saved' },
@@ -274,18 +279,7 @@ describe('the AG-UI endpoint', () => {
   });
 
   it('denies a call whose interrupt is cancelled, and the model reads the reason', async () => {
-    const client = new Letta({ baseURL: h.server.url, apiKey: PASSWORD, maxRetries: 0 });
-    const guarded = await client.agents.create({
-      name: 'ag-ui-denied',
-      model: 'openai/gpt-4o-mini',
-      memory_blocks: [{ label: 'human', value: 'Name: Dan' }],
-      tool_rules: [{ type: 'requires_approval', tool_name: 'memory_insert' }],
-    });
-    const agent = new HttpAgent({
-      url: `${h.server.url}/v1/ag-ui/agents/${guarded.id}`,
-      headers: { Authorization: `Bearer ${PASSWORD}` },
-      threadId: randomUUID(),
-    });
+    const { agent } = await guardedFrontend('ag-ui-denied', 'Name: Dan');
     h.stub.enqueue(
       { toolCalls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'Hates Mondays.' } }] },
       { text: 'Understood, I will not.' },

@@ -24,12 +24,16 @@ beforeAll(async () => {
   api = net.createServer((conn) => conn.once('data', () => conn.end(REFUSAL)));
   await new Promise<void>((resolve) => api.listen(socket, resolve));
   port = await freePort();
-  bridge = spawn('python3', ['-I', BRIDGE, socket, String(port), 'sleep', '120'], { stdio: 'ignore' });
+  // A group of its own: `python3` may be a shim (pyenv) whose interpreter outlives a kill of the shim.
+  bridge = spawn('python3', ['-I', BRIDGE, socket, String(port), 'sleep', '120'], {
+    stdio: 'ignore',
+    detached: true,
+  });
   await until(() => connects(port));
 });
 
 afterAll(async () => {
-  bridge.kill('SIGKILL');
+  process.kill(-bridge.pid!, 'SIGKILL');
   await new Promise<void>((resolve) => api.close(() => resolve()));
   fs.rmSync(dir, { recursive: true, force: true });
 });

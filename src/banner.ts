@@ -49,7 +49,7 @@ export function startupBanner(facts: StartupFacts): string {
   const rows = [
     ...(facts.apiUrl
       ? [row('API', facts.apiUrl), row('API reference', `${facts.apiUrl}/docs`)]
-      : [row('API', 'not served by this process (--role=worker)')]),
+      : [row('API', 'not served by this process (--role=worker or --role=tools)')]),
     row('Temporal UI', facts.temporalUiUrl ?? `the UI of ${facts.temporalAddress}`),
     row('data', `${facts.dataDir}${facts.embeddedDatabase ? ' (embedded PostgreSQL)' : ''}`),
     row(

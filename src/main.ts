@@ -8,7 +8,7 @@ import { errorText } from './temporal/connection';
 import { installTemporalRuntime } from './temporal/runtime';
 import { temporalMetricsExporter } from './observability/temporal-metrics';
 
-const roles: Role[] = ['all', 'api', 'worker'];
+const roles: Role[] = ['all', 'api', 'worker', 'tools'];
 
 function parseOptions(argv: string[]): { role: Role; check: boolean } {
   const { values } = parseArgs({

@@ -63,8 +63,14 @@ import { clientInterceptors } from './observability/temporal';
 import type { BuiltinActivities, ToolCallActivities, ToolQueueActivities } from '../contracts/activities';
 import type { TaskQueueName, ToolQueueName } from '../contracts/tool-modes';
 
-/** `all` runs everything in one process (`npm start`); `api` and `worker` scale apart. */
-export type Role = 'all' | 'api' | 'worker';
+/**
+ * `all` runs everything in one process (`npm start`); `api` and `worker` scale apart; `tools` serves the
+ * task queues of the tool modes with pools of their own (TOOL_WORKER_POOLS) and nothing else.
+ */
+export type Role = 'all' | 'api' | 'worker' | 'tools';
+
+/** Whether a role runs the API. */
+const runsApi = (role: Role) => role === 'all' || role === 'api';
 
 export interface ServerOptions {
   role?: Role;
@@ -163,7 +169,7 @@ export async function startServer(
   try {
     const parts = await startParts(config, log, { ...options, role }, tracing, life);
     const workerVersion = role === 'api' ? undefined : await startWorkers(parts);
-    const api = role === 'worker' ? { passwordRequired: false } : await startApi(parts);
+    const api = runsApi(role) ? await startApi(parts) : { passwordRequired: false };
     return runningServer(parts, workerVersion, api, stop);
   } catch (error) {
     await stop();
@@ -173,6 +179,10 @@ export async function startServer(
 
 /** The embedded database and Temporal server belong to one process: the other roles need both given. */
 function checkRole(config: Config, role: Role): void {
+  if (role === 'tools' && !config.TOOL_WORKER_POOLS.length)
+    throw new ConfigError(
+      '--role=tools serves the pools TOOL_WORKER_POOLS names (sandbox, mcp): it names none',
+    );
   if (role === 'all' || (config.DATABASE_URL && config.TEMPORAL_ADDRESS)) return;
   throw new ConfigError(
     `--role=${role} needs DATABASE_URL and TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE with an address): ` +
@@ -316,15 +326,14 @@ async function startSandboxesApiAccess(
   life: Lifecycle,
 ): Promise<{ localApi: ReturnType<typeof lateApi>; toolApi: ToolApiAccess }> {
   const localApi = lateApi();
-  if (role === 'worker') localApi.fail();
-  const socketListener =
-    role === 'worker'
-      ? config.LETTA_PUBLIC_URL &&
-        forwardingToApi(config.LETTA_PUBLIC_URL, {
-          retryMs: config.API_FORWARD_RETRY_MS,
-          maxBodyBytes: config.MAX_REQUEST_BODY_BYTES,
-        })
-      : tokensOnly(localApi.listener);
+  if (!runsApi(role)) localApi.fail();
+  const socketListener = !runsApi(role)
+    ? config.LETTA_PUBLIC_URL &&
+      forwardingToApi(config.LETTA_PUBLIC_URL, {
+        retryMs: config.API_FORWARD_RETRY_MS,
+        maxBodyBytes: config.MAX_REQUEST_BODY_BYTES,
+      })
+    : tokensOnly(localApi.listener);
   let apiSocket: string | undefined;
   if (socketListener) {
     const socket = await openApiSocket(socketListener, config.HTTP_KEEP_ALIVE_TIMEOUT_MS);
@@ -441,21 +450,32 @@ async function createWorkers(
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
   };
   const queues = turns.taskQueues;
-  const toolQueues = Object.keys(queues).filter((queue) => queue !== 'agent') as ToolQueueName[];
-  return [
-    await createAgentWorker({
-      ...common,
-      taskQueue: queues.agent,
-      workflowsPath: options.workflowsPath,
-      maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
-      activities: activities.agent,
-    }),
-    ...(await Promise.all(
-      toolQueues.map((queue) =>
-        createToolWorker({ ...common, taskQueue: queues[queue], activities: activities[queue] }),
-      ),
-    )),
-  ];
+  return Promise.all(
+    polledQueues(parts).map((queue) =>
+      queue === 'agent'
+        ? createAgentWorker({
+            ...common,
+            taskQueue: queues.agent,
+            workflowsPath: options.workflowsPath,
+            maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+            activities: activities.agent,
+          })
+        : createToolWorker({ ...common, taskQueue: queues[queue], activities: activities[queue] }),
+    ),
+  );
+}
+
+/**
+ * The task queues a process polls. A `tools` process: the pools of TOOL_WORKER_POOLS. One that runs
+ * turns: the turns' queue, whose worker has every mode's activities (calls without a pool of their own
+ * run there), and each tool queue without a pool, which turns started by an earlier build or before
+ * its mode lost its pool still name.
+ */
+function polledQueues({ role, config, turns }: ServerParts): TaskQueueName[] {
+  const pools = config.TOOL_WORKER_POOLS;
+  if (role === 'tools') return [...pools];
+  const toolQueues = Object.keys(turns.taskQueues).filter((queue) => queue !== 'agent') as ToolQueueName[];
+  return ['agent', ...toolQueues.filter((queue) => !pools.includes(queue))];
 }
 
 /** A worker polling until the server stops; its failure before then fails the server. */
@@ -485,19 +505,21 @@ function runWorker(worker: Worker, { log, life }: ServerParts): void {
 async function promoteVersion(parts: ServerParts, version: WorkerDeploymentVersion): Promise<void> {
   const { config, log, role, db, connection, turns, temporal, options } = parts;
   const queues = turns.taskQueues;
-  const versioning = versioningMode(config.WORKER_VERSIONING, role);
+  // A tools process serves its build's version; the processes that run turns make a version current.
+  const versioning = role === 'tools' ? undefined : versioningMode(config.WORKER_VERSIONING, role);
   const namespace = config.TEMPORAL_NAMESPACE;
-  const polled = Object.values(queues);
+  const polled = polledQueues(parts).map((queue) => queues[queue]);
   log.info(
     {
       taskQueues: polled,
       namespace,
       deployment: version.deploymentName,
       buildId: version.buildId,
-      versioning,
+      versioning: versioning ?? 'by the workers that run turns',
     },
     'worker polling',
   );
+  if (!versioning) return;
   await makeVersionCurrent({
     connection,
     db,

@@ -1,7 +1,8 @@
 /**
  * Where a sandboxed call runs (LOCAL_TOOL_CALLS) and where a model call runs (LOCAL_MODEL_CALLS): as
- * regular activities by default (a sandboxed call on the `tools-sandbox` task queue, a model call on the
- * agent's), or, switched on, as local activities of the turn's worker, as the turn's history shows.
+ * regular activities by default (on the turn's own task queue, where its worker takes them eagerly; a
+ * mode with a pool of its own: test/tool-worker-pools.test.ts), or, switched on, as local activities of
+ * the turn's worker, as the turn's history shows.
  */
 import { useAgentServer, type AgentServer } from './helpers/agent-server';
 import {
@@ -44,13 +45,13 @@ const scheduledOn = (events: HistoryEvent[]) =>
 describe('model and sandboxed calls as regular activities (the default)', () => {
   const h = useAgentServer('openai');
 
-  it('schedules the model calls on the agent’s task queue and the sandboxed call on tools-sandbox', async () => {
+  it('schedules the model calls and the sandboxed call on the turn’s own task queue', async () => {
     const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual([]);
     expect(scheduledOn(events)).toEqual([
       { type: 'callModel', queue: h.server.turns.taskQueues.agent },
-      { type: 'runSandboxTool', queue: h.server.turns.taskQueues.sandbox },
+      { type: 'runSandboxTool', queue: h.server.turns.taskQueues.agent },
       { type: 'callModel', queue: h.server.turns.taskQueues.agent },
     ]);
   });
@@ -59,20 +60,18 @@ describe('model and sandboxed calls as regular activities (the default)', () => 
 describe('model calls as local activities (LOCAL_MODEL_CALLS=true)', () => {
   const h = useAgentServer('openai', { LOCAL_MODEL_CALLS: 'true' });
 
-  it('runs each model call in the turn’s own worker, the sandboxed call still on its queue', async () => {
+  it('runs each model call in the turn’s own worker, the sandboxed call still a regular activity', async () => {
     const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['callModel', 'callModel']);
-    expect(scheduledOn(events)).toEqual([
-      { type: 'runSandboxTool', queue: h.server.turns.taskQueues.sandbox },
-    ]);
+    expect(scheduledOn(events)).toEqual([{ type: 'runSandboxTool', queue: h.server.turns.taskQueues.agent }]);
   });
 });
 
 describe('sandboxed calls as local activities (LOCAL_TOOL_CALLS=true)', () => {
   const h = useAgentServer('openai', { LOCAL_TOOL_CALLS: 'true' });
 
-  it('runs the call in the turn’s own worker: a marker in its history, nothing on the sandbox queue', async () => {
+  it('runs the call in the turn’s own worker: a marker in its history, no activity scheduled', async () => {
     const { toolReturn, events } = await pingTurn(h);
     expect(toolReturn).toMatchObject({ status: 'success', tool_return: '42' });
     expect(localActivityTypes(events)).toEqual(['runSandboxTool']);

@@ -4,6 +4,7 @@ import type { LlmSettings } from '../llm/settings';
 import type { PublicAddress } from '../net/hosts';
 import type { NetSettings } from '../net/settings';
 import { flag, milliseconds, optional, wholeNumber } from '../settings-fields';
+import type { ToolQueueName } from '../../contracts/tool-modes';
 
 export const turnSettings = z
   .object({
@@ -63,7 +64,7 @@ export const turnSettings = z
     LOCAL_TOOL_CALLS: flag
       .default(false)
       .describe(
-        '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities on the `tools-sandbox` and `tools-mcp` task queues: faster per call, but hidden from Pending Activities and holding the turn\'s workflow task ("Where calls run")',
+        '`true`: sandboxed, `run_code` and MCP tool calls run as local activities of the agent worker instead of regular activities: faster per call, but hidden from Pending Activities and holding the turn\'s workflow task ("Where calls run")',
       ),
     LOCAL_MODEL_CALLS: flag
       .default(false)
@@ -220,4 +221,8 @@ export type AgentSettings = z.infer<typeof agentSettings>;
 export type TurnSettings = AgentSettings &
   LlmSettings &
   NetSettings &
-  PublicAddress & { MCP_CALL_TIMEOUT_MS: number; MCP_CONNECT_TIMEOUT_MS: number };
+  PublicAddress & {
+    MCP_CALL_TIMEOUT_MS: number;
+    MCP_CONNECT_TIMEOUT_MS: number;
+    TOOL_WORKER_POOLS: readonly ToolQueueName[];
+  };

@@ -12,7 +12,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import type { TurnSettings } from './settings';
 import type { Database, Queryable } from '../db';
-import type { TaskQueues } from '../temporal/task-queues';
+import { toolCallQueues, type TaskQueues } from '../temporal/task-queues';
 import { conflict, invalid, notFound } from '../errors';
 import { agentLock } from '../db/agents';
 import type { ConversationRef } from '../db/conversations';
@@ -67,6 +67,12 @@ export interface TurnServices {
   deploymentId: string;
   /** Where agent-turn workflows run (`agent`), custom tools (`sandbox`) and MCP tools (`mcp`). */
   taskQueues: TaskQueues;
+}
+
+/** The queues a turn's sandboxed and MCP calls are scheduled on, as its input carries them. */
+function toolQueuesOfTurn(ctx: TurnServices): Pick<AgentTurnInput, 'sandboxTaskQueue' | 'mcpTaskQueue'> {
+  const queues = toolCallQueues(ctx.taskQueues, ctx.config.TOOL_WORKER_POOLS);
+  return { sandboxTaskQueue: queues.sandbox, mcpTaskQueue: queues.mcp };
 }
 
 /** What every messages request asks for, whether it starts a turn or answers a paused one. */
@@ -284,8 +290,7 @@ export async function startAgentTurn(
     input: {
       agentId: request.agentId,
       runId,
-      sandboxTaskQueue: ctx.taskQueues.sandbox,
-      mcpTaskQueue: ctx.taskQueues.mcp,
+      ...toolQueuesOfTurn(ctx),
       ...(request.streamTokens ? { streamTokens: true } : {}),
       contextDigest: context.digest,
       limits: turnLimits(config, request.maxSteps),
@@ -494,8 +499,7 @@ async function resumeLostTurn(
     input: {
       agentId: agent.id,
       runId: pending.run_id,
-      sandboxTaskQueue: ctx.taskQueues.sandbox,
-      mcpTaskQueue: ctx.taskQueues.mcp,
+      ...toolQueuesOfTurn(ctx),
       ...(paused?.request_config?.stream_tokens === true ? { streamTokens: true } : {}),
       contextDigest: answered.contextDigest,
       limits: turnLimits(ctx.config, maxSteps),

@@ -1,6 +1,6 @@
 /** Temporal's settings: the server (embedded or a cluster), the connection to it, and this process's workers. */
 import { z } from 'zod';
-import { milliseconds, optional, port, url, wholeNumber } from '../settings-fields';
+import { list, milliseconds, optional, port, url, wholeNumber } from '../settings-fields';
 import type { TemporalTarget } from './env-config';
 
 /** A boolean as Temporal's envconfig reads it (`true`/`1` or `false`/`0`). */
@@ -38,6 +38,13 @@ export const temporalServerSettings = z.object({
     .describe(
       'prefix for the task queues (`<deployment>.agent`, `<deployment>.tools-sandbox`, `<deployment>.tools-mcp`); the deployment id already keeps deployments on one namespace apart (see [One conversation, one turn at a time](design.md#one-conversation-one-turn-at-a-time))',
     ),
+  TOOL_WORKER_POOLS: list
+    .pipe(z.array(z.enum(['sandbox', 'mcp'], { error: 'expected a list of sandbox, mcp' })))
+    .meta({
+      description:
+        "the tool modes whose calls go to a task queue of their own (`sandbox`: custom tools and `run_code` on `<deployment>.tools-sandbox`; `mcp`: MCP calls on `<deployment>.tools-mcp`), served by `--role=tools` processes; the others run on the turn's own queue, where the worker that runs the turn takes them at once (Temporal's eager activity dispatch): see [Tool worker pools](operations.md#tool-worker-pools)",
+      shownDefault: "empty: every call on the turn's queue",
+    }),
   WORKER_MAX_CACHED_WORKFLOWS: wholeNumber
     .min(0)
     .default(200)

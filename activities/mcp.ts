@@ -1,6 +1,7 @@
 /**
- * MCP tools, called on their servers: the activity of the `tools-mcp` task queue (or, with
- * LOCAL_TOOL_CALLS, a local activity of the agent worker); the server's progress notifications and the
+ * MCP tools, called on their servers: a regular activity on the turn's task queue, or on `tools-mcp`
+ * with a pool of its own (TOOL_WORKER_POOLS), or with LOCAL_TOOL_CALLS a local activity of the turn's
+ * worker; the server's progress notifications and the
  * statuses of a call's task are its heartbeats. A worker process keeps one connection per server
  * (src/mcp/client-pool.ts); only ids cross the workflow's history, never a server's credentials.
  */

@@ -1,6 +1,6 @@
 /**
- * run_code: the `code` execution mode, the model's own code. It runs as custom tools do (a local
- * activity, or on the `tools-sandbox` task queue), in their sandbox: locally without network, or on
+ * run_code: the `code` execution mode, the model's own code. It runs as custom tools do (on the turn's
+ * task queue or the sandbox pool's, or as a local activity), in their sandbox: locally without network, or on
  * E2B when a key is set.
  */
 import type { Database } from '../src/db';

@@ -1,6 +1,6 @@
 /**
- * Custom tools, run in the sandbox: the activity of the `tools-sandbox` task queue, whose worker pool
- * can live apart from the agent workers (or, with LOCAL_TOOL_CALLS, a local activity of the agent worker).
+ * Custom tools, run in the sandbox: a regular activity on the turn's task queue, or on `tools-sandbox`
+ * for a pool on hosts of its own (TOOL_WORKER_POOLS), or with LOCAL_TOOL_CALLS a local activity.
  */
 import type { Database } from '../src/db';
 import { stringifyReturn } from '../src/returns/tool-returns';

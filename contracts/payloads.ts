@@ -245,9 +245,9 @@ export interface AgentTurnLimits {
 export interface AgentTurnInput {
   agentId: string;
   runId: string;
-  /** Where custom tools run (the `tools-sandbox` task queue, with its prefix). */
+  /** Where custom tools run: the turn's own task queue, or `tools-sandbox` for a pool (TOOL_WORKER_POOLS). */
   sandboxTaskQueue: string;
-  /** Where MCP tools are called (the `tools-mcp` task queue, with its prefix). */
+  /** Where MCP tools are called: the turn's own task queue, or `tools-mcp` for a pool. */
   mcpTaskQueue: string;
   /**
    * The request's client tools: in inputs older releases started turns with. A client tool's schema

@@ -79,7 +79,7 @@ export function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> 
   });
 }
 
-/** A worker for one tool execution mode's task queue (`tools-sandbox`, `tools-mcp`): activities only. */
+/** A worker for a tool pool's task queue (`tools-sandbox`, `tools-mcp`): activities only. */
 export function createToolWorker(
   options: Omit<AgentWorkerOptions, 'workflowsPath' | 'maxCachedWorkflows'>,
 ): Promise<Worker> {

@@ -135,7 +135,7 @@ export async function pausedScale(count: number, agentCount: number) {
     request.messages.at(-1)?.role === 'tool' ? { text: 'Noted.' } : { toolCalls: [INSERT_CALL] },
   );
   try {
-    await measured.start();
+    const firstStartMs = await timed(() => measured.start());
     const api = jsonClient(apiUrl(measured.env));
     const temporalPid = measured.temporal.pid;
 
@@ -245,6 +245,7 @@ export async function pausedScale(count: number, agentCount: number) {
       [`at_${count}_paused`]: atCount,
       restart: {
         stop_ms: Math.round(stopMs),
+        first_start_until_healthy_ms: Math.round(firstStartMs),
         // Health is polled every 250 ms (test/helpers/process.ts).
         start_until_healthy_ms: Math.round(healthyMs),
         start_until_first_answer_done_ms: Math.round(firstAnswerMs),

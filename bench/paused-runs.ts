@@ -16,7 +16,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startOpenAiStub } from '../test/helpers/openai-stub';
+import { startOpenAiStub, type ChatRequest, type StubReply } from '../test/helpers/openai-stub';
 import { createTestSchema } from '../test/helpers/postgres';
 import type { StartedProcess } from '../test/helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
@@ -45,45 +45,55 @@ async function memoryAfterGc(pid: number, file: string): Promise<MemorySample> {
 }
 
 /**
- * POSTs JSON to the API over one keep-alive agent: node:http, since fetch (undici) spent about three
- * times the CPU per request, and this process shares the machine's two cores with what it measures.
+ * Requests to the API over one keep-alive agent, JSON both ways: node:http, since fetch (undici) spent
+ * about three times the CPU per request, and this process shares the machine's two cores with what it
+ * measures.
  */
-export function postJson(base: string) {
+export function jsonClient(base: string) {
   const agent = new http.Agent({ keepAlive: true });
-  return (route: string, body: unknown) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
+  const send = <T>(method: 'GET' | 'POST', route: string, body?: unknown) =>
+    new Promise<T>((resolve, reject) => {
       const request = http.request(
         `${base}${route}`,
-        { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        { method, agent, headers: { 'content-type': 'application/json' } },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
           res.on('end', () =>
             res.statusCode! >= 200 && res.statusCode! < 300
-              ? resolve(JSON.parse(text) as Record<string, unknown>)
+              ? resolve(JSON.parse(text) as T)
               : reject(new Error(`${route}: ${res.statusCode} ${text}`)),
           );
         },
       );
       request.on('error', reject);
-      request.end(JSON.stringify(body));
+      request.end(body === undefined ? undefined : JSON.stringify(body));
     });
+  return {
+    post: (route: string, body: unknown) => send<Record<string, unknown>>('POST', route, body),
+    get: <T>(route: string) => send<T>('GET', route),
+  };
 }
 
+/** POSTs JSON to the API (jsonClient's post). */
+export const postJson = (base: string) => jsonClient(base).post;
+
 /**
- * The server's memory with no run paused and with each of `checkpoints` (ascending counts) paused on a
- * client tool; the time each pause took, and the round trip of 50 answers.
+ * The server as `npm start` runs it (API and workers in one process, `--role=all`), in a process of its
+ * own with bench/memory-probe.ts preloaded, on a Temporal dev server and a database schema of its own;
+ * its model the stub whose replies `reply` gives. `start` starts the server again (after `server` was
+ * stopped); `close` stops everything and removes what it made.
  */
-export async function pausedRunsAtRest(checkpoints: number[]) {
+export async function startMeasuredServer(
+  reply: (request: ChatRequest) => StubReply,
+  extra: Record<string, string> = {},
+) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
-  stub.setDefault((request) =>
-    request.messages.at(-1)?.role === 'tool' ? { text: 'Thanks.' } : { toolCalls: [{ name: 'ask_user' }] },
-  );
+  stub.setDefault(reply);
   const { server: temporal } = await startTemporalServer(dataDir);
-  const cacheSize = process.env.WORKER_MAX_CACHED_WORKFLOWS;
   const probeFile = path.join(dataDir, 'memory.json');
   const env = await serverProcessEnv({
     dataDir,
@@ -93,14 +103,43 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
     extra: {
       NODE_OPTIONS: `--require ${path.join(__dirname, 'memory-probe.js')}`,
       BENCH_MEMORY_PROBE_FILE: probeFile,
-      ...(cacheSize ? { WORKER_MAX_CACHED_WORKFLOWS: cacheSize } : {}),
+      ...extra,
     },
   });
-  let server: StartedProcess | undefined;
+  const measured = {
+    env,
+    dataDir,
+    schema,
+    temporal,
+    server: undefined as StartedProcess | undefined,
+    start: async () => (measured.server = await startApiProcess(env, 'all')),
+    /** The server's memory after a full garbage collection. */
+    memory: () => memoryAfterGc(measured.server!.child.pid!, probeFile),
+    close: async () => {
+      if (measured.server) await killProcess(measured.server, 'SIGKILL');
+      await temporal.stop();
+      await stub.close();
+      await schema.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return measured;
+}
+
+/**
+ * The server's memory with no run paused and with each of `checkpoints` (ascending counts) paused on a
+ * client tool; the time each pause took, and the round trip of 50 answers.
+ */
+export async function pausedRunsAtRest(checkpoints: number[]) {
+  const cacheSize = process.env.WORKER_MAX_CACHED_WORKFLOWS;
+  const measured = await startMeasuredServer(
+    (request) =>
+      request.messages.at(-1)?.role === 'tool' ? { text: 'Thanks.' } : { toolCalls: [{ name: 'ask_user' }] },
+    cacheSize ? { WORKER_MAX_CACHED_WORKFLOWS: cacheSize } : {},
+  );
   try {
-    server = await startApiProcess(env, 'all');
-    const pid = server.child.pid!;
-    const post = postJson(apiUrl(env));
+    await measured.start();
+    const post = postJson(apiUrl(measured.env));
     const pause = async () => {
       const agent = await post('/v1/agents/', { model: 'openai/gpt-4o-mini', include_base_tools: false });
       const started = performance.now();
@@ -114,12 +153,12 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
     };
 
     await sleep(2_000);
-    const memory: Record<string, MemorySample> = { '0': await memoryAfterGc(pid, probeFile) };
+    const memory: Record<string, MemorySample> = { '0': await measured.memory() };
     const paused: Awaited<ReturnType<typeof pause>>[] = [];
     for (const count of checkpoints) {
       paused.push(...(await inParallel(count - paused.length, CONCURRENCY, pause)));
       await sleep(2_000);
-      memory[String(count)] = await memoryAfterGc(pid, probeFile);
+      memory[String(count)] = await measured.memory();
     }
 
     const answered = await inParallel(Math.min(50, paused.length), CONCURRENCY, async (i) => {
@@ -144,11 +183,7 @@ export async function pausedRunsAtRest(checkpoints: number[]) {
       worker_max_cached_workflows: Number(cacheSize ?? 200),
     };
   } finally {
-    if (server) await killProcess(server, 'SIGKILL');
-    await temporal.stop();
-    await stub.close();
-    await schema.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await measured.close();
   }
 }
 

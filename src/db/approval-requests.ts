@@ -143,30 +143,24 @@ export interface WaitingFilters {
 /**
  * The calls waiting now, newest request first. A request counts while it is the pending approval of
  * its conversation: the record of a pause whose conversation or agent is gone is not listed.
+ *
+ * The page's requests are read first (waitingRequests), then their calls: a page's calls belong to at
+ * most `limit` requests past the cursor's request and that request itself, so that many requests hold
+ * the page, and a page reads about as many rows as it shows, however many wait.
  */
 export function listWaitingCalls(db: Queryable, filters: WaitingFilters, page: Page): Promise<WaitingCall[]> {
-  const where = whereClause();
-  where.add('r.answered_at IS NULL');
-  where.add(`coalesce(cv.pending_approval, a.pending_approval)->>'message_id' = r.request_message_id`);
-  if (filters.agentIds) where.add('r.agent_id = ANY(?)', filters.agentIds);
-  if (filters.requestMessageId) where.add('r.request_message_id = ?', filters.requestMessageId);
-  if (filters.toolName) where.add('c.tool_name = ?', filters.toolName);
-  if (filters.tag) where.add('? = ANY(a.tags)', filters.tag);
-  if (filters.olderThanSeconds !== undefined)
-    where.add(`r.requested_at <= now() - make_interval(secs => ?)`, filters.olderThanSeconds);
-  if (filters.newerThanSeconds !== undefined)
-    where.add(`r.requested_at >= now() - make_interval(secs => ?)`, filters.newerThanSeconds);
+  const requests = waitingRequests(filters, page);
+  const calls = whereClause(requests.params);
+  if (filters.toolName) calls.add('c.tool_name = ?', filters.toolName);
   return keysetPage<WaitingCall>(
     db,
     `SELECT c.*, r.agent_id, r.conversation_id, r.run_id, r.workflow_id, r.requested_at, r.expires_at,
-       a.name AS agent_name, a.tags AS agent_tags,
+       r.agent_name, r.agent_tags,
        (SELECT array_agg(s.tool_call_id ORDER BY s.position) FROM approval_calls s
          WHERE s.request_message_id = r.request_message_id) AS tool_call_ids
-     FROM approval_calls c
-     JOIN approval_requests r ON r.request_message_id = c.request_message_id
-     JOIN agents a ON a.id = r.agent_id
-     LEFT JOIN conversations cv ON cv.id = r.conversation_id`,
-    where,
+     FROM (${requests.sql}) r
+     JOIN approval_calls c ON c.request_message_id = r.request_message_id`,
+    calls,
     page,
     {
       key: 'r.requested_at, r.request_message_id, c.position',
@@ -174,6 +168,53 @@ export function listWaitingCalls(db: Queryable, filters: WaitingFilters, page: P
         JOIN approval_requests r2 ON r2.request_message_id = c2.request_message_id WHERE c2.tool_call_id = ?)`,
     },
   );
+}
+
+/** The key of the request of the call whose id is `?`: where a cursor's request lies. */
+const REQUEST_OF_CALL = `(SELECT r2.requested_at, r2.request_message_id FROM approval_calls c2
+  JOIN approval_requests r2 ON r2.request_message_id = c2.request_message_id WHERE c2.tool_call_id = ?)`;
+
+/**
+ * The statement of the requests that hold a page of waiting calls, with its parameters: read in the
+ * page's direction from the index of waiting requests (migration 0038), from the cursor's own request
+ * on, each checked against its own agent and conversation.
+ */
+function waitingRequests(filters: WaitingFilters, page: Page) {
+  const where = whereClause();
+  where.add('r.answered_at IS NULL');
+  if (filters.agentIds) where.add('r.agent_id = ANY(?)', filters.agentIds);
+  if (filters.requestMessageId) where.add('r.request_message_id = ?', filters.requestMessageId);
+  if (filters.toolName)
+    where.add(
+      `EXISTS (SELECT 1 FROM approval_calls t WHERE t.request_message_id = r.request_message_id
+         AND t.tool_name = ?)`,
+      filters.toolName,
+    );
+  if (filters.olderThanSeconds !== undefined)
+    where.add(`r.requested_at <= now() - make_interval(secs => ?)`, filters.olderThanSeconds);
+  if (filters.newerThanSeconds !== undefined)
+    where.add(`r.requested_at >= now() - make_interval(secs => ?)`, filters.newerThanSeconds);
+  const asc = page.order === 'asc';
+  if (page.after)
+    where.add(`(r.requested_at, r.request_message_id) ${asc ? '>=' : '<='} ${REQUEST_OF_CALL}`, page.after);
+  if (page.before)
+    where.add(`(r.requested_at, r.request_message_id) ${asc ? '<=' : '>='} ${REQUEST_OF_CALL}`, page.before);
+  const tag = filters.tag ? `AND ${where.param(filters.tag)} = ANY(a.tags)` : '';
+  // As keysetPage reads: paging backwards reads the other way round.
+  const direction = asc !== (Boolean(page.before) && !page.after) ? 'ASC' : 'DESC';
+  const count = where.param(page.limit + (page.after || page.before ? 1 : 0));
+  // LIMIT 1 keeps the agent's check per request: the planner cannot join every waiting one first.
+  const sql = `SELECT r.request_message_id, r.agent_id, r.conversation_id, r.run_id, r.workflow_id,
+      r.requested_at, r.expires_at, w.agent_name, w.agent_tags
+    FROM approval_requests r
+    CROSS JOIN LATERAL (SELECT a.name AS agent_name, a.tags AS agent_tags FROM agents a
+      LEFT JOIN conversations cv ON cv.id = r.conversation_id
+      WHERE a.id = r.agent_id ${tag}
+        AND coalesce(cv.pending_approval, a.pending_approval)->>'message_id' = r.request_message_id
+      LIMIT 1) w
+    ${where}
+    ORDER BY r.requested_at ${direction}, r.request_message_id ${direction} LIMIT ${count}`;
+  return { sql, params: where.params };
 }
 
 /** Whether the request is still its conversation's pending approval (listWaitingCalls' test). */

@@ -40,6 +40,7 @@ import { requestParts } from './0034-request-parts';
 import { workerBuilds } from './0035-worker-builds';
 import { mcpServerConnections } from './0036-mcp-server-connections';
 import { agUiThreads } from './0037-ag-ui-threads';
+import { waitingApprovalsOrder } from './0038-waiting-approvals-order';
 
 export const migrations: Migration[] = [
   initial,
@@ -79,4 +80,5 @@ export const migrations: Migration[] = [
   workerBuilds,
   mcpServerConnections,
   agUiThreads,
+  waitingApprovalsOrder,
 ];

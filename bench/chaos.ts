@@ -16,7 +16,9 @@
  *   again (ToolCallInterrupted); nothing else changes because a process stopped.
  *
  * Needs PostgreSQL at DATABASE_URL (scripts/setup-postgres.sh), the Temporal CLI and bubblewrap, as the
- * tests do; writes bench/chaos.json (CHAOS_OUT) and exits 1 when anything above does not hold.
+ * tests do; writes bench/chaos.json (CHAOS_OUT) and exits 1 when anything above does not hold. With
+ * CHAOS_TEMPORAL=production it runs on Temporal's production server on PostgreSQL instead of a dev
+ * server (scripts/temporal-production.sh, started or joined) and writes bench/chaos-production.json.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +31,7 @@ import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/help
 import type { StubReply } from '../test/helpers/model-stub';
 import { createTestSchema } from '../test/helpers/postgres';
 import { startTemporalServer } from '../test/helpers/temporal-server';
+import { startProductionTemporal } from '../test/helpers/temporal-production';
 import {
   apiUrl,
   killProcess,
@@ -41,8 +44,14 @@ import { startCountingMcpServer } from '../test/helpers/mcp-servers';
 
 const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
+/** The Temporal server it runs on (CHAOS_TEMPORAL): a dev server of its own, or the production server. */
+const TEMPORAL = process.env.CHAOS_TEMPORAL === 'production' ? 'production' : 'dev';
+
 /** Where the figures go (CHAOS_OUT). */
-const OUT = path.resolve(projectRoot, process.env.CHAOS_OUT ?? 'bench/chaos.json');
+const OUT = path.resolve(
+  projectRoot,
+  process.env.CHAOS_OUT ?? (TEMPORAL === 'production' ? 'bench/chaos-production.json' : 'bench/chaos.json'),
+);
 
 const SETTINGS = {
   runs: numberSetting('CHAOS_RUNS', 1000),
@@ -134,7 +143,7 @@ const CLIENT_TOOL = {
 
 interface Infra {
   dataDir: string;
-  temporal: Awaited<ReturnType<typeof startTemporalServer>>['server'];
+  temporal: { address: string; stop(): Promise<void> };
   schema: Awaited<ReturnType<typeof createTestSchema>>;
   stub: OpenAiStub;
   mcp: Awaited<ReturnType<typeof startCountingMcpServer>>;
@@ -481,7 +490,8 @@ function verdict(
 async function startInfra(): Promise<Infra> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-chaos-'));
   fs.chmodSync(dataDir, 0o755);
-  const { server: temporal } = await startTemporalServer(dataDir);
+  const temporal =
+    TEMPORAL === 'production' ? await startProductionTemporal() : (await startTemporalServer(dataDir)).server;
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
   scriptedModel(stub);
@@ -521,6 +531,7 @@ async function main() {
     const figures = verdict(outcomes, returns, starts, await takeovers(infra.schema.url));
     result = {
       date: new Date().toISOString().slice(0, 10),
+      temporal: TEMPORAL,
       settings: SETTINGS,
       faults: cluster.faults,
       seconds: Math.round((Date.now() - began) / 1000),

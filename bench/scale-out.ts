@@ -33,6 +33,7 @@ import { startCountingMcpServer } from '../test/helpers/mcp-servers';
 import { startTemporalServer } from '../test/helpers/temporal-server';
 import { startProductionTemporal } from '../test/helpers/temporal-production';
 import { inParallel, percentiles } from './stats';
+import { writeFormatted } from './report';
 
 const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
@@ -275,7 +276,7 @@ async function main() {
     settings: SETTINGS,
     ...results,
   };
-  fs.writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
+  await writeFormatted(OUT, JSON.stringify(report));
   console.log(JSON.stringify(report, null, 2));
 }
 

@@ -238,6 +238,13 @@ start() {
       temporal_cli operator search-attribute create -n "$namespace" --name "$name" --type Keyword >/dev/null
     }
   done
+  # Like a namespace, a search attribute just registered is usable once the cache has it.
+  local query
+  query=$(printf "%s = '' AND " "${search_attributes[@]}")
+  until temporal_cli workflow count -n "$namespace" --query "${query% AND }" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || die "the search attributes are not usable after 60 s"
+    sleep 1
+  done
   say "ready: TEMPORAL_ADDRESS=$address TEMPORAL_NAMESPACE=$namespace"
 }
 

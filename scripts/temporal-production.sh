@@ -45,6 +45,9 @@ sql_host="${TEMPORAL_SQL_HOST:-127.0.0.1}"
 sql_port="${TEMPORAL_SQL_PORT:-5432}"
 sql_user="${TEMPORAL_SQL_USER:-root}"
 sql_password="${TEMPORAL_SQL_PASSWORD:-}"
+# Connections to the history database per service (each of the four has its own pool; visibility's
+# pools hold 2): at most 4 x (6 + 2) of PostgreSQL's max_connections, 100 by default.
+max_conns="${TEMPORAL_SQL_MAX_CONNS:-6}"
 dynamic_config="$root/deploy/temporal/dynamicconfig/dynamic.yaml"
 address="127.0.0.1:$port"
 pid_file="$state_dir/temporal-server.pid"
@@ -148,9 +151,9 @@ persistence:
   numHistoryShards: $shards
   datastores:
     postgres-default:
-$(sql_store temporal 20)
+$(sql_store temporal "$max_conns")
     postgres-visibility:
-$(sql_store temporal_visibility 10)
+$(sql_store temporal_visibility 2)
 global:
   membership:
     maxJoinDuration: 30s

@@ -39,7 +39,7 @@ describe('scripts/temporal-production.sh', () => {
 
   it("listens on ports of its own: not the dev server's, not Linux's ephemeral range", () => {
     const defaults = temporalServerSettings.parse({});
-    for (const env of [{}, { TEMPORAL_PRODUCTION_PORT: '9100' }]) {
+    for (const env of [{}, { TEMPORAL_PRODUCTION_PORT: '9100' }] as Record<string, string>[]) {
       const ports = Object.values(configOf(env).services).flatMap(({ rpc }) =>
         [rpc.grpcPort, rpc.membershipPort, rpc.httpPort].filter((port) => port !== undefined),
       );

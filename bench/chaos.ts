@@ -21,17 +21,13 @@
  * server (scripts/temporal-production.sh, started or joined) and writes bench/chaos-production.json.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Letta, { APIConnectionError, APIError } from '@letta-ai/letta-client';
 import pg from 'pg';
 import { projectRoot } from '../src/paths';
-import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
+import type { ChatRequest, OpenAiStub } from '../test/helpers/openai-stub';
 import type { StubReply } from '../test/helpers/model-stub';
-import { createTestSchema } from '../test/helpers/postgres';
-import { startTemporalServer } from '../test/helpers/temporal-server';
-import { startProductionTemporal } from '../test/helpers/temporal-production';
 import {
   apiUrl,
   killProcess,
@@ -40,9 +36,8 @@ import {
   startWorkerProcess,
 } from '../test/helpers/server-processes';
 import type { StartedProcess } from '../test/helpers/process';
-import { startCountingMcpServer } from '../test/helpers/mcp-servers';
-
-const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+import { numberSetting } from './stats';
+import { startInfra, type Infra } from './infra';
 
 /** The Temporal server it runs on (CHAOS_TEMPORAL): a dev server of its own, or the production server. */
 const TEMPORAL = process.env.CHAOS_TEMPORAL === 'production' ? 'production' : 'dev';
@@ -140,14 +135,6 @@ const CLIENT_TOOL = {
   description: 'Does something on the client.',
   parameters: { type: 'object', properties: { ms: { type: 'integer' } }, required: ['ms'] },
 };
-
-interface Infra {
-  dataDir: string;
-  temporal: { address: string; stop(): Promise<void> };
-  schema: Awaited<ReturnType<typeof createTestSchema>>;
-  stub: OpenAiStub;
-  mcp: Awaited<ReturnType<typeof startCountingMcpServer>>;
-}
 
 /** The API and the two workers, started again after each fault. */
 class Cluster {
@@ -490,21 +477,10 @@ function verdict(
   };
 }
 
-async function startInfra(): Promise<Infra> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-chaos-'));
-  fs.chmodSync(dataDir, 0o755);
-  const temporal =
-    TEMPORAL === 'production' ? await startProductionTemporal() : (await startTemporalServer(dataDir)).server;
-  const schema = await createTestSchema();
-  const stub = await startOpenAiStub();
-  scriptedModel(stub);
-  const mcp = await startCountingMcpServer();
-  return { dataDir, temporal, schema, stub, mcp };
-}
-
 async function main() {
   const began = Date.now();
-  const infra = await startInfra();
+  const infra = await startInfra('chaos', TEMPORAL);
+  scriptedModel(infra.stub);
   const env = await serverProcessEnv({
     dataDir: infra.dataDir,
     databaseUrl: infra.schema.url,
@@ -543,10 +519,7 @@ async function main() {
     };
   } finally {
     await cluster.stop().catch(() => undefined);
-    await infra.mcp.close();
-    await infra.stub.close();
-    await infra.temporal.stop();
-    await infra.schema.drop();
+    await infra.stop();
   }
   fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
   console.log(JSON.stringify(result, null, 2));

@@ -18,24 +18,13 @@ import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import { projectRoot } from '../src/paths';
 import { freePort } from '../test/helpers/env';
-import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
+import type { ChatRequest, OpenAiStub } from '../test/helpers/openai-stub';
 import type { StubReply } from '../test/helpers/model-stub';
-import { createTestSchema } from '../test/helpers/postgres';
 import { descendantsOf, type StartedProcess } from '../test/helpers/process';
-import {
-  apiUrl,
-  killProcess,
-  serverProcessEnv,
-  startApiProcess,
-  startWorkerProcess,
-} from '../test/helpers/server-processes';
-import { startCountingMcpServer } from '../test/helpers/mcp-servers';
-import { startTemporalServer } from '../test/helpers/temporal-server';
-import { startProductionTemporal } from '../test/helpers/temporal-production';
-import { inParallel, percentiles } from './stats';
+import * as serverProcesses from '../test/helpers/server-processes';
+import { inParallel, numberSetting, percentiles } from './stats';
 import { writeFormatted } from './report';
-
-const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+import { startInfra, type TemporalKind } from './infra';
 
 const SETTINGS = {
   apis: 2,
@@ -48,7 +37,7 @@ const SETTINGS = {
   toolTurns: numberSetting('SCALE_OUT_TOOL_TURNS', 2),
   callsPerTurn: numberSetting('SCALE_OUT_CALLS_PER_TURN', 5),
 };
-const TEMPORALS = (process.env.SCALE_OUT_TEMPORAL ?? 'dev,production').split(',') as ('dev' | 'production')[];
+const TEMPORALS = (process.env.SCALE_OUT_TEMPORAL ?? 'dev,production').split(',') as TemporalKind[];
 const OUT = path.resolve(projectRoot, process.env.SCALE_OUT_OUT ?? 'bench/scale-out.json');
 
 const PING_TOOL =
@@ -192,16 +181,10 @@ async function phase(cluster: Cluster, toolIds: string[], script: Script, turns:
 }
 
 /** The three phases on one Temporal server. */
-async function onTemporal(which: 'dev' | 'production') {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-scale-out-'));
-  fs.chmodSync(dataDir, 0o755);
-  const temporal =
-    which === 'production' ? await startProductionTemporal() : (await startTemporalServer(dataDir)).server;
-  const schema = await createTestSchema();
-  const stub = await startOpenAiStub();
+async function onTemporal(which: TemporalKind) {
+  const { dataDir, temporal, schema, stub, mcp, stop } = await startInfra('scale-out', which);
   scriptedModel(stub);
-  const mcp = await startCountingMcpServer();
-  const env = await serverProcessEnv({
+  const env = await serverProcesses.serverProcessEnv({
     dataDir,
     databaseUrl: schema.url,
     temporalAddress: temporal.address,
@@ -211,14 +194,14 @@ async function onTemporal(which: 'dev' | 'production') {
   try {
     for (let i = 0; i < SETTINGS.apis; i++) {
       const apiEnv = i === 0 ? env : { ...env, PORT: String(await freePort()) };
-      const started = await startApiProcess(apiEnv);
+      const started = await serverProcesses.startApiProcess(apiEnv);
       cluster.apis.push({
         process: started,
-        client: new Letta({ baseURL: apiUrl(apiEnv), apiKey: 'unused' }),
+        client: new Letta({ baseURL: serverProcesses.apiUrl(apiEnv), apiKey: 'unused' }),
       });
     }
     cluster.workers = await Promise.all(
-      Array.from({ length: SETTINGS.workers }, () => startWorkerProcess(env)),
+      Array.from({ length: SETTINGS.workers }, () => serverProcesses.startWorkerProcess(env)),
     );
     const { client } = cluster.apis[0];
     const ping = await client.tools.create({ source_code: PING_TOOL });
@@ -251,11 +234,8 @@ async function onTemporal(which: 'dev' | 'production') {
     };
   } finally {
     for (const proc of [...cluster.workers, ...cluster.apis.map((api) => api.process)])
-      await killProcess(proc, 'SIGTERM').catch(() => undefined);
-    await mcp.close();
-    await stub.close();
-    await temporal.stop();
-    await schema.drop();
+      await serverProcesses.killProcess(proc, 'SIGTERM').catch(() => undefined);
+    await stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

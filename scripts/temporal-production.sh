@@ -33,12 +33,12 @@
 # databases (`temporal-sql-tool drop-database`, or `dropdb`).
 set -euo pipefail
 
-version=1.29.1
 root=$(cd "$(dirname "$0")/.." && pwd)
-cache_dir="${TEMPORAL_SERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/letta-temporal}/temporal-server-$version"
-bin_dir="${TEMPORAL_SERVER_BIN_DIR:-$root/.tools/bin}"
 state_dir="${TEMPORAL_PRODUCTION_DIR:-$root/data/temporal-production}"
 port="${TEMPORAL_PRODUCTION_PORT:-7433}"
+version=1.29.1
+cache_dir="${TEMPORAL_SERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/letta-temporal}/temporal-server-$version"
+bin_dir="${TEMPORAL_SERVER_BIN_DIR:-$root/.tools/bin}"
 shards="${TEMPORAL_NUM_HISTORY_SHARDS:-4}"
 namespace="${TEMPORAL_NAMESPACE:-default}"
 sql_host="${TEMPORAL_SQL_HOST:-127.0.0.1}"

@@ -14,10 +14,11 @@
 # The server and `temporal-sql-tool` are built with `go install` from the Go module (Go >= 1.25 on
 # PATH, at /usr/local/go or GO_BIN; the module proxy; a few minutes, once) into a cache outside the clone
 # (TEMPORAL_SERVER_CACHE, default ~/.cache/letta-temporal) with the module's schema files, and linked
-# into .tools/bin (TEMPORAL_SERVER_BIN_DIR). v1.29.1 is the newest release the Go this project
-# installs (1.26.8) builds: v1.30 and later require go >= 1.26.10 in go.mod. It is also the server the
-# Temporal CLI 1.5.1 embeds (scripts/install-temporal.sh), so dev server and production server differ
-# in persistence and topology only. Its go.mod has no `replace` directive, which `go install` refuses.
+# into .tools/bin (TEMPORAL_SERVER_BIN_DIR). v1.29.1 is the newest release that Go 1.26.8 (this
+# machine's) builds as it is: v1.30 and later require go >= 1.26.10 in go.mod, which `go install` meets
+# only by fetching another toolchain. It is also the server the Temporal CLI 1.5.1 embeds
+# (scripts/install-temporal.sh), so dev server and production server differ in persistence and
+# topology only. Its go.mod has no `replace` directive, which `go install` refuses.
 #
 # Then, each step skipped when done: the databases `temporal` and `temporal_visibility` on PostgreSQL
 # (scripts/setup-postgres.sh: 127.0.0.1:5432, user root), their schemas set up and brought up to date

@@ -16,19 +16,18 @@
  *   again (ToolCallInterrupted); nothing else changes because a process stopped.
  *
  * Needs PostgreSQL at DATABASE_URL (scripts/setup-postgres.sh), the Temporal CLI and bubblewrap, as the
- * tests do; writes bench/chaos.json (CHAOS_OUT) and exits 1 when anything above does not hold.
+ * tests do; writes bench/chaos.json (CHAOS_OUT) and exits 1 when anything above does not hold. With
+ * CHAOS_TEMPORAL=production it runs on Temporal's production server on PostgreSQL instead of a dev
+ * server (scripts/temporal-production.sh, started or joined) and writes bench/chaos-production.json.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Letta, { APIConnectionError, APIError } from '@letta-ai/letta-client';
 import pg from 'pg';
 import { projectRoot } from '../src/paths';
-import { startOpenAiStub, type ChatRequest, type OpenAiStub } from '../test/helpers/openai-stub';
+import type { ChatRequest, OpenAiStub } from '../test/helpers/openai-stub';
 import type { StubReply } from '../test/helpers/model-stub';
-import { createTestSchema } from '../test/helpers/postgres';
-import { startTemporalServer } from '../test/helpers/temporal-server';
 import {
   apiUrl,
   killProcess,
@@ -37,12 +36,17 @@ import {
   startWorkerProcess,
 } from '../test/helpers/server-processes';
 import type { StartedProcess } from '../test/helpers/process';
-import { startCountingMcpServer } from '../test/helpers/mcp-servers';
+import { numberSetting } from './stats';
+import { startInfra, type Infra } from './infra';
 
-const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+/** The Temporal server it runs on (CHAOS_TEMPORAL): a dev server of its own, or the production server. */
+const TEMPORAL = process.env.CHAOS_TEMPORAL === 'production' ? 'production' : 'dev';
 
 /** Where the figures go (CHAOS_OUT). */
-const OUT = path.resolve(projectRoot, process.env.CHAOS_OUT ?? 'bench/chaos.json');
+const OUT = path.resolve(
+  projectRoot,
+  process.env.CHAOS_OUT ?? (TEMPORAL === 'production' ? 'bench/chaos-production.json' : 'bench/chaos.json'),
+);
 
 const SETTINGS = {
   runs: numberSetting('CHAOS_RUNS', 1000),
@@ -132,14 +136,6 @@ const CLIENT_TOOL = {
   parameters: { type: 'object', properties: { ms: { type: 'integer' } }, required: ['ms'] },
 };
 
-interface Infra {
-  dataDir: string;
-  temporal: Awaited<ReturnType<typeof startTemporalServer>>['server'];
-  schema: Awaited<ReturnType<typeof createTestSchema>>;
-  stub: OpenAiStub;
-  mcp: Awaited<ReturnType<typeof startCountingMcpServer>>;
-}
-
 /** The API and the two workers, started again after each fault. */
 class Cluster {
   api!: StartedProcess;
@@ -184,6 +180,9 @@ function faultLoop(cluster: Cluster) {
       else await cluster.faultWorker(n % 2);
     }
   })();
+  // A process that cannot start again ends the faults; stop() reports it, after the runs, and the
+  // cluster is stopped before the bench fails rather than left running by an unhandled rejection.
+  done.catch(() => undefined);
   return {
     async stop() {
       running = false;
@@ -478,20 +477,10 @@ function verdict(
   };
 }
 
-async function startInfra(): Promise<Infra> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-chaos-'));
-  fs.chmodSync(dataDir, 0o755);
-  const { server: temporal } = await startTemporalServer(dataDir);
-  const schema = await createTestSchema();
-  const stub = await startOpenAiStub();
-  scriptedModel(stub);
-  const mcp = await startCountingMcpServer();
-  return { dataDir, temporal, schema, stub, mcp };
-}
-
 async function main() {
   const began = Date.now();
-  const infra = await startInfra();
+  const infra = await startInfra('chaos', TEMPORAL);
+  scriptedModel(infra.stub);
   const env = await serverProcessEnv({
     dataDir: infra.dataDir,
     databaseUrl: infra.schema.url,
@@ -521,6 +510,7 @@ async function main() {
     const figures = verdict(outcomes, returns, starts, await takeovers(infra.schema.url));
     result = {
       date: new Date().toISOString().slice(0, 10),
+      temporal: TEMPORAL,
       settings: SETTINGS,
       faults: cluster.faults,
       seconds: Math.round((Date.now() - began) / 1000),
@@ -529,10 +519,7 @@ async function main() {
     };
   } finally {
     await cluster.stop().catch(() => undefined);
-    await infra.mcp.close();
-    await infra.stub.close();
-    await infra.temporal.stop();
-    await infra.schema.drop();
+    await infra.stop();
   }
   fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
   console.log(JSON.stringify(result, null, 2));

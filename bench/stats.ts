@@ -11,6 +11,9 @@ export interface Percentiles {
   n: number;
 }
 
+/** The number in environment variable `name`, or `fallback` when it is unset. */
+export const numberSetting = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
 /** Untimed runs before the timed ones: the first turns of an agent warm caches and compile code. */
 export const WARMUP = 3;
 

@@ -159,16 +159,19 @@ export async function streamingLatency() {
         throw new Error(`${latencies.length} tokens reached the clients of ${perTurn * streams} streamed`);
       return latencies;
     };
-    const figures: Record<string, ReturnType<typeof latencyFigures>> = {};
+    const figures: Record<string, ReturnType<typeof latencyFigures> & { load_average: number }> = {};
     for (const streams of [1, STREAMS]) {
       await round(streams);
-      figures[`streams_${streams}`] = latencyFigures(await round(streams));
+      const latencies = await round(streams);
+      // The machine's 1-minute load average after the round: a latency is only as good as the CPU it got.
+      figures[`streams_${streams}`] = { ...latencyFigures(latencies), load_average: os.loadavg()[0] };
     }
     return {
       token_to_client_ms: figures,
       token_gap_ms: GAP_MS,
       clock: 'performance.now() of the bench process, which runs both the model and the clients',
       target_p50_ms: STREAMING_TARGET_P50_MS,
+      cores: os.cpus().length,
     };
   } finally {
     if (server) await killProcess(server, 'SIGKILL');

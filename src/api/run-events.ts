@@ -8,7 +8,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database, Subscription } from '../db';
 import type { Logger } from '../logger';
 import { errorText } from '../temporal/connection';
-import { RUN_EVENTS_CHANNEL, TokenNoticeSchema, type TokenNotice } from '../db/token-deltas';
+import {
+  processTokenNotices,
+  RUN_EVENTS_CHANNEL,
+  TokenNoticeSchema,
+  type LocalTokenNotices,
+  type TokenNotice,
+} from '../db/token-deltas';
 
 const RESUBSCRIBE_MAX_MS = 30_000;
 
@@ -48,18 +54,23 @@ export class RunEvents {
   private subscription?: Subscription;
   private readonly stopping = new AbortController();
   private loop?: Promise<void>;
+  private unsubscribeLocal?: () => void;
 
+  /** `local`: the token notices of this process's model calls, heard at once rather than through the database. */
   constructor(
     private readonly db: Database,
     private readonly intervals: RunEventIntervals,
     private readonly log: Logger,
+    private readonly local: LocalTokenNotices = processTokenNotices,
   ) {}
 
   start(): void {
+    this.unsubscribeLocal = this.local.subscribe((notice) => this.handTokens(notice));
     this.loop = this.keepSubscribed();
   }
 
   async close(): Promise<void> {
+    this.unsubscribeLocal?.();
     this.stopping.abort();
     await this.subscription?.close().catch(() => {});
     await this.loop;
@@ -115,6 +126,11 @@ export class RunEvents {
     } catch (error) {
       return void this.log.warn({ error: errorText(error) }, 'ignored a malformed token notice');
     }
+    // This process's own notices came from `local`, each as it was published.
+    if (notice.origin !== this.local.origin) this.handTokens(notice);
+  }
+
+  private handTokens(notice: TokenNotice): void {
     for (const state of this.followers.get(notice.run_id) ?? []) state.onTokens?.(notice);
   }
 

@@ -105,9 +105,15 @@ function streamedTurn(base: string, agentId: string): Promise<number[]> {
           const events = pending.split('\n\n');
           pending = events.pop()!;
           for (const event of events) {
-            const data = event.startsWith('data: ') ? event.slice('data: '.length) : '';
+            const data = event.slice(event.indexOf('data: ') + 'data: '.length);
             if (!data.startsWith('{')) continue;
-            const chunk = JSON.parse(data) as { message_type: string; content?: unknown };
+            const chunk = JSON.parse(data) as {
+              message_type: string;
+              content?: unknown;
+              stop_reason?: string;
+            };
+            if (chunk.message_type === 'stop_reason' && chunk.stop_reason !== 'end_turn')
+              return reject(new Error(`the turn stopped: ${chunk.stop_reason}`));
             if (chunk.message_type !== 'assistant_message' || typeof chunk.content !== 'string') continue;
             for (const [, at] of chunk.content.matchAll(TOKEN)) latencies.push(now - Number(at));
           }
@@ -119,6 +125,12 @@ function streamedTurn(base: string, agentId: string): Promise<number[]> {
     request.on('error', reject);
     request.end(JSON.stringify({ messages: [{ role: 'user', content: 'Go' }], stream_tokens: true }));
   });
+}
+
+/** The CPU time process `pid` has used, in ms (clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const [utime, stime] = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').slice(11, 13);
+  return (Number(utime) + Number(stime)) * 10;
 }
 
 /** p50, p95, p99 and the largest, in ms. */
@@ -160,14 +172,20 @@ export async function streamingLatency() {
       return latencies;
     };
     const figures: Record<string, ReturnType<typeof latencyFigures> & { load_average: number }> = {};
+    const cpuPerToken: Record<string, number> = {};
     for (const streams of [1, STREAMS]) {
       await round(streams);
+      const cpu = processCpuMs(server.child.pid!);
       const latencies = await round(streams);
+      const key = `streams_${streams}`;
       // The machine's 1-minute load average after the round: a latency is only as good as the CPU it got.
-      figures[`streams_${streams}`] = { ...latencyFigures(latencies), load_average: os.loadavg()[0] };
+      figures[key] = { ...latencyFigures(latencies), load_average: os.loadavg()[0] };
+      // The server's CPU over the round (its turns' start and end too) per token: what the load costs it.
+      cpuPerToken[key] = Math.round(((processCpuMs(server.child.pid!) - cpu) / latencies.length) * 100) / 100;
     }
     return {
       token_to_client_ms: figures,
+      server_cpu_ms_per_token: cpuPerToken,
       token_gap_ms: GAP_MS,
       clock: 'performance.now() of the bench process, which runs both the model and the clients',
       target_p50_ms: STREAMING_TARGET_P50_MS,

@@ -17,13 +17,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestSchema } from '../test/helpers/postgres';
-import type { StartedProcess } from '../test/helpers/process';
-import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
-import { startTemporalServer } from '../test/helpers/temporal-server';
 import { postJson } from './paused-runs';
+import { printFigures, withServerProcess, type ServerProcess } from './server-process';
 import { percentiles } from './stats';
 
 /** Tokens measured at each concurrency: about this many, split evenly over its turns. */
@@ -38,11 +34,18 @@ export const STREAMING_TARGET_P50_MS = 5;
 const tokenText = (at: number) => `t${at.toFixed(3)};`;
 const TOKEN = /t(\d+\.\d{3});/g;
 
+interface StampingModel {
+  baseURL: string;
+  /** The next round: `together` turns of `tokens` tokens each. */
+  nextRound(tokens: number, together: number): void;
+  close(): Promise<void>;
+}
+
 /**
  * An OpenAI-compatible chat completions server that streams `tokens` stamped tokens per reply, paced,
  * once `together` requests have come: a round's turns start streaming at the same moment.
  */
-async function stampingModel() {
+async function stampingModel(): Promise<StampingModel> {
   let round = { tokens: 0, together: 1, waiting: [] as (() => void)[] };
   const server = http.createServer((req, res) => {
     req.resume();
@@ -76,7 +79,6 @@ async function stampingModel() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    /** The next round: `together` turns of `tokens` tokens each. */
     nextRound(tokens: number, together: number) {
       round = { tokens, together, waiting: [] };
     },
@@ -141,77 +143,51 @@ function latencyFigures(values: number[]) {
   return { p50, p95, p99: Math.round(p99 * 100) / 100, max, n };
 }
 
-/** Token latencies at 1 and at STREAMS turns streaming at once, each after an untimed round of its own. */
+/** Token latencies at 1 and at STREAMS turns at once, each after an untimed round of its own. */
 export async function streamingLatency() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
-  const schema = await createTestSchema();
   const model = await stampingModel();
-  const { server: temporal } = await startTemporalServer(dataDir);
-  const env = await serverProcessEnv({
-    dataDir,
-    databaseUrl: schema.url,
-    temporalAddress: temporal.address,
-    openAiBaseUrl: model.baseURL,
-    extra: { LOG_LEVEL: 'warn' },
-  });
-  let server: StartedProcess | undefined;
   try {
-    server = await startApiProcess(env, 'all');
-    const base = apiUrl(env);
-    const post = postJson(base);
-    const newAgent = async () =>
-      (await post('/v1/agents/', { model: 'openai/gpt-4o-mini', include_base_tools: false })).id as string;
-    /** `streams` turns at once, on agents of their own, about TOKENS tokens in all. */
-    const round = async (streams: number) => {
-      const perTurn = Math.ceil(TOKENS / streams);
-      const agents = await Promise.all(Array.from({ length: streams }, newAgent));
-      model.nextRound(perTurn, streams);
-      const latencies = (await Promise.all(agents.map((id) => streamedTurn(base, id)))).flat();
-      if (latencies.length !== perTurn * streams)
-        throw new Error(`${latencies.length} tokens reached the clients of ${perTurn * streams} streamed`);
-      return latencies;
-    };
-    const figures: Record<string, ReturnType<typeof latencyFigures> & { load_average: number }> = {};
-    const cpuPerToken: Record<string, number> = {};
-    for (const streams of [1, STREAMS]) {
-      await round(streams);
-      const cpu = processCpuMs(server.child.pid!);
-      const latencies = await round(streams);
-      const key = `streams_${streams}`;
-      // The machine's 1-minute load average after the round: a latency is only as good as the CPU it got.
-      figures[key] = { ...latencyFigures(latencies), load_average: os.loadavg()[0] };
-      // The server's CPU over the round (its turns' start and end too) per token: what the load costs it.
-      cpuPerToken[key] = Math.round(((processCpuMs(server.child.pid!) - cpu) / latencies.length) * 100) / 100;
-    }
-    return {
-      token_to_client_ms: figures,
-      server_cpu_ms_per_token: cpuPerToken,
-      token_gap_ms: GAP_MS,
-      clock: 'performance.now() of the bench process, which runs both the model and the clients',
-      target_p50_ms: STREAMING_TARGET_P50_MS,
-      cores: os.cpus().length,
-    };
+    return await withServerProcess(model.baseURL, (server) => measure(model, server), { LOG_LEVEL: 'warn' });
   } finally {
-    if (server) await killProcess(server, 'SIGKILL');
-    await temporal.stop();
     await model.close();
-    await schema.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-/** The CLI: the results on stdout, and in the file BENCH_OUT names if set. */
-if (require.main === module) {
-  streamingLatency().then(
-    (results) => {
-      const text = JSON.stringify(results, null, 2);
-      if (process.env.BENCH_OUT) fs.writeFileSync(process.env.BENCH_OUT, text);
-      console.log(text);
-      process.exit(0);
-    },
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
+async function measure(model: StampingModel, server: ServerProcess) {
+  const post = postJson(server.base);
+  const newAgent = async () =>
+    (await post('/v1/agents/', { model: 'openai/gpt-4o-mini', include_base_tools: false })).id as string;
+  /** `streams` turns at once, on agents of their own, about TOKENS tokens in all. */
+  const round = async (streams: number) => {
+    const perTurn = Math.ceil(TOKENS / streams);
+    const agents = await Promise.all(Array.from({ length: streams }, newAgent));
+    model.nextRound(perTurn, streams);
+    const latencies = (await Promise.all(agents.map((id) => streamedTurn(server.base, id)))).flat();
+    if (latencies.length !== perTurn * streams)
+      throw new Error(`${latencies.length} tokens reached the clients of ${perTurn * streams} streamed`);
+    return latencies;
+  };
+  const pid = server.process.child.pid!;
+  const figures: Record<string, ReturnType<typeof latencyFigures> & { load_average: number }> = {};
+  const cpuPerToken: Record<string, number> = {};
+  for (const streams of [1, STREAMS]) {
+    await round(streams);
+    const cpu = processCpuMs(pid);
+    const latencies = await round(streams);
+    const key = `streams_${streams}`;
+    // The machine's 1-minute load average after the round: a latency is only as good as the CPU it got.
+    figures[key] = { ...latencyFigures(latencies), load_average: os.loadavg()[0] };
+    // The server's CPU over the round (its turns' start and end too) per token: what the load costs it.
+    cpuPerToken[key] = Math.round(((processCpuMs(pid) - cpu) / latencies.length) * 100) / 100;
+  }
+  return {
+    token_to_client_ms: figures,
+    server_cpu_ms_per_token: cpuPerToken,
+    token_gap_ms: GAP_MS,
+    clock: 'performance.now() of the bench process, which runs both the model and the clients',
+    target_p50_ms: STREAMING_TARGET_P50_MS,
+    cores: os.cpus().length,
+  };
 }
+
+if (require.main === module) void printFigures(streamingLatency);

@@ -138,6 +138,45 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     bystander.stop();
   });
 
+  it('hands on the deltas of replies published at once in another process, each run its own, in order', async () => {
+    const runs = await Promise.all(Array.from({ length: 4 }, () => newRun(db)));
+    const heard = new Map<string, string>(runs.map((runId) => [runId, '']));
+    const followers = runs.map((runId) =>
+      events.follow(runId, {
+        onTokens: (notice) =>
+          heard.set(
+            runId,
+            heard.get(runId) + notice.deltas.map((d) => (d.part === 'text' ? d.text : '')).join(''),
+          ),
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const process = elsewhere();
+    const publishers = runs.map((runId) =>
+      tokenPublisher(
+        db,
+        { run_id: runId, message_id: `message-${runId}`, step_id: 'step-1' },
+        failOnError,
+        process,
+      ),
+    );
+    // The same pieces in every run, and pieces that repeat within one: notices alike but for their run.
+    const pieces = Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? 'same ' : `${i} `));
+    for (const piece of pieces)
+      for (const publisher of publishers) publisher.push({ part: 'text', text: piece });
+    const long = 'x'.repeat(20_000); // pieces of one notice each, alike
+    for (const publisher of publishers) publisher.push({ part: 'text', text: long });
+    await Promise.all(publishers.map((publisher) => publisher.close()));
+    const expected = pieces.join('') + long;
+    await eventually(
+      async () => [...heard.values()],
+      (texts) => texts.every((text) => text.length >= expected.length),
+      5_000,
+    );
+    expect([...heard.values()]).toEqual(runs.map(() => expected));
+    for (const follower of followers) follower.stop();
+  });
+
   it("hands a reply's token deltas from this process to its run's followers each at once, and once", async () => {
     const runId = await newRun(db);
     const heard: TokenDelta[] = [];

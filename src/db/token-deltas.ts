@@ -108,6 +108,83 @@ function notices(head: Omit<TokenNotice, 'deltas'>, deltas: TokenDelta[]): strin
   return payloads;
 }
 
+/** The notices of one `send`: it settles once the last has gone, failed if a statement of theirs failed. */
+interface SendGroup {
+  left: number;
+  error?: unknown;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * A process's notices on their way through PostgreSQL: those published while a statement is in flight
+ * go in the next, every run's together, in the order they came. A payload goes once per statement,
+ * since PostgreSQL folds identical notifications of one transaction into one: a repeated one waits for
+ * the next statement.
+ */
+class NoticeSender {
+  private queue: { payload: string; group: SendGroup }[] = [];
+  private sending = false;
+
+  constructor(private readonly db: Queryable) {}
+
+  /** Settles once `payloads` have gone, or fails with the error of a statement that carried them. */
+  send(payloads: string[]): Promise<void> {
+    if (!payloads.length) return Promise.resolve();
+    const sent = new Promise<void>((resolve, reject) => {
+      const group: SendGroup = { left: payloads.length, resolve, reject };
+      this.queue.push(...payloads.map((payload) => ({ payload, group })));
+    });
+    if (!this.sending) {
+      this.sending = true;
+      void this.drain();
+    }
+    return sent;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.nextStatement();
+      let error: unknown;
+      try {
+        await this.db.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [
+          RUN_EVENTS_CHANNEL,
+          batch.map((notice) => notice.payload),
+        ]);
+      } catch (failure) {
+        error = failure ?? new Error('a notification failed');
+      }
+      for (const { group } of batch) {
+        group.error ??= error;
+        if (--group.left === 0) {
+          if (group.error) group.reject(group.error);
+          else group.resolve();
+        }
+      }
+    }
+    // In the same synchronous stretch as the loop's last look: a notice queued after it starts a drain.
+    this.sending = false;
+  }
+
+  /** The queue's head up to its first repeated payload. */
+  private nextStatement() {
+    const payloads = new Set<string>();
+    let end = 0;
+    while (end < this.queue.length && !payloads.has(this.queue[end].payload))
+      payloads.add(this.queue[end++].payload);
+    return this.queue.splice(0, end);
+  }
+}
+
+/** One sender per database handle: the process's model calls share its statements. */
+const senders = new WeakMap<Queryable, NoticeSender>();
+
+function noticeSender(db: Queryable): NoticeSender {
+  let sender = senders.get(db);
+  if (!sender) senders.set(db, (sender = new NoticeSender(db)));
+  return sender;
+}
+
 export interface TokenPublisher {
   push(delta: TokenDelta): void;
   /** Sends what is gathered and settles once every notice has gone (or failed: they are best effort). */
@@ -116,9 +193,9 @@ export interface TokenPublisher {
 
 /**
  * Publishes one reply's deltas in order: to this process's API (`local`) each at once, and through
- * PostgreSQL each as soon as the notice before it has gone: those that come meanwhile go together in
- * the next (consecutive pieces of one part joined), so a model faster than the database is not one
- * notification per token. A failed notice is only logged: the stored reply makes up for it.
+ * PostgreSQL each as soon as the reply's notice before it has gone: those that come meanwhile go
+ * together in the next (consecutive pieces of one part joined), so a model faster than the database is
+ * not one notification per token. A failed notice is only logged: the stored reply makes up for it.
  */
 export function tokenPublisher(
   db: Queryable,
@@ -127,6 +204,7 @@ export function tokenPublisher(
   local = processTokenNotices,
 ): TokenPublisher {
   const head = { ...fields, origin: local.origin };
+  const sender = noticeSender(db);
   let gathered: TokenDelta[] = [];
   /** Whether a drain runs: it takes every delta gathered before its loop ends. */
   let sending = false;
@@ -137,8 +215,7 @@ export function tokenPublisher(
       const batch = gathered;
       gathered = [];
       try {
-        for (const payload of notices(head, batch))
-          await db.query('SELECT pg_notify($1, $2)', [RUN_EVENTS_CHANNEL, payload]);
+        await sender.send(notices(head, batch));
       } catch (error) {
         onError(error);
       }

@@ -55,6 +55,8 @@ export class RunEvents {
   private readonly stopping = new AbortController();
   private loop?: Promise<void>;
   private unsubscribeLocal?: () => void;
+  /** This process's `origin` field as a notice's JSON carries it. */
+  private readonly ownOrigin: string;
 
   /** `local`: the token notices of this process's model calls, heard at once rather than through the database. */
   constructor(
@@ -62,7 +64,9 @@ export class RunEvents {
     private readonly intervals: RunEventIntervals,
     private readonly log: Logger,
     private readonly local: LocalTokenNotices = processTokenNotices,
-  ) {}
+  ) {
+    this.ownOrigin = `"origin":${JSON.stringify(local.origin)}`;
+  }
 
   start(): void {
     this.unsubscribeLocal = this.local.subscribe((notice) => this.handTokens(notice));
@@ -120,14 +124,16 @@ export class RunEvents {
   }
 
   private heardTokens(payload: string): void {
+    // This process's own notices came from `local`, each as it was published. The key and its value
+    // appear unescaped only as the notice's own field: quotes inside a string are escaped.
+    if (payload.includes(this.ownOrigin)) return;
     let notice: TokenNotice;
     try {
       notice = TokenNoticeSchema.parse(JSON.parse(payload));
     } catch (error) {
       return void this.log.warn({ error: errorText(error) }, 'ignored a malformed token notice');
     }
-    // This process's own notices came from `local`, each as it was published.
-    if (notice.origin !== this.local.origin) this.handTokens(notice);
+    this.handTokens(notice);
   }
 
   private handTokens(notice: TokenNotice): void {

@@ -45,3 +45,13 @@ export function heartbeatProgress(details: unknown): void {
   progress.set(context, details);
   context.heartbeat(details);
 }
+
+/**
+ * Notes what the call has done so far for its next heartbeat (`withHeartbeats`', at most a second
+ * away): for progress that moves at every step of a busy loop (a streamed reply's deltas), where a
+ * heartbeat at each step would cost more than the step.
+ */
+export function noteProgress(details: unknown): void {
+  const context = Context.current();
+  if (!context.info.isLocal) progress.set(context, details);
+}

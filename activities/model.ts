@@ -28,7 +28,7 @@ import { canBeStrict, strictParameters } from '../src/schemas/strict-mode';
 import { inlineRefs } from '../src/schemas/json-refs';
 import type { Queryable } from '../src/db';
 import type { ActivityDeps } from './deps';
-import { heartbeatProgress, withHeartbeats } from './heartbeat';
+import { noteProgress, withHeartbeats } from './heartbeat';
 import { attemptInterrupted, cancelledByPerson, interruption } from './interruption';
 import { flushToolReturns, storeRequestInput } from './run-records';
 import { enterPause, waitOf } from './approvals';
@@ -156,14 +156,14 @@ const kindOf = (call: { name: string }, clientTools: ClientTool[]) =>
   clientTools.some((tool) => tool.name === call.name) ? ('client_tool' as const) : ('approval' as const);
 
 /**
- * A streamed reply's deltas handed on, each one a heartbeat that counts them: the Temporal UI shows the
- * pending call's progress, and a stalled stream is noticed by the heartbeat timeout.
+ * A streamed reply's deltas handed on and counted: the call's heartbeats carry the count, so the
+ * Temporal UI shows the pending call's progress.
  */
-function streamedWithHeartbeats(onDelta: (delta: ModelDelta) => void) {
+function streamedWithProgress(onDelta: (delta: ModelDelta) => void) {
   let deltas = 0;
   return (delta: ModelDelta) => {
-    heartbeatProgress({ deltas: ++deltas });
     onDelta(delta);
+    noteProgress({ deltas: ++deltas });
   };
 }
 
@@ -349,7 +349,7 @@ async function askModel(
       maxTokens: llm_config.max_tokens ?? undefined,
       reasoningEffort: llm_config.reasoning_effort ?? undefined,
     };
-    const onDelta = tokens && streamedWithHeartbeats(tokens.onDelta);
+    const onDelta = tokens && streamedWithProgress(tokens.onDelta);
     const answer = await withHeartbeats(
       provider.complete(request, Context.current().cancellationSignal, onDelta),
     );

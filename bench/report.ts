@@ -123,6 +123,7 @@ function rows(r: Results): string[][] {
       `${times(x.approval_to_model_over_one_activity_workflow)} one-activity workflow`,
     ],
     ...historyRows(r),
+    ...streamingRows(r),
     ...(memory
       ? [
           [
@@ -166,6 +167,21 @@ function historyRows(r: Results): string[][] {
         ]
       : []),
   ];
+}
+
+/** A streamed token's trip from the model to the client, at one turn and at 16 at once. */
+function streamingRows(r: Results): string[][] {
+  const figures = r.streaming?.token_to_client_ms as
+    Record<string, Percentiles & { p99: number; load_average: number }> | undefined;
+  if (!figures) return [];
+  return Object.entries(figures).map(([key, p], i) => [
+    i
+      ? `   ${key.replace('streams_', '')} turns at once`
+      : `Streamed token, model to client (\`stream_tokens\`): ${key.replace('streams_', '')} turn`,
+    `${ms(p)} (p99 ${p.p99} ms)`,
+    `load average ${p.load_average} on ${r.streaming.cores} cores`,
+    '',
+  ]);
 }
 
 /** Hand-written: where the time goes, from profiles, for the targets a run misses. */

@@ -1002,6 +1002,12 @@ async function main() {
     );
     lap('paused_runs_at_rest');
   }
+  if (!QUICK && (!ONLY || ONLY.includes('streaming'))) {
+    console.log('measuring streaming…');
+    // bench/streaming.ts in a process of its own, on a server process of its own; not when quick.
+    results.streaming = figuresOfChild('streaming.js', []);
+    lap('streaming');
+  }
   results.seconds = Math.round((Date.now() - began) / 1000);
   results.seconds_by_part = took;
   if (!ONLY) results.baseline = baselineMultiples(results);

@@ -12,7 +12,7 @@ import { silentLogger, testConfig } from './helpers/env';
 import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { agentWithRun } from './helpers/runs';
 import { eventually } from './helpers/eventually';
-import { tokenPublisher, type TokenNotice } from '../src/db/token-deltas';
+import { LocalTokenNotices, tokenPublisher, type TokenDelta, type TokenNotice } from '../src/db/token-deltas';
 
 /** Long enough that only a notification can wake a follower within a test's patience. */
 const NO_POLLING = { pollMs: 60_000, fallbackMs: 60_000 };
@@ -93,7 +93,13 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     expect(await within(next, 1_000)).toBe('woke'); // a stopped follower lets go of its waiter
   });
 
-  it("hands a reply's token deltas to its run's followers, in order, however long they are", async () => {
+  const failOnError = (error: unknown) => {
+    throw error;
+  };
+  /** The notices of a model call in another process: they reach this one through the database alone. */
+  const elsewhere = () => new LocalTokenNotices();
+
+  it("hands a reply's token deltas from another process to its run's followers, in order, however long they are", async () => {
     const [mine, other] = [await newRun(db), await newRun(db)];
     const notices: TokenNotice[] = [];
     const follower = events.follow(mine, { onTokens: (notice) => notices.push(notice) });
@@ -104,9 +110,8 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     const publisher = tokenPublisher(
       db,
       { run_id: mine, message_id: 'message-1', step_id: 'step-1' },
-      (e) => {
-        throw e;
-      },
+      failOnError,
+      elsewhere(),
     );
     for (const text of ['Hel', 'lo ', long]) publisher.push({ part: 'text', text });
     publisher.push({
@@ -131,6 +136,73 @@ function wakesFollowers(open: () => Promise<{ db: Database; done: () => Promise<
     expect(overheard).toEqual([]);
     follower.stop();
     bystander.stop();
+  });
+
+  it('hands on the deltas of replies published at once in another process, each run its own, in order', async () => {
+    const runs = await Promise.all(Array.from({ length: 4 }, () => newRun(db)));
+    const heard = new Map<string, string>(runs.map((runId) => [runId, '']));
+    const followers = runs.map((runId) =>
+      events.follow(runId, {
+        onTokens: (notice) =>
+          heard.set(
+            runId,
+            heard.get(runId) + notice.deltas.map((d) => (d.part === 'text' ? d.text : '')).join(''),
+          ),
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const process = elsewhere();
+    const publishers = runs.map((runId) =>
+      tokenPublisher(
+        db,
+        { run_id: runId, message_id: `message-${runId}`, step_id: 'step-1' },
+        failOnError,
+        process,
+      ),
+    );
+    // The same pieces in every run, and pieces that repeat within one: notices alike but for their run.
+    const pieces = Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? 'same ' : `${i} `));
+    for (const piece of pieces)
+      for (const publisher of publishers) publisher.push({ part: 'text', text: piece });
+    const long = 'x'.repeat(20_000); // pieces of one notice each, alike
+    for (const publisher of publishers) publisher.push({ part: 'text', text: long });
+    await Promise.all(publishers.map((publisher) => publisher.close()));
+    const expected = pieces.join('') + long;
+    await eventually(
+      async () => [...heard.values()],
+      (texts) => texts.every((text) => text.length >= expected.length),
+      5_000,
+    );
+    expect([...heard.values()]).toEqual(runs.map(() => expected));
+    for (const follower of followers) follower.stop();
+  });
+
+  it("hands a reply's token deltas from this process to its run's followers each at once, and once", async () => {
+    const runId = await newRun(db);
+    const heard: TokenDelta[] = [];
+    const follower = events.follow(runId, { onTokens: (notice) => heard.push(...notice.deltas) });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const head = { run_id: runId, message_id: 'message-1', step_id: 'step-1' };
+    const publisher = tokenPublisher(db, head, failOnError);
+    const pushed: TokenDelta[] = ['Hel', 'lo ', 'there'].map((text) => ({ part: 'text', text }));
+    for (const delta of pushed) {
+      publisher.push(delta);
+      // Handed on within the push: no timer, no round trip through the database.
+      expect(heard.at(-1)).toEqual(delta);
+    }
+    await publisher.close();
+    // A notice sent through the database after the publisher's: once it is heard, so were the
+    // publisher's own, which this process's followers already had.
+    const marker = tokenPublisher(db, head, failOnError, elsewhere());
+    marker.push({ part: 'reasoning', text: 'the last' });
+    await marker.close();
+    await eventually(
+      async () => heard.at(-1),
+      (last) => last?.part === 'reasoning',
+      5_000,
+    );
+    expect(heard).toEqual([...pushed, { part: 'reasoning', text: 'the last' }]);
+    follower.stop();
   });
 }
 

@@ -8,7 +8,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database, Subscription } from '../db';
 import type { Logger } from '../logger';
 import { errorText } from '../temporal/connection';
-import { RUN_EVENTS_CHANNEL, TokenNoticeSchema, type TokenNotice } from '../db/token-deltas';
+import {
+  processTokenNotices,
+  RUN_EVENTS_CHANNEL,
+  TokenNoticeSchema,
+  type LocalTokenNotices,
+  type TokenNotice,
+} from '../db/token-deltas';
 
 const RESUBSCRIBE_MAX_MS = 30_000;
 
@@ -48,18 +54,27 @@ export class RunEvents {
   private subscription?: Subscription;
   private readonly stopping = new AbortController();
   private loop?: Promise<void>;
+  private unsubscribeLocal?: () => void;
+  /** This process's `origin` field as a notice's JSON carries it. */
+  private readonly ownOrigin: string;
 
+  /** `local`: the token notices of this process's model calls, heard at once rather than through the database. */
   constructor(
     private readonly db: Database,
     private readonly intervals: RunEventIntervals,
     private readonly log: Logger,
-  ) {}
+    private readonly local: LocalTokenNotices = processTokenNotices,
+  ) {
+    this.ownOrigin = `"origin":${JSON.stringify(local.origin)}`;
+  }
 
   start(): void {
+    this.unsubscribeLocal = this.local.subscribe((notice) => this.handTokens(notice));
     this.loop = this.keepSubscribed();
   }
 
   async close(): Promise<void> {
+    this.unsubscribeLocal?.();
     this.stopping.abort();
     await this.subscription?.close().catch(() => {});
     await this.loop;
@@ -109,12 +124,19 @@ export class RunEvents {
   }
 
   private heardTokens(payload: string): void {
+    // This process's own notices came from `local`, each as it was published. The key and its value
+    // appear unescaped only as the notice's own field: quotes inside a string are escaped.
+    if (payload.includes(this.ownOrigin)) return;
     let notice: TokenNotice;
     try {
       notice = TokenNoticeSchema.parse(JSON.parse(payload));
     } catch (error) {
       return void this.log.warn({ error: errorText(error) }, 'ignored a malformed token notice');
     }
+    this.handTokens(notice);
+  }
+
+  private handTokens(notice: TokenNotice): void {
     for (const state of this.followers.get(notice.run_id) ?? []) state.onTokens?.(notice);
   }
 

@@ -1,15 +1,9 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { useAgentServer } from './helpers/agent-server';
 import { eventually } from './helpers/eventually';
-import { createTestSchema, type TestSchema } from './helpers/postgres';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
-import { testTemporalAddress } from './helpers/env';
 import type { StartedProcess } from './helpers/process';
-import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
+import { apiUrl, killProcess, processTestBed, startApiProcess } from './helpers/server-processes';
 
 /** The runs a schedule's firings made, oldest first. */
 const firingsOf = async (client: Letta, agentId: string, scheduleId: string) =>
@@ -119,28 +113,17 @@ describe('scheduled messages (agents.schedule)', () => {
 
 /** A recurring schedule keeps firing across a kill -9 and restart of the server between firings. */
 describe('scheduled messages across a kill -9 of the server', () => {
-  let dataDir: string;
-  let schema: TestSchema;
-  let stub: OpenAiStub;
+  let bed: Awaited<ReturnType<typeof processTestBed>>;
   let env: Record<string, string>;
   let server: StartedProcess | undefined;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-schedules-'));
-    schema = await createTestSchema();
-    stub = await startOpenAiStub();
-    env = await serverProcessEnv({
-      dataDir,
-      databaseUrl: schema.url,
-      temporalAddress: testTemporalAddress(),
-      openAiBaseUrl: stub.baseURL,
-    });
+    bed = await processTestBed('schedules');
+    env = bed.env;
   });
   afterAll(async () => {
     if (server) await killProcess(server, 'SIGKILL');
-    await stub?.close();
-    await schema?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   it('fires after the restart, one-time and recurring alike', async () => {

@@ -4,32 +4,20 @@
  * never on the workers that run turns. (Without a pool, calls run on the turn's queue:
  * test/local-tool-calls.test.ts.)
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Letta from '@letta-ai/letta-client';
 import pg from 'pg';
-import { testTemporalAddress } from './helpers/env';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub';
-import { createTestSchema, type TestSchema } from './helpers/postgres';
 import { startProcess, type StartedProcess } from './helpers/process';
-import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from './helpers/server-processes';
+import {
+  apiUrl,
+  killProcess,
+  processTestBed,
+  startApiProcess,
+  startWorkerProcess,
+} from './helpers/server-processes';
 import { connectTemporalClient, finishedTurnHistory, type HistoryEvent } from './helpers/temporal';
 
 const PING =
   'def ping(n: int) -> int:\n    """Returns n.\n\n    Args:\n        n: a number\n    """\n    return n * 2\n';
-
-/** Starts `--role=tools` and waits for its workers to poll. */
-async function startToolsProcess(env: Record<string, string>): Promise<StartedProcess> {
-  const tools = startProcess('node', ['dist/src/main.js', '--role=tools'], env);
-  const deadline = Date.now() + 60_000;
-  while (!tools.output().includes('worker polling')) {
-    if (tools.child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`the tools process did not start:\n${tools.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return tools;
-}
 
 /** The sandboxed call's scheduling and start: its queue, and the worker identity that took it. */
 function sandboxedCall(events: HistoryEvent[]) {
@@ -47,41 +35,29 @@ function sandboxedCall(events: HistoryEvent[]) {
 }
 
 describe('a sandbox pool of its own (TOOL_WORKER_POOLS=sandbox, --role=tools)', () => {
-  let dataDir: string;
-  let schema: TestSchema;
-  let stub: OpenAiStub;
+  let bed: Awaited<ReturnType<typeof processTestBed>>;
   let env: Record<string, string>;
   let server: StartedProcess;
   let tools: StartedProcess;
   let client: Letta;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-pools-'));
-    schema = await createTestSchema();
-    stub = await startOpenAiStub();
-    env = await serverProcessEnv({
-      dataDir,
-      databaseUrl: schema.url,
-      temporalAddress: testTemporalAddress(),
-      openAiBaseUrl: stub.baseURL,
-      extra: { TOOL_WORKER_POOLS: 'sandbox' },
-    });
+    bed = await processTestBed('pools', { TOOL_WORKER_POOLS: 'sandbox' });
+    env = bed.env;
     server = await startApiProcess(env, 'all');
-    tools = await startToolsProcess(env);
+    tools = await startWorkerProcess(env, 'tools');
     client = new Letta({ baseURL: apiUrl(env), apiKey: 'unused', maxRetries: 0 });
   });
   afterAll(async () => {
     if (server) await killProcess(server, 'SIGKILL');
     if (tools) await killProcess(tools, 'SIGKILL');
-    await stub?.close();
-    await schema?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   it('runs the sandboxed call on tools-sandbox, in the tools process alone', async () => {
     const tool = await client.tools.create({ source_code: PING });
     const agent = await client.agents.create({ model: 'openai/gpt-4o-mini', tool_ids: [tool.id] });
-    stub.enqueue({ toolCalls: [{ name: 'ping', arguments: { n: 21 } }] }, { text: 'Done.' });
+    bed.stub.enqueue({ toolCalls: [{ name: 'ping', arguments: { n: 21 } }] }, { text: 'Done.' });
     const response = await client.agents.messages.create(agent.id, {
       messages: [{ role: 'user', content: 'Ping' }],
     });
@@ -90,7 +66,7 @@ describe('a sandbox pool of its own (TOOL_WORKER_POOLS=sandbox, --role=tools)', 
       tool_return: '42',
     });
 
-    const db = new pg.Client({ connectionString: schema.url });
+    const db = new pg.Client({ connectionString: bed.schema.url });
     await db.connect();
     const [{ workflow_id: workflowId }] = (
       await db.query<{ workflow_id: string }>('SELECT workflow_id FROM runs WHERE id = $1', [

@@ -1,4 +1,9 @@
-import { freePort, uniqueSuffix } from './env';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, testTemporalAddress, uniqueSuffix } from './env';
+import { startOpenAiStub, type OpenAiStub } from './openai-stub';
+import { createTestSchema, type TestSchema } from './postgres';
 import { startProcess, waitForStatus, type StartedProcess } from './process';
 
 /**
@@ -24,6 +29,36 @@ export async function serverProcessEnv(options: {
   };
 }
 
+/**
+ * What server processes of a test run on: a data folder, a database schema and a model stub of its
+ * own, on the suite's Temporal server; `close` removes them.
+ */
+export async function processTestBed(
+  name: string,
+  extra?: Record<string, string>,
+): Promise<{ stub: OpenAiStub; schema: TestSchema; env: Record<string, string>; close(): Promise<void> }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `letta-${name}-`));
+  const schema = await createTestSchema();
+  const stub = await startOpenAiStub();
+  const env = await serverProcessEnv({
+    dataDir,
+    databaseUrl: schema.url,
+    temporalAddress: testTemporalAddress(),
+    openAiBaseUrl: stub.baseURL,
+    extra,
+  });
+  return {
+    stub,
+    schema,
+    env,
+    close: async () => {
+      await stub.close();
+      await schema.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export const apiUrl = (env: Record<string, string>) => `http://127.0.0.1:${env.PORT}`;
 
 /** The API alone (`--role=api`), or with the workers in the same process (`all`, as `npm start` runs). */
@@ -36,8 +71,12 @@ export async function startApiProcess(
   return api;
 }
 
-export async function startWorkerProcess(env: Record<string, string>): Promise<StartedProcess> {
-  const worker = startProcess('node', ['dist/src/main.js', '--role=worker'], env);
+/** A worker process (`--role=worker`, or a tool pool's `tools`), once its workers poll. */
+export async function startWorkerProcess(
+  env: Record<string, string>,
+  role: 'worker' | 'tools' = 'worker',
+): Promise<StartedProcess> {
+  const worker = startProcess('node', ['dist/src/main.js', `--role=${role}`], env);
   const deadline = Date.now() + 60_000;
   while (!worker.output().includes('worker polling')) {
     if (worker.child.exitCode !== null || Date.now() > deadline) {

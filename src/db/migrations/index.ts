@@ -41,6 +41,7 @@ import { workerBuilds } from './0035-worker-builds';
 import { mcpServerConnections } from './0036-mcp-server-connections';
 import { agUiThreads } from './0037-ag-ui-threads';
 import { waitingApprovalsOrder } from './0038-waiting-approvals-order';
+import { approvalChanges } from './0039-approval-changes';
 
 export const migrations: Migration[] = [
   initial,
@@ -81,4 +82,5 @@ export const migrations: Migration[] = [
   mcpServerConnections,
   agUiThreads,
   waitingApprovalsOrder,
+  approvalChanges,
 ];

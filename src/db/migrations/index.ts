@@ -42,6 +42,7 @@ import { mcpServerConnections } from './0036-mcp-server-connections';
 import { agUiThreads } from './0037-ag-ui-threads';
 import { waitingApprovalsOrder } from './0038-waiting-approvals-order';
 import { approvalChanges } from './0039-approval-changes';
+import { waitingCallCounts } from './0040-waiting-call-counts';
 
 export const migrations: Migration[] = [
   initial,
@@ -83,4 +84,5 @@ export const migrations: Migration[] = [
   agUiThreads,
   waitingApprovalsOrder,
   approvalChanges,
+  waitingCallCounts,
 ];

@@ -13,6 +13,8 @@ export const waitingCallCounts: Migration = {
   version: 40,
   name: 'waiting call counts',
   sql: `
+    -- No pause or answer between the count of those waiting and the triggers that count the rest.
+    LOCK TABLE approval_requests, approval_calls IN SHARE ROW EXCLUSIVE MODE;
     CREATE TABLE waiting_call_deltas (
       id bigserial PRIMARY KEY,
       kind text NOT NULL,

@@ -43,6 +43,7 @@ import { agUiThreads } from './0037-ag-ui-threads';
 import { waitingApprovalsOrder } from './0038-waiting-approvals-order';
 import { approvalChanges } from './0039-approval-changes';
 import { waitingCallCounts } from './0040-waiting-call-counts';
+import { conversationMessages } from './0041-conversation-messages';
 
 export const migrations: Migration[] = [
   initial,
@@ -85,4 +86,5 @@ export const migrations: Migration[] = [
   waitingApprovalsOrder,
   approvalChanges,
   waitingCallCounts,
+  conversationMessages,
 ];

@@ -289,16 +289,21 @@ export function searchMessages(
   );
 }
 
-/** The agent's assistant message that made the tool call (the newest, should an id repeat). */
+/**
+ * The assistant message that made the tool call (the newest, should an id repeat), in the conversation
+ * of the run `runId` that returns it: a turn's calls and returns share its conversation.
+ */
 export async function messageOfToolCall(
   db: Queryable,
-  agentId: string,
+  scope: { agentId: string; runId: string },
   toolCallId: string,
 ): Promise<MessageRow | undefined> {
   const [row] = await db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'assistant' AND tool_calls @> $2::jsonb
+    `SELECT * FROM messages m
+     WHERE ${inConversation('m', '$1', '(SELECT conversation_id FROM runs WHERE id = $3)')}
+       AND role = 'assistant' AND tool_calls @> $2::jsonb
      ORDER BY seq DESC LIMIT 1`,
-    [agentId, JSON.stringify([{ id: toolCallId }])],
+    [scope.agentId, JSON.stringify([{ id: toolCallId }]), scope.runId],
   );
   return row;
 }

@@ -45,7 +45,7 @@ export async function flushToolReturns(
   if (toolCallIds.length === 0) return;
   const [executions, call] = await Promise.all([
     toolExecutions(db, toolCallIds),
-    messageOfToolCall(db, agentId, toolCallIds[0]),
+    messageOfToolCall(db, { agentId, runId }, toolCallIds[0]),
   ]);
   const byId = new Map(executions.map((e) => [e.tool_call_id, e]));
   const returns = toolCallIds.map((id) => {

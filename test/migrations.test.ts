@@ -10,6 +10,7 @@ import { ensureBuiltinTools } from '../src/tools/builtin';
 import { insertMessage } from '../src/db/messages';
 import { setPendingApproval } from '../src/db/conversations';
 import { listWaitingCalls } from '../src/db/approval-requests';
+import { waitingCallCounts } from '../src/db/gauges';
 import { newId } from '../src/ids';
 
 const latest = Math.max(...migrations.map((m) => m.version));
@@ -128,6 +129,13 @@ describe('migrations on PostgreSQL', () => {
       arguments: calls[0].arguments,
     });
     expect(new Date(waiting.requested_at).toISOString()).toBe('2026-11-01T10:00:00.000Z');
+    // The metrics' count starts from the calls waiting as its migration runs.
+    expect(await waitingCallCounts(db)).toEqual(
+      expect.arrayContaining([
+        { kind: 'approval', count: 1 },
+        { kind: 'client_tool', count: 1 },
+      ]),
+    );
   });
 });
 

@@ -1,6 +1,6 @@
-import type { Queryable } from '../src/db/database';
 import { listWaitingCalls, type WaitingFilters } from '../src/db/approval-requests';
 import { useTestDatabase } from './helpers/test-database';
+import { explaining, rowsRead } from './helpers/query-plans';
 
 /**
  * The approval inbox's listing (GET /v1/approvals/) on the database alone: every waiting call once, in
@@ -107,40 +107,6 @@ describe('the waiting approvals listing', () => {
       }
     }
   });
-
-  /** The plan of each statement `db` runs, run by EXPLAIN ANALYZE instead. */
-  function explaining(db: Queryable) {
-    const plans: unknown[] = [];
-    const explainer: Queryable = {
-      exec: (script) => db.exec(script),
-      query: async <Row>(sql: string, params?: unknown[]) => {
-        const [row] = await db.query<{ 'QUERY PLAN': unknown[] }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
-          params,
-        );
-        plans.push(row['QUERY PLAN'][0]);
-        return [] as Row[];
-      },
-    };
-    return { explainer, plans };
-  }
-
-  /** Rows each table's scans read in a plan (each scan's rows times its loops, before filters too). */
-  function rowsRead(plan: unknown): Record<string, number> {
-    const read: Record<string, number> = {};
-    const visit = (node: Record<string, unknown>) => {
-      const table = node['Relation Name'] as string | undefined;
-      if (table) {
-        const rows =
-          ((node['Actual Rows'] as number) + ((node['Rows Removed by Filter'] as number) ?? 0)) *
-          (node['Actual Loops'] as number);
-        read[table] = (read[table] ?? 0) + rows;
-      }
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
-    };
-    visit((plan as { Plan: Record<string, unknown> }).Plan);
-    return read;
-  }
 
   it('reads about as many rows as a page shows, at its head, deep down and for one agent', async () => {
     await seed('s', { count: 20_000, agents: 2_000, callsPer: 2, tie: 1 });

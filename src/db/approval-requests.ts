@@ -174,6 +174,11 @@ export function listWaitingCalls(db: Queryable, filters: WaitingFilters, page: P
 const REQUEST_OF_CALL = `(SELECT r2.requested_at, r2.request_message_id FROM approval_calls c2
   JOIN approval_requests r2 ON r2.request_message_id = c2.request_message_id WHERE c2.tool_call_id = ?)`;
 
+/** The agent (`a`) of request `r` while `r` is the pending approval of its conversation (or agent). */
+const PENDING_IN_ITS_CONVERSATION = `FROM agents a LEFT JOIN conversations cv ON cv.id = r.conversation_id
+  WHERE a.id = r.agent_id
+    AND coalesce(cv.pending_approval, a.pending_approval)->>'message_id' = r.request_message_id`;
+
 /**
  * The statement of the requests that hold a page of waiting calls, with its parameters: read in the
  * page's direction from the index of waiting requests (migration 0038), from the cursor's own request
@@ -207,10 +212,7 @@ function waitingRequests(filters: WaitingFilters, page: Page) {
   const sql = `SELECT r.request_message_id, r.agent_id, r.conversation_id, r.run_id, r.workflow_id,
       r.requested_at, r.expires_at, w.agent_name, w.agent_tags
     FROM approval_requests r
-    CROSS JOIN LATERAL (SELECT a.name AS agent_name, a.tags AS agent_tags FROM agents a
-      LEFT JOIN conversations cv ON cv.id = r.conversation_id
-      WHERE a.id = r.agent_id ${tag}
-        AND coalesce(cv.pending_approval, a.pending_approval)->>'message_id' = r.request_message_id
+    CROSS JOIN LATERAL (SELECT a.name AS agent_name, a.tags AS agent_tags ${PENDING_IN_ITS_CONVERSATION} ${tag}
       LIMIT 1) w
     ${where}
     ORDER BY r.requested_at ${direction}, r.request_message_id ${direction} LIMIT ${count}`;
@@ -221,6 +223,41 @@ function waitingRequests(filters: WaitingFilters, page: Page) {
 export async function stillWaits(db: Queryable, requestMessageId: string): Promise<boolean> {
   const [call] = await listWaitingCalls(db, { requestMessageId }, { limit: 1, order: 'desc' });
   return call !== undefined;
+}
+
+/** A request as a change left it: `version` names the transaction that wrote it (migration 0039). */
+export interface ApprovalChange {
+  request_message_id: string;
+  version: string;
+  /** Whether it is its conversation's pending approval, unanswered (listWaitingCalls' test). */
+  waits: boolean;
+}
+
+/**
+ * The requests of `agentIds` (none: all) changed by transactions from `since` on (none: from the
+ * horizon on, the changes a first read must know of to tell them from later ones), and the horizon of
+ * the snapshot they were read in: every transaction before it had ended, so a later read from the
+ * horizon on misses no change this one did not see. Rows read: the changes since `since`.
+ */
+export async function approvalChangesSince(
+  db: Queryable,
+  since: string | undefined,
+  agentIds?: string[],
+): Promise<{ horizon: string; changes: ApprovalChange[] }> {
+  const where = whereClause();
+  if (since === undefined) where.add('r.changed_by >= pg_snapshot_xmin(pg_current_snapshot())');
+  else where.add('r.changed_by >= ?::xid8', since);
+  if (agentIds) where.add('r.agent_id = ANY(?)', agentIds);
+  // One statement, one snapshot: the horizon is that of the snapshot the changes are read in.
+  const [row] = await db.query<{ horizon: string; changes: ApprovalChange[] }>(
+    `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon,
+       (SELECT coalesce(json_agg(json_build_object('request_message_id', r.request_message_id,
+          'version', r.changed_by::text,
+          'waits', r.answered_at IS NULL AND EXISTS (SELECT 1 ${PENDING_IN_ITS_CONVERSATION}))), '[]')
+        FROM approval_requests r ${where}) AS changes`,
+    where.params,
+  );
+  return row;
 }
 
 export type ApprovalRecord = ApprovalRequestRow & { calls: ApprovalCallRow[] };

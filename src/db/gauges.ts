@@ -1,15 +1,14 @@
 /**
- * What the metrics read from the database at each scrape. Waiting calls are found by a partial index;
- * queued runs by a scan of `runs` for status `created`.
+ * What the metrics read from the database at each scrape. Waiting calls are summed from the deltas
+ * their changes leave (migration 0040), a few rows however many wait; queued runs by a scan of `runs`
+ * for status `created`.
  */
 import type { Queryable } from './database';
 
 /** Calls waiting for an answer, by kind (`approval`: a person's; `client_tool`: the client's return). */
 export async function waitingCallCounts(db: Queryable): Promise<{ kind: string; count: number }[]> {
   return db.query<{ kind: string; count: number }>(
-    `SELECT c.kind, count(*)::int AS count FROM approval_requests r
-       JOIN approval_calls c USING (request_message_id)
-     WHERE r.answered_at IS NULL GROUP BY c.kind`,
+    `SELECT kind, sum(delta)::int AS count FROM waiting_call_deltas GROUP BY kind`,
   );
 }
 

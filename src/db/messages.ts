@@ -103,10 +103,19 @@ export async function agentMessageIds(db: Queryable, agentId: string): Promise<s
   return rows.map((row) => row.id);
 }
 
+/**
+ * The condition on messages `m` of the agent `agentId` in the conversation `conversationId` (SQL
+ * expressions; a null conversation: the agent's own history) that the index of each conversation's
+ * messages in order answers (migration 0041): the conversation's messages alone are read, whatever the
+ * agent's other conversations hold.
+ */
+export const inConversation = (m: string, agentId: string, conversationId: string) =>
+  `${m}.agent_id = ${agentId} AND coalesce(${m}.conversation_id, '') = coalesce(${conversationId}, '')`;
+
 /** Every message of a conversation (null: the agent's own history), oldest first. */
 export function conversationMessages(db: Queryable, ref: ConversationRef): Promise<MessageRow[]> {
   return db.query<MessageRow>(
-    'SELECT * FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 ORDER BY seq',
+    `SELECT * FROM messages m WHERE ${inConversation('m', '$1', '$2')} ORDER BY seq`,
     [ref.agentId, ref.conversationId],
   );
 }
@@ -159,8 +168,7 @@ interface ContextWindow {
 
 const transcriptSince = (db: Queryable, ref: ConversationRef, window: ContextWindow | undefined) =>
   db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 AND seq >= $3
-     ORDER BY seq`,
+    `SELECT * FROM messages m WHERE ${inConversation('m', '$1', '$2')} AND seq >= $3 ORDER BY seq`,
     [ref.agentId, ref.conversationId, window?.context_start_seq ?? 0],
   );
 
@@ -281,16 +289,21 @@ export function searchMessages(
   );
 }
 
-/** The agent's assistant message that made the tool call (the newest, should an id repeat). */
+/**
+ * The assistant message that made the tool call (the newest, should an id repeat), in the conversation
+ * of the run `runId` that returns it: a turn's calls and returns share its conversation.
+ */
 export async function messageOfToolCall(
   db: Queryable,
-  agentId: string,
+  scope: { agentId: string; runId: string },
   toolCallId: string,
 ): Promise<MessageRow | undefined> {
   const [row] = await db.query<MessageRow>(
-    `SELECT * FROM messages WHERE agent_id = $1 AND role = 'assistant' AND tool_calls @> $2::jsonb
+    `SELECT * FROM messages m
+     WHERE ${inConversation('m', '$1', '(SELECT conversation_id FROM runs WHERE id = $3)')}
+       AND role = 'assistant' AND tool_calls @> $2::jsonb
      ORDER BY seq DESC LIMIT 1`,
-    [agentId, JSON.stringify([{ id: toolCallId }])],
+    [scope.agentId, JSON.stringify([{ id: toolCallId }]), scope.runId],
   );
   return row;
 }
@@ -300,9 +313,9 @@ export async function messageOfToolCall(
  * context starts afresh, without a summary.
  */
 export async function resetHistory(db: Queryable, ref: ConversationRef): Promise<void> {
-  await db.query(
-    `DELETE FROM messages WHERE agent_id = $1 AND conversation_id IS NOT DISTINCT FROM $2 AND role <> 'system'`,
-    [ref.agentId, ref.conversationId],
-  );
+  await db.query(`DELETE FROM messages m WHERE ${inConversation('m', '$1', '$2')} AND role <> 'system'`, [
+    ref.agentId,
+    ref.conversationId,
+  ]);
   await setContextWindow(db, ref, 0, null);
 }

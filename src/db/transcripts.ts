@@ -14,6 +14,7 @@
  */
 import type { Queryable } from './database';
 import type { TranscriptRow } from './rows';
+import { inConversation } from './messages';
 
 /** The last transcript a process read of an agent: its window and its messages, by seq. */
 interface CachedTranscript {
@@ -44,14 +45,13 @@ export const WINDOW = `SELECT r.agent_id, r.conversation_id,
   WHERE r.id = $1`;
 
 /** The run's messages the model sees, bounded by the window's values read once (InitPlans). */
-const IN_WINDOW = `m.agent_id = (SELECT agent_id FROM w)
-    AND m.conversation_id IS NOT DISTINCT FROM (SELECT conversation_id FROM w)
+const IN_WINDOW = `${inConversation('m', '(SELECT agent_id FROM w)', '(SELECT conversation_id FROM w)')}
     AND m.seq >= (SELECT start_seq FROM w) AND m.role IN ('user', 'assistant', 'tool')`;
 
 /**
- * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent and
- * the window's start bound the index scan of messages (agent_id, seq): joined, the start was only a
- * filter over every message of the agent. Of the messages up to `known` ($2, when the window is the
+ * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent, its
+ * conversation and the window's start bound the index scan of the conversation's messages in order
+ * (inConversation): joined, the start would only filter every message of the agent. Of the messages up to `known` ($2, when the window is the
  * cached one's: $3, $4) only their seqs come back, as one list; a row per newer message, or one row of
  * the window alone.
  */

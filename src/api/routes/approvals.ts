@@ -25,6 +25,7 @@ import { getMessage, listMessages } from '../../db/messages';
 import { answerApprovalRequest } from '../../agent/turns';
 import type { ApprovalAnswer } from '../../approvals/answering';
 import { openEventStream } from '../event-stream';
+import { ApprovalChangeFeed } from '../../approvals/inbox-events';
 
 /** Messages shown before a request, for its context. */
 const CONTEXT_MESSAGES = 12;
@@ -158,25 +159,16 @@ async function answerApprovalRequestRoute(
 async function streamChanges(ctx: ApiContext, res: Response, agentIds: string[] | undefined) {
   // Until the client goes, or the server stops.
   const closed = AbortSignal.any([openEventStream(res), ctx.approvalWakes.stopped]);
-  const waitingNow = async () =>
-    new Set(
-      (await listWaitingCalls(ctx.db, { agentIds }, { limit: 1000, order: 'desc' })).map(
-        (call) => call.request_message_id,
-      ),
-    );
+  const feed = new ApprovalChangeFeed(ctx.db, agentIds);
   try {
-    let known = await waitingNow();
+    await feed.start();
     res.write(': connected\n\n');
     while (!closed.aborted) {
       await ctx.approvalWakes.next(closed);
       if (closed.aborted) break;
-      const now = await waitingNow();
-      const change = (ids: Set<string>, not: Set<string>, kind: string) =>
-        [...ids].filter((id) => !not.has(id)).map((id) => ({ approval_request_id: id, change: kind }));
-      const changes = [...change(now, known, 'requested'), ...change(known, now, 'answered')];
-      for (const event of changes) res.write(`event: approvals\ndata: ${JSON.stringify(event)}\n\n`);
-      if (!changes.length) res.write(': keep-alive\n\n');
-      known = now;
+      const events = await feed.read();
+      for (const event of events) res.write(`event: approvals\ndata: ${JSON.stringify(event)}\n\n`);
+      if (!events.length) res.write(': keep-alive\n\n');
     }
   } catch (error) {
     // The client learns of it by the stream's end, and reconnects.

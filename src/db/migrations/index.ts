@@ -41,6 +41,9 @@ import { workerBuilds } from './0035-worker-builds';
 import { mcpServerConnections } from './0036-mcp-server-connections';
 import { agUiThreads } from './0037-ag-ui-threads';
 import { waitingApprovalsOrder } from './0038-waiting-approvals-order';
+import { approvalChanges } from './0039-approval-changes';
+import { waitingCallCounts } from './0040-waiting-call-counts';
+import { conversationMessages } from './0041-conversation-messages';
 
 export const migrations: Migration[] = [
   initial,
@@ -81,4 +84,7 @@ export const migrations: Migration[] = [
   mcpServerConnections,
   agUiThreads,
   waitingApprovalsOrder,
+  approvalChanges,
+  waitingCallCounts,
+  conversationMessages,
 ];

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApprovalChangeFeed, type ApprovalEvent } from '../src/approvals/inbox-events';
 import { approvalChangesSince } from '../src/db/approval-requests';
 import { useTestDatabase } from './helpers/test-database';
@@ -53,8 +54,23 @@ describe('the approval change feed', () => {
     expect(await feed.read()).toEqual([]);
   });
 
+  /**
+   * A horizon past the seeded requests: the horizon is the oldest transaction open on the whole
+   * PostgreSQL server, where other test files' transactions may stay open for a while.
+   */
+  async function horizonPastSeeds(): Promise<string> {
+    const [{ last }] = await h.db.query<{ last: string }>(
+      'SELECT max(changed_by)::text AS last FROM approval_requests',
+    );
+    for (const deadline = Date.now() + 60_000; ; await sleep(100)) {
+      const { horizon } = await approvalChangesSince(h.db, undefined, ['no-agent']);
+      if (BigInt(horizon) > BigInt(last)) return horizon;
+      if (Date.now() > deadline) throw new Error(`a transaction older than ${last} stayed open for a minute`);
+    }
+  }
+
   it('reads the changes since its last read, not the waiting ones', async () => {
-    const { horizon } = await approvalChangesSince(h.db, undefined);
+    const horizon = await horizonPastSeeds();
     await h.db.exec(answer('s', 1) + answer('s', 2));
     const { explainer, plans } = explaining(h.db);
     await approvalChangesSince(explainer, horizon);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Logger } from '../logger';
 import { connectTemporal, errorText } from './connection';
@@ -107,7 +108,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   fs.mkdirSync(dataDir, { recursive: true });
   const pidFile = path.join(dataDir, 'temporal.pid');
   const dbFile = path.join(dataDir, 'temporal.db');
-  killLeftover(pidFile, dbFile, log);
+  await killLeftover(pidFile, dbFile, log);
 
   const args = [
     'server', 'start-dev',
@@ -170,8 +171,15 @@ function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
   });
 }
 
-/** A dev server left by a process that died without stopping it would hold the port and the db file. */
-function killLeftover(pidFile: string, dbFile: string, log: Logger): void {
+/** How long a leftover dev server may take to go once killed: its ports are free only then. */
+const LEFTOVER_EXIT_MS = 10_000;
+
+/**
+ * A dev server left by a process that died without stopping it would hold the port and the db file:
+ * it is killed, and the start waits until it has gone (it is not this process's child, so its exit is
+ * seen in /proc), since its ports stay bound until then.
+ */
+async function killLeftover(pidFile: string, dbFile: string, log: Logger): Promise<void> {
   if (!fs.existsSync(pidFile)) return;
   const pid = Number(fs.readFileSync(pidFile, 'utf8'));
   fs.rmSync(pidFile, { force: true });
@@ -181,7 +189,10 @@ function killLeftover(pidFile: string, dbFile: string, log: Logger): void {
     process.kill(pid, 'SIGKILL');
   } catch (error) {
     log.warn({ pid, error: errorText(error) }, 'could not stop the leftover Temporal dev server');
+    return;
   }
+  for (const deadline = Date.now() + LEFTOVER_EXIT_MS; isDevServerOn(pid, dbFile); await sleep(50))
+    if (Date.now() > deadline) throw new Error(`the leftover Temporal dev server (pid ${pid}) did not exit`);
 }
 
 function isDevServerOn(pid: number, dbFile: string): boolean {

@@ -51,9 +51,9 @@ const IN_WINDOW = `${inConversation('m', '(SELECT agent_id FROM w)', '(SELECT co
 /**
  * The window's values as InitPlans (a materialized CTE read by scalar subqueries), so that the agent, its
  * conversation and the window's start bound the index scan of the conversation's messages in order
- * (inConversation): joined, the start would only filter every message of the agent. Of the messages up to `known` ($2, when the window is the
- * cached one's: $3, $4) only their seqs come back, as one list; a row per newer message, or one row of
- * the window alone.
+ * (inConversation): joined, the start would only filter every message of the agent. Of the messages up
+ * to `known` ($2, when the window is the cached one's: $3, $4) only their seqs come back, as one list;
+ * a row per newer message, or one row of the window alone.
  */
 const TRANSCRIPT = `WITH w AS MATERIALIZED (${WINDOW}),
   k AS MATERIALIZED (SELECT CASE WHEN conversation_id IS NOT DISTINCT FROM $3::text AND start_seq = $4::bigint

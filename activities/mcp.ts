@@ -12,7 +12,7 @@ import type { McpClientPool } from '../src/mcp/client-pool';
 import { McpAuthError, McpConnectionError } from '../src/mcp/connection';
 import { answerMcpElicitation, callMcpTool, serverGone } from '../src/mcp/tool-call';
 import { serverForAgent } from '../src/mcp/acting-identity';
-import { getElicitation, recordElicitation } from '../src/db/mcp-elicitations';
+import { recordElicitation } from '../src/db/mcp-elicitations';
 import { mcpToolTimeoutMs } from '../src/tools/tool-timeout';
 import { heartbeatProgress } from './heartbeat';
 import { limitImages } from '../src/returns/return-parts';
@@ -79,7 +79,7 @@ export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActiv
     // A task an interrupted attempt started is followed on, never started again.
     resumes: ({ mcpServer }) =>
       mcpServer !== undefined && earlierTaskId(Context.current(), mcpServer.id) !== undefined,
-    async execute({ input, tool, args, signal, mcpServer }) {
+    async execute({ input, tool, args, signal, mcpServer, elicitation: asked }) {
       if (!mcpServer) throw serverGone(tool);
       const server = await serverForAgent(db, input.agentId, mcpServer);
       const context = Context.current();
@@ -95,7 +95,6 @@ export function mcpExecutor({ db, pool, callTimeoutMs, imageMaxBytes }: McpActiv
         elicitation: { pauseAs: input.toolCallId },
       };
       try {
-        const asked = await getElicitation(db, input.toolCallId);
         if (asked && !asked.answer) return { pausedFor: 'elicitation' };
         const outcome = asked?.answer
           ? await answerMcpElicitation(pool, server, tool, args, { ...asked, answer: asked.answer }, options)

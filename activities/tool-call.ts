@@ -9,6 +9,7 @@ import { Context } from '@temporalio/activity';
 import type { Database, Queryable } from '../src/db';
 import type { AgentRow, MemoryBlock, ToolRow } from '../src/db/rows';
 import type { McpServerRow } from '../src/db/mcp-servers';
+import type { McpElicitationRow } from '../src/db/mcp-elicitations';
 import { readToolCall, type SandboxContext, type ToolCallRead } from '../src/db/tool-calls';
 import { abandonClaim, releaseClaim, type ClaimHolder } from '../src/db/tool-claims';
 import {
@@ -46,6 +47,8 @@ export interface ToolCall {
   signal: AbortSignal;
   /** An MCP tool's server, read with the call; none when it is no longer registered. */
   mcpServer?: McpServerRow;
+  /** What the MCP server asked when it paused this call, read with it; none when it never did. */
+  elicitation?: McpElicitationRow;
   /**
    * The agent's blocks, read with the call: a memory tool's to plan its edit from (none when they
    * changed before its write: it plans again under the lock), a sandboxed tool's for its `agent_state`.
@@ -315,6 +318,7 @@ async function runAndRecord(
       tool,
       args: argumentsOf(read, input, agent, tool),
       mcpServer: read.mcpServer,
+      elicitation: read.elicitation,
       blocks: read.blocks,
       sandbox: read.sandbox,
     };

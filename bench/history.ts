@@ -68,3 +68,56 @@ export const perUnitOf = (more: HistorySize, fewer: HistorySize, units: number):
   bytes: (more.bytes - fewer.bytes) / units,
   billable_actions: (more.billable_actions - fewer.billable_actions) / units,
 });
+
+/**
+ * Where one activity's cycle in a workflow goes, from the times its history records (the server's
+ * clock): from its scheduling to its start (none when the worker took it eagerly), its run (the
+ * worker's code and its report of the result), until the workflow task that follows starts, that task
+ * (the workflow's code and its completion), and anything else until the next activity is scheduled
+ * (more workflow tasks, e.g. for local activities). Each the milliseconds of one cycle, one entry for
+ * each `activityType` activity that another follows.
+ */
+export interface ActivityCycle {
+  to_start: number;
+  run: number;
+  to_workflow_task: number;
+  workflow_task: number;
+  other: number;
+}
+
+/** When the server recorded `event`, in milliseconds. */
+export const eventMillis = (event: HistoryEvent) =>
+  Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+
+export function activityCycles(events: HistoryEvent[], activityType: string): ActivityCycle[] {
+  const id = (e: HistoryEvent) => Number(e.eventId);
+  const scheduled = events.filter(
+    (e) =>
+      e.eventType === Type.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+      e.activityTaskScheduledEventAttributes?.activityType?.name === activityType,
+  );
+  const after = (from: HistoryEvent, type: temporal.api.enums.v1.EventType) =>
+    events.find((e) => id(e) > id(from) && e.eventType === type)!;
+  const ofActivity = (type: temporal.api.enums.v1.EventType, s: HistoryEvent) =>
+    events.find(
+      (e) =>
+        e.eventType === type &&
+        Number(
+          e.activityTaskStartedEventAttributes?.scheduledEventId ??
+            e.activityTaskCompletedEventAttributes?.scheduledEventId,
+        ) === id(s),
+    )!;
+  return scheduled.slice(0, -1).map((s, i) => {
+    const started = ofActivity(Type.EVENT_TYPE_ACTIVITY_TASK_STARTED, s);
+    const completed = ofActivity(Type.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, s);
+    const taskStarted = after(completed, Type.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+    const taskCompleted = after(taskStarted, Type.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+    return {
+      to_start: eventMillis(started) - eventMillis(s),
+      run: eventMillis(completed) - eventMillis(started),
+      to_workflow_task: eventMillis(taskStarted) - eventMillis(completed),
+      workflow_task: eventMillis(taskCompleted) - eventMillis(taskStarted),
+      other: eventMillis(scheduled[i + 1]) - eventMillis(taskCompleted),
+    };
+  });
+}

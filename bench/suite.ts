@@ -47,7 +47,14 @@ import {
 import { writeFormatted, writeReport } from './report';
 import { baselineMultiples, checkQuick } from './baseline';
 import { baselineActivities } from './baseline-activities';
-import { historySize, perUnitOf, type HistorySize } from './history';
+import {
+  activityCycles,
+  eventMillis,
+  historySize,
+  perUnitOf,
+  type ActivityCycle,
+  type HistorySize,
+} from './history';
 
 /** `--quick`: few repetitions, no cold sandbox, no paused runs; compared with results.json, writes nothing. */
 const QUICK = process.argv.includes('--quick');
@@ -909,10 +916,99 @@ async function tracingCost(bench: Bench) {
   };
 }
 
+/** Each phase's p50 over `cycles` (bench/history.ts's activityCycles). */
+const phasePercentiles = (cycles: ActivityCycle[]) =>
+  Object.fromEntries(
+    (Object.keys(cycles[0]) as (keyof ActivityCycle)[]).map((phase) => [
+      phase,
+      percentiles(cycles.map((c) => c[phase])),
+    ]),
+  );
+
+/** The cycles of the bare workflow of `count` no-op activities (bench/workflows.ts), once it ended. */
+async function bareCycles(bench: Bench, count: number): Promise<ActivityCycle[]> {
+  const { temporal, taskQueues } = bench.bare.turns;
+  const handle = await temporal.workflow.start('activitiesInTurn', {
+    taskQueue: taskQueues.agent,
+    workflowId: `bench-phases-${uniqueSuffix()}`,
+    args: [count, false],
+  });
+  await handle.result();
+  return activityCycles((await handle.fetchHistory()).events ?? [], 'noop');
+}
+
+/**
+ * Where a call's time goes by its turn's history (bench/history.ts's activityCycles): REPS turns of
+ * CALLS_PER_STEP + 1 calls, each after a bare workflow of as many no-op activities, whose cycles are
+ * the baseline; and per call, what the turn spends outside the cycles (a turn of one call's the
+ * baseline) and what the request spends outside the workflow.
+ */
+async function callPhasesOf(
+  bench: Bench,
+  agentId: string,
+  script: Omit<Script, 'times'>,
+  activityType: string,
+) {
+  const times = CALLS_PER_STEP + 1;
+  const cycles: ActivityCycle[] = [];
+  const bare: ActivityCycle[] = [];
+  const outside: Record<'workflow' | 'request', number>[] = [];
+  const turn = async (calls: number) => {
+    let runId = '';
+    const ms = await timed(
+      async () => (runId = await step(bench.client, agentId, { ...script, times: calls })),
+    );
+    const events = (await turnHistory(bench, runId)).events ?? [];
+    return {
+      ms,
+      workflow: eventMillis(events.at(-1)!) - eventMillis(events[0]),
+      cycles: activityCycles(events, activityType),
+    };
+  };
+  const sum = (list: ActivityCycle[]) =>
+    list.reduce((total, c) => total + Object.values(c).reduce((a, b) => a + b, 0), 0);
+  for (let i = 0; i < WARMUP + REPS; i++) {
+    const bareRun = await bareCycles(bench, times);
+    const more = await turn(times);
+    const one = await turn(1);
+    if (i < WARMUP) continue;
+    bare.push(...bareRun);
+    cycles.push(...more.cycles);
+    outside.push({
+      workflow: (more.workflow - one.workflow - sum(more.cycles)) / CALLS_PER_STEP,
+      request: (more.ms - more.workflow - (one.ms - one.workflow)) / CALLS_PER_STEP,
+    });
+  }
+  return {
+    call: phasePercentiles(cycles),
+    bare_activity: phasePercentiles(bare),
+    rest_of_turn_per_call_ms: percentiles(outside.map((o) => o.workflow)),
+    rest_of_request_per_call_ms: percentiles(outside.map((o) => o.request)),
+  };
+}
+
+/**
+ * Where a sandboxed call's and an MCP call's time goes, by their turns' histories (callPhasesOf). Not
+ * among the suite's figures unless named in BENCH_ONLY.
+ */
+async function callPhases(bench: Bench) {
+  const sandboxAgent = await newAgent(bench.client, [(await pingTool(bench)).id]);
+  return {
+    sandboxed_call: await callPhasesOf(
+      bench,
+      sandboxAgent,
+      { tool: 'ping', args: { n: 1 } },
+      'runSandboxTool',
+    ),
+    mcp_call: await withMcpEcho(bench, ([agentId]) => callPhasesOf(bench, agentId, ECHO, 'runMcpTool')),
+  };
+}
+
 /** Figures measured only when BENCH_ONLY names them. */
 const NAMED_FIGURES: [string, (bench: Bench) => Promise<unknown>][] = [
   ['tracing_cost', tracingCost],
   ['tracing_on_over_off', tracingOnOverOff],
+  ['call_phases', callPhases],
 ];
 
 /** The figures measured, in order: the paused runs, slow, come last and run in a process of their own. */

@@ -40,7 +40,7 @@ const RETRY_KEY = 'io.letta/retry';
 type StoredParams = ElicitRequestFormParams & { [RETRY_KEY]?: InputRetry };
 
 /** A row as read: the retry taken out of the stored params. */
-function readRow(row: McpElicitationRow): McpElicitationRow {
+export function elicitationOf(row: McpElicitationRow): McpElicitationRow {
   const { [RETRY_KEY]: retry, ...params } = row.params as StoredParams;
   return { ...row, params: params as ElicitRequestFormParams, ...(retry ? { retry } : {}) };
 }
@@ -79,7 +79,7 @@ export async function getElicitation(
   const [row] = await q.query<McpElicitationRow>('SELECT * FROM mcp_elicitations WHERE tool_call_id = $1', [
     toolCallId,
   ]);
-  return row && readRow(row);
+  return row && elicitationOf(row);
 }
 
 /** The elicitations among these calls that wait for an answer. */
@@ -88,7 +88,7 @@ export async function waitingElicitations(q: Queryable, toolCallIds: string[]): 
     'SELECT * FROM mcp_elicitations WHERE tool_call_id = ANY($1) AND answer IS NULL',
     [toolCallIds],
   );
-  return rows.map(readRow);
+  return rows.map(elicitationOf);
 }
 
 export async function setElicitationAnswer(

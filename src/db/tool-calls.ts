@@ -7,6 +7,7 @@ import type { AgentRow, MemoryBlock, SandboxConfigRow, SecretRow, ToolRow } from
 import { decryptSecret } from '../secrets';
 import type { ToolExecution } from './tool-executions';
 import { mcpServerOf, type McpServerRow, type StoredMcpServer } from './mcp-servers';
+import { elicitationOf, type McpElicitationRow } from './mcp-elicitations';
 import { TAKE_CLAIM, type ClaimHolder } from './tool-claims';
 
 export interface ToolCallKey {
@@ -39,6 +40,8 @@ export interface ToolCallRead {
   edited: boolean;
   /** An MCP tool's server, if it is still registered. */
   mcpServer?: McpServerRow;
+  /** What the call's MCP server asked when it paused the call, with the answer once there is one. */
+  elicitation?: McpElicitationRow;
   /** The agent's blocks in their order, when asked for: a memory edit's (under its lock), a sandboxed call's. */
   blocks?: MemoryBlock[];
   /** A sandboxed call's: the agent's secrets and every sandbox config with its variables, decrypted. */
@@ -77,6 +80,7 @@ type Row = Partial<AgentRow> & {
   call_arguments: string | null;
   call_edited: string | null;
   call_mcp_server: StoredMcpServer | null;
+  call_elicitation: McpElicitationRow | null;
   call_blocks: MemoryBlock[] | null;
   call_sandbox: StoredSandboxContext | null;
 };
@@ -117,6 +121,7 @@ const readStatement = (
        WHERE tool_call_id = $1 AND request_message_id = $5 AND decision = 'approved') AS call_edited,
      (SELECT to_jsonb(s) FROM mcp_servers s
        WHERE s.id = t.tool->'metadata'->'mcp'->>'server_id') AS call_mcp_server,
+     (SELECT to_json(e) FROM mcp_elicitations e WHERE e.tool_call_id = $1) AS call_elicitation,
      ${blocks ? BLOCKS : 'NULL'} AS call_blocks,
      ${sandbox ? SANDBOX : 'NULL'} AS call_sandbox
    FROM (SELECT 1) one LEFT JOIN agents a ON a.id = $2
@@ -158,6 +163,7 @@ export async function readToolCall(
     call_arguments,
     call_edited,
     call_mcp_server,
+    call_elicitation,
     call_blocks,
     call_sandbox,
     ...agent
@@ -171,6 +177,7 @@ export async function readToolCall(
     arguments: call_arguments === null ? undefined : (call_edited ?? call_arguments),
     edited: call_arguments !== null && call_edited !== null,
     mcpServer: call_mcp_server ? mcpServerOf(call_mcp_server) : undefined,
+    elicitation: call_elicitation ? elicitationOf(call_elicitation) : undefined,
     blocks: call_blocks ?? undefined,
     sandbox: call_sandbox ? sandboxContextOf(call_sandbox) : undefined,
   };

@@ -21,6 +21,8 @@ import { createTestSchema } from '../test/helpers/postgres';
 import type { StartedProcess } from '../test/helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
 import { startTemporalServer } from '../test/helpers/temporal-server';
+import { startProductionTemporal } from '../test/helpers/temporal-production';
+import type { TemporalKind } from './infra';
 import type { MemorySample } from './memory-probe';
 import { inParallel, percentiles } from './stats';
 
@@ -79,25 +81,36 @@ export function jsonClient(base: string) {
 /** POSTs JSON to the API (jsonClient's post). */
 export const postJson = (base: string) => jsonClient(base).post;
 
+/** What the measured server keeps its data in: PostgreSQL (a schema of its own) or the embedded PGlite. */
+export type DatabaseKind = 'postgres' | 'pglite';
+
 /**
  * The server as `npm start` runs it (API and workers in one process, `--role=all`), in a process of its
- * own with bench/memory-probe.ts preloaded, on a Temporal dev server and a database schema of its own;
- * its model the stub whose replies `reply` gives. `start` starts the server again (after `server` was
- * stopped); `close` stops everything and removes what it made.
+ * own with bench/memory-probe.ts preloaded, on a Temporal server (a dev server of its own, or Temporal's
+ * production server: scripts/temporal-production.sh) and a database (a PostgreSQL schema of its own, or
+ * PGlite in its data folder); its model the stub whose replies `reply` gives. `start` starts the server
+ * again (after `server` was stopped); `close` stops everything and removes what it made.
  */
 export async function startMeasuredServer(
   reply: (request: ChatRequest) => StubReply,
   extra: Record<string, string> = {},
+  {
+    temporalKind = 'dev',
+    database = 'postgres',
+  }: { temporalKind?: TemporalKind; database?: DatabaseKind } = {},
 ) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'letta-bench-'));
-  const schema = await createTestSchema();
+  const schema = database === 'postgres' ? await createTestSchema() : undefined;
   const stub = await startOpenAiStub();
   stub.setDefault(reply);
-  const { server: temporal } = await startTemporalServer(dataDir);
+  const temporal =
+    temporalKind === 'production'
+      ? await startProductionTemporal()
+      : (await startTemporalServer(dataDir)).server;
   const probeFile = path.join(dataDir, 'memory.json');
   const env = await serverProcessEnv({
     dataDir,
-    databaseUrl: schema.url,
+    databaseUrl: schema?.url,
     temporalAddress: temporal.address,
     openAiBaseUrl: stub.baseURL,
     extra: {
@@ -119,7 +132,7 @@ export async function startMeasuredServer(
       if (measured.server) await killProcess(measured.server, 'SIGKILL');
       await temporal.stop();
       await stub.close();
-      await schema.drop();
+      await schema?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -17,15 +17,20 @@
  *   first answer's turn ends;
  * - `AT_ONCE` answered at once: until every one of their turns ends.
  *
- * The server is `npm start`'s shape (bench/paused-runs.ts's startMeasuredServer). The results go to
- * bench/paused-scale.json (BENCH_OUT names another file).
+ * The server is `npm start`'s shape (bench/paused-runs.ts's startMeasuredServer), on a Temporal dev
+ * server of its own and PostgreSQL unless PAUSED_SCALE_TEMPORAL=production (Temporal's production
+ * server: scripts/temporal-production.sh, started or joined) or PAUSED_SCALE_DATABASE=pglite (the
+ * embedded database). The results go to bench/paused-scale.json (BENCH_OUT names another file).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { apiUrl, killProcess } from '../test/helpers/server-processes';
-import { CONCURRENCY, jsonClient, startMeasuredServer } from './paused-runs';
+import { testDatabaseUrl } from '../test/helpers/env';
+import { CONCURRENCY, jsonClient, startMeasuredServer, type DatabaseKind } from './paused-runs';
+import type { TemporalKind } from './infra';
 import { inParallel, percentiles, timed } from './stats';
 
 /** The count of paused turns the answer at `count` is compared with. */
@@ -92,11 +97,52 @@ async function postgresDisk(url: string, schema: string) {
   }
 }
 
-/** The dev server's SQLite database, with its write-ahead log. */
-function temporalDisk(dataDir: string) {
-  const files = fs.readdirSync(dataDir).filter((name) => name.startsWith('temporal.db'));
-  return { sqlite_mib: mib(files.reduce((sum, f) => sum + fs.statSync(path.join(dataDir, f)).size, 0)) };
+/** The bytes of the files under `dir` (a folder) whose names pass `keep`. */
+function filesBytes(dir: string, keep: (name: string) => boolean = () => true): number {
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && keep(entry.name))
+    .reduce((sum, entry) => sum + fs.statSync(path.join(entry.parentPath, entry.name)).size, 0);
 }
+
+/** The server's database: this schema's tables, or PGlite's folder. */
+async function databaseDisk(
+  database: DatabaseKind,
+  url: string | undefined,
+  schema: string | undefined,
+  dataDir: string,
+) {
+  if (database === 'pglite') return { mib: mib(filesBytes(path.join(dataDir, 'pgdata'))) };
+  const disk = await postgresDisk(url!, schema!);
+  return { mib: disk.schema_mib, ...disk };
+}
+
+/** The databases of Temporal's production server (scripts/temporal-production.sh), in bytes. */
+async function productionTemporalBytes(): Promise<number> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT sum(pg_database_size(datname)) AS bytes FROM pg_database
+       WHERE datname IN ('temporal', 'temporal_visibility')`,
+    );
+    return Number(rows[0].bytes);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Temporal's history store: the dev server's SQLite file and its log, or the production server's databases. */
+const temporalStoreBytes = (temporal: TemporalKind, dataDir: string) =>
+  temporal === 'production'
+    ? productionTemporalBytes()
+    : Promise.resolve(filesBytes(dataDir, (name) => name.startsWith('temporal.db')));
+
+/** Which Temporal server and database the run measures (PAUSED_SCALE_TEMPORAL, PAUSED_SCALE_DATABASE). */
+const STORES = {
+  temporal: (process.env.PAUSED_SCALE_TEMPORAL === 'production' ? 'production' : 'dev') as TemporalKind,
+  database: (process.env.PAUSED_SCALE_DATABASE === 'pglite' ? 'pglite' : 'postgres') as DatabaseKind,
+};
 
 /** The slot's conversation: its agent's default one (named by the agent's id), or a new one. */
 const conversationOf = async (api: Api, slot: Slot) =>
@@ -131,13 +177,25 @@ const takeRandom = (paused: Pause[]) => {
 };
 
 export async function pausedScale(count: number, agentCount: number) {
-  const measured = await startMeasuredServer((request) =>
-    request.messages.at(-1)?.role === 'tool' ? { text: 'Noted.' } : { toolCalls: [INSERT_CALL] },
+  const measured = await startMeasuredServer(
+    (request) =>
+      request.messages.at(-1)?.role === 'tool' ? { text: 'Noted.' } : { toolCalls: [INSERT_CALL] },
+    {},
+    { temporalKind: STORES.temporal, database: STORES.database },
   );
   try {
     const firstStartMs = await timed(() => measured.start());
     const api = jsonClient(apiUrl(measured.env));
     const temporalPid = measured.temporal.pid;
+    // The production server's store and process outlive the run, holding earlier runs' histories: what
+    // the pauses cost is what grew.
+    const databaseAt = () =>
+      databaseDisk(STORES.database, measured.schema?.url, measured.schema?.name, measured.dataDir);
+    const before = {
+      database_mib: (await databaseAt()).mib,
+      temporal_store_bytes: await temporalStoreBytes(STORES.temporal, measured.dataDir),
+      temporal_rss_mib: rssMib(temporalPid),
+    };
 
     const agentsStarted = performance.now();
     const agentIds = await inParallel(agentCount, CONCURRENCY, async () => {
@@ -183,7 +241,7 @@ export async function pausedScale(count: number, agentCount: number) {
           server: Math.round(cpuSeconds(measured.server!.child.pid!) - cpu.server),
           temporal: Math.round(cpuSeconds(temporalPid) - cpu.temporal),
           bench: Math.round((benchCpu.user + benchCpu.system) / 1e6),
-          wall_times_cores: Math.round(seconds * 2),
+          wall_times_cores: Math.round(seconds * os.cpus().length),
         },
       });
       console.error(`paused ${target} (${creation.at(-1)!.pauses_per_second}/s)`);
@@ -220,8 +278,16 @@ export async function pausedScale(count: number, agentCount: number) {
       ...(await probe()),
       server_memory_after_gc: await measured.memory(),
       temporal_rss_mib: rssMib(temporalPid),
-      postgres: await postgresDisk(measured.schema.url, measured.schema.name),
-      temporal: temporalDisk(measured.dataDir),
+      temporal_rss_grown_mib: rssMib(temporalPid) - before.temporal_rss_mib,
+      database: await databaseAt().then((disk) => ({
+        ...disk,
+        grown_mib: Math.round((disk.mib - before.database_mib) * 10) / 10,
+      })),
+      temporal_store: {
+        grown_mib: mib(
+          (await temporalStoreBytes(STORES.temporal, measured.dataDir)) - before.temporal_store_bytes,
+        ),
+      },
     };
 
     const stopMs = await timed(() => killProcess(measured.server!, 'SIGTERM'));
@@ -237,6 +303,8 @@ export async function pausedScale(count: number, agentCount: number) {
     const atOnceMs = await timed(() => Promise.all(together.map((pause) => answer(api, pause))));
 
     return {
+      ...STORES,
+      before_the_pauses: before,
       paused: count,
       agents: agentCount,
       agents_created_per_second: Math.round((agentCount / agentsSeconds) * 10) / 10,

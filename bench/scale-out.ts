@@ -4,6 +4,9 @@
  * with the OpenAI model stub answering at once; once on a Temporal dev server (SQLite, one history shard)
  * and once on Temporal's production server (PostgreSQL persistence and SQL visibility:
  * scripts/temporal-production.sh, started or joined). SCALE_OUT_TEMPORAL=dev or =production runs one.
+ * Then the server as `npm start` runs it, one process (`--role=all`) on the dev server, once on
+ * PostgreSQL and once on the embedded PGlite (SCALE_OUT_ONE_PROCESS=postgres or =pglite runs one; none
+ * with an empty value): what one process does, and what PGlite costs it.
  *
  * Per Temporal server, three phases, each agent's turns one after the other and the agents all at once,
  * half of them through each API: plain steps (one model call, no tool), turns of sandboxed tool calls
@@ -25,6 +28,7 @@ import * as serverProcesses from '../test/helpers/server-processes';
 import { inParallel, numberSetting, percentiles } from './stats';
 import { writeFormatted } from './report';
 import { startInfra, type TemporalKind } from './infra';
+import type { DatabaseKind } from './paused-runs';
 
 const SETTINGS = {
   apis: 2,
@@ -37,7 +41,24 @@ const SETTINGS = {
   toolTurns: numberSetting('SCALE_OUT_TOOL_TURNS', 2),
   callsPerTurn: numberSetting('SCALE_OUT_CALLS_PER_TURN', 5),
 };
-const TEMPORALS = (process.env.SCALE_OUT_TEMPORAL ?? 'dev,production').split(',') as TemporalKind[];
+/** How the server is deployed for one run of the phases: split (SETTINGS' APIs and workers) or one process. */
+interface Deployment {
+  temporal: TemporalKind;
+  split: boolean;
+  database: DatabaseKind;
+}
+const listSetting = (name: string, fallback: string) =>
+  (process.env[name] ?? fallback).split(',').filter(Boolean);
+const DEPLOYMENTS: Record<string, Deployment> = Object.fromEntries([
+  ...listSetting('SCALE_OUT_TEMPORAL', 'dev,production').map((temporal) => [
+    temporal,
+    { temporal: temporal as TemporalKind, split: true, database: 'postgres' },
+  ]),
+  ...listSetting('SCALE_OUT_ONE_PROCESS', 'postgres,pglite').map((database) => [
+    `one_process_${database}`,
+    { temporal: 'dev', split: false, database: database as DatabaseKind },
+  ]),
+]);
 const OUT = path.resolve(projectRoot, process.env.SCALE_OUT_OUT ?? 'bench/scale-out.json');
 
 const PING_TOOL =
@@ -180,29 +201,30 @@ async function phase(cluster: Cluster, toolIds: string[], script: Script, turns:
   };
 }
 
-/** The three phases on one Temporal server. */
-async function onTemporal(which: TemporalKind) {
+/** The three phases on one deployment. */
+async function onDeployment({ temporal: which, split, database }: Deployment) {
   const { dataDir, temporal, schema, stub, mcp, stop } = await startInfra('scale-out', which);
   scriptedModel(stub);
   const env = await serverProcesses.serverProcessEnv({
     dataDir,
-    databaseUrl: schema.url,
+    databaseUrl: database === 'postgres' ? schema.url : undefined,
     temporalAddress: temporal.address,
     openAiBaseUrl: stub.baseURL,
   });
   const cluster: Cluster = { apis: [], workers: [], temporalPid: temporal.pid };
   try {
-    for (let i = 0; i < SETTINGS.apis; i++) {
+    for (let i = 0; i < (split ? SETTINGS.apis : 1); i++) {
       const apiEnv = i === 0 ? env : { ...env, PORT: String(await freePort()) };
-      const started = await serverProcesses.startApiProcess(apiEnv);
+      const started = await serverProcesses.startApiProcess(apiEnv, split ? 'api' : 'all');
       cluster.apis.push({
         process: started,
         client: new Letta({ baseURL: serverProcesses.apiUrl(apiEnv), apiKey: 'unused' }),
       });
     }
-    cluster.workers = await Promise.all(
-      Array.from({ length: SETTINGS.workers }, () => serverProcesses.startWorkerProcess(env)),
-    );
+    if (split)
+      cluster.workers = await Promise.all(
+        Array.from({ length: SETTINGS.workers }, () => serverProcesses.startWorkerProcess(env)),
+      );
     const { client } = cluster.apis[0];
     const ping = await client.tools.create({ source_code: PING_TOOL });
     const server = await client.mcpServers.create({
@@ -215,8 +237,11 @@ async function onTemporal(which: TemporalKind) {
     }[];
     const slowRead = tools.find((t) => t.name === 'slow_read')!.id;
     const calls = SETTINGS.callsPerTurn;
-    console.log(`scale-out: ${which} Temporal at ${temporal.address}`);
+    console.log(
+      `scale-out: ${which} Temporal at ${temporal.address}, ${split ? 'split' : 'one process'}, ${database}`,
+    );
     return {
+      deployment: { temporal: which, split, database },
       load_average_at_start: loadAverage(),
       plain_steps: await phase(cluster, [], { calls: 0 }, SETTINGS.plainTurns),
       sandboxed_calls: await phase(
@@ -245,7 +270,8 @@ const loadAverage = () => os.loadavg().map((load) => Math.round(load * 100) / 10
 
 async function main() {
   const results: Record<string, unknown> = {};
-  for (const which of TEMPORALS) results[which] = await onTemporal(which);
+  for (const [name, deployment] of Object.entries(DEPLOYMENTS))
+    results[name] = await onDeployment(deployment);
   const report = {
     date: new Date().toISOString().slice(0, 10),
     machine: {

@@ -12,14 +12,15 @@ import { startProcess, waitForStatus, type StartedProcess } from './process';
  */
 export async function serverProcessEnv(options: {
   dataDir: string;
-  databaseUrl: string;
+  /** PostgreSQL; none runs the server on the embedded PGlite in `dataDir`. */
+  databaseUrl?: string;
   temporalAddress: string;
   openAiBaseUrl: string;
   extra?: Record<string, string>;
 }): Promise<Record<string, string>> {
   return {
     DATA_DIR: options.dataDir,
-    DATABASE_URL: options.databaseUrl,
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     TEMPORAL_ADDRESS: options.temporalAddress,
     TASK_QUEUE_PREFIX: `p-${uniqueSuffix()}-`,
     PORT: String(await freePort()),

@@ -39,6 +39,7 @@ import { registerSearchAttributes } from './temporal/search-attributes';
 import { taskQueues } from './temporal/task-queues';
 import { loadDeploymentId } from './db/deployment';
 import { createAgentWorker, createToolWorker, WORKFLOWS_PATH } from './temporal/worker';
+import { warnWithoutAsyncContextFrames } from './temporal/async-context';
 import { vetBuild } from './temporal/replay-sample';
 import {
   deploymentName,
@@ -441,7 +442,8 @@ async function createWorkers(
   deployment: ReturnType<typeof workerDeploymentOptions>,
   activities: Record<TaskQueueName, object>,
 ): Promise<Worker[]> {
-  const { config, connection, tracing, turns, options } = parts;
+  const { config, connection, tracing, turns, options, log } = parts;
+  if (polledQueues(parts).includes('agent')) warnWithoutAsyncContextFrames(log);
   const common = {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,

@@ -10,6 +10,10 @@
  *      on PostgreSQL and on PGlite (`bench:scale-out`);
  *   4. the chaos run on the production server (`CHAOS_TEMPORAL=production npm run chaos`);
  *
+ * Run it on Node 24 (`PATH="$(bash scripts/install-node.sh 24 | tail -n 1):$PATH" npm run bench:scale`):
+ * on older Node the workflow thread's work per turn grows with the turns the server has run
+ * (bench/sdk-costs.md), and pausing 100,000 takes hours rather than about one.
+ *
  * each writing its own JSON file in bench/, then `scale.md`: every figure beside its baseline, and the
  * capacity table docs/operations.md shows. `npm run bench:scale -- --report` writes `scale.md` again
  * from the JSON files already there.

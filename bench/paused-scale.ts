@@ -9,7 +9,9 @@
  * - the rate of pauses, and where the creating time goes (CPU seconds of the server, Temporal and the
  *   bench; PostgreSQL has the rest);
  * - the server's memory after a full collection and Temporal's resident memory;
- * - the disk of both databases (this schema's tables; the dev server's SQLite file);
+ * - the disk of both databases, and what it and Temporal's memory grew by over the pauses (this
+ *   schema's tables or PGlite's folder; the dev server's SQLite file or the production server's
+ *   databases);
  * - the inbox's first page and a deep one (a cursor 95% down the list), p50 and p95;
  * - answering a random paused turn (the blocking round trip until its next stop), at `BASELINE`
  *   paused and at `count`;

@@ -24,11 +24,14 @@ export interface Infra {
   stop(): Promise<void>;
 }
 
+/** A Temporal server of `kind`: a dev server keeping its data in `dataDir`, or the production server. */
+export const startTemporalOf = async (kind: TemporalKind, dataDir: string) =>
+  kind === 'production' ? startProductionTemporal() : (await startTemporalServer(dataDir)).server;
+
 export async function startInfra(name: string, kind: TemporalKind): Promise<Infra> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `letta-${name}-`));
   fs.chmodSync(dataDir, 0o755);
-  const temporal =
-    kind === 'production' ? await startProductionTemporal() : (await startTemporalServer(dataDir)).server;
+  const temporal = await startTemporalOf(kind, dataDir);
   const schema = await createTestSchema();
   const stub = await startOpenAiStub();
   const mcp = await startCountingMcpServer();

@@ -20,9 +20,7 @@ import { startOpenAiStub, type ChatRequest, type StubReply } from '../test/helpe
 import { createTestSchema } from '../test/helpers/postgres';
 import type { StartedProcess } from '../test/helpers/process';
 import { apiUrl, killProcess, serverProcessEnv, startApiProcess } from '../test/helpers/server-processes';
-import { startTemporalServer } from '../test/helpers/temporal-server';
-import { startProductionTemporal } from '../test/helpers/temporal-production';
-import type { TemporalKind } from './infra';
+import { startTemporalOf, type TemporalKind } from './infra';
 import type { MemorySample } from './memory-probe';
 import { inParallel, percentiles } from './stats';
 
@@ -103,10 +101,7 @@ export async function startMeasuredServer(
   const schema = database === 'postgres' ? await createTestSchema() : undefined;
   const stub = await startOpenAiStub();
   stub.setDefault(reply);
-  const temporal =
-    temporalKind === 'production'
-      ? await startProductionTemporal()
-      : (await startTemporalServer(dataDir)).server;
+  const temporal = await startTemporalOf(temporalKind, dataDir);
   const probeFile = path.join(dataDir, 'memory.json');
   const env = await serverProcessEnv({
     dataDir,

@@ -290,14 +290,16 @@ const perCallInStep = async (...args: Parameters<typeof perCallRounds>) =>
   (await perCallRounds(...args)).figures;
 
 /** A workflow of bench/workflows.ts on the bare server's worker, to its end. */
-function runBare(bench: Bench, workflow: 'oneActivity' | 'activitiesInTurn', args: unknown[] = []) {
+function startBare(bench: Bench, workflow: 'oneActivity' | 'activitiesInTurn', args: unknown[] = []) {
   const { temporal, taskQueues } = bench.bare.turns;
-  return temporal.workflow.execute(workflow, {
+  return temporal.workflow.start(workflow, {
     taskQueue: taskQueues.agent,
     workflowId: `bench-${workflow}-${uniqueSuffix()}`,
     args,
   });
 }
+
+const runBare = async (...args: Parameters<typeof startBare>) => (await startBare(...args)).result();
 
 /** `round` once untimed, then THROUGHPUT.rounds times: what each timed round gave. */
 async function inRounds<T>(round: () => Promise<T>): Promise<T[]> {
@@ -927,12 +929,7 @@ const phasePercentiles = (cycles: ActivityCycle[]) =>
 
 /** The cycles of the bare workflow of `count` no-op activities (bench/workflows.ts), once it ended. */
 async function bareCycles(bench: Bench, count: number): Promise<ActivityCycle[]> {
-  const { temporal, taskQueues } = bench.bare.turns;
-  const handle = await temporal.workflow.start('activitiesInTurn', {
-    taskQueue: taskQueues.agent,
-    workflowId: `bench-phases-${uniqueSuffix()}`,
-    args: [count, false],
-  });
+  const handle = await startBare(bench, 'activitiesInTurn', [count, false]);
   await handle.result();
   return activityCycles((await handle.fetchHistory()).events ?? [], 'noop');
 }

@@ -443,7 +443,8 @@ async function createWorkers(
   activities: Record<TaskQueueName, object>,
 ): Promise<Worker[]> {
   const { config, connection, tracing, turns, options, log } = parts;
-  if (polledQueues(parts).includes('agent')) warnWithoutAsyncContextFrames(log);
+  const polled = polledQueues(parts);
+  if (polled.includes('agent')) warnWithoutAsyncContextFrames(log);
   const common = {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -453,7 +454,7 @@ async function createWorkers(
   };
   const queues = turns.taskQueues;
   return Promise.all(
-    polledQueues(parts).map((queue) =>
+    polled.map((queue) =>
       queue === 'agent'
         ? createAgentWorker({
             ...common,

@@ -72,16 +72,6 @@ export async function recordElicitation(
   );
 }
 
-export async function getElicitation(
-  q: Queryable,
-  toolCallId: string,
-): Promise<McpElicitationRow | undefined> {
-  const [row] = await q.query<McpElicitationRow>('SELECT * FROM mcp_elicitations WHERE tool_call_id = $1', [
-    toolCallId,
-  ]);
-  return row && elicitationOf(row);
-}
-
 /** The elicitations among these calls that wait for an answer. */
 export async function waitingElicitations(q: Queryable, toolCallIds: string[]): Promise<McpElicitationRow[]> {
   const rows = await q.query<McpElicitationRow>(

@@ -1,6 +1,6 @@
 /**
- * How far one machine and one cluster go, in one run (`npm run bench:scale`, not part of CI; about two
- * hours on two cores, most of it pausing 100,000 turns):
+ * How far one machine and one cluster go, in one run (`npm run bench:scale`, not part of CI; about 80
+ * minutes on two cores on Node 24, most of it pausing 100,000 turns):
  *
  *   1. the suite (`npm run bench`): the per-call floors with their baselines and streaming's cost;
  *   2. many paused turns (`bench:paused-scale`, BENCH_SCALE_PAUSED over BENCH_SCALE_AGENTS agents) on

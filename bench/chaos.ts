@@ -20,7 +20,6 @@
  * CHAOS_TEMPORAL=production it runs on Temporal's production server on PostgreSQL instead of a dev
  * server (scripts/temporal-production.sh, started or joined) and writes bench/chaos-production.json.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Letta, { APIConnectionError, APIError } from '@letta-ai/letta-client';
@@ -36,6 +35,7 @@ import {
   startWorkerProcess,
 } from '../test/helpers/server-processes';
 import type { StartedProcess } from '../test/helpers/process';
+import { writeFormatted } from './report';
 import { numberSetting } from './stats';
 import { startInfra, type Infra } from './infra';
 
@@ -521,7 +521,7 @@ async function main() {
     await cluster.stop().catch(() => undefined);
     await infra.stop();
   }
-  fs.writeFileSync(OUT, `${JSON.stringify(result, null, 2)}\n`);
+  await writeFormatted(OUT, JSON.stringify(result, null, 2));
   console.log(JSON.stringify(result, null, 2));
   const otherErrors = (result.tool_returns as { other_errors?: number } | undefined)?.other_errors;
   const held =

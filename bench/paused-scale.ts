@@ -33,6 +33,7 @@ import { apiUrl, killProcess } from '../test/helpers/server-processes';
 import { testDatabaseUrl } from '../test/helpers/env';
 import { CONCURRENCY, jsonClient, startMeasuredServer, type DatabaseKind } from './paused-runs';
 import type { TemporalKind } from './infra';
+import { writeFormatted } from './report';
 import { inParallel, percentiles, timed } from './stats';
 
 /** The count of paused turns the answer at `count` is compared with. */
@@ -333,9 +334,12 @@ export async function pausedScale(count: number, agentCount: number) {
 if (require.main === module) {
   const [count = 100_000, agents = 10_000] = process.argv.slice(2).map(Number);
   pausedScale(count, Math.min(agents, count)).then(
-    (results) => {
+    async (results) => {
       const text = JSON.stringify(results, null, 2);
-      fs.writeFileSync(process.env.BENCH_OUT ?? path.join(__dirname, '../../bench/paused-scale.json'), text);
+      await writeFormatted(
+        process.env.BENCH_OUT ?? path.join(__dirname, '../../bench/paused-scale.json'),
+        text,
+      );
       console.log(text);
       process.exit(0);
     },

@@ -521,8 +521,9 @@ async function main() {
     await cluster.stop().catch(() => undefined);
     await infra.stop();
   }
-  await writeFormatted(OUT, JSON.stringify(result, null, 2));
-  console.log(JSON.stringify(result, null, 2));
+  const text = JSON.stringify(result, null, 2);
+  await writeFormatted(OUT, text);
+  console.log(text);
   const otherErrors = (result.tool_returns as { other_errors?: number } | undefined)?.other_errors;
   const held =
     ['lost', 'stuck', 'false_cancelled', 'unaccounted_reruns'].every((key) => result[key] === 0) &&
